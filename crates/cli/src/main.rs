@@ -1,0 +1,161 @@
+//! `formwork`: call plugin tools from a terminal or a script and answer their forms.
+//!
+//! The binary is thin: it parses arguments, picks a form responder, and maps every outcome
+//! to an exit code in one place (`Outcome`). The contract is written down in `docs/cli.md`.
+
+mod answers;
+mod commands;
+mod demo_plugin;
+mod terminal;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use formwork_host::PluginTarget;
+
+#[derive(Parser)]
+#[command(name = "formwork", version, about = "An MCP host for interactive plugin forms")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print a plugin's tools as JSON.
+    Tools {
+        #[command(flatten)]
+        plugin: PluginArgs,
+    },
+    /// Call a tool, answer its forms, print the CallToolResult JSON.
+    Call {
+        #[command(flatten)]
+        plugin: PluginArgs,
+        /// The tool's name.
+        tool: String,
+        #[command(flatten)]
+        call: CallArgs,
+    },
+    /// Work with elicitation schemas.
+    Schema {
+        #[command(subcommand)]
+        command: SchemaCommand,
+    },
+    /// Call the bundled demo plugin's `deploy` tool and answer its forms.
+    Demo {
+        /// The demo tool to call.
+        #[arg(default_value = "deploy")]
+        tool: String,
+        #[command(flatten)]
+        call: CallArgs,
+    },
+    /// Serve the bundled demo plugin over stdio (what `demo` connects to).
+    #[command(hide = true)]
+    DemoPlugin,
+}
+
+#[derive(Subcommand)]
+enum SchemaCommand {
+    /// Print the render block for a requestedSchema (or whole elicitation/create params).
+    Check {
+        /// The JSON file to read; `-` or nothing reads stdin.
+        file: Option<PathBuf>,
+    },
+}
+
+#[derive(Args)]
+#[group(required = true, multiple = false)]
+struct PluginArgs {
+    /// The plugin as a shell command, spoken to over stdio.
+    #[arg(long, value_name = "COMMAND")]
+    plugin: Option<String>,
+    /// The plugin as a Streamable HTTP endpoint.
+    #[arg(long, value_name = "URL")]
+    url: Option<String>,
+}
+
+impl PluginArgs {
+    fn target(&self) -> PluginTarget {
+        match (&self.plugin, &self.url) {
+            (_, Some(url)) => PluginTarget::Url(url.clone()),
+            (Some(command), None) => PluginTarget::Command(command.clone()),
+            // clap's required group guarantees one of the two.
+            (None, None) => PluginTarget::Command(String::new()),
+        }
+    }
+}
+
+#[derive(Args)]
+struct CallArgs {
+    /// The tool's arguments as a JSON object.
+    #[arg(long, value_name = "JSON")]
+    args: Option<String>,
+    /// A JSON array of answers, consumed one element per form.
+    #[arg(long, value_name = "FILE", conflicts_with = "accept_defaults")]
+    answers: Option<PathBuf>,
+    /// Accept every form with its defaults.
+    #[arg(long)]
+    accept_defaults: bool,
+    /// Seconds a tool call may run, not counting time a form is open.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    timeout: u64,
+}
+
+/// How a command ended; the only place exit codes are chosen.
+pub enum Outcome {
+    /// Exit 0.
+    Success,
+    /// Exit 1: the tool reported an error, or a schema was declined.
+    Negative,
+    /// Exit 2: a host, connection, protocol or scripted-answer failure, already reported.
+    Failure,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    let outcome = match cli.command {
+        Command::Schema {
+            command: SchemaCommand::Check { file },
+        } => commands::schema_check(file.as_deref()),
+        Command::Tools { plugin } => block_on(commands::tools(&plugin.target())),
+        Command::Call { plugin, tool, call } => {
+            block_on(commands::call(&plugin.target(), &tool, &call, false))
+        }
+        Command::Demo { tool, call } => demo_target()
+            .and_then(|target| block_on(commands::call(&target, &tool, &call, true))),
+        Command::DemoPlugin => block_on(demo_plugin::serve()).map(|()| Outcome::Success),
+    };
+    let code = match outcome {
+        Ok(Outcome::Success) => 0,
+        Ok(Outcome::Negative) => 1,
+        Ok(Outcome::Failure) => 2,
+        Err(err) => {
+            eprintln!("formwork: {err:#}");
+            2
+        }
+    };
+    // Exit at once: a terminal prompt may still block a thread after its plugin went away.
+    std::process::exit(code)
+}
+
+fn block_on<T>(future: impl std::future::Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
+    tokio::runtime::Runtime::new()?.block_on(future)
+}
+
+/// The demo plugin is this very binary, started with the hidden `demo-plugin` command.
+fn demo_target() -> anyhow::Result<PluginTarget> {
+    let exe = std::env::current_exe()?;
+    let quoted = exe.display().to_string().replace('\'', r"'\''");
+    Ok(PluginTarget::Command(format!("'{quoted}' demo-plugin")))
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("FORMWORK_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}

@@ -1,0 +1,185 @@
+//! The parsed form model: a [`Form`] is an ordered list of [`Field`]s, each of one [`FieldKind`].
+
+use serde_json::{Number, Value};
+
+use crate::pattern::Pattern;
+
+/// A parsed, supported `requestedSchema`. Built by [`crate::parse_schema`] or [`crate::parse_request`].
+///
+/// Every field's `default` already satisfies the field's own constraints, so
+/// [`Form::default_content`] only fails for a required field without a default.
+#[derive(Debug, Clone)]
+pub struct Form {
+    pub(crate) fields: Vec<Field>,
+    pub(crate) title: Option<String>,
+    pub(crate) description: Option<String>,
+    pub(crate) schema: Value,
+}
+
+impl Form {
+    /// The fields in property order.
+    pub fn fields(&self) -> &[Field] {
+        &self.fields
+    }
+
+    /// The field with property key `key`.
+    pub fn field(&self, key: &str) -> Option<&Field> {
+        self.fields.iter().find(|field| field.key == key)
+    }
+
+    /// The schema's top-level `title` (Python SDKs send the model name here).
+    pub fn title(&self) -> Option<&str> {
+        self.title.as_deref()
+    }
+
+    /// The schema's top-level `description`.
+    pub fn description(&self) -> Option<&str> {
+        self.description.as_deref()
+    }
+
+    /// The `requestedSchema` exactly as the server sent it, unknown keywords included.
+    pub fn schema(&self) -> &Value {
+        &self.schema
+    }
+}
+
+/// One property of the form.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Field {
+    /// The property key: the question id and the key in `content`.
+    pub key: String,
+    /// The property's `title`.
+    pub title: Option<String>,
+    /// The property's `description`.
+    pub description: Option<String>,
+    /// Whether the schema's `required` names this property.
+    pub required: bool,
+    /// What kind of value the field takes, with its constraints.
+    pub kind: FieldKind,
+    /// The property's `default`, checked against the field's constraints. Integer defaults such as
+    /// `3.0` are stored as the JSON integer `3`.
+    pub default: Option<Value>,
+    /// The property schema exactly as sent, unknown keywords (`pattern`, `x-openai-*`, ...) included.
+    pub schema: Value,
+}
+
+/// What a field accepts.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum FieldKind {
+    /// A string typed by the person (`type: "string"` without options).
+    Text(TextRules),
+    /// A JSON number (`type: "number"`).
+    Number(NumberRules),
+    /// A JSON integer (`type: "integer"`).
+    Integer(NumberRules),
+    /// `true` or `false` (`type: "boolean"`).
+    Boolean,
+    /// One string out of a fixed list (`enum`, `oneOf`, or legacy `enum` + `enumNames`).
+    SingleSelect(SingleSelect),
+    /// Several distinct strings out of a fixed list (`type: "array"` with `items.enum` or
+    /// `items.anyOf`).
+    MultiSelect(MultiSelect),
+}
+
+/// Constraints of a text field.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct TextRules {
+    /// `minLength`, in Unicode code points.
+    pub min_length: Option<u64>,
+    /// `maxLength`, in Unicode code points.
+    pub max_length: Option<u64>,
+    /// `format`.
+    pub format: Option<StringFormat>,
+    /// `pattern`, an ECMAScript regex matched unanchored.
+    pub pattern: Option<Pattern>,
+    /// `x-openai-suggestions`: proposed values; free text stays allowed.
+    pub suggestions: Vec<Choice>,
+}
+
+/// Constraints of a number or integer field, as the schema wrote them.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct NumberRules {
+    /// `minimum` (inclusive).
+    pub minimum: Option<Number>,
+    /// `maximum` (inclusive).
+    pub maximum: Option<Number>,
+    /// `exclusiveMinimum` (JSON Schema 2020-12 numeric form).
+    pub exclusive_minimum: Option<Number>,
+    /// `exclusiveMaximum` (JSON Schema 2020-12 numeric form).
+    pub exclusive_maximum: Option<Number>,
+    /// `multipleOf`, a positive number.
+    pub multiple_of: Option<Number>,
+}
+
+/// A single-select field's options.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct SingleSelect {
+    /// The options in schema order. Values and labels are unique within the field.
+    pub options: Vec<Choice>,
+}
+
+/// A multi-select field's options and item counts.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct MultiSelect {
+    /// The options in schema order. Values and labels are unique within the field.
+    pub options: Vec<Choice>,
+    /// `minItems`.
+    pub min_items: Option<u64>,
+    /// `maxItems`.
+    pub max_items: Option<u64>,
+}
+
+/// One option of a select field (or one suggestion of a text field).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Choice {
+    /// The machine value sent back in `content` (`const` or `enum[i]`).
+    pub value: String,
+    /// The text shown to the person (`title`, `enumNames[i]`, or the value itself).
+    pub label: String,
+    /// The option's `description`, if any.
+    pub description: Option<String>,
+}
+
+/// The string formats forms support.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StringFormat {
+    /// `email`: an address like `ada@example.com`.
+    Email,
+    /// `uri`: an absolute URI with a scheme.
+    Uri,
+    /// `date`: an RFC 3339 full-date, `2026-01-31`.
+    Date,
+    /// `date-time`: an RFC 3339 date-time with a time zone, `2026-01-31T09:30:00Z`.
+    DateTime,
+}
+
+impl StringFormat {
+    /// The keyword value as written in a schema.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StringFormat::Email => "email",
+            StringFormat::Uri => "uri",
+            StringFormat::Date => "date",
+            StringFormat::DateTime => "date-time",
+        }
+    }
+
+    /// The format named `name`, if forms support it.
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "email" => Some(StringFormat::Email),
+            "uri" => Some(StringFormat::Uri),
+            "date" => Some(StringFormat::Date),
+            "date-time" => Some(StringFormat::DateTime),
+            _ => None,
+        }
+    }
+}

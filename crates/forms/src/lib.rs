@@ -1,0 +1,43 @@
+//! Elicitation forms for an MCP host: parse, render, answer, validate.
+//!
+//! An MCP server asks the person for structured input with `elicitation/create`. This crate turns the
+//! request's `params` into a [`Form`] (or a URL request), maps the form onto the `request_user_input`
+//! render protocol that a UI draws (see `docs/render-protocol.md`), and turns the person's answers back
+//! into `content` for an `accept` result, validated against the schema the server sent.
+//!
+//! The flow:
+//!
+//! 1. [`parse_request`] reads the whole params; [`parse_schema`] reads only a `requestedSchema`.
+//!    Anything outside the supported grammar is declined as a whole with a [`Decline`] that names the
+//!    property and the rule: a form is never partly rendered.
+//! 2. [`Form::render`] builds a [`render::RenderBlock`], one question per property, in property order.
+//! 3. [`Form::content_from_render_answers`] (answers as the UI sends them), [`Form::content_from_typed`]
+//!    (typed JSON values) or [`Form::default_content`] (accept with defaults) produce `content`, which
+//!    always passes [`Form::validate`].
+//!
+//! The crate is pure: no I/O, no async, and it knows nothing about JSON-RPC or transports. Input from a
+//! server or a person never panics it; every size it reads is bounded by the constants in [`limits`].
+
+#![warn(missing_docs)]
+
+mod answers;
+mod decline;
+mod field;
+mod formats;
+pub mod limits;
+mod pattern;
+pub mod render;
+mod request;
+mod schema;
+mod size;
+mod validate;
+
+pub use decline::{Decline, DeclineRule};
+pub use field::{Choice, Field, FieldKind, Form, MultiSelect, NumberRules, SingleSelect, StringFormat, TextRules};
+pub use pattern::Pattern;
+pub use request::{ElicitationRequest, FormRequest, UrlRequest, parse_request};
+pub use schema::parse_schema;
+pub use validate::{FieldError, ValidationErrors};
+
+/// The `content` of an accepted elicitation result: property key to value, in property order.
+pub type Content = serde_json::Map<String, serde_json::Value>;

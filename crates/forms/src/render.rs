@@ -1,0 +1,255 @@
+//! Wire types of the render protocol: the `request_user_input` block a UI draws, and the answers it
+//! sends back. `docs/render-protocol.md` documents every field.
+//!
+//! The question shape follows Codex's `item/tool/requestUserInput` (`id`, `header`, `question`,
+//! `isOther`, `isSecret`, `options[{label, description}]`) and adds what a form UI needs: the input
+//! kind, option values, constraints, the default and the original property schema.
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use serde_json::{Number, Value};
+
+use crate::field::{Choice, Field, FieldKind, Form, NumberRules, TextRules};
+
+/// The block a UI renders for one form: `{"type": "request_user_input", "message", "questions"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RenderBlock {
+    /// Always [`BlockType::RequestUserInput`].
+    #[serde(rename = "type")]
+    pub block_type: BlockType,
+    /// The request's `message`, shown above the questions.
+    pub message: String,
+    /// One question per property, in property order.
+    pub questions: Vec<Question>,
+}
+
+/// The `type` tag of a [`RenderBlock`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BlockType {
+    /// `"request_user_input"`.
+    #[serde(rename = "request_user_input")]
+    RequestUserInput,
+}
+
+/// One question, made from one property.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Question {
+    /// The property key; also the key of this question's answer.
+    pub id: String,
+    /// A short heading: the property's `title`, else its key.
+    pub header: String,
+    /// The question text: the property's `description`, else its `title`, else its key.
+    pub question: String,
+    /// Whether free text is allowed beside the listed `suggestions`.
+    pub is_other: bool,
+    /// Always `false`: forms never carry secrets.
+    pub is_secret: bool,
+    /// The choices of a select question (or of a boolean: "true" and "false"); absent for text input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<Vec<QuestionOption>>,
+    /// Which control to draw.
+    pub input: InputKind,
+    /// Whether several options may be chosen.
+    pub multi_select: bool,
+    /// Whether the schema's `required` names this property.
+    pub required: bool,
+    /// The default as typed JSON (a string, number, boolean, or array of option values).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<Value>,
+    /// Inclusive lower bound of a number or integer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minimum: Option<Number>,
+    /// Inclusive upper bound of a number or integer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maximum: Option<Number>,
+    /// Exclusive lower bound of a number or integer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exclusive_minimum: Option<Number>,
+    /// Exclusive upper bound of a number or integer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exclusive_maximum: Option<Number>,
+    /// The number must be a multiple of this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multiple_of: Option<Number>,
+    /// Fewest Unicode code points of a text answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_length: Option<u64>,
+    /// Most Unicode code points of a text answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_length: Option<u64>,
+    /// Fewest options of a multi-select answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_items: Option<u64>,
+    /// Most options of a multi-select answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_items: Option<u64>,
+    /// `email`, `uri`, `date` or `date-time`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+    /// An ECMAScript regex (flag `u`) the text must match somewhere (unanchored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+    /// Proposed values of a text question (`x-openai-suggestions`); free text stays allowed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suggestions: Option<Vec<QuestionOption>>,
+    /// The property schema exactly as the server sent it, unknown keywords included.
+    pub schema: Value,
+}
+
+/// One choice of a question.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuestionOption {
+    /// The text shown to the person, and what the UI answers with.
+    pub label: String,
+    /// A sentence about the option; `""` when the schema has none.
+    pub description: String,
+    /// The typed value this option stands for in `content` (a string, or a boolean for
+    /// boolean questions).
+    pub value: Value,
+}
+
+/// The control a question needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InputKind {
+    /// A one-line text box.
+    Text,
+    /// A text box for a decimal number.
+    Number,
+    /// A text box for a whole number.
+    Integer,
+    /// A choice between "true" and "false".
+    Boolean,
+    /// Pick exactly one option.
+    SingleSelect,
+    /// Pick any number of distinct options.
+    MultiSelect,
+}
+
+/// What the UI sends back: `{"answers": {"<question id>": {"answers": ["..."]}}}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RenderAnswers {
+    /// Answers by question id.
+    pub answers: IndexMap<String, RenderAnswer>,
+}
+
+/// The answer to one question: option labels, or the typed text.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RenderAnswer {
+    /// Chosen option labels (select and boolean questions) or one raw text (text, number and integer
+    /// questions). An empty list means "left untouched".
+    pub answers: Vec<String>,
+}
+
+impl RenderAnswers {
+    /// Builds answers from `(question id, answers)` pairs; a convenience for hosts and tests.
+    pub fn from_pairs<I, K, A, S>(pairs: I) -> Self
+    where
+        I: IntoIterator<Item = (K, A)>,
+        K: Into<String>,
+        A: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let answers = pairs
+            .into_iter()
+            .map(|(id, list)| (id.into(), RenderAnswer { answers: list.into_iter().map(Into::into).collect() }))
+            .collect();
+        RenderAnswers { answers }
+    }
+}
+
+impl Form {
+    /// The `request_user_input` block for this form, with `message` shown above the questions.
+    pub fn render(&self, message: &str) -> RenderBlock {
+        RenderBlock {
+            block_type: BlockType::RequestUserInput,
+            message: message.to_owned(),
+            questions: self.fields.iter().map(question_for).collect(),
+        }
+    }
+}
+
+fn question_for(field: &Field) -> Question {
+    let header = field.title.clone().unwrap_or_else(|| field.key.clone());
+    let question = field.description.clone().or_else(|| field.title.clone()).unwrap_or_else(|| field.key.clone());
+    let mut q = Question {
+        id: field.key.clone(),
+        header,
+        question,
+        is_other: false,
+        is_secret: false,
+        options: None,
+        input: InputKind::Text,
+        multi_select: false,
+        required: field.required,
+        default: field.default.clone(),
+        minimum: None,
+        maximum: None,
+        exclusive_minimum: None,
+        exclusive_maximum: None,
+        multiple_of: None,
+        min_length: None,
+        max_length: None,
+        min_items: None,
+        max_items: None,
+        format: None,
+        pattern: None,
+        suggestions: None,
+        schema: field.schema.clone(),
+    };
+    match &field.kind {
+        FieldKind::Text(rules) => fill_text(&mut q, rules),
+        FieldKind::Number(rules) => fill_number(&mut q, InputKind::Number, rules),
+        FieldKind::Integer(rules) => fill_number(&mut q, InputKind::Integer, rules),
+        FieldKind::Boolean => {
+            q.input = InputKind::Boolean;
+            q.options = Some(vec![bool_option(true), bool_option(false)]);
+        }
+        FieldKind::SingleSelect(select) => {
+            q.input = InputKind::SingleSelect;
+            q.options = Some(select.options.iter().map(option_for).collect());
+        }
+        FieldKind::MultiSelect(select) => {
+            q.input = InputKind::MultiSelect;
+            q.multi_select = true;
+            q.options = Some(select.options.iter().map(option_for).collect());
+            q.min_items = select.min_items;
+            q.max_items = select.max_items;
+        }
+    }
+    q
+}
+
+fn fill_text(q: &mut Question, rules: &TextRules) {
+    q.input = InputKind::Text;
+    q.min_length = rules.min_length;
+    q.max_length = rules.max_length;
+    q.format = rules.format.map(|format| format.as_str().to_owned());
+    q.pattern = rules.pattern.as_ref().map(|pattern| pattern.source().to_owned());
+    if !rules.suggestions.is_empty() {
+        q.is_other = true;
+        q.suggestions = Some(rules.suggestions.iter().map(option_for).collect());
+    }
+}
+
+fn fill_number(q: &mut Question, input: InputKind, rules: &NumberRules) {
+    q.input = input;
+    q.minimum = rules.minimum.clone();
+    q.maximum = rules.maximum.clone();
+    q.exclusive_minimum = rules.exclusive_minimum.clone();
+    q.exclusive_maximum = rules.exclusive_maximum.clone();
+    q.multiple_of = rules.multiple_of.clone();
+}
+
+fn option_for(choice: &Choice) -> QuestionOption {
+    QuestionOption {
+        label: choice.label.clone(),
+        description: choice.description.clone().unwrap_or_default(),
+        value: Value::String(choice.value.clone()),
+    }
+}
+
+fn bool_option(value: bool) -> QuestionOption {
+    QuestionOption { label: value.to_string(), description: String::new(), value: Value::Bool(value) }
+}

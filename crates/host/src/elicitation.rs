@@ -1,0 +1,138 @@
+//! Serving `elicitation/create`: raw params in, a form for the responder, an `ElicitResult` out.
+//!
+//! The params are read from the raw JSON of the request, so the exact mode, every schema
+//! keyword, the property order and the request `_meta` reach `formwork_forms` untouched.
+
+use std::sync::Arc;
+
+use formwork_forms::{ElicitationRequest, parse_request};
+use serde_json::Value;
+use serde_json::value::RawValue;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::jsonrpc::{self, RpcError};
+use crate::plugin::Shared;
+use crate::responder::{DeclineNotice, FormAction, FormPrompt, FormReply, PromptKind};
+
+/// Decrements the open-form count when a form ends, however it ends.
+struct OpenForm<'a>(&'a Shared);
+
+impl<'a> OpenForm<'a> {
+    fn enter(shared: &'a Shared) -> Self {
+        shared.open_forms.send_modify(|open| *open += 1);
+        OpenForm(shared)
+    }
+}
+
+impl Drop for OpenForm<'_> {
+    fn drop(&mut self) {
+        self.0.open_forms.send_modify(|open| *open = open.saturating_sub(1));
+    }
+}
+
+pub(crate) async fn handle(
+    shared: &Shared,
+    id: &Value,
+    params: Option<Box<RawValue>>,
+    cancelled: CancellationToken,
+) -> Result<Value, RpcError> {
+    let params: Value = match params {
+        Some(raw) => serde_json::from_str(raw.get()).map_err(|err| invalid_params(format!(
+            "elicitation/create params could not be read: {err}"
+        )))?,
+        None => return Err(invalid_params("elicitation/create needs params".to_owned())),
+    };
+    if !params.is_object() {
+        return Err(invalid_params(
+            "elicitation/create params must be an object".to_owned(),
+        ));
+    }
+    tracing::info!(target: "formwork::form", marker = "request-received", plugin = %shared.name, %id, "elicitation received");
+
+    let request = match parse_request(&params) {
+        Ok(request) => request,
+        Err(decline) => {
+            let reason = decline.to_string();
+            tracing::info!(target: "formwork::form", marker = "declined", plugin = %shared.name, %id, %reason, "form declined");
+            shared.responder.declined(&DeclineNotice {
+                plugin: shared.name.clone(),
+                request_id: id.clone(),
+                reason,
+            });
+            return Ok(FormReply::decline().to_result());
+        }
+    };
+
+    let _open = OpenForm::enter(shared);
+    let (kind, meta, form) = match request {
+        ElicitationRequest::Form(request) => {
+            let form = Arc::new(request.form);
+            let render = form.render(&request.message);
+            let kind = PromptKind::Form {
+                message: request.message,
+                form: Arc::clone(&form),
+                render,
+            };
+            (kind, request.meta, Some(form))
+        }
+        ElicitationRequest::Url(request) => {
+            let (done, completed) = watch::channel(false);
+            if let Some(elicitation_id) = &request.elicitation_id
+                && let Ok(mut flows) = shared.url_flows.lock()
+            {
+                flows.insert(elicitation_id.clone(), done);
+            }
+            let kind = PromptKind::Url {
+                message: request.message,
+                url: request.url,
+                domain: request.domain,
+                elicitation_id: request.elicitation_id,
+                completed,
+            };
+            (kind, request.meta, None)
+        }
+    };
+    let prompt = FormPrompt {
+        plugin: shared.name.clone(),
+        request_id: id.clone(),
+        meta,
+        kind,
+        cancelled: cancelled.clone(),
+    };
+    tracing::info!(target: "formwork::form", marker = "form-shown", plugin = %shared.name, %id, "form shown");
+    let reply = tokio::select! {
+        reply = shared.responder.respond(prompt) => reply,
+        () = cancelled.cancelled() => FormReply::cancel(),
+    };
+    let reply = checked(reply, form.as_deref(), shared, id);
+    tracing::info!(target: "formwork::form", marker = "result-sent", plugin = %shared.name, %id, action = reply.action.as_str(), "form answered");
+    Ok(reply.to_result())
+}
+
+/// The last guard before content reaches the plugin: accepted form content must validate,
+/// and a URL-mode accept carries no content.
+fn checked(reply: FormReply, form: Option<&formwork_forms::Form>, shared: &Shared, id: &Value) -> FormReply {
+    if reply.action != FormAction::Accept {
+        return FormReply { content: None, ..reply };
+    }
+    let Some(form) = form else {
+        return FormReply { content: None, ..reply };
+    };
+    let content = reply.content.clone().unwrap_or_default();
+    match form.validate(&content) {
+        Ok(()) => FormReply { content: Some(content), ..reply },
+        Err(errors) => {
+            tracing::error!(target: "formwork::form", plugin = %shared.name, %id, %errors, "the responder accepted content that does not validate; sending cancel");
+            FormReply::cancel()
+        }
+    }
+}
+
+fn invalid_params(message: String) -> RpcError {
+    RpcError {
+        code: jsonrpc::code::INVALID_PARAMS,
+        message,
+        data: None,
+    }
+}

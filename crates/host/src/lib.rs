@@ -1,0 +1,24 @@
+//! The formwork host runtime: connects to plugins (MCP servers) over stdio or Streamable HTTP,
+//! lists and calls their tools, and turns the forms they ask for into prompts for a
+//! [`FormResponder`] and the answers back into elicitation results.
+//!
+//! The host owns the client side of the JSON-RPC wire instead of using rmcp's typed client:
+//! rmcp's client drops unknown schema keywords, rewrites unknown modes to `form`, moves request
+//! `_meta` out of the params and leaves some malformed requests unanswered. Reading each
+//! request as raw JSON is what lets formwork decline precisely and never hang a plugin. rmcp
+//! still provides the protocol vocabulary (versions) here and the server side elsewhere.
+
+mod elicitation;
+mod error;
+mod jsonrpc;
+mod plugin;
+mod responder;
+mod transport;
+
+pub use error::HostError;
+pub use jsonrpc::RpcError;
+pub use plugin::{ConnectOptions, PROTOCOL_VERSION, Plugin, PluginTarget, ServerInfo};
+pub use responder::{
+    BoxFuture, DeclineNotice, FormAction, FormPrompt, FormReply, FormResponder, PromptKind,
+};
+pub use transport::MAX_FRAME_BYTES;

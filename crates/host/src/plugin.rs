@@ -1,0 +1,477 @@
+//! A connection to one plugin: the MCP handshake, the host's requests, and dispatch of
+//! everything the plugin sends.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use rmcp::model::ProtocolVersion;
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::jsonrpc::{self, Incoming, RpcError};
+use crate::responder::FormResponder;
+use crate::transport::{self, Frame, Transport};
+use crate::{HostError, elicitation};
+
+/// The protocol version formwork asks for in `initialize`.
+pub const PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::LATEST_WITH_INITIALIZE;
+
+/// How long the `initialize` handshake may take (a plugin started by `npx` may download first).
+const INITIALIZE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Where a plugin lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PluginTarget {
+    /// A shell command, spawned with `sh -c`, spoken to over stdio.
+    Command(String),
+    /// A Streamable HTTP endpoint.
+    Url(String),
+}
+
+impl std::fmt::Display for PluginTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PluginTarget::Command(command) => write!(f, "`{command}`"),
+            PluginTarget::Url(url) => f.write_str(url),
+        }
+    }
+}
+
+/// How to connect.
+pub struct ConnectOptions {
+    /// The plugin's name in logs and prompts.
+    pub name: String,
+    /// Who answers the plugin's forms.
+    pub responder: Arc<dyn FormResponder>,
+    /// How long a request may run. The clock stops while a form of this plugin is open.
+    pub request_timeout: Duration,
+    /// Pass the plugin's stderr through to ours (stdio only).
+    pub inherit_stderr: bool,
+    /// `clientInfo.name` and `clientInfo.version` sent in `initialize`.
+    pub client_info: (String, String),
+}
+
+impl ConnectOptions {
+    /// Options with formwork's defaults: a 60 s request timeout, stderr passed through.
+    pub fn new(name: impl Into<String>, responder: Arc<dyn FormResponder>) -> Self {
+        ConnectOptions {
+            name: name.into(),
+            responder,
+            request_timeout: Duration::from_secs(60),
+            inherit_stderr: true,
+            client_info: ("formwork".to_owned(), env!("CARGO_PKG_VERSION").to_owned()),
+        }
+    }
+}
+
+/// What the plugin said about itself in the handshake.
+#[derive(Debug, Clone)]
+pub struct ServerInfo {
+    /// The negotiated protocol version.
+    pub protocol_version: String,
+    /// The whole `initialize` result as the plugin sent it.
+    pub initialize_result: Value,
+}
+
+/// A live connection to a plugin.
+pub struct Plugin {
+    shared: Arc<Shared>,
+    tasks: Vec<JoinHandle<()>>,
+    server: ServerInfo,
+}
+
+/// State shared between the connection handle and the tasks that serve it.
+pub(crate) struct Shared {
+    pub(crate) name: String,
+    pub(crate) responder: Arc<dyn FormResponder>,
+    outgoing: mpsc::UnboundedSender<String>,
+    pending: Mutex<HashMap<u64, oneshot::Sender<Result<Box<RawValue>, RpcError>>>>,
+    next_id: AtomicU64,
+    /// Cancelled when the transport is gone; every open form is a child of it.
+    pub(crate) closed: CancellationToken,
+    closed_reason: Mutex<Option<String>>,
+    /// How many forms are open right now; request timeouts pause while it is not zero.
+    pub(crate) open_forms: watch::Sender<usize>,
+    /// Requests from the plugin being handled, by id, so `notifications/cancelled` can end them.
+    pub(crate) in_flight: Mutex<HashMap<String, CancellationToken>>,
+    /// URL-mode flows waiting for `notifications/elicitation/complete`, by elicitation id.
+    pub(crate) url_flows: Mutex<HashMap<String, watch::Sender<bool>>>,
+    request_timeout: Duration,
+}
+
+impl Plugin {
+    /// Starts or reaches the plugin and performs the `initialize` handshake.
+    pub async fn connect(target: &PluginTarget, options: ConnectOptions) -> Result<Plugin, HostError> {
+        let negotiated = Arc::new(OnceLock::new());
+        let Transport {
+            outgoing,
+            incoming,
+            mut tasks,
+        } = match target {
+            PluginTarget::Command(command) => transport::stdio::spawn(command, options.inherit_stderr)?,
+            PluginTarget::Url(url) => transport::http::connect(url, Arc::clone(&negotiated))?,
+        };
+        let shared = Arc::new(Shared {
+            name: options.name,
+            responder: options.responder,
+            outgoing,
+            pending: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(0),
+            closed: CancellationToken::new(),
+            closed_reason: Mutex::new(None),
+            open_forms: watch::Sender::new(0),
+            in_flight: Mutex::new(HashMap::new()),
+            url_flows: Mutex::new(HashMap::new()),
+            request_timeout: options.request_timeout,
+        });
+        tasks.push(tokio::spawn(read_loop(Arc::clone(&shared), incoming)));
+
+        let (client_name, client_version) = options.client_info;
+        let params = json!({
+            "protocolVersion": PROTOCOL_VERSION.as_str(),
+            "capabilities": {"elicitation": {"form": {}, "url": {}}},
+            "clientInfo": {"name": client_name, "version": client_version},
+        });
+        let result = shared
+            .request("initialize", Some(params), INITIALIZE_TIMEOUT, false)
+            .await
+            .map_err(|err| match err {
+                HostError::PluginGone { reason, .. } => HostError::Connect {
+                    target: target.to_string(),
+                    reason,
+                },
+                other => other,
+            })?;
+        let protocol_version = result
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let known = ProtocolVersion::KNOWN_VERSIONS
+            .iter()
+            .any(|version| version.has_initialize() && version.as_str() == protocol_version);
+        if !known {
+            return Err(HostError::UnsupportedVersion(protocol_version));
+        }
+        let _ = negotiated.set(protocol_version.clone());
+        shared.notify("notifications/initialized", None);
+        tracing::info!(
+            target: "formwork::plugin",
+            plugin = %shared.name,
+            protocol_version = %protocol_version,
+            "plugin connected"
+        );
+        Ok(Plugin {
+            shared,
+            tasks,
+            server: ServerInfo {
+                protocol_version,
+                initialize_result: result,
+            },
+        })
+    }
+
+    /// The plugin's name.
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// What the plugin said in the handshake.
+    pub fn server_info(&self) -> &ServerInfo {
+        &self.server
+    }
+
+    /// All tools, every page of `tools/list` merged, each exactly as the plugin sent it.
+    pub async fn list_tools(&self) -> Result<Vec<Value>, HostError> {
+        let mut tools = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let params = cursor.as_ref().map(|cursor| json!({"cursor": cursor}));
+            let mut page = self.request("tools/list", params).await?;
+            match page.get_mut("tools").map(Value::take) {
+                Some(Value::Array(page_tools)) => tools.extend(page_tools),
+                _ => {
+                    return Err(HostError::InvalidResponse {
+                        method: "tools/list".to_owned(),
+                        reason: "the result has no `tools` array".to_owned(),
+                    });
+                }
+            }
+            match page.get("nextCursor").and_then(Value::as_str) {
+                Some(next) if Some(next) != cursor.as_deref() => cursor = Some(next.to_owned()),
+                _ => return Ok(tools),
+            }
+        }
+    }
+
+    /// Calls a tool and returns its `CallToolResult` exactly as the plugin sent it.
+    pub async fn call_tool(&self, name: &str, arguments: Option<Value>) -> Result<Value, HostError> {
+        let mut params = serde_json::Map::new();
+        params.insert("name".into(), name.into());
+        if let Some(arguments) = arguments {
+            params.insert("arguments".into(), arguments);
+        }
+        let result = self.request("tools/call", Some(Value::Object(params))).await?;
+        if !result.is_object() {
+            return Err(HostError::InvalidResponse {
+                method: "tools/call".to_owned(),
+                reason: "the result is not an object".to_owned(),
+            });
+        }
+        Ok(result)
+    }
+
+    /// Sends any request; the request timeout pauses while a form is open.
+    pub async fn request(&self, method: &str, params: Option<Value>) -> Result<Value, HostError> {
+        self.shared
+            .request(method, params, self.shared.request_timeout, true)
+            .await
+    }
+
+    /// Closes the connection: stdin is closed (or the HTTP session deleted) and the plugin
+    /// is given a moment to exit before it is terminated.
+    pub async fn close(self) {
+        let Plugin { shared, tasks, .. } = self;
+        shared.closed.cancel();
+        drop(shared);
+        for task in tasks {
+            let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+        }
+    }
+}
+
+impl Shared {
+    pub(crate) fn send(&self, message: String) {
+        let _ = self.outgoing.send(message);
+    }
+
+    fn notify(&self, method: &str, params: Option<Value>) {
+        self.send(jsonrpc::notification(method, params));
+    }
+
+    fn gone(&self) -> HostError {
+        HostError::PluginGone {
+            plugin: self.name.clone(),
+            reason: self
+                .closed_reason
+                .lock()
+                .ok()
+                .and_then(|reason| reason.clone())
+                .unwrap_or_else(|| "the connection was closed".to_owned()),
+        }
+    }
+
+    async fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+        pause_for_forms: bool,
+    ) -> Result<Value, HostError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, mut rx) = oneshot::channel();
+        if let Ok(mut pending) = self.pending.lock() {
+            pending.insert(id, tx);
+        }
+        if self.closed.is_cancelled() {
+            self.forget(id);
+            return Err(self.gone());
+        }
+        self.send(jsonrpc::request(id, method, params));
+
+        let mut forms = self.open_forms.subscribe();
+        let mut remaining = timeout;
+        let outcome = loop {
+            let forms_open = pause_for_forms && *forms.borrow_and_update() > 0;
+            let started = tokio::time::Instant::now();
+            let deadline = async {
+                if forms_open {
+                    std::future::pending::<()>().await
+                } else {
+                    tokio::time::sleep(remaining).await
+                }
+            };
+            tokio::select! {
+                outcome = &mut rx => break outcome,
+                () = deadline => {
+                    self.forget(id);
+                    self.notify(
+                        "notifications/cancelled",
+                        Some(json!({"requestId": id, "reason": "timed out"})),
+                    );
+                    return Err(HostError::Timeout { method: method.to_owned(), after: timeout });
+                }
+                changed = forms.changed() => {
+                    if !forms_open {
+                        remaining = remaining.saturating_sub(started.elapsed());
+                    }
+                    if changed.is_err() {
+                        return Err(self.gone());
+                    }
+                }
+            }
+        };
+        match outcome {
+            Err(_) => Err(self.gone()),
+            Ok(Err(error)) => Err(HostError::Rpc {
+                method: method.to_owned(),
+                error,
+            }),
+            Ok(Ok(raw)) => serde_json::from_str(raw.get()).map_err(|err| HostError::InvalidResponse {
+                method: method.to_owned(),
+                reason: err.to_string(),
+            }),
+        }
+    }
+
+    fn forget(&self, id: u64) {
+        if let Ok(mut pending) = self.pending.lock() {
+            pending.remove(&id);
+        }
+    }
+}
+
+/// Reads frames until the transport closes, then fails every pending request.
+async fn read_loop(shared: Arc<Shared>, mut incoming: mpsc::UnboundedReceiver<Frame>) {
+    let reason = loop {
+        tokio::select! {
+            frame = incoming.recv() => match frame {
+                Some(Frame::Message(text)) => {
+                    for message in jsonrpc::parse_frame(&text) {
+                        dispatch(&shared, message);
+                    }
+                }
+                Some(Frame::Oversized) => tracing::warn!(
+                    target: "formwork::plugin",
+                    plugin = %shared.name,
+                    limit = transport::MAX_FRAME_BYTES,
+                    "discarded a message larger than the limit"
+                ),
+                Some(Frame::Closed(reason)) => break reason,
+                None => break "the transport stopped".to_owned(),
+            },
+            () = shared.closed.cancelled() => break "the connection was closed".to_owned(),
+        }
+    };
+    tracing::info!(target: "formwork::plugin", plugin = %shared.name, %reason, "plugin disconnected");
+    if let Ok(mut slot) = shared.closed_reason.lock() {
+        slot.get_or_insert(reason);
+    }
+    shared.closed.cancel();
+    let pending = shared
+        .pending
+        .lock()
+        .map(|mut pending| std::mem::take(&mut *pending))
+        .unwrap_or_default();
+    drop(pending);
+}
+
+fn dispatch(shared: &Arc<Shared>, message: Incoming) {
+    match message {
+        Incoming::Response { id, outcome } => {
+            let sender = id
+                .as_u64()
+                .and_then(|id| shared.pending.lock().ok().and_then(|mut p| p.remove(&id)));
+            match sender {
+                Some(sender) => {
+                    let _ = sender.send(outcome);
+                }
+                None => tracing::warn!(
+                    target: "formwork::plugin",
+                    plugin = %shared.name,
+                    %id,
+                    "response to an unknown request id"
+                ),
+            }
+        }
+        Incoming::Request { id, method, params } => {
+            let shared = Arc::clone(shared);
+            tokio::spawn(async move { serve_request(shared, id, method, params).await });
+        }
+        Incoming::Notification { method, params } => on_notification(shared, &method, params),
+        Incoming::Invalid { id, reason } => {
+            tracing::warn!(target: "formwork::plugin", plugin = %shared.name, %reason, "invalid message");
+            let code = if id.is_some() {
+                jsonrpc::code::INVALID_REQUEST
+            } else {
+                jsonrpc::code::PARSE_ERROR
+            };
+            shared.send(jsonrpc::error_response(id.as_ref(), code, &reason));
+        }
+    }
+}
+
+async fn serve_request(shared: Arc<Shared>, id: Value, method: String, params: Option<Box<RawValue>>) {
+    let key = id.to_string();
+    let cancelled = shared.closed.child_token();
+    let registered = shared
+        .in_flight
+        .lock()
+        .map(|mut in_flight| in_flight.insert(key.clone(), cancelled.clone()).is_none())
+        .unwrap_or(false);
+    if !registered {
+        shared.send(jsonrpc::error_response(
+            Some(&id),
+            jsonrpc::code::INVALID_REQUEST,
+            "a request with this id is already in progress",
+        ));
+        return;
+    }
+    let outcome = match method.as_str() {
+        "ping" => Ok(json!({})),
+        "elicitation/create" => elicitation::handle(&shared, &id, params, cancelled.clone()).await,
+        other => Err(RpcError {
+            code: jsonrpc::code::METHOD_NOT_FOUND,
+            message: format!("formwork does not handle `{other}`"),
+            data: None,
+        }),
+    };
+    if let Ok(mut in_flight) = shared.in_flight.lock() {
+        in_flight.remove(&key);
+    }
+    // A request the plugin cancelled gets no answer; one whose plugin is gone cannot get one.
+    if cancelled.is_cancelled() {
+        return;
+    }
+    shared.send(match outcome {
+        Ok(result) => jsonrpc::response(&id, result),
+        Err(error) => jsonrpc::error_response(Some(&id), error.code, &error.message),
+    });
+}
+
+fn on_notification(shared: &Shared, method: &str, params: Option<Box<RawValue>>) {
+    let params: Value = params
+        .and_then(|raw| serde_json::from_str(raw.get()).ok())
+        .unwrap_or(Value::Null);
+    match method {
+        "notifications/elicitation/complete" => {
+            let id = params.get("elicitationId").and_then(Value::as_str);
+            let flow = id.and_then(|id| shared.url_flows.lock().ok().and_then(|mut f| f.remove(id)));
+            match flow {
+                Some(flow) => {
+                    let _ = flow.send(true);
+                    tracing::info!(target: "formwork::form", plugin = %shared.name, elicitation_id = id, "url elicitation complete");
+                }
+                None => tracing::debug!(target: "formwork::form", plugin = %shared.name, "completion for an unknown elicitation ignored"),
+            }
+        }
+        "notifications/cancelled" => {
+            let key = params.get("requestId").map(Value::to_string);
+            let token = key.and_then(|key| shared.in_flight.lock().ok().and_then(|f| f.get(&key).cloned()));
+            if let Some(token) = token {
+                token.cancel();
+            }
+        }
+        "notifications/message" => {
+            let level = params.get("level").and_then(Value::as_str).unwrap_or("info");
+            let data = params.get("data").cloned().unwrap_or(Value::Null);
+            tracing::info!(target: "formwork::plugin_log", plugin = %shared.name, level, %data, "plugin log");
+        }
+        other => tracing::debug!(target: "formwork::plugin", plugin = %shared.name, method = other, "notification ignored"),
+    }
+}

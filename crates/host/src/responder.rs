@@ -1,0 +1,170 @@
+//! The UI side of a form: what the host hands over when a plugin asks the person something,
+//! and what it expects back.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use formwork_forms::render::RenderBlock;
+use formwork_forms::{Content, Form};
+use serde_json::Value;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+/// A boxed future, as returned by [`FormResponder::respond`].
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// Answers the forms plugins ask for: a terminal prompt, a web UI, a script.
+pub trait FormResponder: Send + Sync + 'static {
+    /// Shows `prompt` to the person and resolves with their answer. When `prompt.cancelled`
+    /// fires the host has already ended the form as `cancel` and drops this future.
+    fn respond(&self, prompt: FormPrompt) -> BoxFuture<FormReply>;
+
+    /// Told when a form is declined without being shown (unsupported mode or schema).
+    fn declined(&self, _notice: &DeclineNotice) {}
+}
+
+/// One form a plugin asks for.
+#[derive(Debug)]
+pub struct FormPrompt {
+    /// The name of the plugin that asks.
+    pub plugin: String,
+    /// The JSON-RPC id of the plugin's `elicitation/create` request.
+    pub request_id: Value,
+    /// The request's `_meta`, as the plugin sent it (key order kept).
+    pub meta: Option<Content>,
+    /// What to show.
+    pub kind: PromptKind,
+    /// Fires when the form ends without the person: the plugin went away or cancelled.
+    pub cancelled: CancellationToken,
+}
+
+/// The two elicitation modes.
+#[derive(Debug)]
+pub enum PromptKind {
+    /// A form to fill in.
+    Form {
+        /// The plugin's message.
+        message: String,
+        /// The parsed form; use it to validate and convert answers.
+        form: Arc<Form>,
+        /// The render block, ready for a UI.
+        render: RenderBlock,
+    },
+    /// A URL the person may open to finish something out of band.
+    Url {
+        /// The plugin's message.
+        message: String,
+        /// The full URL, never opened without the person's click.
+        url: String,
+        /// The URL's host, shown beside it.
+        domain: String,
+        /// The plugin's id for this flow, if any.
+        elicitation_id: Option<String>,
+        /// Becomes `true` when the plugin reports the flow complete.
+        completed: watch::Receiver<bool>,
+    },
+}
+
+/// A form the host declined without showing it.
+#[derive(Debug, Clone)]
+pub struct DeclineNotice {
+    /// The plugin that asked.
+    pub plugin: String,
+    /// The JSON-RPC id of the request.
+    pub request_id: Value,
+    /// Why it could not be shown.
+    pub reason: String,
+}
+
+/// The person's answer to a form.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FormReply {
+    /// What the person did.
+    pub action: FormAction,
+    /// The content of an accepted form (absent for URL mode and for decline/cancel).
+    pub content: Option<Content>,
+    /// Result `_meta` to pass to the plugin.
+    pub meta: Option<Content>,
+}
+
+/// The three elicitation actions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FormAction {
+    /// Submitted (form) or agreed to open the URL (URL mode).
+    Accept,
+    /// Explicitly refused.
+    Decline,
+    /// Dismissed without a choice.
+    Cancel,
+}
+
+impl FormAction {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FormAction::Accept => "accept",
+            FormAction::Decline => "decline",
+            FormAction::Cancel => "cancel",
+        }
+    }
+}
+
+impl FormReply {
+    /// An accepted form with its content.
+    pub fn accept(content: Content) -> Self {
+        FormReply {
+            action: FormAction::Accept,
+            content: Some(content),
+            meta: None,
+        }
+    }
+
+    /// An accepted URL-mode request (no content).
+    pub fn accept_url() -> Self {
+        FormReply {
+            action: FormAction::Accept,
+            content: None,
+            meta: None,
+        }
+    }
+
+    /// A declined form.
+    pub fn decline() -> Self {
+        FormReply {
+            action: FormAction::Decline,
+            content: None,
+            meta: None,
+        }
+    }
+
+    /// A cancelled form.
+    pub fn cancel() -> Self {
+        FormReply {
+            action: FormAction::Cancel,
+            content: None,
+            meta: None,
+        }
+    }
+
+    /// Attaches result `_meta`.
+    pub fn with_meta(mut self, meta: Content) -> Self {
+        self.meta = Some(meta);
+        self
+    }
+
+    /// The `ElicitResult` JSON: `content` only on accept, `_meta` only when set.
+    pub fn to_result(&self) -> Value {
+        let mut result = serde_json::Map::new();
+        result.insert("action".into(), self.action.as_str().into());
+        if self.action == FormAction::Accept
+            && let Some(content) = &self.content
+        {
+            result.insert("content".into(), Value::Object(content.clone()));
+        }
+        if let Some(meta) = &self.meta {
+            result.insert("_meta".into(), Value::Object(meta.clone()));
+        }
+        Value::Object(result)
+    }
+}

@@ -1,0 +1,391 @@
+//! The Streamable HTTP transport (MCP 2025-03-26 and later), client side.
+//!
+//! Every outgoing message is a POST. The answer to a request is either a JSON body or an SSE
+//! stream that may carry requests from the plugin (an elicitation, say) before the response
+//! itself. Messages the plugin sends outside a request arrive on an optional GET stream.
+
+use std::sync::{Arc, Mutex, OnceLock};
+
+use futures::StreamExt;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
+use serde::Deserialize;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::{Frame, MAX_FRAME_BYTES, Transport};
+use crate::HostError;
+use crate::jsonrpc;
+
+const SESSION_HEADER: &str = "mcp-session-id";
+const VERSION_HEADER: &str = "mcp-protocol-version";
+
+/// State shared by the POST tasks of one connection.
+struct Shared {
+    client: reqwest::Client,
+    url: String,
+    session_id: Mutex<Option<String>>,
+    protocol_version: Arc<OnceLock<String>>,
+    incoming: mpsc::UnboundedSender<Frame>,
+}
+
+/// The parts of an outgoing message the transport needs to know.
+#[derive(Deserialize)]
+struct OutgoingHead {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default)]
+    method: Option<String>,
+}
+
+/// The parts of an incoming message the transport needs to know.
+#[derive(Deserialize)]
+struct IncomingHead {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default)]
+    result: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    error: Option<serde::de::IgnoredAny>,
+}
+
+/// Connects to a Streamable HTTP endpoint. Nothing is sent until the first message.
+pub(crate) fn connect(
+    url: &str,
+    protocol_version: Arc<OnceLock<String>>,
+) -> Result<Transport, HostError> {
+    let parsed = reqwest::Url::parse(url).map_err(|err| HostError::Connect {
+        target: url.to_owned(),
+        reason: format!("not a valid URL: {err}"),
+    })?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(HostError::Connect {
+            target: url.to_owned(),
+            reason: "the URL must use http or https".to_owned(),
+        });
+    }
+    let client = reqwest::Client::builder()
+        .build()
+        .map_err(|err| HostError::Connect {
+            target: url.to_owned(),
+            reason: err.to_string(),
+        })?;
+    let (incoming_tx, incoming) = mpsc::unbounded_channel();
+    let (outgoing, mut outgoing_rx) = mpsc::unbounded_channel::<String>();
+    let shared = Arc::new(Shared {
+        client,
+        url: url.to_owned(),
+        session_id: Mutex::new(None),
+        protocol_version,
+        incoming: incoming_tx,
+    });
+
+    let driver = tokio::spawn(async move {
+        while let Some(message) = outgoing_rx.recv().await {
+            let head: OutgoingHead = serde_json::from_str(&message).unwrap_or(OutgoingHead {
+                id: None,
+                method: None,
+            });
+            let request_id = head.id.filter(|_| head.method.is_some());
+            let opens_listener = head.method.as_deref() == Some("notifications/initialized");
+            let shared = Arc::clone(&shared);
+            tokio::spawn(async move {
+                post(&shared, message, request_id).await;
+                if opens_listener {
+                    listen(&shared).await;
+                }
+            });
+        }
+        close_session(&shared).await;
+        let _ = shared
+            .incoming
+            .send(Frame::Closed("the connection was closed".to_owned()));
+    });
+
+    Ok(Transport {
+        outgoing,
+        incoming,
+        tasks: vec![driver],
+    })
+}
+
+impl Shared {
+    fn headers(&self) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(
+            ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        let session = self.session_id.lock().ok().and_then(|id| id.clone());
+        if let Some(value) = session.and_then(|id| HeaderValue::from_str(&id).ok()) {
+            headers.insert(SESSION_HEADER, value);
+        }
+        if let Some(value) = self
+            .protocol_version
+            .get()
+            .and_then(|version| HeaderValue::from_str(version).ok())
+        {
+            headers.insert(VERSION_HEADER, value);
+        }
+        headers
+    }
+
+    fn remember_session(&self, headers: &HeaderMap) {
+        if let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok())
+            && let Ok(mut session) = self.session_id.lock()
+        {
+            *session = Some(id.to_owned());
+        }
+    }
+
+    /// Answers a request of ours with a synthetic error, so that its caller does not wait forever.
+    fn fail_request(&self, request_id: Option<&Value>, reason: String) {
+        match request_id {
+            Some(id) => {
+                let frame = jsonrpc::error_response(Some(id), jsonrpc::code::INTERNAL_ERROR, &reason);
+                let _ = self.incoming.send(Frame::Message(frame));
+            }
+            None => tracing::warn!(target: "formwork::transport", %reason, "HTTP delivery failed"),
+        }
+    }
+}
+
+async fn post(shared: &Shared, body: String, request_id: Option<Value>) {
+    let sent = shared
+        .client
+        .post(&shared.url)
+        .headers(shared.headers())
+        .body(body)
+        .send()
+        .await;
+    let response = match sent {
+        Ok(response) => response,
+        Err(err) => {
+            let _ = shared.incoming.send(Frame::Closed(format!(
+                "the HTTP request to {} failed: {err}",
+                shared.url
+            )));
+            return;
+        }
+    };
+    shared.remember_session(response.headers());
+    let status = response.status();
+    if status.as_u16() == 202 || status.as_u16() == 204 {
+        if request_id.is_some() {
+            shared.fail_request(
+                request_id.as_ref(),
+                format!("the plugin answered a request with HTTP {status} and no body"),
+            );
+        }
+        return;
+    }
+    if !status.is_success() {
+        let text = response.text().await.unwrap_or_default();
+        let snippet: String = text.chars().take(300).collect();
+        shared.fail_request(
+            request_id.as_ref(),
+            format!("the plugin answered HTTP {status}: {snippet}"),
+        );
+        return;
+    }
+    let content_type = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    if content_type.starts_with("text/event-stream") {
+        let answered = read_sse(shared, response, request_id.as_ref()).await;
+        if !answered && request_id.is_some() {
+            shared.fail_request(
+                request_id.as_ref(),
+                "the plugin closed its event stream before answering".to_owned(),
+            );
+        }
+    } else if content_type.starts_with("application/json") {
+        match read_limited(response).await {
+            Ok(body) => {
+                let _ = shared.incoming.send(Frame::Message(body));
+            }
+            Err(reason) => shared.fail_request(request_id.as_ref(), reason),
+        }
+    } else {
+        shared.fail_request(
+            request_id.as_ref(),
+            format!("the plugin answered with content type `{content_type}`"),
+        );
+    }
+}
+
+/// Opens the optional GET stream for messages the plugin sends outside any request.
+async fn listen(shared: &Shared) {
+    let mut headers = shared.headers();
+    headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+    headers.remove(CONTENT_TYPE);
+    let Ok(response) = shared.client.get(&shared.url).headers(headers).send().await else {
+        return;
+    };
+    if response.status().is_success() {
+        read_sse(shared, response, None).await;
+    }
+}
+
+async fn close_session(shared: &Shared) {
+    let session = shared.session_id.lock().ok().and_then(|id| id.clone());
+    if session.is_some() {
+        let _ = shared
+            .client
+            .delete(&shared.url)
+            .headers(shared.headers())
+            .send()
+            .await;
+    }
+}
+
+async fn read_limited(response: reqwest::Response) -> Result<String, String> {
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk.map_err(|err| format!("reading the plugin's answer failed: {err}"))?;
+        if body.len() + chunk.len() > MAX_FRAME_BYTES {
+            return Err(format!(
+                "the plugin's answer exceeds {MAX_FRAME_BYTES} bytes"
+            ));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    String::from_utf8(body).map_err(|_| "the plugin's answer is not UTF-8".to_owned())
+}
+
+/// Forwards every `data` event of an SSE stream. Returns whether the response to
+/// `request_id` was among them.
+async fn read_sse(shared: &Shared, response: reqwest::Response, request_id: Option<&Value>) -> bool {
+    let mut parser = SseParser::default();
+    let mut answered = false;
+    let mut chunks = response.bytes_stream();
+    while let Some(chunk) = chunks.next().await {
+        let Ok(chunk) = chunk else { break };
+        for event in parser.feed(&chunk) {
+            match event {
+                SseEvent::Data(data) => {
+                    if let Some(id) = request_id
+                        && let Ok(head) = serde_json::from_str::<IncomingHead>(&data)
+                        && head.id.as_ref() == Some(id)
+                        && (head.result.is_some() || head.error.is_some())
+                    {
+                        answered = true;
+                    }
+                    if shared.incoming.send(Frame::Message(data)).is_err() {
+                        return answered;
+                    }
+                }
+                SseEvent::Oversized => {
+                    let _ = shared.incoming.send(Frame::Oversized);
+                }
+            }
+        }
+        if answered {
+            // The response ends the stream's purpose (spec: the server closes it after).
+            break;
+        }
+    }
+    answered
+}
+
+enum SseEvent {
+    Data(String),
+    Oversized,
+}
+
+/// A small incremental parser for `text/event-stream`: only `data` fields matter here.
+#[derive(Default)]
+struct SseParser {
+    line: Vec<u8>,
+    data: String,
+    has_data: bool,
+    oversized: bool,
+    last_was_cr: bool,
+}
+
+impl SseParser {
+    fn feed(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
+        let mut events = Vec::new();
+        for &byte in bytes {
+            if byte == b'\n' && self.last_was_cr {
+                self.last_was_cr = false;
+                continue;
+            }
+            self.last_was_cr = byte == b'\r';
+            if byte == b'\n' || byte == b'\r' {
+                let line = std::mem::take(&mut self.line);
+                if let Some(event) = self.end_line(&line) {
+                    events.push(event);
+                }
+            } else if self.line.len() <= MAX_FRAME_BYTES {
+                self.line.push(byte);
+            } else {
+                self.oversized = true;
+            }
+        }
+        events
+    }
+
+    fn end_line(&mut self, line: &[u8]) -> Option<SseEvent> {
+        if line.is_empty() {
+            let event = if self.oversized {
+                Some(SseEvent::Oversized)
+            } else if self.has_data {
+                Some(SseEvent::Data(std::mem::take(&mut self.data)))
+            } else {
+                None
+            };
+            self.data.clear();
+            self.has_data = false;
+            self.oversized = false;
+            return event;
+        }
+        let text = String::from_utf8_lossy(line);
+        let (field, value) = match text.split_once(':') {
+            Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
+            None => (text.as_ref(), ""),
+        };
+        if field == "data" {
+            if self.has_data {
+                self.data.push('\n');
+            }
+            self.data.push_str(value);
+            self.has_data = true;
+            if self.data.len() > MAX_FRAME_BYTES {
+                self.oversized = true;
+                self.data.clear();
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events(chunks: &[&str]) -> Vec<String> {
+        let mut parser = SseParser::default();
+        chunks
+            .iter()
+            .flat_map(|chunk| parser.feed(chunk.as_bytes()))
+            .map(|event| match event {
+                SseEvent::Data(data) => data,
+                SseEvent::Oversized => "<oversized>".to_owned(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn parses_sse_events_across_chunks() {
+        assert_eq!(
+            events(&["event: message\ndata: {\"a\"", ":1}\n\n", ": comment\r\n", "data: x\r\ndata: y\r\n\r\n"]),
+            vec!["{\"a\":1}".to_owned(), "x\ny".to_owned()]
+        );
+        assert_eq!(events(&["id: 1\nretry: 500\n\n"]), Vec::<String>::new());
+    }
+}

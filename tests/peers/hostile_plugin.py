@@ -1,0 +1,391 @@
+#!/usr/bin/env python3
+"""A HAND-WRITTEN MCP plugin that sends hostile `elicitation/create` requests to the host.
+
+No real plugin sends malformed or malicious forms on purpose, so no official SDK can produce these; this one speaks
+newline-delimited JSON-RPC over stdio by hand, with the Python standard library only.
+
+Tools:
+- `hostile {case: integer}`: sends case N and returns what came back, as text: `result:<json>` or `error:<code>`,
+  one outcome per awaited response (joined by a space), or `timeout` when the host never answered within
+  TIMEOUT_SECONDS (the tests treat `timeout` as a failure: a host must never leave a plugin hanging).
+- `cases`: the number of cases, as text.
+- `all_cases`: runs every case in this one process, then pings the host, and returns a JSON list of
+  `{"case", "name", "outcome"}` (the last entry is the ping).
+- `echo {message}`: returns the message in a result whose keys are in an unusual order, so the tests can check that
+  the host prints results exactly as sent.
+`tools/list` is paginated (two pages) and its tool objects carry an unknown key, for the same reason.
+
+Command-line helpers for the tests: `--print-params N` prints the `params` of case N's last request;
+`--print-tools` prints the tool list.
+"""
+
+import json
+import os
+import select
+import sys
+import time
+
+TIMEOUT_SECONDS = 5.0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The cases. Each is (name, build) where build(next_id) returns (lines, awaited_ids): the raw lines to write, and the
+# JSON-RPC ids whose responses to wait for (None for `"id": null`).
+
+
+def valid_schema():
+    return {
+        "type": "object",
+        "properties": {"color": {"type": "string", "title": "Color", "enum": ["red", "green", "blue"]}},
+        "required": ["color"],
+    }
+
+
+def form(schema, message="A hostile form"):
+    return {"message": message, "requestedSchema": schema}
+
+
+def one_property(prop, extra=None):
+    schema = {"type": "object", "properties": {"field": prop}}
+    schema.update(extra or {})
+    return form(schema)
+
+
+NESTED = {"type": "object", "properties": {"address": {"type": "object", "properties": {"street": {"type": "string"}}}}}
+
+
+def dump(value):
+    return json.dumps(value, separators=(",", ":"))
+
+
+def request(request_id, params, method="elicitation/create"):
+    return dump({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+
+
+def plain(params):
+    """One well-framed request carrying `params`, awaited by its id."""
+
+    def build(next_id):
+        request_id = next_id()
+        return [request(request_id, params)], [request_id]
+
+    return build
+
+
+def deeply_nested(next_id):
+    # Built as text: Python's json module itself refuses 10,000 levels.
+    depth = 10_000
+    deep = '{"type":"object","properties":{"a":' * depth + '{"type":"string"}' + "}}" * depth
+    request_id = next_id()
+    line = (
+        '{"jsonrpc":"2.0","id":%d,"method":"elicitation/create","params":{"message":"deep",'
+        '"requestedSchema":{"type":"object","properties":{"deep":%s}}}}' % (request_id, deep)
+    )
+    return [line], [request_id]
+
+
+def id_null(next_id):
+    return [request(None, form(valid_schema()))], [None]
+
+
+HUGE_ID = 123456789012345678901234567890
+
+
+def id_huge(next_id):
+    return [request(HUGE_ID, form(valid_schema()))], [HUGE_ID]
+
+
+def garbage_then_valid(next_id):
+    request_id = next_id()
+    return ["this is not JSON {]", request(request_id, form(valid_schema()))], [request_id]
+
+
+def duplicate_ids(next_id):
+    request_id = next_id()
+    line = request(request_id, form(valid_schema()))
+    return [line, line], [request_id, request_id]
+
+
+def complete_unknown_id(next_id):
+    notification = dump(
+        {"jsonrpc": "2.0", "method": "notifications/elicitation/complete", "params": {"elicitationId": "never-issued"}}
+    )
+    request_id = next_id()
+    return [notification, request(request_id, form(NESTED))], [request_id]
+
+
+def unsolicited_response(next_id):
+    request_id = next_id()
+    stray = dump({"jsonrpc": "2.0", "id": 999_999, "result": {"action": "accept"}})
+    return [stray, request(request_id, form(NESTED))], [request_id]
+
+
+MARKUP_MESSAGE = "Hello <b>there</b> <script>alert('message')</script>"
+MARKUP_TITLE = "<script>alert('title')</script>"
+MARKUP_DESCRIPTION = '<img src=x onerror="alert(1)">'
+
+CASES = [
+    ("params is an array", plain([1, 2, 3])),
+    ("params is a string", plain("form please")),
+    ("params is null", plain(None)),
+    ("message missing", plain({"requestedSchema": valid_schema()})),
+    ("message is a number", plain({"message": 42, "requestedSchema": valid_schema()})),
+    ("requestedSchema missing", plain({"message": "no schema"})),
+    ("requestedSchema is an array", plain({"message": "array schema", "requestedSchema": [valid_schema()]})),
+    ("requestedSchema is a string", plain({"message": "string schema", "requestedSchema": "object"})),
+    ("requestedSchema type is not object", plain(form({"type": "array", "items": {"type": "string"}}))),
+    ("properties missing", plain(form({"type": "object"}))),
+    ("properties is an array", plain(form({"type": "object", "properties": [{"type": "string"}]}))),
+    ("property is not an object", plain(form({"type": "object", "properties": {"field": 5}}))),
+    ("nested object property", plain(form(NESTED))),
+    (
+        "array of objects",
+        plain(one_property({"type": "array", "items": {"type": "object", "properties": {"a": {"type": "string"}}}})),
+    ),
+    ("$ref", plain(one_property({"$ref": "#/$defs/thing"}, {"$defs": {"thing": {"type": "string"}}}))),
+    ("unknown type", plain(one_property({"type": "date"}))),
+    ("type is an array", plain(one_property({"type": ["string", "null"]}))),
+    ("enum empty", plain(one_property({"type": "string", "enum": []}))),
+    ("enum of numbers", plain(one_property({"type": "string", "enum": [1, 2, 3]}))),
+    ("enumNames wrong length", plain(one_property({"type": "string", "enum": ["a", "b"], "enumNames": ["A"]}))),
+    ("default outside enum", plain(one_property({"type": "string", "enum": ["a", "b"], "default": "c"}))),
+    ("default outside range", plain(one_property({"type": "integer", "minimum": 1, "maximum": 10, "default": 99}))),
+    ("default shorter than minLength", plain(one_property({"type": "string", "minLength": 5, "default": "ab"}))),
+    (
+        "minItems above the number of options",
+        plain(one_property({"type": "array", "minItems": 4, "items": {"type": "string", "enum": ["a", "b"]}})),
+    ),
+    ("bad pattern", plain(one_property({"type": "string", "pattern": "(unclosed"}))),
+    ("unknown mode", plain({"mode": "telepathy", "message": "think of a number"})),
+    ("url mode without url", plain({"mode": "url", "message": "open it", "elicitationId": "e-1"})),
+    (
+        "url mode with a javascript: url",
+        plain({"mode": "url", "message": "open it", "url": "javascript:alert(1)", "elicitationId": "e-2"}),
+    ),
+    ("1 MB title", plain(one_property({"type": "string", "title": "x" * 1_000_000}))),
+    (
+        "10,000 properties",
+        plain(form({"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(10_000)}})),
+    ),
+    ("nested 10,000 deep", deeply_nested),
+    (
+        "markup in message, title and description",
+        plain(
+            {
+                "message": MARKUP_MESSAGE,
+                "requestedSchema": {
+                    "type": "object",
+                    "properties": {
+                        "color": {
+                            "type": "string",
+                            "title": MARKUP_TITLE,
+                            "description": MARKUP_DESCRIPTION,
+                            "enum": ["red", "green"],
+                        }
+                    },
+                    "required": ["color"],
+                },
+            }
+        ),
+    ),
+    ("request id null", id_null),
+    ("request id huge", id_huge),
+    ("garbage line, then a valid request", garbage_then_valid),
+    ("duplicate request ids", duplicate_ids),
+    ("elicitation/complete for an unknown id, then a nested form", complete_unknown_id),
+    ("response to a request never sent, then a nested form", unsolicited_response),
+]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Tools, with keys in unusual orders and an unknown key, to check that the host passes them through untouched.
+
+TOOLS = [
+    {
+        "inputSchema": {"type": "object", "properties": {"case": {"type": "integer"}}, "required": ["case"]},
+        "name": "hostile",
+        "x-formwork-test": {"z": 1, "a": 2},
+        "description": "Send hostile elicitation case N and report what came back",
+    },
+    {"name": "cases", "description": "How many hostile cases exist", "inputSchema": {"type": "object"}},
+    {
+        "name": "all_cases",
+        "description": "Run every hostile case in this process, then ping the host",
+        "inputSchema": {"type": "object"},
+    },
+    {
+        "description": "Echo a message",
+        "name": "echo",
+        "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}},
+    },
+]
+TOOL_PAGES = {None: (TOOLS[:2], "page-2"), "page-2": (TOOLS[2:], None)}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Transport: newline-delimited JSON-RPC on fd 0 / fd 1, read with select so that every wait has a deadline.
+
+
+class Stdio:
+    def __init__(self):
+        self.buffer = b""
+        self.closed = False
+
+    def write_line(self, line):
+        sys.stdout.buffer.write(line.encode() + b"\n")
+        sys.stdout.buffer.flush()
+
+    def send(self, message):
+        self.write_line(dump(message))
+
+    def read_line(self, deadline=None):
+        """The next line, or None at end of input or when the deadline passes."""
+        while b"\n" not in self.buffer:
+            if self.closed:
+                return None
+            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready, _, _ = select.select([0], [], [], timeout)
+            if not ready:
+                return None
+            chunk = os.read(0, 1 << 16)
+            if not chunk:
+                self.closed = True
+                if not self.buffer:
+                    return None
+                self.buffer += b"\n"
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return line.decode("utf-8", "replace")
+
+
+class Plugin:
+    def __init__(self):
+        self.io = Stdio()
+        self.last_id = 100
+
+    def next_id(self):
+        self.last_id += 1
+        return self.last_id
+
+    def serve(self):
+        while True:
+            line = self.io.read_line()
+            if line is None:
+                return
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(message, dict):
+                self.handle(message)
+
+    def handle(self, message):
+        method = message.get("method")
+        if "id" not in message or method is None:
+            return  # a notification, or a response nobody waits for
+        request_id = message["id"]
+        params = message.get("params") or {}
+        if method == "initialize":
+            self.answer(
+                request_id,
+                {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "hostile-plugin", "version": "0.1.0"},
+                },
+            )
+        elif method == "ping":
+            self.answer(request_id, {})
+        elif method == "tools/list":
+            tools, cursor = TOOL_PAGES.get(params.get("cursor"), ([], None))
+            result = {"tools": tools}
+            if cursor:
+                result["nextCursor"] = cursor
+            self.answer(request_id, result)
+        elif method == "tools/call":
+            self.answer(request_id, self.call(params.get("name"), params.get("arguments") or {}))
+        else:
+            self.io.send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no such method"}})
+
+    def answer(self, request_id, result):
+        self.io.send({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+    def call(self, name, arguments):
+        if name == "hostile":
+            return text(self.run_case(int(arguments["case"])))
+        if name == "cases":
+            return text(str(len(CASES)))
+        if name == "all_cases":
+            outcomes = [
+                {"case": index, "name": CASES[index][0], "outcome": self.run_case(index)} for index in range(len(CASES))
+            ]
+            ping_id = self.next_id()
+            self.io.write_line(request(ping_id, {}, method="ping"))
+            outcomes.append({"case": None, "name": "ping after all cases", "outcome": self.await_responses([ping_id])})
+            return text(dump(outcomes))
+        if name == "echo":
+            return {
+                "isError": False,
+                "content": [{"type": "text", "text": arguments.get("message", "")}],
+                "structuredContent": {"b": 1, "a": 2},
+            }
+        return {"content": [{"type": "text", "text": f"unknown tool {name}"}], "isError": True}
+
+    def run_case(self, index):
+        lines, awaited = CASES[index][1](self.next_id)
+        for line in lines:
+            self.io.write_line(line)
+        return self.await_responses(awaited)
+
+    def await_responses(self, awaited):
+        """One outcome per awaited id, in order. An error with `id: null` (the host could not read the id) answers
+        the oldest awaited request."""
+        results = [None] * len(awaited)
+        pending = list(range(len(awaited)))
+        deadline = time.monotonic() + TIMEOUT_SECONDS
+        while pending:
+            line = self.io.read_line(deadline)
+            if line is None:
+                break
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(message, dict):
+                continue
+            if "method" in message:
+                self.handle(message)  # the host may ping us while we wait
+                continue
+            response_id = message.get("id")
+            slot = next((i for i in pending if awaited[i] == response_id), None)
+            if slot is None and response_id is None and "error" in message:
+                slot = pending[0]
+            if slot is not None:
+                pending.remove(slot)
+                results[slot] = outcome(message)
+        return " ".join(result or "timeout" for result in results)
+
+
+def outcome(response):
+    if "error" in response:
+        error = response["error"]
+        return "error:%s" % (error.get("code") if isinstance(error, dict) else dump(error))
+    return "result:" + dump(response.get("result"))
+
+
+def text(value):
+    return {"content": [{"type": "text", "text": value}]}
+
+
+def main(argv):
+    if len(argv) == 3 and argv[1] == "--print-params":
+        lines, _ = CASES[int(argv[2])][1](iter(range(1, 100)).__next__)
+        print(dump(json.loads(lines[-1])["params"]))
+    elif len(argv) == 2 and argv[1] == "--print-tools":
+        print(dump(TOOLS))
+    else:
+        Plugin().serve()
+
+
+if __name__ == "__main__":
+    main(sys.argv)

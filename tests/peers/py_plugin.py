@@ -1,0 +1,35 @@
+"""A stdio MCP plugin written with the official Python SDK (`mcp` 2.3.0, MCPServer).
+
+Its tool `ask` elicits the Pydantic model of peers.md §4.1 through `ctx.elicit`, whose generated schema carries a
+top-level `title` and no `required` array (every field has a default). The SDK validates the accepted content with
+Pydantic; the tool returns the validated data as JSON text, so the tests see exactly what the plugin kept.
+"""
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from mcp.server.mcpserver import Context, MCPServer
+
+
+class Form(BaseModel):
+    name: str = Field(default="Ada", description="Your name")
+    age: int = Field(default=36, ge=0, le=150)
+    subscribe: bool = False
+    color: Literal["red", "green", "blue"] = "green"
+
+
+server = MCPServer("py-plugin")
+
+
+@server.tool()
+async def ask(ctx: Context) -> str:
+    """Ask for the form and report what came back."""
+    result = await ctx.elicit(message="Please fill the form", schema=Form)
+    if result.action == "accept":
+        return f"action=accept data={result.data.model_dump_json()}"
+    return f"action={result.action}"
+
+
+if __name__ == "__main__":
+    server.run()

@@ -1,0 +1,171 @@
+// A stdio MCP plugin written with the official TypeScript SDK (@modelcontextprotocol/sdk 1.32.2, McpServer).
+//
+// Every tool asks the host for a form through the SDK's own `server.server.elicitInput`, so the SDK's Ajv check of
+// accepted content runs exactly as it does for any real plugin. Each tool returns `result: <JSON of the
+// ElicitResult the SDK handed back>`, or `isError` with the SDK's error text, so the integration tests can assert
+// what the plugin really received. `cargo xtask peers` copies this file next to the pinned node_modules.
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+
+const server = new McpServer({ name: "ts-plugin", version: "0.1.0" });
+
+// The 10-field form of peers.md §3.1: one property of every kind, some with defaults, three required.
+const formSchema = {
+  type: "object",
+  properties: {
+    name: { type: "string", title: "Name", description: "Your name", minLength: 2, maxLength: 20, default: "Ada" },
+    email: { type: "string", title: "Email", format: "email" },
+    age: { type: "integer", title: "Age", minimum: 0, maximum: 150, default: 36 },
+    score: { type: "number", title: "Score", minimum: 0, maximum: 10, default: 7.5 },
+    subscribe: { type: "boolean", title: "Subscribe", default: false },
+    color: { type: "string", title: "Color", enum: ["red", "green", "blue"], default: "green" },
+    size: {
+      type: "string",
+      title: "Size",
+      oneOf: [
+        { const: "s", title: "Small" },
+        { const: "m", title: "Medium" },
+        { const: "l", title: "Large" },
+      ],
+      default: "m",
+    },
+    legacy: { type: "string", title: "Legacy", enum: ["a", "b"], enumNames: ["Alpha", "Beta"] },
+    tags: {
+      type: "array",
+      title: "Tags",
+      minItems: 1,
+      maxItems: 2,
+      items: { type: "string", enum: ["x", "y", "z"] },
+      default: ["x"],
+    },
+    toppings: {
+      type: "array",
+      title: "Toppings",
+      items: {
+        anyOf: [
+          { const: "ch", title: "Cheese" },
+          { const: "ol", title: "Olives" },
+        ],
+      },
+    },
+  },
+  required: ["name", "email", "color"],
+};
+
+// One tool per field kind: a single required property, named so that an error message naming it is unambiguous.
+// The SDK sends the schema as written (a server strips nothing), so `pattern` reaches the host and Ajv checks it.
+const singleKind = {
+  ask_string: {
+    nickname: {
+      type: "string",
+      title: "Nickname",
+      description: "3 to 8 lowercase letters, digits or dashes",
+      minLength: 3,
+      maxLength: 8,
+      pattern: "^[a-z0-9-]+$",
+    },
+  },
+  ask_email: { email: { type: "string", title: "Email", format: "email" } },
+  ask_uri: { homepage: { type: "string", title: "Homepage", format: "uri" } },
+  ask_date: { birthday: { type: "string", title: "Birthday", format: "date" } },
+  ask_datetime: { meeting: { type: "string", title: "Meeting", format: "date-time" } },
+  ask_integer: { age: { type: "integer", title: "Age", minimum: 0, maximum: 150 } },
+  ask_number: { score: { type: "number", title: "Score", minimum: 0, maximum: 10 } },
+  ask_boolean: { agree: { type: "boolean", title: "Agree to the terms" } },
+  ask_enum: { color: { type: "string", title: "Color", enum: ["red", "green", "blue"] } },
+  ask_titled: {
+    size: {
+      type: "string",
+      title: "Size",
+      oneOf: [
+        { const: "s", title: "Small" },
+        { const: "m", title: "Medium" },
+        { const: "l", title: "Large" },
+      ],
+    },
+  },
+  ask_legacy: { legacy: { type: "string", title: "Legacy", enum: ["a", "b"], enumNames: ["Alpha", "Beta"] } },
+  ask_multi: {
+    tags: { type: "array", title: "Tags", minItems: 1, maxItems: 2, items: { type: "string", enum: ["x", "y", "z"] } },
+  },
+  ask_titled_multi: {
+    toppings: {
+      type: "array",
+      title: "Toppings",
+      minItems: 1,
+      maxItems: 2,
+      items: {
+        anyOf: [
+          { const: "ch", title: "Cheese" },
+          { const: "ol", title: "Olives" },
+          { const: "pe", title: "Peppers" },
+        ],
+      },
+    },
+  },
+};
+
+function singleKindSchema(tool) {
+  const properties = singleKind[tool];
+  return { type: "object", properties, required: Object.keys(properties) };
+}
+
+function resultText(r) {
+  return { content: [{ type: "text", text: "result: " + JSON.stringify(r) }] };
+}
+
+function errorText(e) {
+  return { isError: true, content: [{ type: "text", text: `error: ${e.constructor.name} code=${e.code} msg=${e.message}` }] };
+}
+
+async function elicit(params) {
+  try {
+    return resultText(await server.server.elicitInput(params));
+  } catch (e) {
+    return errorText(e);
+  }
+}
+
+server.registerTool("ask_form", { description: "Ask for the 10-field form" }, async () =>
+  elicit({ message: "Please fill the form", requestedSchema: formSchema }),
+);
+
+for (const tool of Object.keys(singleKind)) {
+  const key = Object.keys(singleKind[tool])[0];
+  server.registerTool(tool, { description: `Ask for one ${key}` }, async () =>
+    elicit({ message: `Please give ${key}`, requestedSchema: singleKindSchema(tool) }),
+  );
+}
+
+server.registerTool("ask_url", { description: "Ask the user to open a URL, then report completion" }, async () => {
+  try {
+    const r = await server.server.elicitInput({
+      mode: "url",
+      message: "Log in please",
+      url: "https://example.com/login",
+      elicitationId: "e-42",
+    });
+    try {
+      await server.server.createElicitationCompletionNotifier("e-42")();
+    } catch (e) {
+      console.error("notifier:", e.message);
+    }
+    return resultText(r);
+  } catch (e) {
+    return errorText(e);
+  }
+});
+
+server.registerTool("crash_mid_form", { description: "Send a form, then exit(1) 200 ms later" }, async () => {
+  setTimeout(() => process.exit(1), 200);
+  await server.server.elicitInput({ message: "This plugin is about to crash", requestedSchema: singleKindSchema("ask_enum") });
+  // Never answer: the process exits while the call is still running.
+  await new Promise(() => {});
+});
+
+server.registerTool("fail", { description: "Return a tool error without asking anything" }, async () => ({
+  content: [{ type: "text", text: "this tool always fails" }],
+  isError: true,
+}));
+
+await server.connect(new StdioServerTransport());

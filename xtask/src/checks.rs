@@ -1,0 +1,142 @@
+//! Repository checks that turn chores into tests: which workspace crate may depend on which.
+
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+
+use crate::cargo;
+
+/// What a workspace crate must not depend on (any dependency kind: normal, build or dev).
+enum Forbidden {
+    AnyWorkspaceCrate,
+    These(&'static [&'static str]),
+}
+
+/// The arrows that must keep pointing one way. A rule about a crate that does not exist (yet) checks nothing.
+const RULES: &[(&str, Forbidden)] = &[
+    // forms is the pure core: no I/O, so no other formwork crate.
+    ("formwork-forms", Forbidden::AnyWorkspaceCrate),
+    // host is below the front ends: the web UI and the CLI use it, never the reverse.
+    ("formwork-host", Forbidden::These(&["formwork-web", "formwork"])),
+    // An SDK for plugin authors must not drag the host in.
+    ("formwork-sdk", Forbidden::These(&["formwork-host"])),
+];
+
+/// `cargo metadata --format-version 1 --no-deps` of the workspace.
+pub fn workspace_metadata(root: &Path) -> Result<Value> {
+    let output = cargo()
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .current_dir(root)
+        .output()
+        .context("running cargo metadata")?;
+    if !output.status.success() {
+        bail!("cargo metadata failed:\n{}", String::from_utf8_lossy(&output.stderr));
+    }
+    serde_json::from_slice(&output.stdout).context("parsing cargo metadata")
+}
+
+/// Whether the workspace has a package of that name.
+pub fn has_package(metadata: &Value, name: &str) -> bool {
+    packages(metadata).any(|package| package["name"] == name)
+}
+
+/// Fails with one line per forbidden edge.
+pub fn dependency_direction(metadata: &Value) -> Result<()> {
+    let bad = forbidden_edges(metadata);
+    if bad.is_empty() {
+        eprintln!("xtask: dependency direction ok");
+        return Ok(());
+    }
+    bail!("dependency direction violated:\n{}", bad.join("\n"))
+}
+
+fn forbidden_edges(metadata: &Value) -> Vec<String> {
+    let workspace: Vec<&str> = packages(metadata).filter_map(|package| package["name"].as_str()).collect();
+    let mut bad = Vec::new();
+    for package in packages(metadata) {
+        let name = package["name"].as_str().unwrap_or_default();
+        let Some((_, forbidden)) = RULES.iter().find(|(crate_name, _)| *crate_name == name) else {
+            continue;
+        };
+        let dependencies = package["dependencies"].as_array().map(Vec::as_slice).unwrap_or_default();
+        for dependency in dependencies {
+            let target = dependency["name"].as_str().unwrap_or_default();
+            let is_forbidden = match forbidden {
+                Forbidden::AnyWorkspaceCrate => workspace.contains(&target),
+                Forbidden::These(names) => names.contains(&target),
+            };
+            if is_forbidden {
+                let kind = dependency["kind"].as_str().unwrap_or("normal");
+                let manifest = package["manifest_path"].as_str().unwrap_or_default();
+                bad.push(format!("  {name} must not depend on {target} ({kind} dependency in {manifest})"));
+            }
+        }
+    }
+    bad
+}
+
+fn packages(metadata: &Value) -> impl Iterator<Item = &Value> {
+    metadata["packages"].as_array().into_iter().flatten()
+}
+
+/// `cargo fmt --all --check`.
+pub fn format(root: &Path) -> Result<()> {
+    crate::run_command(cargo().args(["fmt", "--all", "--check"]).current_dir(root))
+}
+
+/// `cargo clippy --workspace --all-targets -- -D warnings`.
+pub fn clippy(root: &Path) -> Result<()> {
+    crate::run_command(
+        cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]).current_dir(root),
+    )
+}
+
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::forbidden_edges;
+
+    fn package(name: &str, deps: &[&str]) -> serde_json::Value {
+        let dependencies: Vec<_> = deps.iter().map(|dep| json!({"name": dep, "kind": null})).collect();
+        json!({"name": name, "manifest_path": format!("/{name}/Cargo.toml"), "dependencies": dependencies})
+    }
+
+    fn check(packages: Vec<serde_json::Value>, expected: &[&str]) {
+        let found = forbidden_edges(&json!({ "packages": packages }));
+        assert_eq!(found, expected);
+    }
+
+    #[test]
+    fn allowed_arrows_pass() {
+        check(
+            vec![
+                package("formwork-forms", &["serde", "serde_json"]),
+                package("formwork-host", &["formwork-forms", "tokio"]),
+                package("formwork", &["formwork-host", "formwork-forms"]),
+            ],
+            &[],
+        );
+    }
+
+    #[test]
+    fn forms_may_not_use_any_workspace_crate() {
+        check(
+            vec![package("formwork-forms", &["formwork-host"]), package("formwork-host", &[])],
+            &["  formwork-forms must not depend on formwork-host (normal dependency in /formwork-forms/Cargo.toml)"],
+        );
+    }
+
+    #[test]
+    fn host_may_not_use_the_front_ends() {
+        check(
+            vec![package("formwork-host", &["formwork-web", "formwork"]), package("formwork-web", &[])],
+            &[
+                "  formwork-host must not depend on formwork-web (normal dependency in /formwork-host/Cargo.toml)",
+                "  formwork-host must not depend on formwork (normal dependency in /formwork-host/Cargo.toml)",
+            ],
+        );
+    }
+}
