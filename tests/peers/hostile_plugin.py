@@ -29,8 +29,10 @@ TIMEOUT_SECONDS = 5.0
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The cases. Each is (name, build) where build(next_id) returns (lines, awaited_ids): the raw lines to write, and the
-# JSON-RPC ids whose responses to wait for (None for `"id": null`).
+# The cases. Each is (name, build) where build(next_id) returns (lines, awaited_ids, id_unreadable): the raw lines to
+# write; the JSON-RPC ids whose responses to wait for (None for `"id": null`); and whether the host may be unable to
+# read the request's id, in which case an error response with `"id": null` answers it. Otherwise such an error (say,
+# the parse error for a garbage line) answers nothing, and the case waits on.
 
 
 def valid_schema():
@@ -67,7 +69,7 @@ def plain(params):
 
     def build(next_id):
         request_id = next_id()
-        return [request(request_id, params)], [request_id]
+        return [request(request_id, params)], [request_id], False
 
     return build
 
@@ -81,29 +83,29 @@ def deeply_nested(next_id):
         '{"jsonrpc":"2.0","id":%d,"method":"elicitation/create","params":{"message":"deep",'
         '"requestedSchema":{"type":"object","properties":{"deep":%s}}}}' % (request_id, deep)
     )
-    return [line], [request_id]
+    return [line], [request_id], True
 
 
 def id_null(next_id):
-    return [request(None, form(valid_schema()))], [None]
+    return [request(None, form(valid_schema()))], [None], False
 
 
 HUGE_ID = 123456789012345678901234567890
 
 
 def id_huge(next_id):
-    return [request(HUGE_ID, form(valid_schema()))], [HUGE_ID]
+    return [request(HUGE_ID, form(valid_schema()))], [HUGE_ID], True
 
 
 def garbage_then_valid(next_id):
     request_id = next_id()
-    return ["this is not JSON {]", request(request_id, form(valid_schema()))], [request_id]
+    return ["this is not JSON {]", request(request_id, form(valid_schema()))], [request_id], False
 
 
 def duplicate_ids(next_id):
     request_id = next_id()
     line = request(request_id, form(valid_schema()))
-    return [line, line], [request_id, request_id]
+    return [line, line], [request_id, request_id], False
 
 
 def complete_unknown_id(next_id):
@@ -111,13 +113,13 @@ def complete_unknown_id(next_id):
         {"jsonrpc": "2.0", "method": "notifications/elicitation/complete", "params": {"elicitationId": "never-issued"}}
     )
     request_id = next_id()
-    return [notification, request(request_id, form(NESTED))], [request_id]
+    return [notification, request(request_id, form(NESTED))], [request_id], False
 
 
 def unsolicited_response(next_id):
     request_id = next_id()
     stray = dump({"jsonrpc": "2.0", "id": 999_999, "result": {"action": "accept"}})
-    return [stray, request(request_id, form(NESTED))], [request_id]
+    return [stray, request(request_id, form(NESTED))], [request_id], False
 
 
 MARKUP_MESSAGE = "Hello <b>there</b> <script>alert('message')</script>"
@@ -321,7 +323,8 @@ class Plugin:
             ]
             ping_id = self.next_id()
             self.io.write_line(request(ping_id, {}, method="ping"))
-            outcomes.append({"case": None, "name": "ping after all cases", "outcome": self.await_responses([ping_id])})
+            outcome = self.await_responses([ping_id], id_unreadable=False)
+            outcomes.append({"case": None, "name": "ping after all cases", "outcome": outcome})
             return text(dump(outcomes))
         if name == "echo":
             return {
@@ -332,14 +335,14 @@ class Plugin:
         return {"content": [{"type": "text", "text": f"unknown tool {name}"}], "isError": True}
 
     def run_case(self, index):
-        lines, awaited = CASES[index][1](self.next_id)
+        lines, awaited, id_unreadable = CASES[index][1](self.next_id)
         for line in lines:
             self.io.write_line(line)
-        return self.await_responses(awaited)
+        return self.await_responses(awaited, id_unreadable)
 
-    def await_responses(self, awaited):
-        """One outcome per awaited id, in order. An error with `id: null` (the host could not read the id) answers
-        the oldest awaited request."""
+    def await_responses(self, awaited, id_unreadable):
+        """One outcome per awaited id, in order. With `id_unreadable`, an error with `id: null` answers the oldest
+        awaited request."""
         results = [None] * len(awaited)
         pending = list(range(len(awaited)))
         deadline = time.monotonic() + TIMEOUT_SECONDS
@@ -358,7 +361,7 @@ class Plugin:
                 continue
             response_id = message.get("id")
             slot = next((i for i in pending if awaited[i] == response_id), None)
-            if slot is None and response_id is None and "error" in message:
+            if slot is None and id_unreadable and response_id is None and "error" in message:
                 slot = pending[0]
             if slot is not None:
                 pending.remove(slot)
@@ -379,7 +382,7 @@ def text(value):
 
 def main(argv):
     if len(argv) == 3 and argv[1] == "--print-params":
-        lines, _ = CASES[int(argv[2])][1](iter(range(1, 100)).__next__)
+        lines = CASES[int(argv[2])][1](iter(range(1, 100)).__next__)[0]
         print(dump(json.loads(lines[-1])["params"]))
     elif len(argv) == 2 and argv[1] == "--print-tools":
         print(dump(TOOLS))

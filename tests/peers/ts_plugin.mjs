@@ -137,6 +137,16 @@ for (const tool of Object.keys(singleKind)) {
   );
 }
 
+server.registerTool("ask_twice", { description: "Ask for a color, then for agreement" }, async () => {
+  try {
+    const first = await server.server.elicitInput({ message: "First form", requestedSchema: singleKindSchema("ask_enum") });
+    const second = await server.server.elicitInput({ message: "Second form", requestedSchema: singleKindSchema("ask_boolean") });
+    return { content: [{ type: "text", text: "result: " + JSON.stringify([first, second]) }] };
+  } catch (e) {
+    return errorText(e);
+  }
+});
+
 server.registerTool("ask_url", { description: "Ask the user to open a URL, then report completion" }, async () => {
   try {
     const r = await server.server.elicitInput({

@@ -18,7 +18,10 @@ const RULES: &[(&str, Forbidden)] = &[
     // forms is the pure core: no I/O, so no other formwork crate.
     ("formwork-forms", Forbidden::AnyWorkspaceCrate),
     // host is below the front ends: the web UI and the CLI use it, never the reverse.
-    ("formwork-host", Forbidden::These(&["formwork-web", "formwork"])),
+    (
+        "formwork-host",
+        Forbidden::These(&["formwork-web", "formwork"]),
+    ),
     // An SDK for plugin authors must not drag the host in.
     ("formwork-sdk", Forbidden::These(&["formwork-host"])),
 ];
@@ -31,7 +34,10 @@ pub fn workspace_metadata(root: &Path) -> Result<Value> {
         .output()
         .context("running cargo metadata")?;
     if !output.status.success() {
-        bail!("cargo metadata failed:\n{}", String::from_utf8_lossy(&output.stderr));
+        bail!(
+            "cargo metadata failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
     }
     serde_json::from_slice(&output.stdout).context("parsing cargo metadata")
 }
@@ -52,14 +58,19 @@ pub fn dependency_direction(metadata: &Value) -> Result<()> {
 }
 
 fn forbidden_edges(metadata: &Value) -> Vec<String> {
-    let workspace: Vec<&str> = packages(metadata).filter_map(|package| package["name"].as_str()).collect();
+    let workspace: Vec<&str> = packages(metadata)
+        .filter_map(|package| package["name"].as_str())
+        .collect();
     let mut bad = Vec::new();
     for package in packages(metadata) {
         let name = package["name"].as_str().unwrap_or_default();
         let Some((_, forbidden)) = RULES.iter().find(|(crate_name, _)| *crate_name == name) else {
             continue;
         };
-        let dependencies = package["dependencies"].as_array().map(Vec::as_slice).unwrap_or_default();
+        let dependencies = package["dependencies"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
         for dependency in dependencies {
             let target = dependency["name"].as_str().unwrap_or_default();
             let is_forbidden = match forbidden {
@@ -69,7 +80,9 @@ fn forbidden_edges(metadata: &Value) -> Vec<String> {
             if is_forbidden {
                 let kind = dependency["kind"].as_str().unwrap_or("normal");
                 let manifest = package["manifest_path"].as_str().unwrap_or_default();
-                bad.push(format!("  {name} must not depend on {target} ({kind} dependency in {manifest})"));
+                bad.push(format!(
+                    "  {name} must not depend on {target} ({kind} dependency in {manifest})"
+                ));
             }
         }
     }
@@ -88,10 +101,18 @@ pub fn format(root: &Path) -> Result<()> {
 /// `cargo clippy --workspace --all-targets -- -D warnings`.
 pub fn clippy(root: &Path) -> Result<()> {
     crate::run_command(
-        cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]).current_dir(root),
+        cargo()
+            .args([
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ])
+            .current_dir(root),
     )
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -100,7 +121,10 @@ mod tests {
     use super::forbidden_edges;
 
     fn package(name: &str, deps: &[&str]) -> serde_json::Value {
-        let dependencies: Vec<_> = deps.iter().map(|dep| json!({"name": dep, "kind": null})).collect();
+        let dependencies: Vec<_> = deps
+            .iter()
+            .map(|dep| json!({"name": dep, "kind": null}))
+            .collect();
         json!({"name": name, "manifest_path": format!("/{name}/Cargo.toml"), "dependencies": dependencies})
     }
 
@@ -124,15 +148,23 @@ mod tests {
     #[test]
     fn forms_may_not_use_any_workspace_crate() {
         check(
-            vec![package("formwork-forms", &["formwork-host"]), package("formwork-host", &[])],
-            &["  formwork-forms must not depend on formwork-host (normal dependency in /formwork-forms/Cargo.toml)"],
+            vec![
+                package("formwork-forms", &["formwork-host"]),
+                package("formwork-host", &[]),
+            ],
+            &[
+                "  formwork-forms must not depend on formwork-host (normal dependency in /formwork-forms/Cargo.toml)",
+            ],
         );
     }
 
     #[test]
     fn host_may_not_use_the_front_ends() {
         check(
-            vec![package("formwork-host", &["formwork-web", "formwork"]), package("formwork-web", &[])],
+            vec![
+                package("formwork-host", &["formwork-web", "formwork"]),
+                package("formwork-web", &[]),
+            ],
             &[
                 "  formwork-host must not depend on formwork-web (normal dependency in /formwork-host/Cargo.toml)",
                 "  formwork-host must not depend on formwork (normal dependency in /formwork-host/Cargo.toml)",

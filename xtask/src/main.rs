@@ -4,7 +4,10 @@
 //! - `peers`: install the pinned third-party test peers (npm and PyPI) under `target/peers/`.
 //! - `test [-- <cargo test args>]`: repository checks (format, dependency direction, clippy), then the peers, then
 //!   `cargo test --workspace --all-targets` with the peers on `FORMWORK_PEERS` and node 22 first on `PATH`.
+//! - `bench [--rounds R] [--n N] [--warmup W]`: the elicitation round trip through formwork against the TS SDK client
+//!   and a raw JSON-RPC client (see `bench.rs`).
 
+mod bench;
 mod checks;
 mod peers;
 mod test;
@@ -17,7 +20,9 @@ use anyhow::{Context, Result, bail};
 const USAGE: &str = "\
 usage: cargo xtask <command>
   peers                       install the pinned test peers into target/peers/
-  test [-- <cargo test args>] checks, peers, then the whole test suite";
+  test [-- <cargo test args>] checks, peers, then the whole test suite
+  bench [--rounds R] [--n N] [--warmup W]
+                              elicitation round trip: formwork vs the TS SDK client vs a raw client";
 
 fn main() -> std::process::ExitCode {
     match run() {
@@ -34,6 +39,7 @@ fn run() -> Result<()> {
     let root = repo_root();
     match args.first().map(String::as_str) {
         Some("peers") => peers::install(&root).map(|_| ()),
+        Some("bench") => bench::run(&root, &args[1..]),
         Some("test") => {
             let rest = match args.get(1).map(String::as_str) {
                 Some("--") => &args[2..],
@@ -69,7 +75,9 @@ fn target_dir(root: &Path) -> PathBuf {
 fn run_command(cmd: &mut Command) -> Result<()> {
     let shown = format!("{cmd:?}");
     eprintln!("xtask: running {shown}");
-    let status = cmd.status().with_context(|| format!("could not start {shown}"))?;
+    let status = cmd
+        .status()
+        .with_context(|| format!("could not start {shown}"))?;
     if !status.success() {
         bail!("{shown} failed ({status})");
     }

@@ -46,26 +46,41 @@ fn install_npm(source: &Path, npm_dir: &Path) -> Result<()> {
         std::fs::write(npm_dir.join(name), content).with_context(|| format!("writing {name}"))?;
     }
     let started = Instant::now();
-    run_command(Command::new("npm").args(["ci", "--no-audit", "--no-fund"]).current_dir(npm_dir))
-        .context("installing the npm peers")?;
+    run_command(
+        Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(npm_dir),
+    )
+    .context("installing the npm peers")?;
     std::fs::write(&stamp, &wanted).with_context(|| format!("writing {}", stamp.display()))?;
-    eprintln!("xtask: npm peers installed in {:.1} s", started.elapsed().as_secs_f64());
+    eprintln!(
+        "xtask: npm peers installed in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
     Ok(())
 }
 
 fn install_venv(source: &Path, venv: &Path) -> Result<()> {
     let requirements = source.join("requirements.txt");
-    let content = std::fs::read(&requirements).with_context(|| format!("reading {}", requirements.display()))?;
+    let content = std::fs::read(&requirements)
+        .with_context(|| format!("reading {}", requirements.display()))?;
     // The interpreter is part of the fingerprint: a venv does not survive a change of the Python it was made from.
-    let python = Command::new("python3").arg("--version").output().context("running python3 --version")?;
+    let python = Command::new("python3")
+        .arg("--version")
+        .output()
+        .context("running python3 --version")?;
     let stamp = venv.join(STAMP);
     let wanted = fingerprint(&[content, python.stdout]);
     if stamp_matches(&stamp, &wanted) {
         return Ok(());
     }
     let started = Instant::now();
-    run_command(Command::new("python3").args(["-m", "venv", "--clear"]).arg(venv))
-        .context("creating the Python venv")?;
+    run_command(
+        Command::new("python3")
+            .args(["-m", "venv", "--clear"])
+            .arg(venv),
+    )
+    .context("creating the Python venv")?;
     run_command(
         Command::new(venv.join("bin/pip"))
             .args(["install", "--quiet", "--disable-pip-version-check", "-r"])
@@ -73,17 +88,26 @@ fn install_venv(source: &Path, venv: &Path) -> Result<()> {
     )
     .context("installing the Python peers")?;
     std::fs::write(&stamp, &wanted).with_context(|| format!("writing {}", stamp.display()))?;
-    eprintln!("xtask: Python peers installed in {:.1} s", started.elapsed().as_secs_f64());
+    eprintln!(
+        "xtask: Python peers installed in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
     Ok(())
 }
 
 /// Copies `tests/peers/*.mjs` and `*.py` next to `node_modules`, every run: it is cheap and keeps edits live.
 fn copy_fixtures(source: &Path, npm_dir: &Path) -> Result<()> {
-    for entry in std::fs::read_dir(source).with_context(|| format!("listing {}", source.display()))? {
+    for entry in
+        std::fs::read_dir(source).with_context(|| format!("listing {}", source.display()))?
+    {
         let path = entry?.path();
-        let is_fixture = matches!(path.extension().and_then(|ext| ext.to_str()), Some("mjs" | "py"));
+        let is_fixture = matches!(
+            path.extension().and_then(|ext| ext.to_str()),
+            Some("mjs" | "py")
+        );
         if let (true, Some(name)) = (is_fixture, path.file_name()) {
-            std::fs::copy(&path, npm_dir.join(name)).with_context(|| format!("copying {}", path.display()))?;
+            std::fs::copy(&path, npm_dir.join(name))
+                .with_context(|| format!("copying {}", path.display()))?;
         }
     }
     Ok(())
@@ -111,8 +135,14 @@ mod tests {
 
     #[test]
     fn fingerprint_is_stable_and_separates_parts() {
-        assert_eq!(fingerprint(&[b"abc".to_vec()]), fingerprint(&[b"abc".to_vec()]));
-        assert_ne!(fingerprint(&[b"ab".to_vec(), b"c".to_vec()]), fingerprint(&[b"a".to_vec(), b"bc".to_vec()]));
+        assert_eq!(
+            fingerprint(&[b"abc".to_vec()]),
+            fingerprint(&[b"abc".to_vec()])
+        );
+        assert_ne!(
+            fingerprint(&[b"ab".to_vec(), b"c".to_vec()]),
+            fingerprint(&[b"a".to_vec(), b"bc".to_vec()])
+        );
         // A fixed value: a change here would silently force every checkout to reinstall its peers.
         assert_eq!(fingerprint(&[]), "cbf29ce484222325\n");
     }

@@ -31,7 +31,10 @@ pub fn run(root: &Path, cargo_test_args: &[String]) -> Result<()> {
     let metadata = checks::workspace_metadata(root);
     let has_conformance_client = match metadata {
         Ok(metadata) => {
-            step("dependency direction", checks::dependency_direction(&metadata));
+            step(
+                "dependency direction",
+                checks::dependency_direction(&metadata),
+            );
             checks::has_package(&metadata, CONFORMANCE_CLIENT)
         }
         Err(err) => {
@@ -50,10 +53,16 @@ pub fn run(root: &Path, cargo_test_args: &[String]) -> Result<()> {
                 // Built here, not from a test: a test cannot run cargo on the target dir its own cargo has locked.
                 step(
                     "build the conformance client",
-                    run_command(cargo().args(["build", "--package", CONFORMANCE_CLIENT]).current_dir(root)),
+                    run_command(
+                        cargo()
+                            .args(["build", "--package", CONFORMANCE_CLIENT])
+                            .current_dir(root),
+                    ),
                 );
             } else {
-                eprintln!("xtask: no package {CONFORMANCE_CLIENT} in the workspace: the conformance tests will fail");
+                eprintln!(
+                    "xtask: no package {CONFORMANCE_CLIENT} in the workspace: the conformance tests will fail"
+                );
             }
             let node_bin = peers_dir.join("npm/node_modules/.bin");
             let mut path = OsString::from(node_bin);

@@ -39,7 +39,8 @@ pub async fn call(
     };
     let source = answer_source(args, is_demo)?;
     let responder = Arc::new(CliResponder::new(source));
-    let mut options = ConnectOptions::new(plugin_name(target), responder.clone());
+    let name = if is_demo { "demo".to_owned() } else { plugin_name(target) };
+    let mut options = ConnectOptions::new(name, responder.clone());
     options.request_timeout = Duration::from_secs(args.timeout);
     let plugin = Plugin::connect(target, options).await?;
     let result = plugin.call_tool(tool, arguments).await;
@@ -137,11 +138,11 @@ fn plugin_name(target: &PluginTarget) -> String {
             .find(|word| !word.contains('=') && !matches!(*word, "npx" | "-y" | "node" | "python" | "python3" | "uv" | "run"))
             .map(|word| word.trim_matches('\'').rsplit('/').next().unwrap_or(word).to_owned())
             .unwrap_or_else(|| "plugin".to_owned()),
-        PluginTarget::Url(url) => reqwest_free_host(url).unwrap_or_else(|| "plugin".to_owned()),
+        PluginTarget::Url(url) => url_host(url).unwrap_or_else(|| "plugin".to_owned()),
     }
 }
 
-fn reqwest_free_host(url: &str) -> Option<String> {
+fn url_host(url: &str) -> Option<String> {
     let rest = url.split_once("://")?.1;
     let host = rest.split(['/', '?', '#']).next()?;
     Some(host.to_owned())

@@ -19,12 +19,20 @@ pub struct Decline {
 impl Decline {
     /// A decline that concerns the request or schema as a whole.
     pub(crate) fn whole(rule: DeclineRule, detail: impl Into<String>) -> Self {
-        Decline { property: None, rule, detail: detail.into() }
+        Decline {
+            property: None,
+            rule,
+            detail: detail.into(),
+        }
     }
 
-    /// A decline caused by the property `key`.
+    /// A decline caused by the property `key` (cut to a readable length for the message).
     pub(crate) fn property(key: &str, rule: DeclineRule, detail: impl Into<String>) -> Self {
-        Decline { property: Some(key.to_owned()), rule, detail: detail.into() }
+        Decline {
+            property: Some(crate::size::clip(key)),
+            rule,
+            detail: detail.into(),
+        }
     }
 }
 

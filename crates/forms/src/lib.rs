@@ -24,7 +24,9 @@ mod answers;
 mod decline;
 mod field;
 mod formats;
+mod kinds;
 pub mod limits;
+mod options;
 mod pattern;
 pub mod render;
 mod request;
@@ -33,7 +35,9 @@ mod size;
 mod validate;
 
 pub use decline::{Decline, DeclineRule};
-pub use field::{Choice, Field, FieldKind, Form, MultiSelect, NumberRules, SingleSelect, StringFormat, TextRules};
+pub use field::{
+    Choice, Field, FieldKind, Form, MultiSelect, NumberRules, SingleSelect, StringFormat, TextRules,
+};
 pub use pattern::Pattern;
 pub use request::{ElicitationRequest, FormRequest, UrlRequest, parse_request};
 pub use schema::parse_schema;

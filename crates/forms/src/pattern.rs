@@ -27,7 +27,10 @@ impl Pattern {
     /// (backreference, lookaround) that cannot be matched in linear time.
     pub fn new(source: &str) -> Result<Pattern, String> {
         if source.len() > MAX_PATTERN_BYTES {
-            return Err(format!("is {} bytes long; at most {MAX_PATTERN_BYTES} are allowed", source.len()));
+            return Err(format!(
+                "is {} bytes long; at most {MAX_PATTERN_BYTES} are allowed",
+                source.len()
+            ));
         }
         if let Err(err) = regress::Regex::with_flags(source, "u") {
             return Err(format!("is not a valid ECMAScript regex: {err}"));
@@ -41,7 +44,10 @@ impl Pattern {
                 regex::Error::CompiledTooBig(_) => "is too complex to match".to_owned(),
                 other => format!("uses a construct forms cannot match: {other}"),
             })?;
-        Ok(Pattern { source: source.to_owned(), matcher })
+        Ok(Pattern {
+            source: source.to_owned(),
+            matcher,
+        })
     }
 
     /// The pattern as the schema wrote it.
@@ -109,7 +115,10 @@ fn translate(source: &str) -> Result<String, String> {
             }
             '{' => {
                 // In `u` mode a brace is always a quantifier: copy `{n}`, `{n,}` or `{n,m}`.
-                let close = chars[idx..].iter().position(|&ch| ch == '}').ok_or("has an unclosed `{`")?;
+                let close = chars[idx..]
+                    .iter()
+                    .position(|&ch| ch == '}')
+                    .ok_or("has an unclosed `{`")?;
                 for &ch in &chars[idx..=idx + close] {
                     if !(ch.is_ascii_digit() || ch == ',' || ch == '{' || ch == '}') {
                         return Err("has a malformed `{}` quantifier".to_owned());
@@ -142,7 +151,10 @@ fn group(chars: &[char], idx: usize, out: &mut String) -> Result<usize, String> 
         }
         (Some('<'), _) => {
             // A named group; names do not matter for matching.
-            let close = chars[idx..].iter().position(|&ch| ch == '>').ok_or("has an unclosed group name")?;
+            let close = chars[idx..]
+                .iter()
+                .position(|&ch| ch == '>')
+                .ok_or("has an unclosed group name")?;
             out.push_str("(?:");
             Ok(idx + close + 1)
         }
@@ -166,12 +178,15 @@ fn class(chars: &[char], idx: usize, out: &mut String) -> Result<usize, String> 
         }
         let (first, next) = class_atom(chars, pos)?;
         pos = next;
-        let is_range = chars.get(pos) == Some(&'-') && chars.get(pos + 1).is_some_and(|&ch| ch != ']');
+        let is_range =
+            chars.get(pos) == Some(&'-') && chars.get(pos + 1).is_some_and(|&ch| ch != ']');
         if is_range {
             let (last, next) = class_atom(chars, pos + 1)?;
             pos = next;
             match (first, last) {
-                (ClassAtom::Char(lo), ClassAtom::Char(hi)) if lo <= hi => push_range(&mut items, lo, hi),
+                (ClassAtom::Char(lo), ClassAtom::Char(hi)) if lo <= hi => {
+                    push_range(&mut items, lo, hi)
+                }
                 _ => return Err("has an invalid class range".to_owned()),
             }
         } else {
@@ -220,7 +235,9 @@ fn escape(chars: &[char], idx: usize, in_class: bool) -> Result<(ClassAtom, usiz
         'b' if in_class => ch(0x8),
         'b' => set(r"(?-u:\b)".to_owned()),
         'B' if !in_class => set(r"(?-u:\B)".to_owned()),
-        '1'..='9' | 'k' => Err("uses a backreference, which forms cannot match in linear time".to_owned()),
+        '1'..='9' | 'k' => {
+            Err("uses a backreference, which forms cannot match in linear time".to_owned())
+        }
         '0' => ch(0),
         't' => ch(0x9),
         'n' => ch(0xA),
@@ -240,7 +257,10 @@ fn escape(chars: &[char], idx: usize, in_class: bool) -> Result<(ClassAtom, usiz
         }
         'u' => unicode_escape(chars, next),
         'p' | 'P' => {
-            let close = chars[next..].iter().position(|&ch| ch == '}').ok_or("has an unclosed `\\p{`")?;
+            let close = chars[next..]
+                .iter()
+                .position(|&ch| ch == '}')
+                .ok_or("has an unclosed `\\p{`")?;
             let body: String = chars[idx..=next + close].iter().collect();
             Ok((ClassAtom::Set(body), next + close + 1))
         }
@@ -252,25 +272,33 @@ fn escape(chars: &[char], idx: usize, in_class: bool) -> Result<(ClassAtom, usiz
 /// `\uXXXX`, a surrogate pair `\uXXXX\uXXXX`, or `\u{X...}`; `idx` is just after the `u`.
 fn unicode_escape(chars: &[char], idx: usize) -> Result<(ClassAtom, usize), String> {
     if chars.get(idx) == Some(&'{') {
-        let close = chars[idx..].iter().position(|&ch| ch == '}').ok_or("has an unclosed `\\u{`")?;
+        let close = chars[idx..]
+            .iter()
+            .position(|&ch| ch == '}')
+            .ok_or("has an unclosed `\\u{`")?;
         let digits: String = chars[idx + 1..idx + close].iter().collect();
-        let code = u32::from_str_radix(&digits, 16).map_err(|_| "has a malformed `\\u{}` escape".to_owned())?;
+        let code = u32::from_str_radix(&digits, 16)
+            .map_err(|_| "has a malformed `\\u{}` escape".to_owned())?;
         return Ok((ClassAtom::Char(code), idx + close + 1));
     }
     let high = hex(chars, idx, 4).ok_or("has a malformed `\\u` escape")?;
     let after = idx + 4;
-    if (0xD800..0xDC00).contains(&high) && chars.get(after) == Some(&'\\') && chars.get(after + 1) == Some(&'u') {
-        if let Some(low) = hex(chars, after + 2, 4).filter(|low| (0xDC00..0xE000).contains(low)) {
-            let code = 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00);
-            return Ok((ClassAtom::Char(code), after + 6));
-        }
+    if (0xD800..0xDC00).contains(&high)
+        && chars.get(after) == Some(&'\\')
+        && chars.get(after + 1) == Some(&'u')
+        && let Some(low) = hex(chars, after + 2, 4).filter(|low| (0xDC00..0xE000).contains(low))
+    {
+        let code = 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00);
+        return Ok((ClassAtom::Char(code), after + 6));
     }
     Ok((ClassAtom::Char(high), after))
 }
 
 fn hex(chars: &[char], idx: usize, len: usize) -> Option<u32> {
     let digits = chars.get(idx..idx + len)?;
-    digits.iter().try_fold(0u32, |acc, ch| Some(acc * 16 + ch.to_digit(16)?))
+    digits
+        .iter()
+        .try_fold(0u32, |acc, ch| Some(acc * 16 + ch.to_digit(16)?))
 }
 
 /// Pushes one literal code point outside a class. Lone surrogates never occur in Rust strings, so

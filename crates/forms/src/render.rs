@@ -5,7 +5,7 @@
 //! `isOther`, `isSecret`, `options[{label, description}]`) and adds what a form UI needs: the input
 //! kind, option values, constraints, the default and the original property schema.
 
-use indexmap::IndexMap;
+pub use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Number, Value};
 
@@ -153,7 +153,14 @@ impl RenderAnswers {
     {
         let answers = pairs
             .into_iter()
-            .map(|(id, list)| (id.into(), RenderAnswer { answers: list.into_iter().map(Into::into).collect() }))
+            .map(|(id, list)| {
+                (
+                    id.into(),
+                    RenderAnswer {
+                        answers: list.into_iter().map(Into::into).collect(),
+                    },
+                )
+            })
             .collect();
         RenderAnswers { answers }
     }
@@ -172,7 +179,11 @@ impl Form {
 
 fn question_for(field: &Field) -> Question {
     let header = field.title.clone().unwrap_or_else(|| field.key.clone());
-    let question = field.description.clone().or_else(|| field.title.clone()).unwrap_or_else(|| field.key.clone());
+    let question = field
+        .description
+        .clone()
+        .or_else(|| field.title.clone())
+        .unwrap_or_else(|| field.key.clone());
     let mut q = Question {
         id: field.key.clone(),
         header,
@@ -226,7 +237,10 @@ fn fill_text(q: &mut Question, rules: &TextRules) {
     q.min_length = rules.min_length;
     q.max_length = rules.max_length;
     q.format = rules.format.map(|format| format.as_str().to_owned());
-    q.pattern = rules.pattern.as_ref().map(|pattern| pattern.source().to_owned());
+    q.pattern = rules
+        .pattern
+        .as_ref()
+        .map(|pattern| pattern.source().to_owned());
     if !rules.suggestions.is_empty() {
         q.is_other = true;
         q.suggestions = Some(rules.suggestions.iter().map(option_for).collect());
@@ -251,5 +265,9 @@ fn option_for(choice: &Choice) -> QuestionOption {
 }
 
 fn bool_option(value: bool) -> QuestionOption {
-    QuestionOption { label: value.to_string(), description: String::new(), value: Value::Bool(value) }
+    QuestionOption {
+        label: value.to_string(),
+        description: String::new(),
+        value: Value::Bool(value),
+    }
 }

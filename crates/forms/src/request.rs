@@ -5,6 +5,9 @@ use serde_json::Value;
 use crate::Content;
 use crate::decline::{Decline, DeclineRule};
 use crate::field::Form;
+use crate::limits::{MAX_TEXT_BYTES, MAX_URL_BYTES};
+use crate::schema::parse_schema;
+use crate::size::{self, kind_of, show};
 
 /// The params of an `elicitation/create` request, parsed. An absent `mode` means form.
 #[derive(Debug, Clone)]
@@ -31,9 +34,11 @@ pub struct FormRequest {
 pub struct UrlRequest {
     /// The text shown with the link.
     pub message: String,
-    /// The URL to open: absolute, `http` or `https`.
+    /// The URL to open, exactly as sent: absolute, `http` or `https`, with a host and no user name
+    /// or password.
     pub url: String,
-    /// The URL's host, to show the person where the link leads (IDNs in punycode).
+    /// The URL's host, to show the person where the link leads (international names in punycode,
+    /// so look-alike letters cannot hide the real domain).
     pub domain: String,
     /// The server's id for this elicitation (2025-11-25), if any.
     pub elicitation_id: Option<String>,
@@ -42,7 +47,187 @@ pub struct UrlRequest {
 }
 
 /// Parses `elicitation/create` params, or declines the request as a whole.
+///
+/// `mode` absent or `"form"` needs a `requestedSchema` (see [`parse_schema`]); `"url"` needs an
+/// absolute `http`/`https` `url`; any other mode is declined. `message` must be a string. `_meta`
+/// (an object, or null) is kept as [`FormRequest::meta`] / [`UrlRequest::meta`]. Other params keys,
+/// such as `task`, are left to the caller.
 pub fn parse_request(params: &Value) -> Result<ElicitationRequest, Decline> {
-    let _ = params;
-    Err(Decline::whole(DeclineRule::NotAnObject, "not implemented yet"))
+    let Value::Object(obj) = params else {
+        return Err(Decline::whole(
+            DeclineRule::NotAnObject,
+            format!("params must be a JSON object, not {}", kind_of(params)),
+        ));
+    };
+    size::check(params, "params")?;
+    let message = match obj.get("message") {
+        Some(Value::String(message)) if message.len() <= MAX_TEXT_BYTES => message.clone(),
+        Some(Value::String(message)) => {
+            return Err(Decline::whole(
+                DeclineRule::TooLarge,
+                format!(
+                    "`message` is {} bytes long; at most {MAX_TEXT_BYTES} are allowed",
+                    message.len()
+                ),
+            ));
+        }
+        Some(other) => {
+            return Err(Decline::whole(
+                DeclineRule::InvalidParams,
+                format!("`message` must be a string, not {}", kind_of(other)),
+            ));
+        }
+        None => {
+            return Err(Decline::whole(
+                DeclineRule::InvalidParams,
+                "params have no `message`",
+            ));
+        }
+    };
+    let meta = match obj.get("_meta") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(meta)) => Some(meta.clone()),
+        Some(other) => {
+            return Err(Decline::whole(
+                DeclineRule::InvalidParams,
+                format!("`_meta` must be an object, not {}", kind_of(other)),
+            ));
+        }
+    };
+    match obj.get("mode") {
+        None => parse_form(obj.get("requestedSchema"), message, meta),
+        Some(Value::String(mode)) if mode == "form" => {
+            parse_form(obj.get("requestedSchema"), message, meta)
+        }
+        Some(Value::String(mode)) if mode == "url" => {
+            parse_url(obj.get("url"), obj.get("elicitationId"), message, meta)
+        }
+        Some(other) => Err(Decline::whole(
+            DeclineRule::UnsupportedMode,
+            format!(
+                "mode {} is not supported; only \"form\" and \"url\" are",
+                show(other)
+            ),
+        )),
+    }
+}
+
+fn parse_form(
+    schema: Option<&Value>,
+    message: String,
+    meta: Option<Content>,
+) -> Result<ElicitationRequest, Decline> {
+    let Some(schema) = schema else {
+        return Err(Decline::whole(
+            DeclineRule::InvalidParams,
+            "a form-mode request needs a `requestedSchema`",
+        ));
+    };
+    let form = parse_schema(schema)?;
+    Ok(ElicitationRequest::Form(FormRequest {
+        message,
+        form,
+        meta,
+    }))
+}
+
+fn parse_url(
+    url: Option<&Value>,
+    elicitation_id: Option<&Value>,
+    message: String,
+    meta: Option<Content>,
+) -> Result<ElicitationRequest, Decline> {
+    let url = match url {
+        Some(Value::String(url)) => url,
+        Some(other) => {
+            return Err(Decline::whole(
+                DeclineRule::InvalidUrl,
+                format!("`url` must be a string, not {}", kind_of(other)),
+            ));
+        }
+        None => {
+            return Err(Decline::whole(
+                DeclineRule::InvalidUrl,
+                "a url-mode request needs a `url`",
+            ));
+        }
+    };
+    let domain = check_url(url)
+        .map_err(|problem| Decline::whole(DeclineRule::InvalidUrl, format!("`url` {problem}")))?;
+    let elicitation_id = match elicitation_id {
+        None | Some(Value::Null) => None,
+        Some(Value::String(id)) if id.len() <= MAX_TEXT_BYTES => Some(id.clone()),
+        Some(Value::String(id)) => {
+            return Err(Decline::whole(
+                DeclineRule::TooLarge,
+                format!(
+                    "`elicitationId` is {} bytes long; at most {MAX_TEXT_BYTES} are allowed",
+                    id.len()
+                ),
+            ));
+        }
+        Some(other) => {
+            return Err(Decline::whole(
+                DeclineRule::InvalidParams,
+                format!("`elicitationId` must be a string, not {}", kind_of(other)),
+            ));
+        }
+    };
+    Ok(ElicitationRequest::Url(UrlRequest {
+        message,
+        url: url.clone(),
+        domain,
+        elicitation_id,
+        meta,
+    }))
+}
+
+/// Checks a URL-mode `url` and returns its host.
+///
+/// The URL is kept exactly as sent, so it must not need the cleaning a URL parser does silently:
+/// whitespace and control characters are refused. User names and passwords are refused too, because
+/// `https://trusted.example@evil.example/` shows one host and opens another.
+fn check_url(url: &str) -> Result<String, String> {
+    if url.len() > MAX_URL_BYTES {
+        return Err(format!(
+            "is {} bytes long; at most {MAX_URL_BYTES} are allowed",
+            url.len()
+        ));
+    }
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("contains whitespace or control characters".to_owned());
+    }
+    let parsed = url::Url::parse(url)
+        .map_err(|err| format!("\"{}\" is not an absolute URL: {err}", size::clip(url)))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!(
+            "must use http or https, not \"{}\"",
+            size::clip(parsed.scheme())
+        ));
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err("must not carry a user name or password".to_owned());
+    }
+    match parsed.host_str() {
+        Some(host) if !host.is_empty() => Ok(host.to_owned()),
+        _ => Err("has no host".to_owned()),
+    }
+}
+
+impl ElicitationRequest {
+    /// The request's `message`.
+    pub fn message(&self) -> &str {
+        match self {
+            ElicitationRequest::Form(request) => &request.message,
+            ElicitationRequest::Url(request) => &request.message,
+        }
+    }
+
+    /// The request's `_meta`, if any.
+    pub fn meta(&self) -> Option<&Content> {
+        match self {
+            ElicitationRequest::Form(request) => request.meta.as_ref(),
+            ElicitationRequest::Url(request) => request.meta.as_ref(),
+        }
+    }
 }

@@ -1,12 +1,356 @@
 //! Parsing `requestedSchema` into a [`Form`], declining anything outside the supported grammar.
+//!
+//! The grammar is MCP 2025-11-25's (identical in 2026-07-28): a flat object whose properties are
+//! strings (optionally with `format`, `minLength`, `maxLength`), numbers, integers, booleans, or one
+//! of the five enum shapes. On top of it forms accept `pattern`, `exclusiveMinimum`,
+//! `exclusiveMaximum`, `multipleOf`, `x-openai-suggestions` and option `description`s, and keep every
+//! other unknown keyword untouched in [`Field::schema`]. A keyword that would change what is valid
+//! and that forms cannot honour declines the whole schema, so content we accept always passes the
+//! server's own JSON Schema check.
 
-use serde_json::Value;
+use std::collections::HashSet;
+
+use serde_json::{Map, Value};
 
 use crate::decline::{Decline, DeclineRule};
-use crate::field::Form;
+use crate::field::{Field, FieldKind, Form};
+use crate::kinds::{
+    parse_array, parse_number_rules, parse_string, reject_format, reject_options, text,
+};
+use crate::limits::{MAX_KEY_BYTES, MAX_PROPERTIES, MAX_TEXT_BYTES};
+use crate::size::{self, kind_of, show};
+use crate::validate::{check_value, normalize};
+
+pub(crate) type Object = Map<String, Value>;
+
+/// Keywords that change what is valid and that forms do not support, anywhere in a schema.
+const UNSUPPORTED: &[&str] = &[
+    "allOf",
+    "anyOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "const",
+    "dependentSchemas",
+    "dependentRequired",
+    "contains",
+    "minContains",
+    "maxContains",
+    "prefixItems",
+    "additionalItems",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "patternProperties",
+    "propertyNames",
+    "additionalProperties",
+    "minProperties",
+    "maxProperties",
+    "required",
+];
+
+/// Keywords that point at other schemas.
+const REFERENCES: &[&str] = &["$ref", "$dynamicRef", "$recursiveRef"];
 
 /// Parses a `requestedSchema` into a [`Form`], or declines it as a whole.
+///
+/// The schema may carry `$schema`, a top-level `title` and `description` (Python SDKs send the model
+/// name as `title`) and `additionalProperties`; other top-level keywords that constrain the object
+/// (`allOf`, `minProperties`, ...) are declined.
 pub fn parse_schema(requested_schema: &Value) -> Result<Form, Decline> {
-    let _ = requested_schema;
-    Err(Decline::whole(DeclineRule::NoProperties, "not implemented yet"))
+    size::check(requested_schema, "requestedSchema")?;
+    let Value::Object(root) = requested_schema else {
+        return Err(Decline::whole(
+            DeclineRule::NotAnObject,
+            format!(
+                "requestedSchema must be a JSON object, not {}",
+                kind_of(requested_schema)
+            ),
+        ));
+    };
+    match root.get("type") {
+        None => {}
+        Some(Value::String(name)) if name == "object" => {}
+        Some(other) => {
+            return Err(Decline::whole(
+                DeclineRule::NotAnObject,
+                format!(
+                    "requestedSchema `type` must be \"object\", not {}",
+                    show(other)
+                ),
+            ));
+        }
+    }
+    check_root_keywords(root)?;
+    if let Some(schema_uri) = root.get("$schema").filter(|value| !value.is_string()) {
+        return Err(Decline::whole(
+            DeclineRule::InvalidKeyword,
+            format!(
+                "requestedSchema `$schema` must be a string, not {}",
+                kind_of(schema_uri)
+            ),
+        ));
+    }
+    let title = root_text(root, "title")?;
+    let description = root_text(root, "description")?;
+    let properties = match root.get("properties") {
+        Some(Value::Object(properties)) => properties,
+        Some(other) => {
+            return Err(Decline::whole(
+                DeclineRule::NoProperties,
+                format!(
+                    "requestedSchema `properties` must be an object, not {}",
+                    kind_of(other)
+                ),
+            ));
+        }
+        None => {
+            return Err(Decline::whole(
+                DeclineRule::NoProperties,
+                "requestedSchema has no `properties`",
+            ));
+        }
+    };
+    if properties.len() > MAX_PROPERTIES {
+        return Err(Decline::whole(
+            DeclineRule::TooLarge,
+            format!(
+                "requestedSchema has {} properties; at most {MAX_PROPERTIES} are allowed",
+                properties.len()
+            ),
+        ));
+    }
+    let required = parse_required(root, properties)?;
+    let fields = properties
+        .iter()
+        .map(|(key, schema)| parse_property(key, schema, required.contains(key.as_str())))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Form {
+        fields,
+        title,
+        description,
+        schema: requested_schema.clone(),
+    })
+}
+
+fn check_root_keywords(root: &Object) -> Result<(), Decline> {
+    if let Some(keyword) = REFERENCES
+        .iter()
+        .find(|keyword| root.contains_key(**keyword))
+    {
+        return Err(Decline::whole(
+            DeclineRule::Ref,
+            format!("requestedSchema uses `{keyword}`; forms must be self-contained"),
+        ));
+    }
+    let constraining = UNSUPPORTED
+        .iter()
+        .chain(&["oneOf", "enum"])
+        .filter(|keyword| !matches!(**keyword, "additionalProperties" | "required"))
+        .find(|keyword| root.contains_key(**keyword));
+    match constraining {
+        Some(keyword) => Err(Decline::whole(
+            DeclineRule::UnsupportedKeyword,
+            format!("requestedSchema uses `{keyword}`, which forms do not support"),
+        )),
+        None => Ok(()),
+    }
+}
+
+fn root_text(root: &Object, keyword: &str) -> Result<Option<String>, Decline> {
+    match root.get(keyword) {
+        None => Ok(None),
+        Some(Value::String(text)) if text.len() <= MAX_TEXT_BYTES => Ok(Some(text.clone())),
+        Some(Value::String(text)) => Err(Decline::whole(
+            DeclineRule::TooLarge,
+            format!(
+                "requestedSchema `{keyword}` is {} bytes long; at most {MAX_TEXT_BYTES} are allowed",
+                text.len()
+            ),
+        )),
+        Some(other) => Err(Decline::whole(
+            DeclineRule::InvalidKeyword,
+            format!(
+                "requestedSchema `{keyword}` must be a string, not {}",
+                kind_of(other)
+            ),
+        )),
+    }
+}
+
+fn parse_required<'a>(root: &'a Object, properties: &Object) -> Result<HashSet<&'a str>, Decline> {
+    let list = match root.get("required") {
+        None => return Ok(HashSet::new()),
+        Some(Value::Array(list)) => list,
+        Some(other) => {
+            return Err(Decline::whole(
+                DeclineRule::InvalidRequired,
+                format!(
+                    "requestedSchema `required` must be an array of property names, not {}",
+                    kind_of(other)
+                ),
+            ));
+        }
+    };
+    let mut names = HashSet::new();
+    for entry in list {
+        let Value::String(name) = entry else {
+            return Err(Decline::whole(
+                DeclineRule::InvalidRequired,
+                format!(
+                    "requestedSchema `required` lists {}, which is not a property name",
+                    show(entry)
+                ),
+            ));
+        };
+        if !properties.contains_key(name) {
+            return Err(Decline::property(
+                name,
+                DeclineRule::UnknownRequired,
+                "is listed in `required` but is not in `properties`",
+            ));
+        }
+        names.insert(name.as_str());
+    }
+    Ok(names)
+}
+
+fn parse_property(key: &str, schema: &Value, required: bool) -> Result<Field, Decline> {
+    if key.len() > MAX_KEY_BYTES {
+        return Err(Decline::property(
+            key,
+            DeclineRule::TooLarge,
+            format!(
+                "the key is {} bytes long; at most {MAX_KEY_BYTES} are allowed",
+                key.len()
+            ),
+        ));
+    }
+    let Value::Object(obj) = schema else {
+        return Err(Decline::property(
+            key,
+            DeclineRule::NotAnObject,
+            format!("the schema must be a JSON object, not {}", kind_of(schema)),
+        ));
+    };
+    check_keywords(key, obj, "")?;
+    let type_name = match obj.get("type") {
+        Some(Value::String(name)) => name.as_str(),
+        Some(Value::Array(_)) => {
+            return Err(Decline::property(
+                key,
+                DeclineRule::UnsupportedType,
+                "`type` lists several types; a form field needs exactly one",
+            ));
+        }
+        Some(other) => {
+            return Err(Decline::property(
+                key,
+                DeclineRule::UnsupportedType,
+                format!("`type` must be a string, not {}", kind_of(other)),
+            ));
+        }
+        None => {
+            return Err(Decline::property(
+                key,
+                DeclineRule::UnsupportedType,
+                "has no `type`",
+            ));
+        }
+    };
+    let title = text(key, obj, "title")?;
+    let description = text(key, obj, "description")?;
+    let kind = match type_name {
+        "string" => parse_string(key, obj)?,
+        "number" => FieldKind::Number(parse_number_rules(key, obj, type_name, false)?),
+        "integer" => FieldKind::Integer(parse_number_rules(key, obj, type_name, true)?),
+        "boolean" => {
+            reject_options(key, obj, type_name)?;
+            reject_format(key, obj, type_name)?;
+            FieldKind::Boolean
+        }
+        "array" => parse_array(key, obj)?,
+        "object" => {
+            return Err(Decline::property(
+                key,
+                DeclineRule::NestedObject,
+                "is an object; forms hold only flat fields",
+            ));
+        }
+        other => {
+            return Err(Decline::property(
+                key,
+                DeclineRule::UnsupportedType,
+                format!(
+                    "`type` \"{}\" is not supported; use string, number, integer, boolean or array",
+                    size::clip(other)
+                ),
+            ));
+        }
+    };
+    if !matches!(kind, FieldKind::MultiSelect(_)) && obj.contains_key("items") {
+        return Err(Decline::property(
+            key,
+            DeclineRule::UnsupportedKeyword,
+            "has `items` but is not an array",
+        ));
+    }
+    let default = match obj.get("default") {
+        None => None,
+        Some(value) => {
+            let value = normalize(&kind, value);
+            if let Some(problem) = check_value(&kind, &value).into_iter().next() {
+                return Err(Decline::property(
+                    key,
+                    DeclineRule::DefaultOutsideConstraints,
+                    format!("`default` {} is not allowed: it {problem}", show(&value)),
+                ));
+            }
+            Some(value)
+        }
+    };
+    Ok(Field {
+        key: key.to_owned(),
+        title,
+        description,
+        required,
+        kind,
+        default,
+        schema: schema.clone(),
+    })
+}
+
+/// Declines references, unsupported keywords and nested `properties` in a property schema (or, with
+/// `place` = "`items` ", in its `items`).
+pub(crate) fn check_keywords(key: &str, obj: &Object, place: &str) -> Result<(), Decline> {
+    if let Some(keyword) = REFERENCES
+        .iter()
+        .find(|keyword| obj.contains_key(**keyword))
+    {
+        return Err(Decline::property(
+            key,
+            DeclineRule::Ref,
+            format!("{place}uses `{keyword}`; forms must be self-contained"),
+        ));
+    }
+    if obj.contains_key("properties") {
+        return Err(Decline::property(
+            key,
+            DeclineRule::NestedObject,
+            format!("{place}has `properties`; forms hold only flat fields"),
+        ));
+    }
+    let in_items = !place.is_empty();
+    let unsupported = UNSUPPORTED
+        .iter()
+        .filter(|keyword| !(in_items && **keyword == "anyOf"))
+        .find(|keyword| obj.contains_key(**keyword));
+    match unsupported {
+        Some(keyword) => Err(Decline::property(
+            key,
+            DeclineRule::UnsupportedKeyword,
+            format!("{place}uses `{keyword}`, which forms do not support"),
+        )),
+        None => Ok(()),
+    }
 }

@@ -80,21 +80,31 @@ pub(crate) fn connect(
     });
 
     let driver = tokio::spawn(async move {
+        // Request streams and the listener live here, so closing the connection ends them.
+        let mut streams = tokio::task::JoinSet::new();
         while let Some(message) = outgoing_rx.recv().await {
+            while streams.try_join_next().is_some() {}
             let head: OutgoingHead = serde_json::from_str(&message).unwrap_or(OutgoingHead {
                 id: None,
                 method: None,
             });
             let request_id = head.id.filter(|_| head.method.is_some());
             let opens_listener = head.method.as_deref() == Some("notifications/initialized");
-            let shared = Arc::clone(&shared);
-            tokio::spawn(async move {
-                post(&shared, message, request_id).await;
+            if request_id.is_some() {
+                // A request's answer may be a long event stream: read it beside the others.
+                let shared = Arc::clone(&shared);
+                streams.spawn(async move { post(&shared, message, request_id).await });
+            } else {
+                // Notifications and responses are acknowledged at once (202). Sending them in
+                // order matters: `notifications/initialized` must arrive before the next call.
+                post(&shared, message, None).await;
                 if opens_listener {
-                    listen(&shared).await;
+                    let shared = Arc::clone(&shared);
+                    streams.spawn(async move { listen(&shared).await });
                 }
-            });
+            }
         }
+        streams.abort_all();
         close_session(&shared).await;
         let _ = shared
             .incoming
@@ -267,6 +277,8 @@ async fn read_sse(shared: &Shared, response: reqwest::Response, request_id: Opti
         let Ok(chunk) = chunk else { break };
         for event in parser.feed(&chunk) {
             match event {
+                // Empty events only prime the stream for resumption.
+                SseEvent::Data(data) if data.trim().is_empty() => {}
                 SseEvent::Data(data) => {
                     if let Some(id) = request_id
                         && let Ok(head) = serde_json::from_str::<IncomingHead>(&data)

@@ -1,0 +1,60 @@
+//! The official MCP conformance suite (`@modelcontextprotocol/conformance` 0.1.16, client mode) against
+//! `examples/conformance-client`, the small Streamable-HTTP client built on formwork-host. The suite starts its own
+//! test server on a free port and runs `conformance-client <serverUrl>`; it needs node 22 first on `PATH`.
+
+mod common;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use common::{node_bin_dir, run};
+
+/// `target/debug/conformance-client`, beside the `formwork` binary under test.
+fn conformance_client() -> PathBuf {
+    let client = PathBuf::from(env!("CARGO_BIN_EXE_formwork")).with_file_name("conformance-client");
+    assert!(
+        client.is_file(),
+        "{} is missing: `cargo xtask test` builds it (cargo build -p formwork-conformance-client)",
+        client.display()
+    );
+    client
+}
+
+/// Runs one client scenario and requires the suite's verdict `OVERALL: PASSED` with exit 0.
+fn check_scenario(scenario: &str) {
+    let mut path = OsString::from(node_bin_dir());
+    path.push(":");
+    path.push(std::env::var_os("PATH").unwrap_or_default());
+    let output = run(
+        Command::new(node_bin_dir().join("conformance"))
+            .args(["client", "--command"])
+            .arg(common::quote(&conformance_client()))
+            .args(["--scenario", scenario])
+            .env("PATH", path),
+        None,
+        Duration::from_secs(120),
+    );
+    let all = format!("{}{}", output.stdout, output.stderr);
+    assert!(
+        all.contains("OVERALL: PASSED"),
+        "scenario {scenario} did not pass: {output}"
+    );
+    output.assert_code(0);
+}
+
+#[test]
+fn initialize() {
+    check_scenario("initialize");
+}
+
+#[test]
+fn tools_call() {
+    check_scenario("tools_call");
+}
+
+#[test]
+fn elicitation_client_defaults() {
+    check_scenario("elicitation-sep1034-client-defaults");
+}

@@ -1,0 +1,89 @@
+//! Fuzz target: bytes -> JSON params -> parse_request -> render -> answers -> content -> validate.
+//!
+//! Input layout: the JSON params, then optionally a 0xFF byte followed by answer records separated by
+//! `\n`. A record's first byte picks a question (by index, modulo the question count; 0xFE picks an
+//! id that is not in the form); the rest, split at `\t`, are the answer texts.
+//!
+//! Besides "never panics", the target checks the crate's promises: every content it returns passes
+//! `validate`, and the render block survives a serde round trip.
+
+#![no_main]
+
+use formwork_forms::render::{RenderAnswer, RenderAnswers, RenderBlock};
+use formwork_forms::{Content, ElicitationRequest, Form, parse_request};
+use libfuzzer_sys::fuzz_target;
+use serde_json::Value;
+
+fuzz_target!(|data: &[u8]| {
+    let (json, answers) = match data.iter().position(|b| *b == 0xFF) {
+        Some(split) => (&data[..split], &data[split + 1..]),
+        None => (data, &[][..]),
+    };
+    let Ok(params) = serde_json::from_slice::<Value>(json) else {
+        return;
+    };
+    let Ok(ElicitationRequest::Form(request)) = parse_request(&params) else {
+        return;
+    };
+    let form = &request.form;
+    let block = form.render(&request.message);
+    let wire = serde_json::to_string(&block).expect("render block serializes");
+    let back: RenderBlock = serde_json::from_str(&wire).expect("render block deserializes");
+    assert_eq!(back, block, "render block round trip");
+
+    assert_valid(form, form.default_content());
+
+    let answers = decode_answers(&block, answers);
+    assert_valid(form, form.content_from_render_answers(&answers));
+
+    // The same texts as typed JSON: JSON when they parse, strings otherwise.
+    let mut typed = Content::new();
+    for (id, answer) in &answers.answers {
+        let value = match answer.answers.as_slice() {
+            [one] => serde_json::from_str(one).unwrap_or_else(|_| Value::String(one.clone())),
+            many => Value::Array(many.iter().cloned().map(Value::String).collect()),
+        };
+        typed.insert(id.clone(), value);
+    }
+    assert_valid(form, form.content_from_typed(&typed));
+    let _ = form.validate(&typed);
+    for (key, value) in &typed {
+        let _ = form.validate_field(key, value);
+    }
+});
+
+fn assert_valid(form: &Form, result: Result<Content, formwork_forms::ValidationErrors>) {
+    if let Ok(content) = result {
+        if let Err(errors) = form.validate(&content) {
+            panic!("content {content:?} fails its own validation: {errors}");
+        }
+    }
+}
+
+fn decode_answers(block: &RenderBlock, bytes: &[u8]) -> RenderAnswers {
+    let mut answers = RenderAnswers::default();
+    if bytes.is_empty() {
+        return answers;
+    }
+    for record in bytes.split(|b| *b == b'\n') {
+        let Some((selector, rest)) = record.split_first() else {
+            continue;
+        };
+        let id = if *selector == 0xFE || block.questions.is_empty() {
+            "not-a-question".to_owned()
+        } else {
+            block.questions[usize::from(*selector) % block.questions.len()]
+                .id
+                .clone()
+        };
+        let texts: Vec<String> = if rest.is_empty() {
+            Vec::new()
+        } else {
+            rest.split(|b| *b == b'\t')
+                .map(|t| String::from_utf8_lossy(t).into_owned())
+                .collect()
+        };
+        answers.answers.insert(id, RenderAnswer { answers: texts });
+    }
+    answers
+}

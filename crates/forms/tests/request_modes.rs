@@ -1,0 +1,117 @@
+//! `parse_request`: modes, URL requests, `_meta`, and the parts of params left to the caller.
+
+#![allow(clippy::unwrap_used)]
+
+use formwork_forms::{ElicitationRequest, parse_request};
+use serde_json::{Value, json};
+
+fn form(params: Value) -> formwork_forms::FormRequest {
+    match parse_request(&params) {
+        Ok(ElicitationRequest::Form(request)) => request,
+        other => panic!("{params}: {other:?}"),
+    }
+}
+
+fn url(params: Value) -> formwork_forms::UrlRequest {
+    match parse_request(&params) {
+        Ok(ElicitationRequest::Url(request)) => request,
+        other => panic!("{params}: {other:?}"),
+    }
+}
+
+#[test]
+fn absent_mode_is_form() {
+    let request =
+        form(json!({"message": "m", "requestedSchema": {"type": "object", "properties": {}}}));
+    assert_eq!(request.message, "m");
+    assert!(request.form.fields().is_empty());
+    assert!(request.meta.is_none());
+}
+
+#[test]
+fn empty_form_is_a_confirmation() {
+    let request = form(
+        json!({"mode": "form", "message": "Continue?", "requestedSchema": {"type": "object", "properties": {}}}),
+    );
+    assert!(request.form.render("Continue?").questions.is_empty());
+    assert!(request.form.default_content().unwrap().is_empty());
+}
+
+#[test]
+fn meta_keeps_key_order_and_task_is_ignored() {
+    let params: Value = serde_json::from_str(
+        r#"{"mode":"form","message":"m","task":{"ttl":60000},"_meta":{"z":1,"a":{"y":2,"b":3},"progressToken":"t"},
+            "requestedSchema":{"type":"object","properties":{"b":{"type":"string"},"a":{"type":"string"}}}}"#,
+    )
+    .unwrap();
+    let request = form(params);
+    let meta = request.meta.unwrap();
+    assert_eq!(
+        serde_json::to_string(&meta).unwrap(),
+        r#"{"z":1,"a":{"y":2,"b":3},"progressToken":"t"}"#
+    );
+    let keys: Vec<&str> = request
+        .form
+        .fields()
+        .iter()
+        .map(|f| f.key.as_str())
+        .collect();
+    assert_eq!(keys, ["b", "a"]);
+}
+
+#[test]
+fn null_meta_is_none() {
+    let request = form(
+        json!({"message": "m", "_meta": null, "requestedSchema": {"type": "object", "properties": {}}}),
+    );
+    assert!(request.meta.is_none());
+}
+
+#[test]
+fn top_level_title_and_schema_uri_are_accepted() {
+    let request = form(json!({"message": "m", "requestedSchema": {
+        "$schema": "https://json-schema.org/draft/2020-12/schema", "title": "Form", "description": "d",
+        "type": "object", "additionalProperties": false, "properties": {"a": {"type": "string"}}}}));
+    assert_eq!(request.form.title(), Some("Form"));
+    assert_eq!(request.form.description(), Some("d"));
+    assert_eq!(request.form.schema()["additionalProperties"], json!(false));
+}
+
+#[test]
+fn url_mode() {
+    let request = url(
+        json!({"mode": "url", "message": "Log in please", "url": "https://example.com/login", "elicitationId": "e-42", "_meta": {"k": "v"}}),
+    );
+    assert_eq!(request.url, "https://example.com/login");
+    assert_eq!(request.domain, "example.com");
+    assert_eq!(request.elicitation_id.as_deref(), Some("e-42"));
+    assert_eq!(request.meta.unwrap()["k"], json!("v"));
+}
+
+#[test]
+fn url_mode_without_elicitation_id_2026() {
+    let request =
+        url(json!({"mode": "url", "message": "m", "url": "http://localhost:3000/auth?x=1"}));
+    assert_eq!(request.domain, "localhost");
+    assert!(request.elicitation_id.is_none());
+}
+
+#[test]
+fn url_keeps_the_text_and_shows_punycode() {
+    let request = url(json!({"mode": "url", "message": "m", "url": "https://bücher.example/ä"}));
+    assert_eq!(request.url, "https://bücher.example/ä");
+    assert_eq!(request.domain, "xn--bcher-kva.example");
+    let request = url(json!({"mode": "url", "message": "m", "url": "https://[::1]:8443/"}));
+    assert_eq!(request.domain, "[::1]");
+}
+
+#[test]
+fn decline_display_names_the_property() {
+    let decline = parse_request(&json!({"message": "m", "requestedSchema": {"type": "object", "properties": {"age": {"type": "integer", "default": "x"}}}})).unwrap_err();
+    assert_eq!(
+        decline.to_string(),
+        "property `age`: `default` \"x\" is not allowed: it must be an integer, not a string"
+    );
+    assert_eq!(decline.rule.as_str(), "default-outside-constraints");
+    assert_eq!(decline.rule.to_string(), "default-outside-constraints");
+}

@@ -1,0 +1,199 @@
+//! The host runtime against real plugins: timeouts that pause while a form is open, plugins that
+//! die mid-form, URL completion, and results sent exactly per spec.
+//!
+//! Peers come from `cargo xtask peers` (`$FORMWORK_PEERS`): the official TypeScript SDK plugin
+//! (`ts_plugin.mjs`), `@modelcontextprotocol/server-everything`, and the hand-written hostile
+//! plugin for wire-level checks no real peer can make.
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use formwork_host::{
+    BoxFuture, ConnectOptions, FormPrompt, FormReply, FormResponder, HostError, Plugin,
+    PluginTarget, PromptKind,
+};
+use serde_json::{Value, json};
+
+fn peers() -> PathBuf {
+    let dir = std::env::var_os("FORMWORK_PEERS")
+        .expect("FORMWORK_PEERS is not set: run `cargo xtask test` to install the test peers");
+    PathBuf::from(dir)
+}
+
+fn node() -> String {
+    let node22 = peers().join("npm/node_modules/.bin/node");
+    if node22.exists() {
+        node22.display().to_string()
+    } else {
+        "node".to_owned()
+    }
+}
+
+fn ts_plugin() -> PluginTarget {
+    PluginTarget::Command(format!(
+        "'{}' '{}'",
+        node(),
+        peers().join("npm/ts_plugin.mjs").display()
+    ))
+}
+
+fn everything() -> PluginTarget {
+    PluginTarget::Command(format!(
+        "'{}' stdio",
+        peers()
+            .join("npm/node_modules/.bin/mcp-server-everything")
+            .display()
+    ))
+}
+
+/// A responder driven by a closure; records every prompt it saw.
+struct Scripted<F> {
+    answer: F,
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+impl<F> FormResponder for Scripted<F>
+where
+    F: Fn(FormPrompt) -> BoxFuture<FormReply> + Send + Sync + 'static,
+{
+    fn respond(&self, prompt: FormPrompt) -> BoxFuture<FormReply> {
+        let kind = match &prompt.kind {
+            PromptKind::Form { .. } => "form",
+            PromptKind::Url { .. } => "url",
+        };
+        self.seen.lock().unwrap().push(kind.to_owned());
+        (self.answer)(prompt)
+    }
+}
+
+async fn connect<F>(target: PluginTarget, timeout: Duration, answer: F) -> Plugin
+where
+    F: Fn(FormPrompt) -> BoxFuture<FormReply> + Send + Sync + 'static,
+{
+    let responder = Scripted {
+        answer,
+        seen: Arc::default(),
+    };
+    let mut options = ConnectOptions::new("test", Arc::new(responder));
+    options.request_timeout = timeout;
+    options.inherit_stderr = false;
+    tokio::time::timeout(Duration::from_secs(60), Plugin::connect(&target, options))
+        .await
+        .expect("connecting took over a minute")
+        .expect("connect")
+}
+
+fn text_of(result: &Value) -> String {
+    result["content"][0]["text"].as_str().unwrap_or_default().to_owned()
+}
+
+#[tokio::test]
+async fn request_timeout_does_not_count_while_a_form_is_open() {
+    let plugin = connect(ts_plugin(), Duration::from_millis(800), |prompt| {
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(2000)).await;
+            match prompt.kind {
+                PromptKind::Form { form, .. } => {
+                    let mut content = formwork_forms::Content::new();
+                    content.insert("agree".into(), json!(true));
+                    FormReply::accept(form.content_from_typed(&content).unwrap())
+                }
+                PromptKind::Url { .. } => FormReply::cancel(),
+            }
+        })
+    })
+    .await;
+    let result = plugin.call_tool("ask_boolean", None).await.unwrap();
+    assert_eq!(
+        text_of(&result),
+        r#"result: {"action":"accept","content":{"agree":true}}"#
+    );
+    plugin.close().await;
+}
+
+#[tokio::test]
+async fn request_timeout_counts_without_a_form() {
+    let plugin = connect(everything(), Duration::from_millis(500), |_| {
+        Box::pin(async { FormReply::cancel() })
+    })
+    .await;
+    let started = Instant::now();
+    let outcome = plugin
+        .call_tool(
+            "trigger-long-running-operation",
+            Some(json!({"duration": 3, "steps": 1})),
+        )
+        .await;
+    assert!(
+        matches!(outcome, Err(HostError::Timeout { .. })),
+        "{outcome:?}"
+    );
+    assert!(started.elapsed() < Duration::from_millis(1500));
+    plugin.close().await;
+}
+
+#[tokio::test]
+async fn a_plugin_that_dies_mid_form_cancels_the_form_and_fails_the_call() {
+    let cancelled = Arc::new(Mutex::new(false));
+    let seen_cancel = Arc::clone(&cancelled);
+    let plugin = connect(ts_plugin(), Duration::from_secs(30), move |prompt| {
+        let seen_cancel = Arc::clone(&seen_cancel);
+        Box::pin(async move {
+            prompt.cancelled.cancelled().await;
+            *seen_cancel.lock().unwrap() = true;
+            FormReply::cancel()
+        })
+    })
+    .await;
+    let started = Instant::now();
+    let outcome = plugin.call_tool("crash_mid_form", None).await;
+    assert!(
+        matches!(outcome, Err(HostError::PluginGone { .. })),
+        "{outcome:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(*cancelled.lock().unwrap(), "the open form was not cancelled");
+    plugin.close().await;
+}
+
+#[tokio::test]
+async fn url_mode_is_accepted_without_content_and_completion_is_reported() {
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel::<bool>();
+    let done_tx = Arc::new(Mutex::new(Some(done_tx)));
+    let plugin = connect(ts_plugin(), Duration::from_secs(30), move |prompt| {
+        let done_tx = Arc::clone(&done_tx);
+        Box::pin(async move {
+            if let PromptKind::Url {
+                url,
+                domain,
+                elicitation_id,
+                mut completed,
+                ..
+            } = prompt.kind
+            {
+                assert_eq!(url, "https://example.com/login");
+                assert_eq!(domain, "example.com");
+                assert_eq!(elicitation_id.as_deref(), Some("e-42"));
+                tokio::spawn(async move {
+                    let finished = completed.wait_for(|done| *done).await.is_ok();
+                    if let Some(tx) = done_tx.lock().unwrap().take() {
+                        let _ = tx.send(finished);
+                    }
+                });
+            }
+            FormReply::accept_url()
+        })
+    })
+    .await;
+    let result = plugin.call_tool("ask_url", None).await.unwrap();
+    assert_eq!(text_of(&result), r#"result: {"action":"accept"}"#);
+    let completed = tokio::time::timeout(Duration::from_secs(5), done_rx)
+        .await
+        .expect("no completion notification")
+        .unwrap();
+    assert!(completed);
+    plugin.close().await;
+}

@@ -1,0 +1,357 @@
+//! `cargo xtask bench`: the elicitation round trip through formwork against two other clients of the same plugin.
+//!
+//! One plugin, `tests/peers/bench_plugin.mjs` (the official TS SDK server), sends sequential `elicitation/create`
+//! requests and times each one itself, from writing the request to parsing the result; so every client is timed
+//! at the same points by the same code. The clients:
+//! - formwork: the release binary, `formwork call --plugin 'node bench_plugin.mjs' bench --accept-defaults`;
+//! - the TS SDK client: `tests/peers/bench_ts_client.mjs`, the official `Client` with an auto-accepting handler;
+//! - the floor: [`floor`], a raw JSON-RPC client in Rust that answers each request with one fixed write.
+//!
+//! The machine is noisy, so the clients take turns over several rounds (a fresh process each, with its own
+//! warm-up) and the samples are pooled per client. The report is a table of median and p99 per client and the
+//! targets with PASS/MISS. A miss still exits 0: this is a report. Only a client that fails makes it fail.
+
+mod floor;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+
+use crate::{cargo, peers, run_command, target_dir};
+
+const USAGE: &str = "usage: cargo xtask bench [--rounds R] [--n N] [--warmup W]";
+
+/// formwork's median against the TS SDK client's, formwork's median against the floor's, formwork's p99 against
+/// its own median: each must stay at or below its limit.
+const TARGET_VS_TS_SDK: f64 = 0.5;
+const TARGET_VS_FLOOR: f64 = 1.5;
+const TARGET_P99_OVER_MEDIAN: f64 = 2.0;
+
+/// The fixtures this command copies next to the pinned node_modules.
+const PLUGIN: &str = "bench_plugin.mjs";
+const TS_CLIENT: &str = "bench_ts_client.mjs";
+
+pub fn run(root: &Path, args: &[String]) -> Result<()> {
+    let options = Options::parse(args)?;
+    let setup = Setup::prepare(root)?;
+    let tool_args = serde_json::json!({ "n": options.per_round, "warmup": options.warmup });
+
+    let mut samples: [Vec<u64>; 3] = Default::default();
+    let mut round_medians: [Vec<u64>; 3] = Default::default();
+    for round in 0..options.rounds {
+        // Rotate the order so that no client always runs first or right after another one.
+        for offset in 0..CLIENTS.len() {
+            let idx = (round + offset) % CLIENTS.len();
+            let client = CLIENTS[idx];
+            let mut ns = client.run(&setup, &tool_args).with_context(|| {
+                format!("round {}: the {} client failed", round + 1, client.label())
+            })?;
+            if ns.len() != options.per_round {
+                bail!(
+                    "round {}: {} returned {} samples, expected {}",
+                    round + 1,
+                    client.label(),
+                    ns.len(),
+                    options.per_round
+                );
+            }
+            ns.sort_unstable();
+            let median = percentile(&ns, 0.5);
+            eprintln!(
+                "xtask: round {}/{}: {:<13} median {}",
+                round + 1,
+                options.rounds,
+                client.label(),
+                micros(median)
+            );
+            round_medians[idx].push(median);
+            samples[idx].extend(ns);
+        }
+    }
+
+    let summaries: Vec<Summary> = samples
+        .iter_mut()
+        .zip(&round_medians)
+        .map(|(ns, medians)| {
+            ns.sort_unstable();
+            Summary {
+                count: ns.len(),
+                median: percentile(ns, 0.5),
+                p99: percentile(ns, 0.99),
+                round_medians: medians.clone(),
+            }
+        })
+        .collect();
+    print_report(&options, &summaries);
+    Ok(())
+}
+
+struct Options {
+    rounds: usize,
+    per_round: usize,
+    warmup: usize,
+}
+
+impl Options {
+    fn parse(args: &[String]) -> Result<Self> {
+        let mut options = Options {
+            rounds: 5,
+            per_round: 400,
+            warmup: 100,
+        };
+        let mut args = args.iter();
+        while let Some(flag) = args.next() {
+            let slot = match flag.as_str() {
+                "--rounds" => &mut options.rounds,
+                "--n" => &mut options.per_round,
+                "--warmup" => &mut options.warmup,
+                other => bail!("unexpected argument `{other}`\n{USAGE}"),
+            };
+            let value = args
+                .next()
+                .with_context(|| format!("{flag} needs a number\n{USAGE}"))?;
+            *slot = value
+                .parse()
+                .with_context(|| format!("{flag} {value}: not a number\n{USAGE}"))?;
+        }
+        if options.rounds == 0 || options.per_round == 0 {
+            bail!("--rounds and --n must be at least 1");
+        }
+        Ok(options)
+    }
+}
+
+/// Paths resolved once: the release binary, node, and the fixtures next to `node_modules`.
+struct Setup {
+    formwork: PathBuf,
+    node: PathBuf,
+    npm_dir: PathBuf,
+    plugin: PathBuf,
+    ts_client: PathBuf,
+}
+
+impl Setup {
+    fn prepare(root: &Path) -> Result<Self> {
+        let target = target_dir(root);
+        let npm_dir = target.join("peers/npm");
+        if !npm_dir
+            .join("node_modules/@modelcontextprotocol/sdk")
+            .is_dir()
+        {
+            peers::install(root)?;
+        }
+        // Copied every run, so that the imports resolve against the pinned SDK and edits take effect.
+        for name in [PLUGIN, TS_CLIENT] {
+            let source = root.join("tests/peers").join(name);
+            std::fs::copy(&source, npm_dir.join(name))
+                .with_context(|| format!("copying {}", source.display()))?;
+        }
+        run_command(
+            cargo()
+                .args(["build", "--release", "--package", "formwork"])
+                .current_dir(root),
+        )
+        .context("building the release formwork")?;
+        let bundled_node = npm_dir.join("node_modules/.bin/node");
+        let node = if bundled_node.is_file() {
+            bundled_node
+        } else {
+            PathBuf::from("node")
+        };
+        Ok(Setup {
+            formwork: target.join("release/formwork"),
+            node,
+            plugin: npm_dir.join(PLUGIN),
+            ts_client: npm_dir.join(TS_CLIENT),
+            npm_dir,
+        })
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Client {
+    Formwork,
+    TsSdk,
+    Floor,
+}
+
+const CLIENTS: [Client; 3] = [Client::Formwork, Client::TsSdk, Client::Floor];
+
+impl Client {
+    fn label(self) -> &'static str {
+        match self {
+            Client::Formwork => "formwork",
+            Client::TsSdk => "TS SDK client",
+            Client::Floor => "floor (raw)",
+        }
+    }
+
+    /// One bench call through this client: the measured round trips in nanoseconds.
+    fn run(self, setup: &Setup, tool_args: &Value) -> Result<Vec<u64>> {
+        let result = match self {
+            Client::Formwork => {
+                let plugin = format!(
+                    "{} {}",
+                    shell_quote(&setup.node),
+                    shell_quote(&setup.plugin)
+                );
+                let mut cmd = Command::new(&setup.formwork);
+                cmd.args([
+                    "call",
+                    "--plugin",
+                    &plugin,
+                    "bench",
+                    "--args",
+                    &tool_args.to_string(),
+                    "--accept-defaults",
+                ]);
+                call_tool_result(&mut cmd)?
+            }
+            Client::TsSdk => {
+                let mut cmd = Command::new(&setup.node);
+                cmd.arg(&setup.ts_client)
+                    .arg(&setup.plugin)
+                    .arg(tool_args.to_string())
+                    .current_dir(&setup.npm_dir);
+                call_tool_result(&mut cmd)?
+            }
+            Client::Floor => floor::call_bench(&setup.node, &setup.plugin, tool_args)?,
+        };
+        durations(&result)
+    }
+}
+
+/// Runs a client command that prints a `CallToolResult` on stdout.
+fn call_tool_result(cmd: &mut Command) -> Result<Value> {
+    let output = cmd
+        .output()
+        .with_context(|| format!("could not start {cmd:?}"))?;
+    if !output.status.success() {
+        bail!(
+            "{cmd:?} failed ({})\nstdout: {}\nstderr: {}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout).trim(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    serde_json::from_slice(&output.stdout)
+        .with_context(|| format!("{cmd:?} printed no CallToolResult"))
+}
+
+/// The `{"ns":[...]}` text of a successful bench call.
+fn durations(result: &Value) -> Result<Vec<u64>> {
+    let text = result.pointer("/content/0/text").and_then(Value::as_str);
+    if result.get("isError") == Some(&Value::Bool(true)) {
+        bail!("the bench tool failed: {}", text.unwrap_or("(no text)"));
+    }
+    let text = text.with_context(|| format!("no text content in {result}"))?;
+    let parsed: Value = serde_json::from_str(text).with_context(|| format!("parsing {text}"))?;
+    let ns = parsed
+        .get("ns")
+        .and_then(Value::as_array)
+        .with_context(|| format!("no `ns` array in {text}"))?;
+    ns.iter()
+        .map(|value| {
+            value
+                .as_u64()
+                .with_context(|| format!("not a duration: {value}"))
+        })
+        .collect()
+}
+
+struct Summary {
+    count: usize,
+    median: u64,
+    p99: u64,
+    round_medians: Vec<u64>,
+}
+
+fn print_report(options: &Options, summaries: &[Summary]) {
+    let [formwork, ts_sdk, floor] = summaries else {
+        return;
+    };
+    println!(
+        "elicitation round trip, timed in the plugin: {} rounds x {} (+{} warm-up) per client, clients alternated",
+        options.rounds, options.per_round, options.warmup
+    );
+    println!(
+        "{:<14} {:>7} {:>10} {:>10} {:>8}  round medians",
+        "client", "samples", "median", "p99", "p99/med"
+    );
+    for (client, summary) in CLIENTS.iter().zip(summaries) {
+        let rounds: Vec<String> = summary
+            .round_medians
+            .iter()
+            .map(|&ns| format!("{:.0}", ns as f64 / 1e3))
+            .collect();
+        println!(
+            "{:<14} {:>7} {:>10} {:>10} {:>7.2}x  {} us",
+            client.label(),
+            summary.count,
+            micros(summary.median),
+            micros(summary.p99),
+            ratio(summary.p99, summary.median),
+            rounds.join(" ")
+        );
+    }
+    println!();
+    let targets = [
+        (
+            "formwork median / TS SDK median",
+            ratio(formwork.median, ts_sdk.median),
+            TARGET_VS_TS_SDK,
+        ),
+        (
+            "formwork median / floor median",
+            ratio(formwork.median, floor.median),
+            TARGET_VS_FLOOR,
+        ),
+        (
+            "formwork p99 / formwork median",
+            ratio(formwork.p99, formwork.median),
+            TARGET_P99_OVER_MEDIAN,
+        ),
+    ];
+    for (what, value, limit) in targets {
+        let verdict = if value <= limit { "PASS" } else { "MISS" };
+        println!("{what:<32} {value:>6.2}x  target <= {limit:.1}x  {verdict}");
+    }
+}
+
+/// Nearest-rank percentile of sorted samples.
+fn percentile(sorted: &[u64], fraction: f64) -> u64 {
+    let rank = (fraction * sorted.len() as f64).ceil() as usize;
+    sorted
+        .get(rank.clamp(1, sorted.len().max(1)) - 1)
+        .copied()
+        .unwrap_or(0)
+}
+
+fn ratio(numerator: u64, denominator: u64) -> f64 {
+    numerator as f64 / denominator.max(1) as f64
+}
+
+fn micros(ns: u64) -> String {
+    format!("{:.1} us", ns as f64 / 1e3)
+}
+
+/// Single-quotes a path for `sh -c`.
+fn shell_quote(path: &Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::percentile;
+
+    #[test]
+    fn percentile_is_nearest_rank() {
+        let sorted: Vec<u64> = (1..=100).collect();
+        assert_eq!(percentile(&sorted, 0.5), 50);
+        assert_eq!(percentile(&sorted, 0.99), 99);
+        assert_eq!(percentile(&[7], 0.99), 7);
+        assert_eq!(percentile(&[], 0.5), 0);
+    }
+}
