@@ -38,6 +38,7 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
     let setup = Setup::prepare(root)?;
     let tool_args = serde_json::json!({ "n": options.per_round, "warmup": options.warmup });
 
+    let load_before = load_average();
     let mut samples: [Vec<u64>; 3] = Default::default();
     let mut round_medians: [Vec<u64>; 3] = Default::default();
     for round in 0..options.rounds {
@@ -84,7 +85,8 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
             }
         })
         .collect();
-    print_report(&options, &summaries);
+    let load = [load_before, load_average()];
+    print_report(&options, &summaries, &load);
     Ok(())
 }
 
@@ -268,7 +270,7 @@ struct Summary {
     round_medians: Vec<u64>,
 }
 
-fn print_report(options: &Options, summaries: &[Summary]) {
+fn print_report(options: &Options, summaries: &[Summary], load: &[Option<String>; 2]) {
     let [formwork, ts_sdk, floor] = summaries else {
         return;
     };
@@ -276,6 +278,10 @@ fn print_report(options: &Options, summaries: &[Summary]) {
         "elicitation round trip, timed in the plugin: {} rounds x {} (+{} warm-up) per client, clients alternated",
         options.rounds, options.per_round, options.warmup
     );
+    if let [Some(before), Some(after)] = load {
+        let cores = std::thread::available_parallelism().map_or(0, usize::from);
+        println!("load average {before} before, {after} after, on {cores} cores");
+    }
     println!(
         "{:<14} {:>7} {:>10} {:>10} {:>8}  round medians",
         "client", "samples", "median", "p99", "p99/med"
@@ -318,6 +324,12 @@ fn print_report(options: &Options, summaries: &[Summary]) {
         let verdict = if value <= limit { "PASS" } else { "MISS" };
         println!("{what:<32} {value:>6.2}x  target <= {limit:.1}x  {verdict}");
     }
+}
+
+/// The 1-minute load average (Linux), to judge how noisy the run was.
+fn load_average() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    text.split_whitespace().next().map(str::to_owned)
 }
 
 /// Nearest-rank percentile of sorted samples.

@@ -5,7 +5,7 @@ use std::fmt;
 /// Why an `elicitation/create` request (or its `requestedSchema`) is declined as a whole.
 ///
 /// The host answers such a request with `action: "decline"` and logs this value. `Display` gives
-/// "property `age`: <detail>" when one property is at fault and "<detail>" otherwise.
+/// `` property `age`: <detail> `` when one property is at fault and `<detail>` otherwise.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decline {
     /// The property key at fault, if the problem is inside one property.

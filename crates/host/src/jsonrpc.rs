@@ -66,7 +66,8 @@ impl std::fmt::Display for RpcError {
 
 #[derive(Deserialize)]
 struct Envelope<'a> {
-    #[serde(borrow, default)]
+    /// `Some("null")` for `"id": null`, which plain `Option` would read as absent.
+    #[serde(borrow, default, deserialize_with = "present")]
     id: Option<&'a RawValue>,
     #[serde(default)]
     method: Option<Value>,
@@ -76,6 +77,10 @@ struct Envelope<'a> {
     result: Option<Box<RawValue>>,
     #[serde(default)]
     error: Option<Box<RawValue>>,
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(deserializer).map(Some)
 }
 
 /// Splits one frame (a line on stdio, an SSE event or an HTTP body) into messages. A batch

@@ -140,11 +140,14 @@ async fn a_plugin_that_dies_mid_form_cancels_the_form_and_fails_the_call() {
     let seen_cancel = Arc::clone(&cancelled);
     let plugin = connect(ts_plugin(), Duration::from_secs(30), move |prompt| {
         let seen_cancel = Arc::clone(&seen_cancel);
-        Box::pin(async move {
-            prompt.cancelled.cancelled().await;
+        // The host drops this future when the form is cancelled; a UI that must clean up
+        // watches the token on its own.
+        let token = prompt.cancelled.clone();
+        tokio::spawn(async move {
+            token.cancelled().await;
             *seen_cancel.lock().unwrap() = true;
-            FormReply::cancel()
-        })
+        });
+        Box::pin(std::future::pending())
     })
     .await;
     let started = Instant::now();
