@@ -71,9 +71,16 @@ impl FormResponder for CliResponder {
 
 /// What one step of the script says.
 enum Scripted {
-    Accept { content: Content, meta: Option<Content> },
-    Decline { meta: Option<Content> },
-    Cancel { meta: Option<Content> },
+    Accept {
+        content: Content,
+        meta: Option<Content>,
+    },
+    Decline {
+        meta: Option<Content>,
+    },
+    Cancel {
+        meta: Option<Content>,
+    },
 }
 
 impl Inner {
@@ -173,7 +180,9 @@ fn complete(form: &Form, content: &Content) -> Result<Content, String> {
 /// Reads one element of an `--answers` array.
 fn parse_scripted(item: &Value) -> Result<Scripted, String> {
     let Value::Object(object) = item else {
-        return Err(format!("an --answers element must be an object, not {item}"));
+        return Err(format!(
+            "an --answers element must be an object, not {item}"
+        ));
     };
     let is_envelope = matches!(
         object.get("action").and_then(Value::as_str),

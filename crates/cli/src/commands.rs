@@ -15,7 +15,8 @@ use crate::{CallArgs, Outcome};
 /// `formwork tools`: every tool of the plugin as one JSON array.
 pub async fn tools(target: &PluginTarget) -> anyhow::Result<Outcome> {
     let responder = Arc::new(CliResponder::new(AnswerSource::Unavailable));
-    let plugin = Plugin::connect(target, ConnectOptions::new(plugin_name(target), responder)).await?;
+    let plugin =
+        Plugin::connect(target, ConnectOptions::new(plugin_name(target), responder)).await?;
     let tools = plugin.list_tools().await;
     plugin.close().await;
     print_json(&Value::Array(tools?))?;
@@ -39,7 +40,11 @@ pub async fn call(
     };
     let source = answer_source(args, is_demo)?;
     let responder = Arc::new(CliResponder::new(source));
-    let name = if is_demo { "demo".to_owned() } else { plugin_name(target) };
+    let name = if is_demo {
+        "demo".to_owned()
+    } else {
+        plugin_name(target)
+    };
     let mut options = ConnectOptions::new(name, responder.clone());
     options.request_timeout = Duration::from_secs(args.timeout);
     let plugin = Plugin::connect(target, options).await?;
@@ -87,7 +92,9 @@ pub fn schema_check(file: Option<&Path>) -> anyhow::Result<Outcome> {
             .with_context(|| format!("cannot read {}", path.display()))?,
         _ => {
             let mut text = String::new();
-            std::io::stdin().read_to_string(&mut text).context("cannot read stdin")?;
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .context("cannot read stdin")?;
             text
         }
     };
@@ -135,8 +142,20 @@ fn plugin_name(target: &PluginTarget) -> String {
     match target {
         PluginTarget::Command(command) => command
             .split_whitespace()
-            .find(|word| !word.contains('=') && !matches!(*word, "npx" | "-y" | "node" | "python" | "python3" | "uv" | "run"))
-            .map(|word| word.trim_matches('\'').rsplit('/').next().unwrap_or(word).to_owned())
+            .find(|word| {
+                !word.contains('=')
+                    && !matches!(
+                        *word,
+                        "npx" | "-y" | "node" | "python" | "python3" | "uv" | "run"
+                    )
+            })
+            .map(|word| {
+                word.trim_matches('\'')
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or(word)
+                    .to_owned()
+            })
             .unwrap_or_else(|| "plugin".to_owned()),
         PluginTarget::Url(url) => url_host(url).unwrap_or_else(|| "plugin".to_owned()),
     }

@@ -50,7 +50,8 @@ impl ServerHandler for DemoPlugin {
                 "inputSchema": {"type": "object", "properties": {}},
             },
         ]});
-        serde_json::from_value(tools).map_err(|err| ErrorData::internal_error(err.to_string(), None))
+        serde_json::from_value(tools)
+            .map_err(|err| ErrorData::internal_error(err.to_string(), None))
     }
 
     async fn call_tool(
@@ -71,7 +72,10 @@ impl ServerHandler for DemoPlugin {
             }
             "pick_color" => pick_color(&context).await?,
             other => {
-                return Err(ErrorData::invalid_params(format!("unknown tool `{other}`"), None));
+                return Err(ErrorData::invalid_params(
+                    format!("unknown tool `{other}`"),
+                    None,
+                ));
             }
         };
         Ok(CallToolResult::success(vec![rmcp::model::ContentBlock::text(text)]).into())
@@ -121,9 +125,17 @@ async fn deploy(context: &RequestContext<RoleServer>, service: &str) -> Result<S
     .await?;
     let content = match plan {
         Answer::Accepted(content) => content,
-        Answer::Refused(action) => return Ok(format!("Deployment of {service} stopped: the form was {action}.")),
+        Answer::Refused(action) => {
+            return Ok(format!(
+                "Deployment of {service} stopped: the form was {action}."
+            ));
+        }
     };
-    let target = content.get("target").and_then(Value::as_str).unwrap_or("staging").to_owned();
+    let target = content
+        .get("target")
+        .and_then(Value::as_str)
+        .unwrap_or("staging")
+        .to_owned();
     let replicas = content.get("replicas").and_then(Value::as_i64).unwrap_or(1);
     if target == "production" {
         let confirmation = ask(
@@ -137,18 +149,30 @@ async fn deploy(context: &RequestContext<RoleServer>, service: &str) -> Result<S
         .await?;
         let confirmed = matches!(&confirmation, Answer::Accepted(c) if c.get("confirm") == Some(&Value::Bool(true)));
         if !confirmed {
-            return Ok(format!("Deployment of {service} to production was not confirmed."));
+            return Ok(format!(
+                "Deployment of {service} to production was not confirmed."
+            ));
         }
     }
     let channels = content
         .get("channels")
         .and_then(Value::as_array)
-        .map(|channels| channels.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "))
+        .map(|channels| {
+            channels
+                .iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
         .unwrap_or_default();
     let note = content.get("note").and_then(Value::as_str).unwrap_or("");
     Ok(format!(
         "Deployed {service} to {target} with {replicas} replica(s); notified: {}; note: {}. Content received: {}",
-        if channels.is_empty() { "nobody" } else { &channels },
+        if channels.is_empty() {
+            "nobody"
+        } else {
+            &channels
+        },
         if note.is_empty() { "none" } else { note },
         Value::Object(content.clone()),
     ))
@@ -164,7 +188,10 @@ async fn pick_color(context: &RequestContext<RoleServer>) -> Result<String, Erro
     )
     .await?;
     Ok(match answer {
-        Answer::Accepted(content) => format!("You picked {}.", content.get("color").cloned().unwrap_or(Value::Null)),
+        Answer::Accepted(content) => format!(
+            "You picked {}.",
+            content.get("color").cloned().unwrap_or(Value::Null)
+        ),
         Answer::Refused(action) => format!("No color: the form was {action}."),
     })
 }

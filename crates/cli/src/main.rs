@@ -15,7 +15,11 @@ use clap::{Args, Parser, Subcommand};
 use formwork_host::PluginTarget;
 
 #[derive(Parser)]
-#[command(name = "formwork", version, about = "An MCP host for interactive plugin forms")]
+#[command(
+    name = "formwork",
+    version,
+    about = "An MCP host for interactive plugin forms"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -123,8 +127,9 @@ fn main() -> ExitCode {
         Command::Call { plugin, tool, call } => {
             block_on(commands::call(&plugin.target(), &tool, &call, false))
         }
-        Command::Demo { tool, call } => demo_target()
-            .and_then(|target| block_on(commands::call(&target, &tool, &call, true))),
+        Command::Demo { tool, call } => {
+            demo_target().and_then(|target| block_on(commands::call(&target, &tool, &call, true)))
+        }
         Command::DemoPlugin => block_on(demo_plugin::serve()).map(|()| Outcome::Success),
     };
     let code = match outcome {

@@ -116,7 +116,10 @@ fn ask_single(question: &Question, title: &str, help: Option<&str>) -> Result<Op
         select = select.with_help_message(help);
     }
     let chosen = select.prompt()?;
-    let index = labels.iter().position(|label| *label == chosen).unwrap_or(0);
+    let index = labels
+        .iter()
+        .position(|label| *label == chosen)
+        .unwrap_or(0);
     Ok(options.get(index).map(|option| option.value.clone()))
 }
 
@@ -135,18 +138,20 @@ fn ask_multi(question: &Question, title: &str, help: Option<&str>) -> Result<Opt
     let (min, max) = (question.min_items, question.max_items);
     let mut select = MultiSelect::new(title, labels.clone())
         .with_default(&defaults)
-        .with_validator(move |chosen: &[inquire::list_option::ListOption<&String>]| {
-            let count = chosen.len() as u64;
-            Ok(match (min, max) {
-                (Some(min), _) if count < min => {
-                    inquire::validator::Validation::Invalid(format!("choose at least {min}").into())
-                }
-                (_, Some(max)) if count > max => {
-                    inquire::validator::Validation::Invalid(format!("choose at most {max}").into())
-                }
-                _ => inquire::validator::Validation::Valid,
-            })
-        });
+        .with_validator(
+            move |chosen: &[inquire::list_option::ListOption<&String>]| {
+                let count = chosen.len() as u64;
+                Ok(match (min, max) {
+                    (Some(min), _) if count < min => inquire::validator::Validation::Invalid(
+                        format!("choose at least {min}").into(),
+                    ),
+                    (_, Some(max)) if count > max => inquire::validator::Validation::Invalid(
+                        format!("choose at most {max}").into(),
+                    ),
+                    _ => inquire::validator::Validation::Valid,
+                })
+            },
+        );
     if let Some(help) = help {
         select = select.with_help_message(help);
     }

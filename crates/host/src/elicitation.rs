@@ -27,7 +27,9 @@ impl<'a> OpenForm<'a> {
 
 impl Drop for OpenForm<'_> {
     fn drop(&mut self) {
-        self.0.open_forms.send_modify(|open| *open = open.saturating_sub(1));
+        self.0
+            .open_forms
+            .send_modify(|open| *open = open.saturating_sub(1));
     }
 }
 
@@ -38,9 +40,11 @@ pub(crate) async fn handle(
     cancelled: CancellationToken,
 ) -> Result<Value, RpcError> {
     let params: Value = match params {
-        Some(raw) => serde_json::from_str(raw.get()).map_err(|err| invalid_params(format!(
-            "elicitation/create params could not be read: {err}"
-        )))?,
+        Some(raw) => serde_json::from_str(raw.get()).map_err(|err| {
+            invalid_params(format!(
+                "elicitation/create params could not be read: {err}"
+            ))
+        })?,
         None => return Err(invalid_params("elicitation/create needs params".to_owned())),
     };
     if !params.is_object() {
@@ -112,16 +116,30 @@ pub(crate) async fn handle(
 
 /// The last guard before content reaches the plugin: accepted form content must validate,
 /// and a URL-mode accept carries no content.
-fn checked(reply: FormReply, form: Option<&formwork_forms::Form>, shared: &Shared, id: &Value) -> FormReply {
+fn checked(
+    reply: FormReply,
+    form: Option<&formwork_forms::Form>,
+    shared: &Shared,
+    id: &Value,
+) -> FormReply {
     if reply.action != FormAction::Accept {
-        return FormReply { content: None, ..reply };
+        return FormReply {
+            content: None,
+            ..reply
+        };
     }
     let Some(form) = form else {
-        return FormReply { content: None, ..reply };
+        return FormReply {
+            content: None,
+            ..reply
+        };
     };
     let content = reply.content.clone().unwrap_or_default();
     match form.validate(&content) {
-        Ok(()) => FormReply { content: Some(content), ..reply },
+        Ok(()) => FormReply {
+            content: Some(content),
+            ..reply
+        },
         Err(errors) => {
             tracing::error!(target: "formwork::form", plugin = %shared.name, %id, %errors, "the responder accepted content that does not validate; sending cancel");
             FormReply::cancel()

@@ -41,7 +41,7 @@ pub enum HostError {
         /// The request's method.
         method: String,
         /// The error object.
-        error: RpcError,
+        error: Box<RpcError>,
     },
     /// A request took longer than its limit (time with a form open does not count).
     #[error("{method} timed out after {after:?}")]

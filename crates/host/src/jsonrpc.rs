@@ -79,7 +79,9 @@ struct Envelope<'a> {
     error: Option<Box<RawValue>>,
 }
 
-fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<&'de RawValue>, D::Error> {
+fn present<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<&'de RawValue>, D::Error> {
     <&RawValue>::deserialize(deserializer).map(Some)
 }
 
@@ -110,7 +112,10 @@ fn classify(text: &str) -> Incoming {
             };
         }
     };
-    let id = match envelope.id.map(|raw| serde_json::from_str::<Value>(raw.get())) {
+    let id = match envelope
+        .id
+        .map(|raw| serde_json::from_str::<Value>(raw.get()))
+    {
         None => None,
         Some(Ok(Value::Null)) => Some(Value::Null),
         Some(Ok(id @ (Value::Number(_) | Value::String(_)))) => Some(id),
@@ -145,13 +150,12 @@ fn classify(text: &str) -> Incoming {
                 outcome: Ok(result),
             },
             (None, Some(error)) => {
-                let error = serde_json::from_str::<RpcError>(error.get()).unwrap_or_else(|err| {
-                    RpcError {
+                let error =
+                    serde_json::from_str::<RpcError>(error.get()).unwrap_or_else(|err| RpcError {
                         code: code::INTERNAL_ERROR,
                         message: format!("unreadable error object: {err}"),
                         data: None,
-                    }
-                });
+                    });
                 Incoming::Response {
                     id,
                     outcome: Err(error),
@@ -251,8 +255,10 @@ mod tests {
             "invalid None"
         );
         assert_eq!(kind("not json"), "invalid None");
-        assert_eq!(kind(r#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","id":1,"method":"b"}]"#),
-            "notification a; request 1 b");
+        assert_eq!(
+            kind(r#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","id":1,"method":"b"}]"#),
+            "notification a; request 1 b"
+        );
     }
 
     #[test]

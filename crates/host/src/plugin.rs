@@ -85,12 +85,15 @@ pub struct Plugin {
     server: ServerInfo,
 }
 
+/// Where the answer to one of the host's requests is delivered.
+type ResponseSlot = oneshot::Sender<Result<Box<RawValue>, RpcError>>;
+
 /// State shared between the connection handle and the tasks that serve it.
 pub(crate) struct Shared {
     pub(crate) name: String,
     pub(crate) responder: Arc<dyn FormResponder>,
     outgoing: mpsc::UnboundedSender<String>,
-    pending: Mutex<HashMap<u64, oneshot::Sender<Result<Box<RawValue>, RpcError>>>>,
+    pending: Mutex<HashMap<u64, ResponseSlot>>,
     next_id: AtomicU64,
     /// Cancelled when the transport is gone; every open form is a child of it.
     pub(crate) closed: CancellationToken,
@@ -106,14 +109,19 @@ pub(crate) struct Shared {
 
 impl Plugin {
     /// Starts or reaches the plugin and performs the `initialize` handshake.
-    pub async fn connect(target: &PluginTarget, options: ConnectOptions) -> Result<Plugin, HostError> {
+    pub async fn connect(
+        target: &PluginTarget,
+        options: ConnectOptions,
+    ) -> Result<Plugin, HostError> {
         let negotiated = Arc::new(OnceLock::new());
         let Transport {
             outgoing,
             incoming,
             mut tasks,
         } = match target {
-            PluginTarget::Command(command) => transport::stdio::spawn(command, options.inherit_stderr)?,
+            PluginTarget::Command(command) => {
+                transport::stdio::spawn(command, options.inherit_stderr)?
+            }
             PluginTarget::Url(url) => transport::http::connect(url, Arc::clone(&negotiated))?,
         };
         let shared = Arc::new(Shared {
@@ -210,13 +218,19 @@ impl Plugin {
     }
 
     /// Calls a tool and returns its `CallToolResult` exactly as the plugin sent it.
-    pub async fn call_tool(&self, name: &str, arguments: Option<Value>) -> Result<Value, HostError> {
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Option<Value>,
+    ) -> Result<Value, HostError> {
         let mut params = serde_json::Map::new();
         params.insert("name".into(), name.into());
         if let Some(arguments) = arguments {
             params.insert("arguments".into(), arguments);
         }
-        let result = self.request("tools/call", Some(Value::Object(params))).await?;
+        let result = self
+            .request("tools/call", Some(Value::Object(params)))
+            .await?;
         if !result.is_object() {
             return Err(HostError::InvalidResponse {
                 method: "tools/call".to_owned(),
@@ -320,12 +334,14 @@ impl Shared {
             Err(_) => Err(self.gone()),
             Ok(Err(error)) => Err(HostError::Rpc {
                 method: method.to_owned(),
-                error,
+                error: Box::new(error),
             }),
-            Ok(Ok(raw)) => serde_json::from_str(raw.get()).map_err(|err| HostError::InvalidResponse {
-                method: method.to_owned(),
-                reason: err.to_string(),
-            }),
+            Ok(Ok(raw)) => {
+                serde_json::from_str(raw.get()).map_err(|err| HostError::InvalidResponse {
+                    method: method.to_owned(),
+                    reason: err.to_string(),
+                })
+            }
         }
     }
 
@@ -406,7 +422,12 @@ fn dispatch(shared: &Arc<Shared>, message: Incoming) {
     }
 }
 
-async fn serve_request(shared: Arc<Shared>, id: Value, method: String, params: Option<Box<RawValue>>) {
+async fn serve_request(
+    shared: Arc<Shared>,
+    id: Value,
+    method: String,
+    params: Option<Box<RawValue>>,
+) {
     let key = id.to_string();
     let cancelled = shared.closed.child_token();
     let registered = shared
@@ -451,27 +472,41 @@ fn on_notification(shared: &Shared, method: &str, params: Option<Box<RawValue>>)
     match method {
         "notifications/elicitation/complete" => {
             let id = params.get("elicitationId").and_then(Value::as_str);
-            let flow = id.and_then(|id| shared.url_flows.lock().ok().and_then(|mut f| f.remove(id)));
+            let flow =
+                id.and_then(|id| shared.url_flows.lock().ok().and_then(|mut f| f.remove(id)));
             match flow {
                 Some(flow) => {
                     let _ = flow.send(true);
                     tracing::info!(target: "formwork::form", plugin = %shared.name, elicitation_id = id, "url elicitation complete");
                 }
-                None => tracing::debug!(target: "formwork::form", plugin = %shared.name, "completion for an unknown elicitation ignored"),
+                None => {
+                    tracing::debug!(target: "formwork::form", plugin = %shared.name, "completion for an unknown elicitation ignored")
+                }
             }
         }
         "notifications/cancelled" => {
             let key = params.get("requestId").map(Value::to_string);
-            let token = key.and_then(|key| shared.in_flight.lock().ok().and_then(|f| f.get(&key).cloned()));
+            let token = key.and_then(|key| {
+                shared
+                    .in_flight
+                    .lock()
+                    .ok()
+                    .and_then(|f| f.get(&key).cloned())
+            });
             if let Some(token) = token {
                 token.cancel();
             }
         }
         "notifications/message" => {
-            let level = params.get("level").and_then(Value::as_str).unwrap_or("info");
+            let level = params
+                .get("level")
+                .and_then(Value::as_str)
+                .unwrap_or("info");
             let data = params.get("data").cloned().unwrap_or(Value::Null);
             tracing::info!(target: "formwork::plugin_log", plugin = %shared.name, level, %data, "plugin log");
         }
-        other => tracing::debug!(target: "formwork::plugin", plugin = %shared.name, method = other, "notification ignored"),
+        other => {
+            tracing::debug!(target: "formwork::plugin", plugin = %shared.name, method = other, "notification ignored")
+        }
     }
 }

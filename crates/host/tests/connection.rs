@@ -86,7 +86,10 @@ where
 }
 
 fn text_of(result: &Value) -> String {
-    result["content"][0]["text"].as_str().unwrap_or_default().to_owned()
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 #[tokio::test]
@@ -158,7 +161,10 @@ async fn a_plugin_that_dies_mid_form_cancels_the_form_and_fails_the_call() {
     );
     assert!(started.elapsed() < Duration::from_secs(5));
     tokio::time::sleep(Duration::from_millis(100)).await;
-    assert!(*cancelled.lock().unwrap(), "the open form was not cancelled");
+    assert!(
+        *cancelled.lock().unwrap(),
+        "the open form was not cancelled"
+    );
     plugin.close().await;
 }
 

@@ -8,7 +8,8 @@
 use std::sync::Arc;
 
 use formwork_host::{
-    BoxFuture, ConnectOptions, FormPrompt, FormReply, FormResponder, Plugin, PluginTarget, PromptKind,
+    BoxFuture, ConnectOptions, FormPrompt, FormReply, FormResponder, Plugin, PluginTarget,
+    PromptKind,
 };
 use serde_json::{Value, json};
 
@@ -41,13 +42,18 @@ fn arguments_for(tool: &str) -> Value {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt().with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .init();
     let url = std::env::args()
-        .last()
+        .next_back()
         .filter(|arg| arg.starts_with("http"))
         .ok_or_else(|| anyhow::anyhow!("usage: conformance-client <server url>"))?;
     let mut options = ConnectOptions::new("conformance", Arc::new(AcceptDefaults));
-    options.client_info = ("formwork-conformance-client".to_owned(), env!("CARGO_PKG_VERSION").to_owned());
+    options.client_info = (
+        "formwork-conformance-client".to_owned(),
+        env!("CARGO_PKG_VERSION").to_owned(),
+    );
     let plugin = Plugin::connect(&PluginTarget::Url(url), options).await?;
     let tools = plugin.list_tools().await?;
     for tool in &tools {

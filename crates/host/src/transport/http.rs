@@ -152,7 +152,8 @@ impl Shared {
     fn fail_request(&self, request_id: Option<&Value>, reason: String) {
         match request_id {
             Some(id) => {
-                let frame = jsonrpc::error_response(Some(id), jsonrpc::code::INTERNAL_ERROR, &reason);
+                let frame =
+                    jsonrpc::error_response(Some(id), jsonrpc::code::INTERNAL_ERROR, &reason);
                 let _ = self.incoming.send(Frame::Message(frame));
             }
             None => tracing::warn!(target: "formwork::transport", %reason, "HTTP delivery failed"),
@@ -269,7 +270,11 @@ async fn read_limited(response: reqwest::Response) -> Result<String, String> {
 
 /// Forwards every `data` event of an SSE stream. Returns whether the response to
 /// `request_id` was among them.
-async fn read_sse(shared: &Shared, response: reqwest::Response, request_id: Option<&Value>) -> bool {
+async fn read_sse(
+    shared: &Shared,
+    response: reqwest::Response,
+    request_id: Option<&Value>,
+) -> bool {
     let mut parser = SseParser::default();
     let mut answered = false;
     let mut chunks = response.bytes_stream();
@@ -395,7 +400,12 @@ mod tests {
     #[test]
     fn parses_sse_events_across_chunks() {
         assert_eq!(
-            events(&["event: message\ndata: {\"a\"", ":1}\n\n", ": comment\r\n", "data: x\r\ndata: y\r\n\r\n"]),
+            events(&[
+                "event: message\ndata: {\"a\"",
+                ":1}\n\n",
+                ": comment\r\n",
+                "data: x\r\ndata: y\r\n\r\n"
+            ]),
             vec!["{\"a\":1}".to_owned(), "x\ny".to_owned()]
         );
         assert_eq!(events(&["id: 1\nretry: 500\n\n"]), Vec::<String>::new());

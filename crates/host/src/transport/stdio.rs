@@ -58,7 +58,9 @@ pub(crate) fn spawn(command: &str, inherit_stderr: bool) -> Result<Transport, Ho
                     // The codec discards the rest of the line and goes on with the next one.
                     let _ = incoming_tx.send(Frame::Oversized);
                 }
-                Some(Err(LinesCodecError::Io(err))) => break format!("reading its stdout failed: {err}"),
+                Some(Err(LinesCodecError::Io(err))) => {
+                    break format!("reading its stdout failed: {err}");
+                }
                 None => break "it closed its stdout".to_owned(),
             }
         };
