@@ -12,7 +12,7 @@ Tools:
 - `all_cases`: runs every case in this one process, then pings the host, and returns a JSON list of
   `{"case", "name", "outcome"}` (the last entry is the ping).
 - `echo {message}`: returns the message in a result whose keys are in an unusual order, so the tests can check that
-  the host prints results exactly as sent.
+  the host prints results exactly as sent; it also writes the message to stderr (the host passes that through).
 `tools/list` is paginated (two pages) and its tool objects carry an unknown key, for the same reason.
 
 Command-line helpers for the tests: `--print-params N` prints the `params` of case N's last request;
@@ -327,6 +327,7 @@ class Plugin:
             outcomes.append({"case": None, "name": "ping after all cases", "outcome": outcome})
             return text(dump(outcomes))
         if name == "echo":
+            print(f"hostile plugin stderr: {arguments.get('message', '')}", file=sys.stderr, flush=True)
             return {
                 "isError": False,
                 "content": [{"type": "text", "text": arguments.get("message", "")}],

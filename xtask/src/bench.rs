@@ -21,7 +21,9 @@ use serde_json::Value;
 
 use crate::{cargo, peers, run_command, target_dir};
 
-const USAGE: &str = "usage: cargo xtask bench [--rounds R] [--n N] [--warmup W]";
+const USAGE: &str = "\
+usage: cargo xtask bench [--rounds R] [--n N] [--warmup W] [--formwork PATH]
+  --formwork PATH  time this formwork binary instead of building target/release/formwork";
 
 /// formwork's median against the TS SDK client's, formwork's median against the floor's, formwork's p99 against
 /// its own median: each must stay at or below its limit.
@@ -34,8 +36,12 @@ const PLUGIN: &str = "bench_plugin.mjs";
 const TS_CLIENT: &str = "bench_ts_client.mjs";
 
 pub fn run(root: &Path, args: &[String]) -> Result<()> {
+    if args.iter().any(|arg| arg == "-h" || arg == "--help") {
+        println!("{USAGE}");
+        return Ok(());
+    }
     let options = Options::parse(args)?;
-    let setup = Setup::prepare(root)?;
+    let setup = Setup::prepare(root, options.formwork.as_deref())?;
     let tool_args = serde_json::json!({ "n": options.per_round, "warmup": options.warmup });
 
     let load_before = load_average();
@@ -94,6 +100,8 @@ struct Options {
     rounds: usize,
     per_round: usize,
     warmup: usize,
+    /// A prebuilt binary to time, e.g. an experimental build; none means build the release binary.
+    formwork: Option<PathBuf>,
 }
 
 impl Options {
@@ -102,18 +110,23 @@ impl Options {
             rounds: 5,
             per_round: 400,
             warmup: 100,
+            formwork: None,
         };
         let mut args = args.iter();
         while let Some(flag) = args.next() {
+            let value = args
+                .next()
+                .with_context(|| format!("{flag} needs a value\n{USAGE}"))?;
             let slot = match flag.as_str() {
                 "--rounds" => &mut options.rounds,
                 "--n" => &mut options.per_round,
                 "--warmup" => &mut options.warmup,
+                "--formwork" => {
+                    options.formwork = Some(PathBuf::from(value));
+                    continue;
+                }
                 other => bail!("unexpected argument `{other}`\n{USAGE}"),
             };
-            let value = args
-                .next()
-                .with_context(|| format!("{flag} needs a number\n{USAGE}"))?;
             *slot = value
                 .parse()
                 .with_context(|| format!("{flag} {value}: not a number\n{USAGE}"))?;
@@ -135,7 +148,7 @@ struct Setup {
 }
 
 impl Setup {
-    fn prepare(root: &Path) -> Result<Self> {
+    fn prepare(root: &Path, prebuilt: Option<&Path>) -> Result<Self> {
         let target = target_dir(root);
         let npm_dir = target.join("peers/npm");
         if !npm_dir
@@ -150,12 +163,18 @@ impl Setup {
             std::fs::copy(&source, npm_dir.join(name))
                 .with_context(|| format!("copying {}", source.display()))?;
         }
-        run_command(
-            cargo()
-                .args(["build", "--release", "--package", "formwork"])
-                .current_dir(root),
-        )
-        .context("building the release formwork")?;
+        let formwork = match prebuilt {
+            Some(path) => std::path::absolute(path)?,
+            None => {
+                run_command(
+                    cargo()
+                        .args(["build", "--release", "--package", "formwork"])
+                        .current_dir(root),
+                )
+                .context("building the release formwork")?;
+                target.join("release/formwork")
+            }
+        };
         let bundled_node = npm_dir.join("node_modules/.bin/node");
         let node = if bundled_node.is_file() {
             bundled_node
@@ -163,7 +182,7 @@ impl Setup {
             PathBuf::from("node")
         };
         Ok(Setup {
-            formwork: target.join("release/formwork"),
+            formwork,
             node,
             plugin: npm_dir.join(PLUGIN),
             ts_client: npm_dir.join(TS_CLIENT),

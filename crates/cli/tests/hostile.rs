@@ -227,7 +227,8 @@ fn tools_are_printed_exactly_as_sent() {
     assert_eq!(compact(&output.json()), compact(&expected), "{output}");
 }
 
-/// `formwork call` prints the CallToolResult exactly as sent, its key order kept.
+/// `formwork call` prints the CallToolResult exactly as sent, its key order kept, and passes the plugin's stderr
+/// through to its own.
 #[test]
 fn echo_result_is_printed_exactly_as_sent() {
     let output: Output = call(
@@ -236,7 +237,9 @@ fn echo_result_is_printed_exactly_as_sent() {
         Some(json!({ "message": "still here" })),
         Answers::Nothing,
     );
-    output.assert_code(0);
+    output
+        .assert_code(0)
+        .assert_stderr_mentions("hostile plugin stderr: still here");
     let expected = r#"{"isError":false,"content":[{"type":"text","text":"still here"}],"structuredContent":{"b":1,"a":2}}"#;
     assert_eq!(compact(&output.json()), expected, "{output}");
 }

@@ -11,7 +11,7 @@ use serde_json::value::RawValue;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::jsonrpc::{self, RpcError};
+use crate::jsonrpc::{self, RawId, RpcError};
 use crate::plugin::Shared;
 use crate::responder::{DeclineNotice, FormAction, FormPrompt, FormReply, PromptKind};
 
@@ -35,7 +35,7 @@ impl Drop for OpenForm<'_> {
 
 pub(crate) async fn handle(
     shared: &Shared,
-    id: &Value,
+    id: &RawId,
     params: Option<Box<RawValue>>,
     cancelled: CancellationToken,
 ) -> Result<Value, RpcError> {
@@ -61,7 +61,7 @@ pub(crate) async fn handle(
             tracing::info!(target: "formwork::form", marker = "declined", plugin = %shared.name, %id, %reason, "form declined");
             shared.responder.declined(&DeclineNotice {
                 plugin: shared.name.clone(),
-                request_id: id.clone(),
+                request_id: id.to_value(),
                 reason,
             });
             return Ok(FormReply::decline().to_result());
@@ -99,7 +99,7 @@ pub(crate) async fn handle(
     };
     let prompt = FormPrompt {
         plugin: shared.name.clone(),
-        request_id: id.clone(),
+        request_id: id.to_value(),
         meta,
         kind,
         cancelled: cancelled.clone(),
@@ -120,7 +120,7 @@ fn checked(
     reply: FormReply,
     form: Option<&formwork_forms::Form>,
     shared: &Shared,
-    id: &Value,
+    id: &RawId,
 ) -> FormReply {
     if reply.action != FormAction::Accept {
         return FormReply {

@@ -22,12 +22,57 @@ pub mod code {
     pub const INTERNAL_ERROR: i64 = -32603;
 }
 
+/// A JSON-RPC id exactly as the peer wrote it (a string or a number), so that it is echoed
+/// byte for byte: a number too large for `f64` or `u64` must still match its request.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RawId(String);
+
+impl RawId {
+    /// The id named by a JSON value (e.g. `requestId` of `notifications/cancelled`).
+    pub fn from_value(value: &Value) -> Option<Self> {
+        match value {
+            Value::String(_) | Value::Number(_) => Some(RawId(value.to_string())),
+            _ => None,
+        }
+    }
+
+    /// The numeric value, when the id is a plain unsigned integer.
+    pub fn as_u64(&self) -> Option<u64> {
+        self.0.parse().ok()
+    }
+
+    /// The id as a JSON value, for display (a huge number may lose precision here).
+    pub fn to_value(&self) -> Value {
+        serde_json::from_str(&self.0).unwrap_or(Value::Null)
+    }
+
+    /// The raw JSON text.
+    pub fn as_json(&self) -> &str {
+        &self.0
+    }
+
+    fn read(raw: &RawValue) -> Option<Self> {
+        let text = raw.get().trim();
+        match serde_json::from_str::<Value>(text) {
+            Ok(Value::String(_)) => Some(RawId(text.to_owned())),
+            Ok(Value::Number(_)) => Some(RawId(text.to_owned())),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for RawId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// One message read from a plugin, classified but with its payload still raw.
 #[derive(Debug)]
 pub enum Incoming {
     /// A request from the plugin to the host; it must be answered.
     Request {
-        id: Value,
+        id: RawId,
         method: String,
         params: Option<Box<RawValue>>,
     },
@@ -38,12 +83,12 @@ pub enum Incoming {
     },
     /// A response to one of the host's requests.
     Response {
-        id: Value,
+        id: RawId,
         outcome: Result<Box<RawValue>, RpcError>,
     },
     /// Something that is JSON but not a usable JSON-RPC message. When `id` could be read the
     /// message was a request and gets an error answer.
-    Invalid { id: Option<Value>, reason: String },
+    Invalid { id: Option<RawId>, reason: String },
 }
 
 /// A JSON-RPC error object.
@@ -112,26 +157,26 @@ fn classify(text: &str) -> Incoming {
             };
         }
     };
-    let id = match envelope
-        .id
-        .map(|raw| serde_json::from_str::<Value>(raw.get()))
-    {
+    // `None`: absent; `Some(None)`: `null`; `Some(Some(id))`: a usable id.
+    let id = match envelope.id {
         None => None,
-        Some(Ok(Value::Null)) => Some(Value::Null),
-        Some(Ok(id @ (Value::Number(_) | Value::String(_)))) => Some(id),
-        Some(Ok(_)) | Some(Err(_)) => {
-            return Incoming::Invalid {
-                id: None,
-                reason: "id must be a string or a number".to_owned(),
-            };
-        }
+        Some(raw) if raw.get().trim() == "null" => Some(None),
+        Some(raw) => match RawId::read(raw) {
+            Some(id) => Some(Some(id)),
+            None => {
+                return Incoming::Invalid {
+                    id: None,
+                    reason: "id must be a string or a number".to_owned(),
+                };
+            }
+        },
     };
     match (envelope.method, id) {
-        (Some(Value::String(method)), Some(Value::Null)) => Incoming::Invalid {
+        (Some(Value::String(method)), Some(None)) => Incoming::Invalid {
             id: None,
             reason: format!("request `{method}` has a null id"),
         },
-        (Some(Value::String(method)), Some(id)) => Incoming::Request {
+        (Some(Value::String(method)), Some(Some(id))) => Incoming::Request {
             id,
             method,
             params: envelope.params,
@@ -141,10 +186,14 @@ fn classify(text: &str) -> Incoming {
             params: envelope.params,
         },
         (Some(_), id) => Incoming::Invalid {
-            id: id.filter(|id| !id.is_null()),
+            id: id.flatten(),
             reason: "method must be a string".to_owned(),
         },
-        (None, Some(id)) => match (envelope.result, envelope.error) {
+        (None, Some(None)) => Incoming::Invalid {
+            id: None,
+            reason: "a response with a null id answers nothing".to_owned(),
+        },
+        (None, Some(Some(id))) => match (envelope.result, envelope.error) {
             (Some(result), None) => Incoming::Response {
                 id,
                 outcome: Ok(result),
@@ -197,18 +246,15 @@ pub fn notification(method: &str, params: Option<Value>) -> String {
 }
 
 /// Serializes a successful response.
-pub fn response(id: &Value, result: Value) -> String {
-    json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string()
+pub fn response(id: &RawId, result: Value) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#)
 }
 
 /// Serializes an error response. `id` is `null` when the request's id could not be read.
-pub fn error_response(id: Option<&Value>, code: i64, message: &str) -> String {
-    json!({
-        "jsonrpc": "2.0",
-        "id": id.cloned().unwrap_or(Value::Null),
-        "error": {"code": code, "message": message},
-    })
-    .to_string()
+pub fn error_response(id: Option<&RawId>, code: i64, message: &str) -> String {
+    let id = id.map_or("null", RawId::as_json);
+    let error = json!({"code": code, "message": message});
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{error}}}"#)
 }
 
 #[cfg(test)]
@@ -256,8 +302,25 @@ mod tests {
         );
         assert_eq!(kind("not json"), "invalid None");
         assert_eq!(
+            kind(r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"m"}"#),
+            "request 123456789012345678901234567890 m"
+        );
+        assert_eq!(
             kind(r#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","id":1,"method":"b"}]"#),
             "notification a; request 1 b"
+        );
+    }
+
+    #[test]
+    fn responses_echo_the_id_verbatim() {
+        let id = RawId(r#"123456789012345678901234567890"#.to_owned());
+        assert_eq!(
+            response(&id, json!({"action": "decline"})),
+            r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"result":{"action":"decline"}}"#
+        );
+        assert_eq!(
+            error_response(None, code::PARSE_ERROR, "bad"),
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"bad"}}"#
         );
     }
 

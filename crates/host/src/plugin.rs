@@ -13,7 +13,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::jsonrpc::{self, Incoming, RpcError};
+use crate::jsonrpc::{self, Incoming, RawId, RpcError};
 use crate::responder::FormResponder;
 use crate::transport::{self, Frame, Transport};
 use crate::{HostError, elicitation};
@@ -101,7 +101,7 @@ pub(crate) struct Shared {
     /// How many forms are open right now; request timeouts pause while it is not zero.
     pub(crate) open_forms: watch::Sender<usize>,
     /// Requests from the plugin being handled, by id, so `notifications/cancelled` can end them.
-    pub(crate) in_flight: Mutex<HashMap<String, CancellationToken>>,
+    pub(crate) in_flight: Mutex<HashMap<RawId, CancellationToken>>,
     /// URL-mode flows waiting for `notifications/elicitation/complete`, by elicitation id.
     pub(crate) url_flows: Mutex<HashMap<String, watch::Sender<bool>>>,
     request_timeout: Duration,
@@ -424,11 +424,11 @@ fn dispatch(shared: &Arc<Shared>, message: Incoming) {
 
 async fn serve_request(
     shared: Arc<Shared>,
-    id: Value,
+    id: RawId,
     method: String,
     params: Option<Box<RawValue>>,
 ) {
-    let key = id.to_string();
+    let key = id.clone();
     let cancelled = shared.closed.child_token();
     let registered = shared
         .in_flight
@@ -485,7 +485,7 @@ fn on_notification(shared: &Shared, method: &str, params: Option<Box<RawValue>>)
             }
         }
         "notifications/cancelled" => {
-            let key = params.get("requestId").map(Value::to_string);
+            let key = params.get("requestId").and_then(RawId::from_value);
             let token = key.and_then(|key| {
                 shared
                     .in_flight

@@ -152,8 +152,9 @@ impl Shared {
     fn fail_request(&self, request_id: Option<&Value>, reason: String) {
         match request_id {
             Some(id) => {
+                let id = jsonrpc::RawId::from_value(id);
                 let frame =
-                    jsonrpc::error_response(Some(id), jsonrpc::code::INTERNAL_ERROR, &reason);
+                    jsonrpc::error_response(id.as_ref(), jsonrpc::code::INTERNAL_ERROR, &reason);
                 let _ = self.incoming.send(Frame::Message(frame));
             }
             None => tracing::warn!(target: "formwork::transport", %reason, "HTTP delivery failed"),
