@@ -48,7 +48,7 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
     let mut samples: [Vec<u64>; 3] = Default::default();
     let mut round_medians: [Vec<u64>; 3] = Default::default();
     for round in 0..options.rounds {
-        // Rotate the order so that no client always runs first or right after another one.
+        // Rotate the order so that no client always runs first.
         for offset in 0..CLIENTS.len() {
             let idx = (round + offset) % CLIENTS.len();
             let client = CLIENTS[idx];

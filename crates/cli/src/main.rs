@@ -145,8 +145,13 @@ fn main() -> ExitCode {
     std::process::exit(code)
 }
 
+/// One thread is enough for one plugin, and it saves a thread hop on every message; terminal
+/// prompts run on the blocking pool.
 fn block_on<T>(future: impl std::future::Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
-    tokio::runtime::Runtime::new()?.block_on(future)
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(future)
 }
 
 /// The demo plugin is this very binary, started with the hidden `demo-plugin` command.

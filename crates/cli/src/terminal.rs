@@ -35,11 +35,8 @@ fn ask_blocking(prompt: &FormPrompt) -> FormReply {
     eprintln!();
     eprintln!("── {} asks ──", inert(&prompt.plugin));
     let outcome = match &prompt.kind {
-        PromptKind::Form {
-            message,
-            form,
-            render,
-        } => {
+        PromptKind::Form { message, form } => {
+            let render = form.render(message);
             eprintln!("{}", inert(message));
             eprintln!("(Esc declines the form, Ctrl-C cancels it)");
             ask_questions(&render.questions, form).and_then(|typed| {

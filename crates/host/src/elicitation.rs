@@ -72,11 +72,9 @@ pub(crate) async fn handle(
     let (kind, meta, form) = match request {
         ElicitationRequest::Form(request) => {
             let form = Arc::new(request.form);
-            let render = form.render(&request.message);
             let kind = PromptKind::Form {
                 message: request.message,
                 form: Arc::clone(&form),
-                render,
             };
             (kind, request.meta, Some(form))
         }

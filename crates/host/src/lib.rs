@@ -8,11 +8,14 @@
 //! request as raw JSON is what lets formwork decline precisely and never hang a plugin. rmcp
 //! still provides the protocol vocabulary (versions) here and the server side elsewhere.
 
+pub mod config;
 mod elicitation;
 mod error;
 mod jsonrpc;
 mod plugin;
+pub mod policy;
 mod responder;
+pub mod store;
 mod transport;
 
 pub use error::HostError;

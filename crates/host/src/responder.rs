@@ -5,7 +5,6 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use formwork_forms::render::RenderBlock;
 use formwork_forms::{Content, Form};
 use serde_json::Value;
 use tokio::sync::watch;
@@ -46,10 +45,9 @@ pub enum PromptKind {
     Form {
         /// The plugin's message.
         message: String,
-        /// The parsed form; use it to validate and convert answers.
+        /// The parsed form: `form.render(&message)` gives the render block for a UI, and it
+        /// converts and validates answers. Rendering is left to responders that show it.
         form: Arc<Form>,
-        /// The render block, ready for a UI.
-        render: RenderBlock,
     },
     /// A URL the person may open to finish something out of band.
     Url {

@@ -18,6 +18,8 @@ use crate::jsonrpc;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
+/// How long to wait for the listening stream's headers before going on without it.
+const LISTENER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// State shared by the POST tasks of one connection.
 struct Shared {
@@ -99,8 +101,15 @@ pub(crate) fn connect(
                 // order matters: `notifications/initialized` must arrive before the next call.
                 post(&shared, message, None).await;
                 if opens_listener {
-                    let shared = Arc::clone(&shared);
-                    streams.spawn(async move { listen(&shared).await });
+                    // Open the listening stream before anything else is sent: a server may put
+                    // a request that belongs to no call (an elicitation, say) on it, and drops
+                    // it if the stream is not there yet.
+                    if let Some(response) = open_listener(&shared).await {
+                        let shared = Arc::clone(&shared);
+                        streams.spawn(async move {
+                            read_sse(&shared, response, None).await;
+                        });
+                    }
                 }
             }
         }
@@ -229,17 +238,18 @@ async fn post(shared: &Shared, body: String, request_id: Option<Value>) {
     }
 }
 
-/// Opens the optional GET stream for messages the plugin sends outside any request.
-async fn listen(shared: &Shared) {
+/// Opens the optional GET stream for messages the plugin sends outside any request. `None`
+/// when the plugin offers none (405) or does not answer within a moment.
+async fn open_listener(shared: &Shared) -> Option<reqwest::Response> {
     let mut headers = shared.headers();
     headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
     headers.remove(CONTENT_TYPE);
-    let Ok(response) = shared.client.get(&shared.url).headers(headers).send().await else {
-        return;
-    };
-    if response.status().is_success() {
-        read_sse(shared, response, None).await;
-    }
+    let request = shared.client.get(&shared.url).headers(headers).send();
+    let response = tokio::time::timeout(LISTENER_WAIT, request)
+        .await
+        .ok()?
+        .ok()?;
+    response.status().is_success().then_some(response)
 }
 
 async fn close_session(shared: &Shared) {

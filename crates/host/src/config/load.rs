@@ -1,0 +1,466 @@
+//! Turns `formwork.toml` text into a [`Config`], or into a [`ConfigError`] that names the file,
+//! the line and column, and the dotted key.
+//!
+//! Strictness follows one rule: a key that could change what a plugin may do, or how it is
+//! reached, is never ignored. So every key inside `[mcp_servers.<name>]`, its `tools` and the
+//! granular policy must be one formwork implements, or a Codex key that is harmless to skip;
+//! anything else (a typo included) is an error. Only at the top level and in `[features]`,
+//! where Codex itself has many settings that mean nothing to formwork (`model`,
+//! `sandbox_mode`, ...), are Codex's keys accepted and listed in [`Config::ignored_keys`].
+
+use std::ops::Range;
+use std::path::Path;
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+use toml_edit::{Document, TableLike};
+
+use super::builtin::{BUILTIN_SERVERS, builtin_server};
+use super::error::{ConfigError, dotted, key_segment};
+use super::types::{
+    ApprovalMode, ApprovalPolicy, Config, Features, ServerConfig, ToolConfig, Transport,
+};
+
+/// Top-level keys formwork reads.
+const TOP_LEVEL_KEYS: &[&str] = &[
+    "approval_policy",
+    "elicitations_auto_deny",
+    "features",
+    "mcp_servers",
+];
+
+/// Top-level keys of Codex's `config.toml` that formwork accepts and ignores, so a Codex
+/// configuration can be used as a starting point.
+const CODEX_TOP_LEVEL_KEYS: &[&str] = &[
+    "agents",
+    "analytics",
+    "approvals_reviewer",
+    "apps",
+    "chatgpt_base_url",
+    "check_for_update_on_startup",
+    "cli_auth_credentials_store",
+    "compact_prompt",
+    "default_permissions",
+    "developer_instructions",
+    "disable_paste_burst",
+    "experimental_compact_prompt_file",
+    "experimental_instructions_file",
+    "experimental_use_freeform_apply_patch",
+    "experimental_use_rmcp_client",
+    "experimental_use_unified_exec_tool",
+    "feedback",
+    "file_opener",
+    "forced_chatgpt_workspace_id",
+    "forced_login_method",
+    "ghost_snapshot",
+    "hide_agent_reasoning",
+    "history",
+    "include_apply_patch_tool",
+    "instructions",
+    "log_dir",
+    "mcp_oauth_callback_port",
+    "mcp_oauth_credentials_store",
+    "memories",
+    "model",
+    "model_auto_compact_token_limit",
+    "model_context_window",
+    "model_max_output_tokens",
+    "model_provider",
+    "model_providers",
+    "model_reasoning_effort",
+    "model_reasoning_summary",
+    "model_supports_reasoning_summaries",
+    "model_verbosity",
+    "notice",
+    "notify",
+    "oss_provider",
+    "otel",
+    "permissions",
+    "personality",
+    "plan_mode_reasoning_effort",
+    "preferred_auth_method",
+    "profile",
+    "profiles",
+    "project_doc_fallback_filenames",
+    "project_doc_max_bytes",
+    "project_root_markers",
+    "projects",
+    "review_model",
+    "sandbox_mode",
+    "sandbox_workspace_write",
+    "service_tier",
+    "shell_environment_policy",
+    "show_raw_agent_reasoning",
+    "skills",
+    "sqlite_home",
+    "suppress_unstable_features_warning",
+    "tool_output_token_limit",
+    "tools",
+    "tui",
+    "web_search",
+    "windows",
+    "windows_wsl_setup_acknowledged",
+];
+
+/// Parses configuration text. `path` is only used in error messages and [`Config::path`].
+pub(crate) fn parse(text: &str, path: Option<&Path>) -> Result<Config, ConfigError> {
+    let doc = Document::parse(text)
+        .map_err(|err| ConfigError::invalid(path, text, err.span(), "", err.message()))?;
+    let ctx = Ctx {
+        text,
+        path,
+        doc: &doc,
+    };
+    let mut ignored_keys = Vec::new();
+
+    for (key, _) in doc.as_table().iter() {
+        if TOP_LEVEL_KEYS.contains(&key) {
+            continue;
+        }
+        if CODEX_TOP_LEVEL_KEYS.contains(&key) {
+            ignored_keys.push(key_segment(key));
+            continue;
+        }
+        return Err(ctx.error(
+            &[key],
+            format!(
+                "unknown key; formwork reads {}, and accepts Codex's other settings \
+                 (model, sandbox_mode, ...) without using them",
+                TOP_LEVEL_KEYS.join(", ")
+            ),
+        ));
+    }
+
+    let deserializer = toml::Deserializer::parse(text)
+        .map_err(|err| ConfigError::invalid(path, text, err.span(), "", err.message()))?;
+    let raw: RawConfig = serde_path_to_error::deserialize(deserializer).map_err(|err| {
+        let key = dotted_path(err.path());
+        let inner = err.into_inner();
+        ConfigError::invalid(path, text, inner.span(), key, inner.message())
+    })?;
+
+    let features = read_features(&ctx, &raw.features, &mut ignored_keys)?;
+    let mut mcp_servers = IndexMap::new();
+    for (name, server) in raw.mcp_servers {
+        let server = build_server(&ctx, &name, server, &mut ignored_keys)?;
+        mcp_servers.insert(name, server);
+    }
+    for builtin in BUILTIN_SERVERS {
+        if !mcp_servers.contains_key(builtin.name) {
+            mcp_servers.insert(builtin.name.to_owned(), builtin_default(builtin.args));
+        }
+    }
+
+    Ok(Config {
+        path: path.map(Path::to_path_buf),
+        approval_policy: raw.approval_policy.unwrap_or_default(),
+        elicitations_auto_deny: raw.elicitations_auto_deny.unwrap_or(false),
+        features,
+        mcp_servers,
+        ignored_keys,
+    })
+}
+
+/// The embedded default: no file, on-request policy, built-in servers only.
+pub(crate) fn embedded() -> Config {
+    Config {
+        path: None,
+        approval_policy: ApprovalPolicy::default(),
+        elicitations_auto_deny: false,
+        features: Features::default(),
+        mcp_servers: BUILTIN_SERVERS
+            .iter()
+            .map(|builtin| (builtin.name.to_owned(), builtin_default(builtin.args)))
+            .collect(),
+        ignored_keys: Vec::new(),
+    }
+}
+
+fn builtin_default(args: &[&str]) -> ServerConfig {
+    ServerConfig {
+        transport: Transport::Builtin {
+            args: args.iter().map(|arg| (*arg).to_owned()).collect(),
+        },
+        enabled: true,
+        builtin: true,
+        default_tools_approval_mode: None,
+        tools: IndexMap::new(),
+        enabled_tools: None,
+        disabled_tools: Vec::new(),
+        startup_timeout_sec: None,
+        tool_timeout_sec: None,
+    }
+}
+
+#[derive(Deserialize)]
+struct RawConfig {
+    approval_policy: Option<ApprovalPolicy>,
+    elicitations_auto_deny: Option<bool>,
+    #[serde(default)]
+    features: IndexMap<String, toml::Value>,
+    #[serde(default)]
+    mcp_servers: IndexMap<String, RawServer>,
+}
+
+/// A server table as written. Codex keys that formwork skips are typed as any value so they
+/// pass; everything else unknown is rejected by serde.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawServer {
+    command: Option<String>,
+    args: Option<Vec<String>>,
+    env: Option<IndexMap<String, String>>,
+    cwd: Option<std::path::PathBuf>,
+    url: Option<String>,
+    http_headers: Option<IndexMap<String, String>>,
+    bearer_token_env_var: Option<String>,
+    enabled: Option<bool>,
+    enabled_tools: Option<Vec<String>>,
+    disabled_tools: Option<Vec<String>>,
+    startup_timeout_sec: Option<f64>,
+    tool_timeout_sec: Option<f64>,
+    default_tools_approval_mode: Option<ApprovalMode>,
+    #[serde(default)]
+    tools: IndexMap<String, ToolConfig>,
+    // Codex keys formwork accepts and does not use. `env_vars` is moot because plugins inherit
+    // formwork's whole environment; the rest concern OAuth, startup bookkeeping and
+    // parallelism that formwork does not have.
+    env_vars: Option<toml::Value>,
+    startup_timeout_ms: Option<toml::Value>,
+    required: Option<toml::Value>,
+    scopes: Option<toml::Value>,
+    oauth_resource: Option<toml::Value>,
+    supports_parallel_tool_calls: Option<toml::Value>,
+}
+
+struct Ctx<'a> {
+    text: &'a str,
+    path: Option<&'a Path>,
+    doc: &'a Document<&'a str>,
+}
+
+impl Ctx<'_> {
+    /// An error at a key path, positioned at that key in the file (or the nearest table that
+    /// exists).
+    fn error(&self, keys: &[&str], message: impl Into<String>) -> ConfigError {
+        ConfigError::invalid(
+            self.path,
+            self.text,
+            locate(self.doc.as_table(), keys),
+            dotted(keys.iter().copied()),
+            message,
+        )
+    }
+}
+
+/// The span of the last key of `keys` in the document, or of the deepest key found.
+fn locate(root: &dyn TableLike, keys: &[&str]) -> Option<Range<usize>> {
+    let mut table = root;
+    let mut found = None;
+    for key in keys {
+        let Some((key, item)) = table.get_key_value(key) else {
+            break;
+        };
+        found = key.span().or_else(|| item.span()).or(found);
+        match item.as_table_like() {
+            Some(next) => table = next,
+            None => break,
+        }
+    }
+    found
+}
+
+fn read_features(
+    ctx: &Ctx<'_>,
+    raw: &IndexMap<String, toml::Value>,
+    ignored_keys: &mut Vec<String>,
+) -> Result<Features, ConfigError> {
+    let mut features = Features::default();
+    for (name, value) in raw {
+        if name == "tool_call_mcp_elicitation" {
+            features.tool_call_mcp_elicitation = value.as_bool().ok_or_else(|| {
+                ctx.error(
+                    &["features", name],
+                    format!("expected true or false, found {}", value.type_str()),
+                )
+            })?;
+        } else {
+            ignored_keys.push(dotted(["features", name.as_str()]));
+        }
+    }
+    Ok(features)
+}
+
+fn build_server(
+    ctx: &Ctx<'_>,
+    name: &str,
+    raw: RawServer,
+    ignored_keys: &mut Vec<String>,
+) -> Result<ServerConfig, ConfigError> {
+    let at = |key: &'static str| -> Vec<&str> {
+        if key.is_empty() {
+            vec!["mcp_servers", name]
+        } else {
+            vec!["mcp_servers", name, key]
+        }
+    };
+    if !valid_server_name(name) {
+        return Err(ctx.error(
+            &at(""),
+            "a server name may only use letters, digits, '_' and '-'",
+        ));
+    }
+
+    let skipped = [
+        ("env_vars", raw.env_vars.is_some()),
+        ("startup_timeout_ms", raw.startup_timeout_ms.is_some()),
+        ("required", raw.required.is_some()),
+        ("scopes", raw.scopes.is_some()),
+        ("oauth_resource", raw.oauth_resource.is_some()),
+        (
+            "supports_parallel_tool_calls",
+            raw.supports_parallel_tool_calls.is_some(),
+        ),
+    ];
+    for (key, present) in skipped {
+        if present {
+            ignored_keys.push(dotted(at(key)));
+        }
+    }
+
+    for (key, seconds) in [
+        ("startup_timeout_sec", raw.startup_timeout_sec),
+        ("tool_timeout_sec", raw.tool_timeout_sec),
+    ] {
+        if let Some(seconds) = seconds
+            && !(seconds.is_finite() && seconds > 0.0)
+        {
+            return Err(ctx.error(&at(key), "expected a positive number of seconds"));
+        }
+    }
+
+    let builtin = builtin_server(name);
+    let transport = match (raw.command, raw.url) {
+        (Some(_), Some(_)) => {
+            return Err(ctx.error(
+                &at("url"),
+                "a server has either `command` (stdio) or `url` (Streamable HTTP), not both",
+            ));
+        }
+        (Some(command), None) => {
+            for (key, present) in [
+                ("http_headers", raw.http_headers.is_some()),
+                ("bearer_token_env_var", raw.bearer_token_env_var.is_some()),
+            ] {
+                if present {
+                    return Err(ctx.error(
+                        &at(key),
+                        "only a `url` (Streamable HTTP) server takes this key",
+                    ));
+                }
+            }
+            if command.trim().is_empty() {
+                return Err(ctx.error(&at("command"), "the command is empty"));
+            }
+            Transport::Stdio {
+                command,
+                args: raw.args.unwrap_or_default(),
+                env: raw.env.unwrap_or_default(),
+                cwd: raw.cwd,
+            }
+        }
+        (None, Some(url)) => {
+            for (key, present) in [
+                ("args", raw.args.is_some()),
+                ("env", raw.env.is_some()),
+                ("cwd", raw.cwd.is_some()),
+            ] {
+                if present {
+                    return Err(
+                        ctx.error(&at(key), "only a `command` (stdio) server takes this key")
+                    );
+                }
+            }
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(ctx.error(&at("url"), "expected an http:// or https:// URL"));
+            }
+            Transport::StreamableHttp {
+                url,
+                http_headers: raw.http_headers.unwrap_or_default(),
+                bearer_token_env_var: raw.bearer_token_env_var,
+            }
+        }
+        (None, None) => match builtin {
+            Some(builtin) => {
+                for (key, present) in [
+                    ("args", raw.args.is_some()),
+                    ("env", raw.env.is_some()),
+                    ("cwd", raw.cwd.is_some()),
+                    ("http_headers", raw.http_headers.is_some()),
+                    ("bearer_token_env_var", raw.bearer_token_env_var.is_some()),
+                ] {
+                    if present {
+                        return Err(ctx.error(
+                            &at(key),
+                            "a built-in server without `command` takes no launch keys; \
+                             run `formwork config sync` to write them out in full",
+                        ));
+                    }
+                }
+                Transport::Builtin {
+                    args: builtin.args.iter().map(|arg| (*arg).to_owned()).collect(),
+                }
+            }
+            None => {
+                return Err(ctx.error(
+                    &at(""),
+                    "a server needs `command` (stdio) or `url` (Streamable HTTP)",
+                ));
+            }
+        },
+    };
+
+    Ok(ServerConfig {
+        transport,
+        enabled: raw.enabled.unwrap_or(true),
+        builtin: builtin.is_some(),
+        default_tools_approval_mode: raw.default_tools_approval_mode,
+        tools: raw.tools,
+        enabled_tools: raw.enabled_tools,
+        disabled_tools: raw.disabled_tools.unwrap_or_default(),
+        startup_timeout_sec: raw.startup_timeout_sec,
+        tool_timeout_sec: raw.tool_timeout_sec,
+    })
+}
+
+/// Codex's rule for server names.
+pub(crate) fn valid_server_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// serde_path_to_error's path as TOML would write it.
+fn dotted_path(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut out = String::new();
+    for segment in path.iter() {
+        match segment {
+            Segment::Seq { index } => out.push_str(&format!("[{index}]")),
+            Segment::Map { key } | Segment::Enum { variant: key } => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(&key_segment(key));
+            }
+            Segment::Unknown => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push('?');
+            }
+        }
+    }
+    out
+}

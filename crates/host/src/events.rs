@@ -1,0 +1,213 @@
+//! The UI-facing wire types of a session: the events a UI receives and the commands it sends.
+//!
+//! These are a contract (the workbench speaks them over its socket), so they derive serde on
+//! purpose and are documented in `docs/host-api.md`. Every event is also the unit the store
+//! persists, so a reloaded page sees exactly what a live one saw.
+
+use formwork_forms::Content;
+use formwork_forms::render::{RenderAnswers, RenderBlock};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Identifies a session.
+pub type SessionId = String;
+
+/// One thing that happened in a session, in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// A message was added to the transcript.
+    MessageAdded {
+        /// `user` or `assistant`.
+        role: Role,
+        /// The text.
+        text: String,
+    },
+    /// A turn began (a user message, or a tool call from the palette).
+    TurnStarted {
+        /// The turn's id.
+        turn_id: String,
+    },
+    /// A turn ended: all its tool calls are over.
+    TurnEnded {
+        /// The turn's id.
+        turn_id: String,
+        /// Why it ended: `completed` or `stopped`.
+        reason: String,
+    },
+    /// A tool call started.
+    ToolCallStarted {
+        /// The invocation's id.
+        call_id: String,
+        /// The server's name in the config.
+        server: String,
+        /// The tool's name.
+        tool: String,
+        /// The arguments as sent.
+        arguments: Value,
+    },
+    /// A tool call finished with a result or failed.
+    ToolCallFinished {
+        /// The invocation's id.
+        call_id: String,
+        /// The `CallToolResult` exactly as the plugin sent it, when there is one.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        result: Option<Value>,
+        /// What went wrong, when the call failed without a result.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// A plugin asks a question; show it (or queue it behind the form on screen).
+    FormRequested {
+        /// The form's id, used to answer it.
+        form_id: String,
+        /// The tool call it belongs to, when known.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        call_id: Option<String>,
+        /// The plugin (server) that asks.
+        plugin: String,
+        /// What to show.
+        body: FormBody,
+    },
+    /// A form became the one on screen (it had been waiting behind another).
+    FormShown {
+        /// The form's id.
+        form_id: String,
+    },
+    /// A form ended.
+    FormResolved {
+        /// The form's id.
+        form_id: String,
+        /// `accept`, `decline` or `cancel`.
+        action: String,
+        /// The content sent to the plugin, on accept.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        content: Option<Content>,
+        /// Why it ended that way, when not by the person: `new-message`, `stopped`,
+        /// `plugin-gone`, `ui-gone`, `timed-out`, `host-stopped`, or a decline reason.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// A tool call waits for the person's approval.
+    ApprovalRequested {
+        /// The approval's id, used to answer it.
+        approval_id: String,
+        /// The tool call it gates.
+        call_id: String,
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// The card, in the rendering the config chose.
+        body: FormBody,
+    },
+    /// An approval ended.
+    ApprovalResolved {
+        /// The approval's id.
+        approval_id: String,
+        /// `allow`, `allow_for_session`, `always_allow` or `deny`.
+        choice: String,
+        /// Why, when not by the person.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// Something a plugin author needs to know (e.g. why a form was declined).
+    Diagnostic {
+        /// A stable code, e.g. `elicitation-outside-turn`.
+        code: String,
+        /// The explanation.
+        message: String,
+    },
+}
+
+/// Who wrote a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// The person.
+    User,
+    /// The model (or scripted model).
+    Assistant,
+}
+
+/// What a form card shows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum FormBody {
+    /// A form: the render block of `formwork_forms`.
+    Form {
+        /// The questions.
+        render: RenderBlock,
+        /// The request's `_meta`, as the plugin sent it.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        meta: Option<Content>,
+    },
+    /// A URL to open out of band.
+    Url {
+        /// The plugin's message.
+        message: String,
+        /// The full URL.
+        url: String,
+        /// Its host, to show beside it.
+        domain: String,
+    },
+}
+
+/// A command from a UI.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Command {
+    /// The person sent a message. Pending forms of the session are cancelled.
+    SendMessage {
+        /// The text.
+        text: String,
+    },
+    /// Call a tool directly (the tool palette).
+    CallTool {
+        /// The server's name.
+        server: String,
+        /// The tool's name.
+        tool: String,
+        /// Its arguments.
+        #[serde(default)]
+        arguments: Option<Value>,
+    },
+    /// Answer the form on screen.
+    AnswerForm {
+        /// The form's id.
+        form_id: String,
+        /// The answer.
+        answer: FormAnswer,
+    },
+    /// Answer an approval card.
+    AnswerApproval {
+        /// The approval's id.
+        approval_id: String,
+        /// `allow`, `allow_for_session`, `always_allow` or `deny`.
+        choice: String,
+    },
+    /// Stop the running turn: its forms are cancelled and its tool calls abandoned.
+    StopTurn,
+}
+
+/// How a UI answers a form.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum FormAnswer {
+    /// Render answers: `{"answers": {"id": {"answers": ["label"]}}}`.
+    Render {
+        /// The answers.
+        answers: RenderAnswers,
+    },
+    /// Typed content: `{"id": value}`.
+    Accept {
+        /// The content (defaults fill what it omits).
+        content: Content,
+    },
+    /// Accept a URL-mode request.
+    AcceptUrl,
+    /// Decline.
+    Decline,
+    /// Cancel.
+    Cancel,
+}

@@ -1,0 +1,585 @@
+//! The statements: one function per operation, run on whichever connection the caller holds
+//! (the writer's transaction for writes, the reader's snapshot for reads).
+
+use std::collections::HashMap;
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+use serde_json::value::RawValue;
+
+use super::error::{StoreError, is_duplicate};
+use super::records::{
+    ApprovalChoice, ApprovalRecord, ApprovalStatus, EntryDetail, EntryKind, FormRecord, FormStatus,
+    InvocationRecord, InvocationStatus, SessionRecord, TranscriptEntry, UnixMillis,
+};
+
+/// The current time in Unix milliseconds.
+pub(super) fn now() -> UnixMillis {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| {
+            i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX)
+        })
+}
+
+// ---- sessions ----
+
+pub(super) fn insert_session(
+    conn: &Connection,
+    id: &str,
+    title: Option<&str>,
+) -> Result<SessionRecord, StoreError> {
+    let now = now();
+    conn.prepare_cached(
+        "INSERT INTO sessions (id, title, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)",
+    )?
+    .execute(params![id, title, now])
+    .map_err(|error| duplicate_or(error, "session", id))?;
+    Ok(SessionRecord {
+        id: id.to_owned(),
+        title: title.map(str::to_owned),
+        created_at: now,
+        updated_at: now,
+    })
+}
+
+pub(super) fn set_session_title(
+    conn: &Connection,
+    id: &str,
+    title: Option<&str>,
+) -> Result<(), StoreError> {
+    let changed = conn
+        .prepare_cached("UPDATE sessions SET title = ?2, updated_at = ?3 WHERE id = ?1")?
+        .execute(params![id, title, now()])?;
+    found(changed, "session", id)
+}
+
+const SESSION_COLUMNS: &str = "id, title, created_at, updated_at";
+
+pub(super) fn list_sessions(conn: &Connection) -> Result<Vec<SessionRecord>, StoreError> {
+    let mut statement = conn.prepare_cached(&format!(
+        "SELECT {SESSION_COLUMNS} FROM sessions ORDER BY updated_at DESC, id"
+    ))?;
+    let rows = statement.query_map([], session_row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+pub(super) fn session(conn: &Connection, id: &str) -> Result<Option<SessionRecord>, StoreError> {
+    let mut statement = conn.prepare_cached(&format!(
+        "SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1"
+    ))?;
+    Ok(statement.query_row([id], session_row).optional()?)
+}
+
+fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRecord> {
+    Ok(SessionRecord {
+        id: row.get(0)?,
+        title: row.get(1)?,
+        created_at: row.get(2)?,
+        updated_at: row.get(3)?,
+    })
+}
+
+// ---- transcript ----
+
+/// Appends an entry at the end of the session's transcript and returns its `seq`.
+pub(super) fn append_entry(
+    conn: &Connection,
+    session: &str,
+    kind: EntryKind,
+    ref_id: Option<&str>,
+    payload: &str,
+) -> Result<u64, StoreError> {
+    let now = now();
+    let touched = conn
+        .prepare_cached("UPDATE sessions SET updated_at = ?2 WHERE id = ?1")?
+        .execute(params![session, now])?;
+    found(touched, "session", session)?;
+    let seq: i64 = conn
+        .prepare_cached("SELECT COALESCE(MAX(seq), 0) + 1 FROM transcript WHERE session_id = ?1")?
+        .query_row([session], |row| row.get(0))?;
+    conn.prepare_cached(
+        "INSERT INTO transcript (session_id, seq, kind, ref_id, payload, at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?
+    .execute(params![session, seq, kind.as_str(), ref_id, payload, now])?;
+    Ok(seq.unsigned_abs())
+}
+
+/// The payload of a reference entry.
+pub(super) fn ref_payload(id: &str) -> String {
+    serde_json::json!({ "id": id }).to_string()
+}
+
+/// The session's transcript in order, each reference entry with its row; `None` if there is
+/// no such session.
+pub(super) fn transcript(
+    conn: &Connection,
+    session: &str,
+) -> Result<Option<Vec<TranscriptEntry>>, StoreError> {
+    if self::session(conn, session)?.is_none() {
+        return Ok(None);
+    }
+    let mut invocations: HashMap<String, InvocationRecord> =
+        query_all(conn, INVOCATIONS_OF_SESSION, session, invocation_row)?
+            .into_iter()
+            .map(|record| (record.id.clone(), record))
+            .collect();
+    let mut forms: HashMap<String, FormRecord> =
+        query_all(conn, FORMS_OF_SESSION, session, form_row)?
+            .into_iter()
+            .map(|record| (record.id.clone(), record))
+            .collect();
+    let mut approvals: HashMap<String, ApprovalRecord> =
+        query_all(conn, APPROVALS_OF_SESSION, session, approval_row)?
+            .into_iter()
+            .map(|record| (record.id.clone(), record))
+            .collect();
+
+    let mut statement = conn.prepare_cached(
+        "SELECT seq, kind, ref_id, payload, at FROM transcript
+         WHERE session_id = ?1 ORDER BY seq",
+    )?;
+    let mut rows = statement.query([session])?;
+    let mut entries = Vec::new();
+    while let Some(row) = rows.next()? {
+        let seq: i64 = row.get(0)?;
+        let kind = EntryKind::from_stored("transcript.kind", &row.get::<_, String>(1)?)?;
+        let ref_id: Option<String> = row.get(2)?;
+        let detail = ref_id.and_then(|id| match kind {
+            EntryKind::Invocation => invocations.remove(&id).map(EntryDetail::Invocation),
+            EntryKind::Form => forms.remove(&id).map(EntryDetail::Form),
+            EntryKind::Approval => approvals.remove(&id).map(EntryDetail::Approval),
+            _ => None,
+        });
+        entries.push(TranscriptEntry {
+            seq: seq.unsigned_abs(),
+            kind,
+            payload: json("transcript.payload", row.get(3)?)?,
+            at: row.get(4)?,
+            detail,
+        });
+    }
+    Ok(Some(entries))
+}
+
+// ---- invocations ----
+
+/// An invocation's input, owned so it can travel to the writer thread.
+pub(super) struct InvocationInput {
+    pub(super) id: String,
+    pub(super) session: String,
+    pub(super) server: String,
+    pub(super) tool: String,
+    pub(super) arguments: Option<String>,
+}
+
+pub(super) fn begin_invocation(
+    conn: &Connection,
+    input: &InvocationInput,
+) -> Result<u64, StoreError> {
+    session_exists(conn, &input.session)?;
+    conn.prepare_cached(
+        "INSERT INTO invocations (id, session_id, server, tool, arguments, status, started_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6)",
+    )?
+    .execute(params![
+        input.id,
+        input.session,
+        input.server,
+        input.tool,
+        input.arguments,
+        now()
+    ])
+    .map_err(|error| duplicate_or(error, "invocation", &input.id))?;
+    append_entry(
+        conn,
+        &input.session,
+        EntryKind::Invocation,
+        Some(&input.id),
+        &ref_payload(&input.id),
+    )
+}
+
+/// How an invocation ended, owned.
+pub(super) struct InvocationEnd {
+    pub(super) status: InvocationStatus,
+    pub(super) content: Option<String>,
+    pub(super) structured_content: Option<String>,
+    pub(super) meta: Option<String>,
+    pub(super) is_error: bool,
+    pub(super) error: Option<String>,
+}
+
+pub(super) fn finish_invocation(
+    conn: &Connection,
+    id: &str,
+    end: &InvocationEnd,
+) -> Result<(), StoreError> {
+    let changed = conn
+        .prepare_cached(
+            "UPDATE invocations SET status = ?2, content = ?3, structured_content = ?4,
+                 meta = ?5, is_error = ?6, error = ?7, finished_at = ?8
+             WHERE id = ?1 AND status = 'running'",
+        )?
+        .execute(params![
+            id,
+            end.status.as_str(),
+            end.content,
+            end.structured_content,
+            end.meta,
+            end.is_error,
+            end.error,
+            now()
+        ])?;
+    if changed == 1 {
+        return Ok(());
+    }
+    let status: Option<String> = conn
+        .prepare_cached("SELECT status FROM invocations WHERE id = ?1")?
+        .query_row([id], |row| row.get(0))
+        .optional()?;
+    match status {
+        None => Err(not_found("invocation", id)),
+        Some(status) => Err(StoreError::AlreadyResolved {
+            kind: "invocation",
+            id: id.to_owned(),
+            status: InvocationStatus::from_stored("invocations.status", &status)?.as_str(),
+        }),
+    }
+}
+
+const INVOCATION_COLUMNS: &str = "id, session_id, server, tool, arguments, status, content, \
+     structured_content, meta, is_error, error, started_at, finished_at";
+const INVOCATIONS_OF_SESSION: &str = "SELECT id, session_id, server, tool, arguments, status, \
+     content, structured_content, meta, is_error, error, started_at, finished_at \
+     FROM invocations WHERE session_id = ?1";
+
+pub(super) fn invocation(
+    conn: &Connection,
+    id: &str,
+) -> Result<Option<InvocationRecord>, StoreError> {
+    let sql = format!("SELECT {INVOCATION_COLUMNS} FROM invocations WHERE id = ?1");
+    query_one(conn, &sql, id, invocation_row)
+}
+
+fn invocation_row(row: &Row<'_>) -> Result<InvocationRecord, StoreError> {
+    Ok(InvocationRecord {
+        id: row.get(0)?,
+        session: row.get(1)?,
+        server: row.get(2)?,
+        tool: row.get(3)?,
+        arguments: optional_json("invocations.arguments", row.get(4)?)?,
+        status: InvocationStatus::from_stored("invocations.status", &row.get::<_, String>(5)?)?,
+        content: optional_json("invocations.content", row.get(6)?)?,
+        structured_content: optional_json("invocations.structured_content", row.get(7)?)?,
+        meta: optional_json("invocations.meta", row.get(8)?)?,
+        is_error: row.get(9)?,
+        error: row.get(10)?,
+        started_at: row.get(11)?,
+        finished_at: row.get(12)?,
+    })
+}
+
+// ---- forms ----
+
+/// A form's input, owned.
+pub(super) struct FormInput {
+    pub(super) id: String,
+    pub(super) session: String,
+    pub(super) invocation: Option<String>,
+    pub(super) plugin: String,
+    pub(super) request: String,
+    pub(super) render: Option<String>,
+}
+
+pub(super) fn insert_form(conn: &Connection, input: &FormInput) -> Result<u64, StoreError> {
+    session_exists(conn, &input.session)?;
+    if let Some(invocation) = &input.invocation {
+        invocation_exists(conn, invocation)?;
+    }
+    conn.prepare_cached(
+        "INSERT INTO forms (id, session_id, invocation_id, plugin, request, render, status,
+             created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', ?7)",
+    )?
+    .execute(params![
+        input.id,
+        input.session,
+        input.invocation,
+        input.plugin,
+        input.request,
+        input.render,
+        now()
+    ])
+    .map_err(|error| duplicate_or(error, "form", &input.id))?;
+    append_entry(
+        conn,
+        &input.session,
+        EntryKind::Form,
+        Some(&input.id),
+        &ref_payload(&input.id),
+    )
+}
+
+/// How a form ended, owned.
+pub(super) struct FormEnd {
+    pub(super) status: FormStatus,
+    pub(super) content: Option<String>,
+    pub(super) reason: Option<String>,
+}
+
+pub(super) fn resolve_form(conn: &Connection, id: &str, end: &FormEnd) -> Result<(), StoreError> {
+    let changed = conn
+        .prepare_cached(
+            "UPDATE forms SET status = ?2, content = ?3, reason = ?4, resolved_at = ?5
+             WHERE id = ?1 AND status = 'pending'",
+        )?
+        .execute(params![
+            id,
+            end.status.as_str(),
+            end.content,
+            end.reason,
+            now()
+        ])?;
+    if changed == 1 {
+        return Ok(());
+    }
+    let status: Option<String> = conn
+        .prepare_cached("SELECT status FROM forms WHERE id = ?1")?
+        .query_row([id], |row| row.get(0))
+        .optional()?;
+    match status {
+        None => Err(not_found("form", id)),
+        Some(status) => Err(StoreError::AlreadyResolved {
+            kind: "form",
+            id: id.to_owned(),
+            status: FormStatus::from_stored("forms.status", &status)?.as_str(),
+        }),
+    }
+}
+
+const FORM_COLUMNS: &str = "id, session_id, invocation_id, plugin, request, render, status, \
+     content, reason, created_at, resolved_at";
+const FORMS_OF_SESSION: &str = "SELECT id, session_id, invocation_id, plugin, request, render, \
+     status, content, reason, created_at, resolved_at FROM forms WHERE session_id = ?1";
+
+pub(super) fn form(conn: &Connection, id: &str) -> Result<Option<FormRecord>, StoreError> {
+    let sql = format!("SELECT {FORM_COLUMNS} FROM forms WHERE id = ?1");
+    query_one(conn, &sql, id, form_row)
+}
+
+fn form_row(row: &Row<'_>) -> Result<FormRecord, StoreError> {
+    Ok(FormRecord {
+        id: row.get(0)?,
+        session: row.get(1)?,
+        invocation: row.get(2)?,
+        plugin: row.get(3)?,
+        request: json("forms.request", row.get(4)?)?,
+        render: optional_json("forms.render", row.get(5)?)?,
+        status: FormStatus::from_stored("forms.status", &row.get::<_, String>(6)?)?,
+        content: optional_json("forms.content", row.get(7)?)?,
+        reason: row.get(8)?,
+        created_at: row.get(9)?,
+        resolved_at: row.get(10)?,
+    })
+}
+
+// ---- approvals ----
+
+/// An approval's input, owned.
+pub(super) struct ApprovalInput {
+    pub(super) id: String,
+    pub(super) session: String,
+    pub(super) invocation: Option<String>,
+    pub(super) server: String,
+    pub(super) tool: String,
+    pub(super) rendering: String,
+}
+
+pub(super) fn insert_approval(conn: &Connection, input: &ApprovalInput) -> Result<u64, StoreError> {
+    session_exists(conn, &input.session)?;
+    if let Some(invocation) = &input.invocation {
+        invocation_exists(conn, invocation)?;
+    }
+    conn.prepare_cached(
+        "INSERT INTO approvals (id, session_id, invocation_id, server, tool, rendering, status,
+             created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', ?7)",
+    )?
+    .execute(params![
+        input.id,
+        input.session,
+        input.invocation,
+        input.server,
+        input.tool,
+        input.rendering,
+        now()
+    ])
+    .map_err(|error| duplicate_or(error, "approval", &input.id))?;
+    append_entry(
+        conn,
+        &input.session,
+        EntryKind::Approval,
+        Some(&input.id),
+        &ref_payload(&input.id),
+    )
+}
+
+/// How an approval ended, owned.
+pub(super) struct ApprovalEnd {
+    pub(super) status: ApprovalStatus,
+    pub(super) choice: Option<ApprovalChoice>,
+    pub(super) reason: Option<String>,
+}
+
+pub(super) fn resolve_approval(
+    conn: &Connection,
+    id: &str,
+    end: &ApprovalEnd,
+) -> Result<(), StoreError> {
+    let changed = conn
+        .prepare_cached(
+            "UPDATE approvals SET status = ?2, choice = ?3, reason = ?4, resolved_at = ?5
+             WHERE id = ?1 AND status = 'pending'",
+        )?
+        .execute(params![
+            id,
+            end.status.as_str(),
+            end.choice.map(ApprovalChoice::as_str),
+            end.reason,
+            now()
+        ])?;
+    if changed == 1 {
+        return Ok(());
+    }
+    let status: Option<String> = conn
+        .prepare_cached("SELECT status FROM approvals WHERE id = ?1")?
+        .query_row([id], |row| row.get(0))
+        .optional()?;
+    match status {
+        None => Err(not_found("approval", id)),
+        Some(status) => Err(StoreError::AlreadyResolved {
+            kind: "approval",
+            id: id.to_owned(),
+            status: ApprovalStatus::from_stored("approvals.status", &status)?.as_str(),
+        }),
+    }
+}
+
+const APPROVAL_COLUMNS: &str = "id, session_id, invocation_id, server, tool, rendering, status, \
+     choice, reason, created_at, resolved_at";
+const APPROVALS_OF_SESSION: &str = "SELECT id, session_id, invocation_id, server, tool, \
+     rendering, status, choice, reason, created_at, resolved_at \
+     FROM approvals WHERE session_id = ?1";
+
+pub(super) fn approval(conn: &Connection, id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
+    let sql = format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE id = ?1");
+    query_one(conn, &sql, id, approval_row)
+}
+
+fn approval_row(row: &Row<'_>) -> Result<ApprovalRecord, StoreError> {
+    let choice: Option<String> = row.get(7)?;
+    Ok(ApprovalRecord {
+        id: row.get(0)?,
+        session: row.get(1)?,
+        invocation: row.get(2)?,
+        server: row.get(3)?,
+        tool: row.get(4)?,
+        rendering: json("approvals.rendering", row.get(5)?)?,
+        status: ApprovalStatus::from_stored("approvals.status", &row.get::<_, String>(6)?)?,
+        choice: choice
+            .map(|choice| ApprovalChoice::from_stored("approvals.choice", &choice))
+            .transpose()?,
+        reason: row.get(8)?,
+        created_at: row.get(9)?,
+        resolved_at: row.get(10)?,
+    })
+}
+
+// ---- helpers ----
+
+fn query_one<T>(
+    conn: &Connection,
+    sql: &str,
+    id: &str,
+    map: fn(&Row<'_>) -> Result<T, StoreError>,
+) -> Result<Option<T>, StoreError> {
+    let mut statement = conn.prepare_cached(sql)?;
+    let mut rows = statement.query([id])?;
+    rows.next()?.map(map).transpose()
+}
+
+fn query_all<T>(
+    conn: &Connection,
+    sql: &str,
+    key: &str,
+    map: fn(&Row<'_>) -> Result<T, StoreError>,
+) -> Result<Vec<T>, StoreError> {
+    let mut statement = conn.prepare_cached(sql)?;
+    let mut rows = statement.query([key])?;
+    let mut all = Vec::new();
+    while let Some(row) = rows.next()? {
+        all.push(map(row)?);
+    }
+    Ok(all)
+}
+
+fn session_exists(conn: &Connection, id: &str) -> Result<(), StoreError> {
+    let exists = conn
+        .prepare_cached("SELECT 1 FROM sessions WHERE id = ?1")?
+        .exists([id])?;
+    if exists {
+        Ok(())
+    } else {
+        Err(not_found("session", id))
+    }
+}
+
+fn invocation_exists(conn: &Connection, id: &str) -> Result<(), StoreError> {
+    let exists = conn
+        .prepare_cached("SELECT 1 FROM invocations WHERE id = ?1")?
+        .exists([id])?;
+    if exists {
+        Ok(())
+    } else {
+        Err(not_found("invocation", id))
+    }
+}
+
+fn found(changed: usize, kind: &'static str, id: &str) -> Result<(), StoreError> {
+    if changed == 0 {
+        Err(not_found(kind, id))
+    } else {
+        Ok(())
+    }
+}
+
+fn not_found(kind: &'static str, id: &str) -> StoreError {
+    StoreError::NotFound {
+        kind,
+        id: id.to_owned(),
+    }
+}
+
+fn duplicate_or(error: rusqlite::Error, kind: &'static str, id: &str) -> StoreError {
+    if is_duplicate(&error) {
+        StoreError::AlreadyExists {
+            kind,
+            id: id.to_owned(),
+        }
+    } else {
+        StoreError::Sqlite(error)
+    }
+}
+
+/// Wraps stored JSON text without touching it (it is validated, not re-serialised).
+fn json(column: &'static str, text: String) -> Result<Box<RawValue>, StoreError> {
+    RawValue::from_string(text).map_err(|source| StoreError::StoredJson { column, source })
+}
+
+fn optional_json(
+    column: &'static str,
+    text: Option<String>,
+) -> Result<Option<Box<RawValue>>, StoreError> {
+    text.map(|text| json(column, text)).transpose()
+}

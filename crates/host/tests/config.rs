@@ -1,0 +1,676 @@
+//! `formwork.toml` at its boundary: text in, the effective policy or the exact error text out;
+//! and the file edits (`sync`, `import`, Always allow) as fixture files in, fixture files out.
+//!
+//! Expected files live in `tests/fixtures/config/`. After an intended change of output, run
+//! with `FORMWORK_BLESS=1` to rewrite them, then review the diff.
+
+use std::path::{Path, PathBuf};
+
+use formwork_host::config::{self, Config, ConfigError, RememberOutcome, SyncAction};
+use formwork_host::policy::effective_policy;
+use serde_json::{Value, json};
+
+/// Loads `input` as if it were `formwork.toml` and compares: for a good file, `expected` must
+/// be contained in the effective policy (objects compared key by key, everything else
+/// exactly); for a bad file, `expected` is the error's full text as a JSON string.
+fn check(input: &str, expected: Value) {
+    let actual = match Config::from_toml(input, Some(Path::new("formwork.toml"))) {
+        Ok(config) => effective_policy(&config),
+        Err(err) => Value::String(err.to_string()),
+    };
+    assert!(
+        contains(&actual, &expected),
+        "input:\n{input}\nexpected (subset):\n{expected:#}\nactual:\n{actual:#}"
+    );
+}
+
+fn contains(actual: &Value, expected: &Value) -> bool {
+    match (actual, expected) {
+        (Value::Object(actual), Value::Object(expected)) => expected.iter().all(|(key, value)| {
+            actual
+                .get(key)
+                .is_some_and(|actual| contains(actual, value))
+        }),
+        _ => actual == expected,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Good files
+
+#[test]
+fn empty_file_is_the_embedded_default() {
+    check(
+        "",
+        json!({
+            "approval_policy": "on-request",
+            "elicitations_auto_deny": false,
+            "plugin_forms": {"allowed": true},
+            "features": {"tool_call_mcp_elicitation": false},
+            "approval_card": "request_user_input",
+            "mcp_servers": {"demo": {
+                "enabled": true, "builtin": true, "transport": "builtin", "args": ["demo-plugin"],
+                "default_tools_approval_mode": "approve",
+                "approval_mode_source": "the default for formwork's built-in servers"
+            }},
+            "ignored_keys": []
+        }),
+    );
+    let mut from_empty = Config::from_toml("", None).expect("empty file loads");
+    from_empty.path = None;
+    assert_eq!(from_empty, Config::embedded());
+}
+
+#[test]
+fn wework_recommended_shape() {
+    check(
+        r#"
+approval_policy = { granular = { sandbox_approval = false, rules = false, skill_approval = false, request_permissions = false, mcp_elicitations = true } }
+
+[mcp_servers.example_plugin]
+command = "python3"
+args = ["plugin.py"]
+default_tools_approval_mode = "approve"
+
+[features]
+tool_call_mcp_elicitation = false
+"#,
+        json!({
+            "approval_policy": {"granular": {
+                "sandbox_approval": false, "rules": false, "skill_approval": false,
+                "request_permissions": false, "mcp_elicitations": true
+            }},
+            "plugin_forms": {"allowed": true,
+                "reason": "plugin forms are shown: approval_policy granular.mcp_elicitations = true"},
+            "mcp_servers": {"example_plugin": {
+                "builtin": false, "transport": "stdio", "command": "python3", "args": ["plugin.py"],
+                "default_tools_approval_mode": "approve",
+                "approval_mode_source": "mcp_servers.example_plugin.default_tools_approval_mode"
+            }}
+        }),
+    );
+}
+
+#[test]
+fn granular_as_a_table_with_codex_defaults() {
+    // skill_approval and request_permissions may be left out, as in Codex.
+    check(
+        "[approval_policy.granular]\nsandbox_approval = true\nrules = true\nmcp_elicitations = false\n",
+        json!({
+            "approval_policy": {"granular": {
+                "sandbox_approval": true, "rules": true, "skill_approval": false,
+                "request_permissions": false, "mcp_elicitations": false
+            }},
+            "plugin_forms": {"allowed": false}
+        }),
+    );
+}
+
+#[test]
+fn other_policies_and_auto_deny() {
+    check(
+        "approval_policy = \"never\"\n",
+        json!({"approval_policy": "never", "plugin_forms": {"allowed": false}}),
+    );
+    check(
+        "approval_policy = \"untrusted\"\nelicitations_auto_deny = true\n",
+        json!({"approval_policy": "untrusted", "elicitations_auto_deny": true,
+               "plugin_forms": {"allowed": false}}),
+    );
+}
+
+#[test]
+fn servers_tools_and_secrets_listed_by_name_only() {
+    check(
+        r#"
+[features]
+tool_call_mcp_elicitation = true
+
+[mcp_servers.shop]
+command = "node"
+args = ["shop.js"]
+env = { SHOP_TOKEN = "secret" }
+cwd = "/srv/shop"
+enabled_tools = ["refund", "browse"]
+disabled_tools = ["browse"]
+tool_timeout_sec = 30
+
+[mcp_servers.shop.tools.refund]
+approval_mode = "prompt"
+
+[mcp_servers.docs]
+url = "https://docs.example.com/mcp"
+http_headers = { Authorization = "Bearer secret" }
+bearer_token_env_var = "DOCS_TOKEN"
+default_tools_approval_mode = "writes"
+enabled = false
+"#,
+        json!({
+            "approval_card": "mcp_elicitation",
+            "mcp_servers": {
+                "shop": {"transport": "stdio", "env": ["SHOP_TOKEN"], "cwd": "/srv/shop",
+                         "default_tools_approval_mode": "auto",
+                         "approval_mode_source": "the default for servers formwork does not manage",
+                         "tools": {"refund": "prompt"},
+                         "enabled_tools": ["refund", "browse"], "disabled_tools": ["browse"]},
+                "docs": {"enabled": false, "transport": "streamable_http",
+                         "url": "https://docs.example.com/mcp", "http_headers": ["Authorization"],
+                         "bearer_token_env_var": "DOCS_TOKEN", "default_tools_approval_mode": "writes"},
+                "demo": {"builtin": true}
+            }
+        }),
+    );
+    let config = Config::from_toml(
+        "[mcp_servers.s]\ncommand = \"x\"\nenabled_tools = [\"a\", \"b\"]\ndisabled_tools = [\"b\"]\n",
+        None,
+    )
+    .expect("loads");
+    let server = config.server("s").expect("configured");
+    assert!(server.exposes_tool("a"));
+    assert!(!server.exposes_tool("b"));
+    assert!(!server.exposes_tool("c"));
+}
+
+#[test]
+fn servers_keep_file_order_and_builtins_come_last() {
+    let config = Config::from_toml(
+        "[mcp_servers.zeta]\ncommand = \"z\"\n[mcp_servers.alpha]\nurl = \"https://a.example.com\"\n",
+        None,
+    )
+    .expect("loads");
+    let names: Vec<&str> = config.mcp_servers.keys().map(String::as_str).collect();
+    assert_eq!(names, ["zeta", "alpha", "demo"]);
+}
+
+#[test]
+fn codex_keys_formwork_does_not_use_are_accepted_and_listed() {
+    check(
+        r#"
+model = "o4-mini"
+sandbox_mode = "workspace-write"
+[profiles.fast]
+model = "o4-mini"
+[features]
+web_search_request = true
+unified_exec = { enabled = true }
+[mcp_servers.s]
+command = "x"
+startup_timeout_ms = 5000
+required = true
+"#,
+        json!({"ignored_keys": [
+            "model", "sandbox_mode", "profiles", "features.web_search_request",
+            "features.unified_exec", "mcp_servers.s.startup_timeout_ms", "mcp_servers.s.required"
+        ]}),
+    );
+}
+
+#[test]
+fn builtin_server_keeps_an_explicit_mode_and_may_name_no_command() {
+    check(
+        "[mcp_servers.demo]\ndefault_tools_approval_mode = \"prompt\"\n",
+        json!({"mcp_servers": {"demo": {
+            "builtin": true, "transport": "builtin", "default_tools_approval_mode": "prompt",
+            "approval_mode_source": "mcp_servers.demo.default_tools_approval_mode"
+        }}}),
+    );
+    // Written out in full by `config sync`, it is still the managed built-in server.
+    check(
+        "[mcp_servers.demo]\ncommand = \"/usr/bin/formwork\"\nargs = [\"demo-plugin\"]\n",
+        json!({"mcp_servers": {"demo": {
+            "builtin": true, "transport": "stdio", "default_tools_approval_mode": "approve"
+        }}}),
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bad files: the error names file, line, column and key
+
+#[test]
+fn bad_approval_mode() {
+    check(
+        "[mcp_servers.x]\ncommand = \"a\"\ndefault_tools_approval_mode = \"ask\"\n",
+        json!(
+            r#"formwork.toml:3:31: mcp_servers.x.default_tools_approval_mode: unknown approval mode "ask", expected one of "auto", "prompt", "writes", "approve""#
+        ),
+    );
+    check(
+        "[mcp_servers.x]\ncommand = \"a\"\n\n[mcp_servers.x.tools.deploy]\napproval_mode = 3\n",
+        json!(
+            r#"formwork.toml:5:17: mcp_servers.x.tools.deploy.approval_mode: invalid type: integer `3`, expected one of "auto", "prompt", "writes", "approve""#
+        ),
+    );
+}
+
+#[test]
+fn unknown_keys_in_server_and_tool_tables() {
+    check(
+        "[mcp_servers.x]\ncommand = \"a\"\ndefault_tool_approval_mode = \"prompt\"\n",
+        json!(
+            "formwork.toml:3:1: mcp_servers.x.default_tool_approval_mode: unknown field `default_tool_approval_mode`, expected one of `command`, `args`, `env`, `cwd`, `url`, `http_headers`, `bearer_token_env_var`, `enabled`, `enabled_tools`, `disabled_tools`, `startup_timeout_sec`, `tool_timeout_sec`, `default_tools_approval_mode`, `tools`, `env_vars`, `startup_timeout_ms`, `required`, `scopes`, `oauth_resource`, `supports_parallel_tool_calls`"
+        ),
+    );
+    check(
+        "[mcp_servers.x]\ncommand = \"a\"\ntools.deploy.mode = \"prompt\"\n",
+        json!(
+            "formwork.toml:3:14: mcp_servers.x.tools.deploy.mode: unknown field `mode`, expected `approval_mode`"
+        ),
+    );
+    // A Codex key formwork would have to act on but does not implement is not ignored.
+    check(
+        "[mcp_servers.x]\nurl = \"https://x.example.com\"\nenv_http_headers = { A = \"B\" }\n",
+        json!(
+            "formwork.toml:3:1: mcp_servers.x.env_http_headers: unknown field `env_http_headers`, expected one of `command`, `args`, `env`, `cwd`, `url`, `http_headers`, `bearer_token_env_var`, `enabled`, `enabled_tools`, `disabled_tools`, `startup_timeout_sec`, `tool_timeout_sec`, `default_tools_approval_mode`, `tools`, `env_vars`, `startup_timeout_ms`, `required`, `scopes`, `oauth_resource`, `supports_parallel_tool_calls`"
+        ),
+    );
+}
+
+#[test]
+fn unknown_top_level_key() {
+    check(
+        "# typo below\naproval_policy = \"never\"\n",
+        json!(
+            "formwork.toml:2:1: aproval_policy: unknown key; formwork reads approval_policy, elicitations_auto_deny, features, mcp_servers, and accepts Codex's other settings (model, sandbox_mode, ...) without using them"
+        ),
+    );
+}
+
+#[test]
+fn bad_approval_policies() {
+    check(
+        "approval_policy = \"sometimes\"\n",
+        json!(
+            r#"formwork.toml:1:19: approval_policy: unknown approval policy "sometimes", expected "untrusted", "on-request", "never" or { granular = { ... } }"#
+        ),
+    );
+    check(
+        "approval_policy = { granular = { sandbox_approval = false, rules = false } }\n",
+        json!("formwork.toml:1:32: approval_policy.granular: missing field `mcp_elicitations`"),
+    );
+    check(
+        "[approval_policy.granular]\nsandbox_approval = false\nrules = false\nmcp_elicitations = true\nmcp_elicitation = true\n",
+        json!(
+            "formwork.toml:5:1: approval_policy.granular.mcp_elicitation: unknown field `mcp_elicitation`, expected one of `sandbox_approval`, `rules`, `skill_approval`, `request_permissions`, `mcp_elicitations`"
+        ),
+    );
+    check(
+        "[approval_policy.granular]\nsandbox_approval = false\nrules = false\nmcp_elicitations = \"yes\"\n",
+        json!(
+            r#"formwork.toml:4:20: approval_policy.granular.mcp_elicitations: invalid type: string "yes", expected a boolean"#
+        ),
+    );
+    check(
+        "approval_policy = { sometimes = {} }\n",
+        json!(
+            "formwork.toml:1:19: approval_policy: unknown approval policy table `sometimes`, expected `granular`"
+        ),
+    );
+}
+
+#[test]
+fn bad_flags_and_features() {
+    check(
+        "elicitations_auto_deny = \"yes\"\n",
+        json!(
+            r#"formwork.toml:1:26: elicitations_auto_deny: invalid type: string "yes", expected a boolean"#
+        ),
+    );
+    check(
+        "[features]\ntool_call_mcp_elicitation = \"yes\"\n",
+        json!(
+            "formwork.toml:2:1: features.tool_call_mcp_elicitation: expected true or false, found string"
+        ),
+    );
+}
+
+#[test]
+fn bad_transports() {
+    check(
+        "[mcp_servers.x]\ncommand = \"a\"\nurl = \"https://x.example.com\"\n",
+        json!(
+            "formwork.toml:3:1: mcp_servers.x.url: a server has either `command` (stdio) or `url` (Streamable HTTP), not both"
+        ),
+    );
+    check(
+        "[mcp_servers.x]\ndefault_tools_approval_mode = \"approve\"\n",
+        json!(
+            "formwork.toml:1:14: mcp_servers.x: a server needs `command` (stdio) or `url` (Streamable HTTP)"
+        ),
+    );
+    check(
+        "[mcp_servers.x]\nurl = \"https://x.example.com\"\nargs = [\"a\"]\n",
+        json!(
+            "formwork.toml:3:1: mcp_servers.x.args: only a `command` (stdio) server takes this key"
+        ),
+    );
+    check(
+        "[mcp_servers.x]\nurl = \"ftp://x.example.com\"\n",
+        json!("formwork.toml:2:1: mcp_servers.x.url: expected an http:// or https:// URL"),
+    );
+    check(
+        "[mcp_servers.\"my server\"]\ncommand = \"a\"\n",
+        json!(
+            r#"formwork.toml:1:14: mcp_servers."my server": a server name may only use letters, digits, '_' and '-'"#
+        ),
+    );
+    check(
+        "[mcp_servers.x]\ncommand = \"a\"\ntool_timeout_sec = -1\n",
+        json!(
+            "formwork.toml:3:1: mcp_servers.x.tool_timeout_sec: expected a positive number of seconds"
+        ),
+    );
+    check(
+        "[mcp_servers.demo]\nargs = [\"x\"]\n",
+        json!(
+            "formwork.toml:2:1: mcp_servers.demo.args: a built-in server without `command` takes no launch keys; run `formwork config sync` to write them out in full"
+        ),
+    );
+}
+
+#[test]
+fn toml_syntax_errors() {
+    check(
+        "approval_policy = \"never\"\n[mcp_servers.x\ncommand = \"a\"\n",
+        json!("formwork.toml:2:15: unclosed table, expected `]`"),
+    );
+    check(
+        "elicitations_auto_deny = true\nelicitations_auto_deny = false\n",
+        json!("formwork.toml:2:1: duplicate key"),
+    );
+}
+
+#[test]
+fn errors_without_a_file_and_unreadable_files() {
+    let err = Config::from_toml("x = 1\n", None).expect_err("unknown key");
+    assert!(
+        err.to_string()
+            .starts_with("<formwork.toml>:1:1: x: unknown key"),
+        "{err}"
+    );
+    let invalid = err.as_invalid().expect("an invalid file");
+    assert_eq!((invalid.line, invalid.column), (Some(1), Some(1)));
+    assert_eq!(invalid.key, "x");
+
+    let missing = Path::new("/nonexistent/formwork.toml");
+    let err = Config::load(missing).expect_err("missing file");
+    assert!(matches!(err, ConfigError::Read { .. }));
+    assert!(
+        err.to_string()
+            .starts_with("/nonexistent/formwork.toml: cannot read:"),
+        "{err}"
+    );
+    assert_eq!(
+        Config::load_optional(None).expect("embedded"),
+        Config::embedded()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Edits: sync, import, Always allow
+
+const EXE: &str = "/opt/formwork/bin/formwork";
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/config")
+        .join(name)
+}
+
+/// Compares `actual` with the expected fixture file, or rewrites it under `FORMWORK_BLESS`.
+fn assert_fixture(name: &str, actual: &str) {
+    let path = fixture(name);
+    if std::env::var_os("FORMWORK_BLESS").is_some() {
+        std::fs::write(&path, actual).expect("write fixture");
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).expect("read fixture");
+    assert_eq!(actual, expected, "{} differs", path.display());
+}
+
+/// A scratch copy of a fixture (or no file, for `None`).
+fn scratch(dir: &tempfile::TempDir, from: Option<&str>) -> PathBuf {
+    let path = dir.path().join("formwork.toml");
+    if let Some(from) = from {
+        std::fs::copy(fixture(from), &path).expect("copy fixture");
+    }
+    path
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).expect("read")
+}
+
+#[test]
+fn sync_keeps_explicit_prompt_and_everything_else() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = scratch(&dir, Some("commented.toml"));
+    let report = config::sync(&path, Path::new(EXE)).expect("sync");
+    assert!(report.written);
+    assert_eq!(report.servers.len(), 1);
+    let demo = &report.servers[0];
+    assert_eq!(demo.action, SyncAction::Refreshed);
+    assert_eq!(
+        demo.default_tools_approval_mode,
+        config::ApprovalMode::Prompt
+    );
+    assert!(demo.kept_explicit_mode);
+    let synced = read(&path);
+    assert_fixture("commented.synced.toml", &synced);
+
+    // Only the demo table changed: every other line is byte-for-byte the original.
+    let original = read(&fixture("commented.toml"));
+    let added: Vec<&str> = synced
+        .lines()
+        .filter(|line| !original.lines().any(|old| old == *line))
+        .collect();
+    assert_eq!(
+        added,
+        [
+            "command = \"/opt/formwork/bin/formwork\"",
+            "args = [\"demo-plugin\"]"
+        ]
+    );
+
+    // A second sync changes nothing and does not write.
+    let again = config::sync(&path, Path::new(EXE)).expect("sync again");
+    assert!(!again.written);
+    assert_eq!(again.servers[0].action, SyncAction::Unchanged);
+    assert_eq!(read(&path), synced);
+}
+
+#[test]
+fn sync_writes_the_approve_default_into_a_new_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = scratch(&dir, None);
+    let report = config::sync(&path, Path::new(EXE)).expect("sync");
+    assert_eq!(report.servers[0].action, SyncAction::Added);
+    assert_eq!(
+        read(&path),
+        "[mcp_servers.demo]\ncommand = \"/opt/formwork/bin/formwork\"\nargs = [\"demo-plugin\"]\ndefault_tools_approval_mode = \"approve\"\n"
+    );
+    let loaded = Config::load(&path).expect("loads");
+    assert!(loaded.server("demo").expect("demo").builtin);
+}
+
+#[test]
+fn sync_refreshes_a_stale_builtin_entry() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = scratch(&dir, None);
+    std::fs::write(
+        &path,
+        "[mcp_servers.demo] # managed by formwork\nurl = \"http://127.0.0.1:9/mcp\"\nenabled = false\n\n[mcp_servers.demo.tools.deploy]\napproval_mode = \"writes\"\n",
+    )
+    .expect("write");
+    let report = config::sync(&path, Path::new(EXE)).expect("sync");
+    assert_eq!(report.servers[0].action, SyncAction::Refreshed);
+    assert!(!report.servers[0].kept_explicit_mode);
+    assert_eq!(
+        read(&path),
+        "[mcp_servers.demo] # managed by formwork\nenabled = false\ncommand = \"/opt/formwork/bin/formwork\"\nargs = [\"demo-plugin\"]\ndefault_tools_approval_mode = \"approve\"\n\n[mcp_servers.demo.tools.deploy]\napproval_mode = \"writes\"\n"
+    );
+}
+
+#[test]
+fn sync_keeps_writes_and_auto_too() {
+    for mode in ["writes", "auto"] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = scratch(&dir, None);
+        let text = format!("[mcp_servers.demo]\ndefault_tools_approval_mode = \"{mode}\"\n");
+        std::fs::write(&path, &text).expect("write");
+        let report = config::sync(&path, Path::new(EXE)).expect("sync");
+        assert!(report.servers[0].kept_explicit_mode);
+        assert!(read(&path).contains(&format!("default_tools_approval_mode = \"{mode}\"")));
+    }
+}
+
+#[test]
+fn edits_refuse_an_invalid_file_and_leave_it_alone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = scratch(&dir, None);
+    let broken = "[mcp_servers.x]\ncommand = \"a\"\ndefault_tools_approval_mode = \"ask\"\n";
+    std::fs::write(&path, broken).expect("write");
+    let err = config::sync(&path, Path::new(EXE)).expect_err("invalid file");
+    assert!(
+        err.to_string()
+            .contains(":3:31: mcp_servers.x.default_tools_approval_mode: ")
+    );
+    assert!(config::remember_always_allow(&path, "x", "t").is_err());
+    assert!(config::import(&fixture("vscode_mcp.json"), &path).is_err());
+    assert_eq!(read(&path), broken);
+}
+
+#[test]
+fn import_claude_desktop_into_a_commented_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = scratch(&dir, Some("commented.toml"));
+    let report = config::import(&fixture("claude_desktop.json"), &path).expect("import");
+    assert!(report.written);
+    let report = serde_json::to_value(&report).expect("report as JSON");
+    assert_eq!(
+        report["added"],
+        json!([
+            {"name": "filesystem", "transport": "stdio"},
+            {"name": "weather", "transport": "streamable_http", "ignored_fields": ["autoApprove"]},
+            {"name": "windsurf-style", "transport": "streamable_http"}
+        ])
+    );
+    assert_eq!(
+        report["skipped"],
+        json!([
+            {"name": "shop", "reason": "already configured; the existing entry was kept"},
+            {"name": "demo", "reason": "the name is reserved for formwork's built-in server"},
+            {"name": "legacy-sse", "reason": "SSE servers are not supported; formwork speaks stdio and Streamable HTTP"},
+            {"name": "my server", "reason": "a server name may only use letters, digits, '_' and '-'; rename it in the JSON"},
+            {"name": "broken", "reason": "the entry has neither `command` nor `url`"},
+            {"name": "both", "reason": "the entry has both `command` and `url`"}
+        ])
+    );
+    let imported = read(&path);
+    assert_fixture("commented.imported.toml", &imported);
+    assert!(imported.starts_with(&read(&fixture("commented.toml"))));
+
+    // Imported servers are not managed: they follow the auto default.
+    let loaded = Config::load(&path).expect("loads");
+    let policy = effective_policy(&loaded);
+    assert_eq!(
+        policy["mcp_servers"]["filesystem"]["default_tools_approval_mode"],
+        "auto"
+    );
+    assert_eq!(policy["mcp_servers"]["weather"]["enabled"], false);
+
+    // Importing again adds nothing.
+    let again = config::import(&fixture("claude_desktop.json"), &path).expect("again");
+    assert!(!again.written && again.added.is_empty());
+}
+
+#[test]
+fn import_vscode_servers_into_a_new_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = scratch(&dir, None);
+    let report = config::import(&fixture("vscode_mcp.json"), &path).expect("import");
+    assert_eq!(report.added.len(), 2);
+    assert_eq!(report.added[1].ignored_fields, ["envFile"]);
+    assert_eq!(
+        report.added[0].notes,
+        [
+            "`http_headers.Authorization` holds a ${...} placeholder, copied as is: formwork does not expand it"
+        ]
+    );
+    assert_fixture("vscode.imported.toml", &read(&path));
+}
+
+#[test]
+fn import_reports_bad_json_with_its_position() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let json = dir.path().join("bad.json");
+    std::fs::write(&json, "{\n  \"mcpServers\": {,}\n}\n").expect("write");
+    let err = config::import(&json, &scratch(&dir, None)).expect_err("bad JSON");
+    let text = err.to_string();
+    assert!(
+        text == format!(
+            "{}:2:18: not valid JSON: key must be a string",
+            json.display()
+        ),
+        "{text}"
+    );
+    std::fs::write(&json, "{\"other\": {}}").expect("write");
+    let err = config::import(&json, &scratch(&dir, None)).expect_err("no servers");
+    assert!(
+        err.to_string()
+            .ends_with("expected an `mcpServers` or `servers` object (or `mcp.servers`)")
+    );
+}
+
+#[test]
+fn always_allow_writes_the_tool_table() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = scratch(&dir, Some("commented.toml"));
+    assert_eq!(
+        config::remember_always_allow(&path, "docs", "search").expect("remember"),
+        RememberOutcome::Written
+    );
+    assert_eq!(
+        config::remember_always_allow(&path, "docs", "search").expect("again"),
+        RememberOutcome::AlreadyApproved
+    );
+    // An explicit prompt on the tool is never loosened.
+    assert_eq!(
+        config::remember_always_allow(&path, "shop", "refund").expect("prompt"),
+        RememberOutcome::KeptPrompt
+    );
+    assert_fixture("commented.remembered.toml", &read(&path));
+    let loaded = Config::load(&path).expect("loads");
+    assert_eq!(
+        loaded
+            .server("docs")
+            .and_then(|docs| docs.tool_approval_mode("search")),
+        Some(config::ApprovalMode::Approve)
+    );
+}
+
+#[test]
+fn always_allow_for_the_builtin_server_without_a_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = scratch(&dir, None);
+    config::remember_always_allow(&path, "demo", "deploy").expect("remember");
+    assert_eq!(
+        read(&path),
+        "[mcp_servers.demo.tools.deploy]\napproval_mode = \"approve\"\n"
+    );
+    let loaded = Config::load(&path).expect("loads");
+    assert!(loaded.server("demo").expect("demo").builtin);
+
+    let err = config::remember_always_allow(&path, "nowhere", "t").expect_err("unknown server");
+    assert!(err.to_string().ends_with(
+        "cannot remember an approval for mcp_servers.nowhere: the server is not configured in this file"
+    ));
+}
+
+#[test]
+fn config_paths() {
+    assert_eq!(
+        config::resolve_path(Some(Path::new("x.toml"))),
+        Some(PathBuf::from("x.toml"))
+    );
+    assert_eq!(config::writable_path(None), PathBuf::from("formwork.toml"));
+}
