@@ -674,3 +674,27 @@ fn config_paths() {
     );
     assert_eq!(config::writable_path(None), PathBuf::from("formwork.toml"));
 }
+
+#[test]
+fn edits_work_on_inline_and_dotted_tables() {
+    let rows = [
+        (
+            "mcp_servers = { shop = { command = \"x\" } }\n",
+            // toml_edit keeps the space that ended the old last value before the new comma.
+            "mcp_servers = { shop = { command = \"x\" , tools = { refund = { approval_mode = \"approve\" } } } , demo = { command = \"/opt/formwork/bin/formwork\", args = [\"demo-plugin\"], default_tools_approval_mode = \"approve\" } }\n",
+        ),
+        (
+            "mcp_servers.shop.command = \"x\"\n",
+            "mcp_servers.shop.command = \"x\"\n\n[mcp_servers.shop.tools.refund]\napproval_mode = \"approve\"\n\n[mcp_servers.demo]\ncommand = \"/opt/formwork/bin/formwork\"\nargs = [\"demo-plugin\"]\ndefault_tools_approval_mode = \"approve\"\n",
+        ),
+    ];
+    for (input, expected) in rows {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = scratch(&dir, None);
+        std::fs::write(&path, input).expect("write");
+        config::remember_always_allow(&path, "shop", "refund").expect("remember");
+        config::sync(&path, Path::new(EXE)).expect("sync");
+        assert_eq!(read(&path), expected, "from {input:?}");
+        Config::load(&path).expect("still loads");
+    }
+}

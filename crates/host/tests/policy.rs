@@ -23,51 +23,49 @@ fn load(toml: &str) -> Config {
 // ---------------------------------------------------------------------------------------------
 // Plugin forms: approval_policy × elicitations_auto_deny
 
+/// What the gate says for one configuration.
+type Gate = Result<ElicitationAllowed, ElicitationDeclined>;
+
 #[test]
 fn elicitation_gate_table() {
     const GRANULAR_ON: &str = "{ granular = { sandbox_approval = false, rules = false, skill_approval = false, request_permissions = false, mcp_elicitations = true } }";
     const GRANULAR_OFF: &str = "{ granular = { sandbox_approval = true, rules = true, skill_approval = true, request_permissions = true, mcp_elicitations = false } }";
     let on_request = r#""on-request""#;
-    let rows: &[(Option<&str>, bool, Result<ElicitationAllowed, ElicitationDeclined>, &str)] = &[
+    let rows: &[(Option<&str>, Gate, &str)] = &[
         (
             None,
-            false,
             Ok(ElicitationAllowed::OnRequest),
             r#"plugin forms are shown: approval_policy = "on-request" allows them"#,
         ),
         (
             Some(on_request),
-            false,
             Ok(ElicitationAllowed::OnRequest),
             r#"plugin forms are shown: approval_policy = "on-request" allows them"#,
         ),
         (
             Some(r#""untrusted""#),
-            false,
             Ok(ElicitationAllowed::Untrusted),
             r#"plugin forms are shown: approval_policy = "untrusted" allows them"#,
         ),
         (
             Some(r#""never""#),
-            false,
             Err(ElicitationDeclined::PolicyNever),
             r#"plugin form declined: approval_policy = "never" declines plugin forms"#,
         ),
         (
             Some(GRANULAR_ON),
-            false,
             Ok(ElicitationAllowed::Granular),
             "plugin forms are shown: approval_policy granular.mcp_elicitations = true",
         ),
         (
             Some(GRANULAR_OFF),
-            false,
             Err(ElicitationDeclined::GranularDisallowed),
             "plugin form declined: approval_policy granular.mcp_elicitations = false",
         ),
     ];
-    let auto_deny = "plugin form declined: elicitations_auto_deny = true declines every plugin form";
-    for (policy, _, expected, reason) in rows {
+    let auto_deny =
+        "plugin form declined: elicitations_auto_deny = true declines every plugin form";
+    for (policy, expected, reason) in rows {
         for deny in [false, true] {
             let mut toml = String::new();
             if let Some(policy) = policy {
@@ -101,12 +99,24 @@ const ANNOTATIONS: &[(&str, Option<&str>)] = &[
     ("ro", Some(r#"{"readOnlyHint": true}"#)),
     ("ro-false", Some(r#"{"readOnlyHint": false}"#)),
     ("destr", Some(r#"{"destructiveHint": true}"#)),
-    ("ro+destr", Some(r#"{"readOnlyHint": true, "destructiveHint": true}"#)),
-    ("safe", Some(r#"{"destructiveHint": false, "openWorldHint": false}"#)),
+    (
+        "ro+destr",
+        Some(r#"{"readOnlyHint": true, "destructiveHint": true}"#),
+    ),
+    (
+        "safe",
+        Some(r#"{"destructiveHint": false, "openWorldHint": false}"#),
+    ),
     ("closed", Some(r#"{"openWorldHint": false}"#)),
     ("nondestr", Some(r#"{"destructiveHint": false}"#)),
-    ("rw-open", Some(r#"{"readOnlyHint": false, "destructiveHint": false, "openWorldHint": true}"#)),
-    ("strings", Some(r#"{"readOnlyHint": "true", "destructiveHint": "false", "openWorldHint": "false"}"#)),
+    (
+        "rw-open",
+        Some(r#"{"readOnlyHint": false, "destructiveHint": false, "openWorldHint": true}"#),
+    ),
+    (
+        "strings",
+        Some(r#"{"readOnlyHint": "true", "destructiveHint": "false", "openWorldHint": "false"}"#),
+    ),
 ];
 
 #[test]
@@ -133,7 +143,11 @@ fn approval_mode_by_annotations_table() {
                 ApprovalNeed::Run => ".",
                 ApprovalNeed::Fail(_) => "F",
             };
-            assert_eq!(actual, expected, "mode {mode}, annotations {name}: {}", approval.reason);
+            assert_eq!(
+                actual, expected,
+                "mode {mode}, annotations {name}: {}",
+                approval.reason
+            );
         }
     }
 }
@@ -285,7 +299,13 @@ disabled_tools = ["drop_tables"]
 #[test]
 fn remember_options_are_offered_only_under_auto() {
     let rows = [
-        (ApprovalMode::Auto, RememberOffers { session: true, always: true }),
+        (
+            ApprovalMode::Auto,
+            RememberOffers {
+                session: true,
+                always: true,
+            },
+        ),
         (ApprovalMode::Prompt, RememberOffers::default()),
         (ApprovalMode::Writes, RememberOffers::default()),
     ];
@@ -444,7 +464,9 @@ fn card_rendering_follows_the_feature_flag() {
 // Answers, both renderings, normalised per mode
 
 /// (choice, cancelled) for compact tables.
-fn outcome(answer: &ApprovalAnswer) -> (ApprovalChoice, bool) {
+type Outcome = (ApprovalChoice, bool);
+
+fn outcome(answer: &ApprovalAnswer) -> Outcome {
     (answer.choice, answer.cancelled)
 }
 
@@ -453,11 +475,19 @@ use ApprovalChoice::{Allow, AllowForSession, AlwaysAllow, Deny};
 #[test]
 fn render_answers_table() {
     // (labels, under auto, under prompt)
-    let rows: &[(&[&str], (ApprovalChoice, bool), (ApprovalChoice, bool))] = &[
+    let rows: &[(&[&str], Outcome, Outcome)] = &[
         (&["Allow"], (Allow, false), (Allow, false)),
-        (&["Allow for this session"], (AllowForSession, false), (Allow, false)),
+        (
+            &["Allow for this session"],
+            (AllowForSession, false),
+            (Allow, false),
+        ),
         (&["Always allow"], (AlwaysAllow, false), (Allow, false)),
-        (&["Allow and don't ask me again"], (AlwaysAllow, false), (Allow, false)),
+        (
+            &["Allow and don't ask me again"],
+            (AlwaysAllow, false),
+            (Allow, false),
+        ),
         (&["Deny"], (Deny, false), (Deny, false)),
         (&["__codex_mcp_decline__"], (Deny, false), (Deny, false)),
         (&["Cancel"], (Deny, true), (Deny, true)),
@@ -485,15 +515,43 @@ fn render_answers_table() {
 
 #[test]
 fn elicitation_results_table() {
-    let rows: &[(Value, (ApprovalChoice, bool), (ApprovalChoice, bool))] = &[
+    let rows: &[(Value, Outcome, Outcome)] = &[
         (json!({"action": "accept"}), (Allow, false), (Allow, false)),
-        (json!({"action": "accept", "content": {}, "_meta": null}), (Allow, false), (Allow, false)),
-        (json!({"action": "accept", "_meta": {"persist": "session"}}), (AllowForSession, false), (Allow, false)),
-        (json!({"action": "accept", "_meta": {"persist": "always"}}), (AlwaysAllow, false), (Allow, false)),
-        (json!({"action": "accept", "_meta": {"persist": "forever"}}), (Allow, false), (Allow, false)),
-        (json!({"action": "accept", "content": {"mcp_tool_call_approval_call_7": "Allow for this session"}}), (AllowForSession, false), (Allow, false)),
-        (json!({"action": "accept", "content": {"mcp_tool_call_approval_call_7": ["Deny"]}}), (Deny, false), (Deny, false)),
-        (json!({"action": "accept", "content": {"mcp_tool_call_approval_call_7": "Cancel"}}), (Allow, false), (Allow, false)),
+        (
+            json!({"action": "accept", "content": {}, "_meta": null}),
+            (Allow, false),
+            (Allow, false),
+        ),
+        (
+            json!({"action": "accept", "_meta": {"persist": "session"}}),
+            (AllowForSession, false),
+            (Allow, false),
+        ),
+        (
+            json!({"action": "accept", "_meta": {"persist": "always"}}),
+            (AlwaysAllow, false),
+            (Allow, false),
+        ),
+        (
+            json!({"action": "accept", "_meta": {"persist": "forever"}}),
+            (Allow, false),
+            (Allow, false),
+        ),
+        (
+            json!({"action": "accept", "content": {"mcp_tool_call_approval_call_7": "Allow for this session"}}),
+            (AllowForSession, false),
+            (Allow, false),
+        ),
+        (
+            json!({"action": "accept", "content": {"mcp_tool_call_approval_call_7": ["Deny"]}}),
+            (Deny, false),
+            (Deny, false),
+        ),
+        (
+            json!({"action": "accept", "content": {"mcp_tool_call_approval_call_7": "Cancel"}}),
+            (Allow, false),
+            (Allow, false),
+        ),
         (json!({"action": "decline"}), (Deny, false), (Deny, false)),
         (json!({"action": "cancel"}), (Deny, true), (Deny, true)),
         (json!({"action": "maybe"}), (Deny, true), (Deny, true)),
@@ -540,7 +598,10 @@ fn normalisation_and_failure_messages() {
     );
 
     let denied = auto.answer(Deny);
-    assert_eq!(denied.failure_message(), Some("user rejected MCP tool call"));
+    assert_eq!(
+        denied.failure_message(),
+        Some("user rejected MCP tool call")
+    );
     let cancelled = auto.cancel("the turn was stopped");
     assert_eq!(
         cancelled.failure_message(),
@@ -591,7 +652,12 @@ fn allow_for_session_skips_later_cards_under_auto_only() {
     session.record(&prompt_card, &prompt_card.answer(AllowForSession));
     assert!(matches!(
         session
-            .apply(policy::tool_approval(&prompt_config, "shop", "refund", None))
+            .apply(policy::tool_approval(
+                &prompt_config,
+                "shop",
+                "refund",
+                None
+            ))
             .need,
         ApprovalNeed::Card(_)
     ));
