@@ -5,6 +5,7 @@
 
 mod answers;
 mod commands;
+mod config_cmd;
 mod demo_plugin;
 mod terminal;
 
@@ -40,6 +41,11 @@ enum Command {
         tool: String,
         #[command(flatten)]
         call: CallArgs,
+    },
+    /// Check, import and sync formwork.toml.
+    Config {
+        #[command(subcommand)]
+        command: config_cmd::ConfigCommand,
     },
     /// Work with elicitation schemas.
     Schema {
@@ -123,6 +129,7 @@ fn main() -> ExitCode {
         Command::Schema {
             command: SchemaCommand::Check { file },
         } => commands::schema_check(file.as_deref()),
+        Command::Config { command } => config_cmd::run(command),
         Command::Tools { plugin } => block_on(commands::tools(&plugin.target())),
         Command::Call { plugin, tool, call } => {
             block_on(commands::call(&plugin.target(), &tool, &call, false))
