@@ -173,6 +173,21 @@ server.registerTool("crash_mid_form", { description: "Send a form, then exit(1) 
   await new Promise(() => {});
 });
 
+// Asks for a form after the call has returned, when no tool call of this client is running.
+let lastOutcome = null;
+server.registerTool("ask_later", { description: "Return at once, then ask for a color 300 ms later" }, async () => {
+  lastOutcome = null;
+  setTimeout(() => {
+    server.server
+      .elicitInput({ message: "A form outside any call", requestedSchema: singleKindSchema("ask_enum") })
+      .then((r) => (lastOutcome = r), (e) => (lastOutcome = { error: e.message }));
+  }, 300);
+  return { content: [{ type: "text", text: "scheduled" }] };
+});
+server.registerTool("last_outcome", { description: "What the form of ask_later got back" }, async () => ({
+  content: [{ type: "text", text: "result: " + JSON.stringify(lastOutcome) }],
+}));
+
 server.registerTool("fail", { description: "Return a tool error without asking anything" }, async () => ({
   content: [{ type: "text", text: "this tool always fails" }],
   isError: true,

@@ -11,6 +11,7 @@ use formwork_forms::Form;
 use tokio::sync::oneshot;
 
 use crate::events::FormBody;
+use crate::policy::{ApprovalAnswer, ApprovalCard};
 use crate::responder::FormReply;
 
 /// What answering a card delivers, and to whom.
@@ -22,20 +23,13 @@ pub(crate) enum Waiter {
         /// Where the reply goes.
         reply: oneshot::Sender<FormReply>,
     },
-    /// A tool-call approval card: the choice goes back to the waiting call.
+    /// A tool-call approval card: the answer goes back to the waiting call.
     Approval {
-        /// Where the choice goes.
-        reply: oneshot::Sender<ApprovalOutcome>,
+        /// The card, to read answers with.
+        card: Box<ApprovalCard>,
+        /// Where the answer goes.
+        reply: oneshot::Sender<ApprovalAnswer>,
     },
-}
-
-/// How an approval card ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum ApprovalOutcome {
-    /// The person chose (`allow`, `allow_for_session`, `always_allow`, `deny`).
-    Chosen(String),
-    /// The card was cancelled without a choice, for this reason.
-    Cancelled(String),
 }
 
 /// One card, shown or waiting.
@@ -45,12 +39,6 @@ pub(crate) struct Card {
     pub plugin: String,
     pub body: FormBody,
     pub waiter: Waiter,
-}
-
-impl Card {
-    pub fn is_approval(&self) -> bool {
-        matches!(self.waiter, Waiter::Approval { .. })
-    }
 }
 
 /// The cards of one session.
@@ -92,7 +80,11 @@ impl FormQueue {
 
     /// Takes every card out, the one on screen first, then the waiting ones in order.
     pub fn drain(&mut self) -> Vec<Card> {
-        self.shown.take().into_iter().chain(self.waiting.drain(..)).collect()
+        self.shown
+            .take()
+            .into_iter()
+            .chain(self.waiting.drain(..))
+            .collect()
     }
 
     /// How many cards are open (shown or waiting).
@@ -117,7 +109,7 @@ mod tests {
                 url: "https://example.com".to_owned(),
                 domain: "example.com".to_owned(),
             },
-            waiter: Waiter::Approval { reply },
+            waiter: Waiter::Elicitation { form: None, reply },
         }
     }
 

@@ -66,10 +66,12 @@ pub enum Event {
         call_id: Option<String>,
         /// The plugin (server) that asks.
         plugin: String,
+        /// `true` when another card is on screen: this one waits, and `form_shown` follows.
+        waiting: bool,
         /// What to show.
         body: FormBody,
     },
-    /// A form became the one on screen (it had been waiting behind another).
+    /// A form or approval card became the one on screen (it had been waiting behind another).
     FormShown {
         /// The form's id.
         form_id: String,
@@ -98,6 +100,8 @@ pub enum Event {
         server: String,
         /// The tool.
         tool: String,
+        /// `true` when another card is on screen: this one waits, and `form_shown` follows.
+        waiting: bool,
         /// The card, in the rendering the config chose.
         body: FormBody,
     },

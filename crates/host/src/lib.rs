@@ -8,20 +8,25 @@
 //! request as raw JSON is what lets formwork decline precisely and never hang a plugin. rmcp
 //! still provides the protocol vocabulary (versions) here and the server side elsewhere.
 
+mod broker;
 pub mod config;
 mod elicitation;
 mod error;
+mod events;
 mod jsonrpc;
 mod plugin;
 pub mod policy;
 mod responder;
+mod session;
 pub mod store;
 mod transport;
 
 pub use error::HostError;
+pub use events::{Command, Event, FormAnswer, FormBody, Role, SessionId};
 pub use jsonrpc::RpcError;
 pub use plugin::{ConnectOptions, PROTOCOL_VERSION, Plugin, PluginTarget, ServerInfo};
 pub use responder::{
     BoxFuture, DeclineNotice, FormAction, FormPrompt, FormReply, FormResponder, PromptKind,
 };
+pub use session::{CommandError, Host, HostOptions, UiGuard, reason};
 pub use transport::MAX_FRAME_BYTES;

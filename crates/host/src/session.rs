@@ -13,11 +13,18 @@ use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::broker::{ApprovalOutcome, Card, FormQueue, Waiter};
+use std::path::PathBuf;
+use std::sync::RwLock;
+
+use crate::broker::{Card, FormQueue, Waiter};
+use crate::config::{Config, Transport};
 use crate::events::{Command, Event, FormAnswer, FormBody, Role, SessionId};
 use crate::plugin::{ConnectOptions, Plugin, PluginTarget};
+use crate::policy::{
+    self, ApprovalAnswer, ApprovalCard, ApprovalChoice, ApprovalNeed, ApprovalRequest,
+    CardRendering, SessionApprovals,
+};
 use crate::responder::{BoxFuture, FormPrompt, FormReply, FormResponder, PromptKind};
-use crate::runtime_policy::{ApprovalCard, RuntimePolicy};
 
 /// Reasons a form ends without the person, as recorded in the transcript.
 pub mod reason {
@@ -33,15 +40,6 @@ pub mod reason {
     pub const TIMED_OUT: &str = "timed-out";
 }
 
-/// A plugin the host can connect sessions to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServerSpec {
-    /// Its name in the config.
-    pub name: String,
-    /// How to reach it.
-    pub target: PluginTarget,
-}
-
 /// Settings of the runtime that are not policy.
 #[derive(Debug, Clone)]
 pub struct HostOptions {
@@ -53,6 +51,8 @@ pub struct HostOptions {
     pub request_timeout: Duration,
     /// Pass plugins' stderr through.
     pub inherit_stderr: bool,
+    /// The formwork binary, which built-in servers run as (`formwork demo-plugin`).
+    pub builtin_exe: Option<PathBuf>,
 }
 
 impl Default for HostOptions {
@@ -62,6 +62,7 @@ impl Default for HostOptions {
             form_time_limit: None,
             request_timeout: Duration::from_secs(60),
             inherit_stderr: false,
+            builtin_exe: None,
         }
     }
 }
@@ -97,8 +98,7 @@ pub struct Host {
 }
 
 struct HostInner {
-    servers: Vec<ServerSpec>,
-    policy: Arc<dyn RuntimePolicy>,
+    config: RwLock<Config>,
     options: HostOptions,
     sessions: Mutex<HashMap<SessionId, Arc<Session>>>,
     ids: AtomicU64,
@@ -119,21 +119,22 @@ struct SessionState {
     cards: FormQueue,
     attached_uis: usize,
     ui_gone_timer: Option<CancellationToken>,
-    allowed_for_session: Vec<(String, String)>,
+    approvals: SessionApprovals,
 }
 
 struct Turn {
     id: String,
     calls: HashMap<String, CancellationToken>,
+    /// Set by stop: the turn ends (as `stopped`) once its last call has finished.
+    stopped: bool,
 }
 
 impl Host {
-    /// A runtime over `servers`, applying `policy`.
-    pub fn new(servers: Vec<ServerSpec>, policy: Arc<dyn RuntimePolicy>, options: HostOptions) -> Self {
+    /// A runtime over the servers of `config`, applying its policy.
+    pub fn new(config: Config, options: HostOptions) -> Self {
         Host {
             inner: Arc::new(HostInner {
-                servers,
-                policy,
+                config: RwLock::new(config),
                 options,
                 sessions: Mutex::new(HashMap::new()),
                 ids: AtomicU64::new(1),
@@ -141,9 +142,9 @@ impl Host {
         }
     }
 
-    /// The configured servers.
-    pub fn servers(&self) -> &[ServerSpec] {
-        &self.inner.servers
+    /// The configuration in force (it changes when the person chooses Always allow).
+    pub fn config(&self) -> Config {
+        self.inner.config()
     }
 
     /// Opens a new, empty session.
@@ -161,7 +162,10 @@ impl Host {
     }
 
     /// Everything that happened in the session so far, and the live stream of what follows.
-    pub fn subscribe(&self, session: &str) -> Result<(Vec<Event>, broadcast::Receiver<Event>), CommandError> {
+    pub fn subscribe(
+        &self,
+        session: &str,
+    ) -> Result<(Vec<Event>, broadcast::Receiver<Event>), CommandError> {
         let session = self.inner.session(session)?;
         let mut state = session.lock();
         let sender = state
@@ -225,7 +229,8 @@ impl Host {
             .unwrap_or_default();
         for session in sessions {
             session.cancel_cards(reason::STOPPED);
-            let plugins: Vec<Arc<Plugin>> = session.lock().plugins.drain().map(|(_, p)| p).collect();
+            let plugins: Vec<Arc<Plugin>> =
+                session.lock().plugins.drain().map(|(_, p)| p).collect();
             for plugin in plugins {
                 if let Ok(plugin) = Arc::try_unwrap(plugin) {
                     plugin.close().await;
@@ -280,18 +285,33 @@ impl HostInner {
             .ok_or_else(|| CommandError::NoSession(id.to_owned()))
     }
 
-    fn server(&self, name: &str) -> Result<&ServerSpec, CommandError> {
-        self.servers
-            .iter()
-            .find(|server| server.name == name)
-            .ok_or_else(|| CommandError::NoServer(name.to_owned()))
+    fn config(&self) -> Config {
+        self.config
+            .read()
+            .map(|config| config.clone())
+            .unwrap_or_else(|poisoned| poisoned.into_inner().clone())
+    }
+
+    /// How to reach the configured server `name`.
+    fn target(&self, name: &str) -> Result<PluginTarget, CommandError> {
+        let config = self.config();
+        let server = config
+            .server(name)
+            .filter(|server| server.enabled)
+            .ok_or_else(|| CommandError::NoServer(name.to_owned()))?;
+        Ok(target_for(
+            &server.transport,
+            self.options.builtin_exe.as_deref(),
+        ))
     }
 }
 
 impl Session {
     fn lock(&self) -> std::sync::MutexGuard<'_, SessionState> {
         // A poisoned lock means a panic elsewhere already; keep serving with the data as is.
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn emit(&self, event: Event) {
@@ -320,9 +340,17 @@ impl Session {
     }
 
     /// Starts a tool call in the background and returns its id.
-    fn call_tool(self: &Arc<Self>, server: &str, tool: &str, arguments: Option<Value>) -> Result<String, CommandError> {
-        let host = self.host.upgrade().ok_or_else(|| CommandError::NoSession(self.id.clone()))?;
-        let spec = host.server(server)?.clone();
+    fn call_tool(
+        self: &Arc<Self>,
+        server: &str,
+        tool: &str,
+        arguments: Option<Value>,
+    ) -> Result<String, CommandError> {
+        let host = self
+            .host
+            .upgrade()
+            .ok_or_else(|| CommandError::NoSession(self.id.clone()))?;
+        let target = host.target(server)?;
         let call_id = self.new_id("c");
         let token = CancellationToken::new();
         {
@@ -332,6 +360,7 @@ impl Session {
                 state.turn = Some(Turn {
                     id: turn_id.clone(),
                     calls: HashMap::new(),
+                    stopped: false,
                 });
                 Self::emit_locked(&mut state, Event::TurnStarted { turn_id });
             }
@@ -344,16 +373,19 @@ impl Session {
                     call_id: call_id.clone(),
                     server: server.to_owned(),
                     tool: tool.to_owned(),
-                    arguments: arguments.clone().unwrap_or(Value::Object(Default::default())),
+                    arguments: arguments
+                        .clone()
+                        .unwrap_or(Value::Object(Default::default())),
                 },
             );
         }
         let session = Arc::clone(self);
         let tool = tool.to_owned();
+        let server = server.to_owned();
         let id = call_id.clone();
         tokio::spawn(async move {
             let outcome = tokio::select! {
-                outcome = session.run_call(&spec, &id, &tool, arguments) => outcome,
+                outcome = session.run_call(&server, &target, &id, &tool, arguments) => outcome,
                 () = token.cancelled() => Err(format!("the turn was {}", reason::STOPPED)),
             };
             let (result, error) = match outcome {
@@ -365,19 +397,47 @@ impl Session {
         Ok(call_id)
     }
 
-    async fn run_call(self: &Arc<Self>, spec: &ServerSpec, call_id: &str, tool: &str, arguments: Option<Value>) -> Result<Value, String> {
-        let plugin = self.plugin(spec).await.map_err(|err| err.to_string())?;
-        let host = self.host.upgrade().ok_or_else(|| "the host is shutting down".to_owned())?;
-        let annotations = tool_annotations(&plugin, tool).await;
-        let allowed_before = self
-            .lock()
-            .allowed_for_session
-            .iter()
-            .any(|(s, t)| s == &spec.name && t == tool);
-        if !allowed_before
-            && let Some(card) = host.policy.approval_card(&spec.name, tool, call_id, &arguments, &annotations)?
-        {
-            self.ask_approval(&spec.name, tool, call_id, card).await?;
+    async fn run_call(
+        self: &Arc<Self>,
+        server: &str,
+        target: &PluginTarget,
+        call_id: &str,
+        tool: &str,
+        arguments: Option<Value>,
+    ) -> Result<Value, String> {
+        let plugin = self
+            .plugin(server, target)
+            .await
+            .map_err(|err| err.to_string())?;
+        let host = self
+            .host
+            .upgrade()
+            .ok_or_else(|| "the host is shutting down".to_owned())?;
+        let config = host.config();
+        let listed = listed_tool(&plugin, tool).await;
+        let verdict = policy::tool_approval(&config, server, tool, listed.get("annotations"));
+        let verdict = self.lock().approvals.apply(verdict);
+        tracing::info!(target: "formwork::policy", session = %self.id, server, tool, reason = %verdict.reason, "tool approval");
+        match &verdict.need {
+            ApprovalNeed::Run => {}
+            ApprovalNeed::Fail(message) => return Err(message.clone()),
+            ApprovalNeed::Card(_) => {
+                let request = ApprovalRequest {
+                    call_id,
+                    tool_title: listed.get("title").and_then(Value::as_str),
+                    tool_description: listed.get("description").and_then(Value::as_str),
+                    arguments: arguments.as_ref(),
+                };
+                if let Some(card) = verdict.card(&request) {
+                    let answer = self
+                        .ask_approval(call_id, card.clone(), policy::card_rendering(&config))
+                        .await;
+                    self.settle_approval(&host, &card, &answer);
+                    if let Some(message) = answer.failure_message() {
+                        return Err(message.to_owned());
+                    }
+                }
+            }
         }
         plugin
             .call_tool(tool, arguments)
@@ -385,27 +445,56 @@ impl Session {
             .map_err(|err| err.to_string())
     }
 
-    async fn ask_approval(&self, server: &str, tool: &str, call_id: &str, card: ApprovalCard) -> Result<(), String> {
+    /// Shows the approval card and waits for the person.
+    async fn ask_approval(
+        &self,
+        call_id: &str,
+        card: ApprovalCard,
+        rendering: CardRendering,
+    ) -> ApprovalAnswer {
         let (reply, answer) = oneshot::channel();
         let approval_id = self.new_id("a");
+        let body = approval_body(&card, rendering);
+        let fallback = card.clone();
         self.push_card(Card {
-            id: approval_id.clone(),
+            id: approval_id,
             call_id: Some(call_id.to_owned()),
-            plugin: server.to_owned(),
-            body: card.body,
-            waiter: Waiter::Approval { reply },
-        }, Some((server, tool)));
-        let outcome = answer.await.unwrap_or(ApprovalOutcome::Cancelled(reason::STOPPED.to_owned()));
-        let host = self.host.upgrade().ok_or_else(|| "the host is shutting down".to_owned())?;
-        match outcome {
-            ApprovalOutcome::Cancelled(why) => Err(format!("the approval was cancelled ({why})")),
-            ApprovalOutcome::Chosen(choice) => match host.policy.apply_approval(server, tool, &choice)? {
-                crate::runtime_policy::Approved::Once => Ok(()),
-                crate::runtime_policy::Approved::ForSession => {
-                    self.lock().allowed_for_session.push((server.to_owned(), tool.to_owned()));
-                    Ok(())
-                }
+            plugin: card.server.clone(),
+            body,
+            waiter: Waiter::Approval {
+                card: Box::new(card),
+                reply,
             },
+        });
+        answer
+            .await
+            .unwrap_or_else(|_| fallback.cancel(reason::STOPPED))
+    }
+
+    /// Remembers what the answer allows beyond this call.
+    fn settle_approval(&self, host: &HostInner, card: &ApprovalCard, answer: &ApprovalAnswer) {
+        tracing::info!(target: "formwork::policy", session = %self.id, reason = %answer.reason, "approval answered");
+        self.lock().approvals.record(card, answer);
+        if !answer.writes_config() {
+            return;
+        }
+        let path = host
+            .config()
+            .path
+            .clone()
+            .unwrap_or_else(|| crate::config::writable_path(None));
+        let written = crate::config::remember_always_allow(&path, &card.server, &card.tool)
+            .and_then(|_| Config::load(&path));
+        match written {
+            Ok(config) => {
+                if let Ok(mut slot) = host.config.write() {
+                    *slot = config;
+                }
+            }
+            Err(err) => self.diagnostic(
+                "always-allow-not-saved",
+                format!("Always allow could not be written: {err}"),
+            ),
         }
     }
 
@@ -427,73 +516,91 @@ impl Session {
             None => false,
         };
         if turn_over && let Some(turn) = state.turn.take() {
+            let reason = if turn.stopped {
+                reason::STOPPED
+            } else {
+                "completed"
+            };
             Self::emit_locked(
                 &mut state,
                 Event::TurnEnded {
                     turn_id: turn.id,
-                    reason: "completed".to_owned(),
+                    reason: reason.to_owned(),
                 },
             );
         }
     }
 
-    /// The session's connection to `spec`, connected on first use.
-    async fn plugin(self: &Arc<Self>, spec: &ServerSpec) -> Result<Arc<Plugin>, crate::HostError> {
-        if let Some(plugin) = self.lock().plugins.get(&spec.name) {
+    /// The session's connection to the server `name`, connected on first use.
+    async fn plugin(
+        self: &Arc<Self>,
+        name: &str,
+        target: &PluginTarget,
+    ) -> Result<Arc<Plugin>, crate::HostError> {
+        if let Some(plugin) = self.lock().plugins.get(name) {
             return Ok(Arc::clone(plugin));
         }
-        let host = self.host.upgrade().ok_or_else(|| crate::HostError::Connect {
-            target: spec.target.to_string(),
-            reason: "the host is shutting down".to_owned(),
-        })?;
+        let host = self
+            .host
+            .upgrade()
+            .ok_or_else(|| crate::HostError::Connect {
+                target: target.to_string(),
+                reason: "the host is shutting down".to_owned(),
+            })?;
         let responder = Arc::new(SessionResponder {
             session: Arc::downgrade(self),
-            server: spec.name.clone(),
+            server: name.to_owned(),
         });
-        let mut options = ConnectOptions::new(spec.name.clone(), responder);
+        let mut options = ConnectOptions::new(name.to_owned(), responder);
         options.request_timeout = host.options.request_timeout;
         options.inherit_stderr = host.options.inherit_stderr;
-        let plugin = Arc::new(Plugin::connect(&spec.target, options).await?);
+        let plugin = Arc::new(Plugin::connect(target, options).await?);
         let mut state = self.lock();
-        let plugin = state.plugins.entry(spec.name.clone()).or_insert(plugin);
+        let plugin = state.plugins.entry(name.to_owned()).or_insert(plugin);
         Ok(Arc::clone(plugin))
     }
 
+    /// Cancels the turn's forms and abandons its calls; the turn ends when they have.
     fn stop_turn(&self) {
         self.cancel_cards(reason::STOPPED);
-        let turn = self.lock().turn.take();
-        if let Some(turn) = turn {
+        let mut state = self.lock();
+        if let Some(turn) = state.turn.as_mut() {
+            turn.stopped = true;
             for token in turn.calls.values() {
                 token.cancel();
             }
-            self.emit(Event::TurnEnded {
-                turn_id: turn.id,
-                reason: reason::STOPPED.to_owned(),
-            });
         }
     }
 
-    /// Puts a card in the queue and announces it when it goes on screen.
-    fn push_card(&self, card: Card, approval_of: Option<(&str, &str)>) {
+    /// Puts a card in the queue and announces it.
+    fn push_card(&self, card: Card) {
         let mut state = self.lock();
-        let event = announce(&card, approval_of);
+        let waiting = state.cards.shown().is_some();
+        // Announced at once, shown maybe later: the transcript keeps the order of arrival.
+        let event = announce(&card, waiting);
         let id = card.id.clone();
-        if state.cards.push(card) {
-            Self::emit_locked(&mut state, event);
-            drop(state);
+        state.cards.push(card);
+        Self::emit_locked(&mut state, event);
+        drop(state);
+        if !waiting {
             self.arm_time_limit(&id);
-        } else {
-            // Announced now, shown later: the transcript keeps the order of arrival.
-            Self::emit_locked(&mut state, event);
         }
     }
 
     fn arm_time_limit(&self, card_id: &str) {
-        let Some(limit) = self.host.upgrade().and_then(|host| host.options.form_time_limit) else {
+        let Some(limit) = self
+            .host
+            .upgrade()
+            .and_then(|host| host.options.form_time_limit)
+        else {
             return;
         };
-        let Some(host) = self.host.upgrade() else { return };
-        let Ok(session) = host.session(&self.id) else { return };
+        let Some(host) = self.host.upgrade() else {
+            return;
+        };
+        let Ok(session) = host.session(&self.id) else {
+            return;
+        };
         let card_id = card_id.to_owned();
         tokio::spawn(async move {
             tokio::time::sleep(limit).await;
@@ -506,7 +613,7 @@ impl Session {
         let Some(host) = self.host.upgrade() else {
             return Box::pin(async { FormReply::cancel() });
         };
-        if let Err(why) = host.policy.elicitation_gate(server) {
+        if let Err(why) = policy::elicitation_gate(&host.config()) {
             self.diagnostic("elicitation-declined-by-policy", format!("{server}: {why}"));
             return Box::pin(async { FormReply::decline() });
         }
@@ -527,23 +634,32 @@ impl Session {
                 Some(form),
             ),
             PromptKind::Url {
-                message, url, domain, ..
-            } => (FormBody::Url { message, url, domain }, None),
+                message,
+                url,
+                domain,
+                ..
+            } => (
+                FormBody::Url {
+                    message,
+                    url,
+                    domain,
+                },
+                None,
+            ),
         };
         let form_id = self.new_id("f");
         let call_id = self.lock().turn.as_ref().and_then(|turn| {
-            (turn.calls.len() == 1).then(|| turn.calls.keys().next().cloned()).flatten()
+            (turn.calls.len() == 1)
+                .then(|| turn.calls.keys().next().cloned())
+                .flatten()
         });
-        self.push_card(
-            Card {
-                id: form_id.clone(),
-                call_id,
-                plugin: server.to_owned(),
-                body,
-                waiter: Waiter::Elicitation { form, reply },
-            },
-            None,
-        );
+        self.push_card(Card {
+            id: form_id.clone(),
+            call_id,
+            plugin: server.to_owned(),
+            body,
+            waiter: Waiter::Elicitation { form, reply },
+        });
         let session = Arc::clone(self);
         let cancelled = prompt.cancelled;
         Box::pin(async move {
@@ -558,36 +674,43 @@ impl Session {
     }
 
     fn answer_form(&self, form_id: &str, answer: FormAnswer) -> Result<(), CommandError> {
-        let reply = {
+        let end = {
             let state = self.lock();
             let card = match state.cards.shown() {
                 Some(card) if card.id == form_id => card,
                 _ => return Err(self.not_open_error(&state, form_id)),
             };
-            let Waiter::Elicitation { form, .. } = &card.waiter else {
-                return Err(CommandError::Mismatch(format!("`{form_id}` is an approval; answer it with answer_approval")));
-            };
-            reply_for(form.as_deref(), answer)?
+            match &card.waiter {
+                Waiter::Elicitation { form, .. } => {
+                    EndBy::Person(reply_for(form.as_deref(), answer)?)
+                }
+                Waiter::Approval { card, .. } => EndBy::Approved(approval_from_form(card, answer)?),
+            }
         };
-        self.end_card(form_id, EndBy::Person(reply));
+        self.end_card(form_id, end);
         Ok(())
     }
 
     fn answer_approval(&self, approval_id: &str, choice: &str) -> Result<(), CommandError> {
-        {
+        let choice: ApprovalChoice = serde_json::from_value(Value::String(choice.to_owned()))
+            .map_err(|_| CommandError::Mismatch(format!("`{choice}` is not an approval choice")))?;
+        let answer = {
             let state = self.lock();
             match state.cards.shown() {
-                Some(card) if card.id == approval_id && card.is_approval() => {}
+                Some(Card {
+                    id,
+                    waiter: Waiter::Approval { card, .. },
+                    ..
+                }) if id == approval_id => card.answer(choice),
                 Some(card) if card.id == approval_id => {
-                    return Err(CommandError::Mismatch(format!("`{approval_id}` is a form; answer it with answer_form")));
+                    return Err(CommandError::Mismatch(format!(
+                        "`{approval_id}` is a form; answer it with answer_form"
+                    )));
                 }
                 _ => return Err(self.not_open_error(&state, approval_id)),
             }
-        }
-        if !matches!(choice, "allow" | "allow_for_session" | "always_allow" | "deny") {
-            return Err(CommandError::Mismatch(format!("`{choice}` is not an approval choice")));
-        }
-        self.end_card(approval_id, EndBy::Chose(choice.to_owned()));
+        };
+        self.end_card(approval_id, EndBy::Approved(answer));
         Ok(())
     }
 
@@ -620,7 +743,9 @@ impl Session {
         };
         self.finish_card(card, by);
         if let Some(next) = next {
-            self.emit(Event::FormShown { form_id: next.clone() });
+            self.emit(Event::FormShown {
+                form_id: next.clone(),
+            });
             self.arm_time_limit(&next);
         }
     }
@@ -632,7 +757,7 @@ impl Session {
                 let (answer, why) = match by {
                     EndBy::Person(answer) => (answer, None),
                     EndBy::Host(why) => (FormReply::cancel(), Some(why.to_owned())),
-                    EndBy::Chose(_) => (FormReply::cancel(), None),
+                    EndBy::Approved(_) => (FormReply::cancel(), None),
                 };
                 self.emit(Event::FormResolved {
                     form_id: id,
@@ -642,18 +767,21 @@ impl Session {
                 });
                 let _ = reply.send(answer);
             }
-            Waiter::Approval { reply } => {
-                let (outcome, choice, why) = match by {
-                    EndBy::Chose(choice) => (ApprovalOutcome::Chosen(choice.clone()), choice, None),
-                    EndBy::Host(why) => (ApprovalOutcome::Cancelled(why.to_owned()), "deny".to_owned(), Some(why.to_owned())),
-                    EndBy::Person(_) => (ApprovalOutcome::Cancelled("answered as a form".to_owned()), "deny".to_owned(), None),
+            Waiter::Approval { card, reply } => {
+                let answer = match by {
+                    EndBy::Approved(answer) => answer,
+                    EndBy::Host(why) => card.cancel(why),
+                    EndBy::Person(_) => card.cancel("answered as a form"),
                 };
                 self.emit(Event::ApprovalResolved {
                     approval_id: id,
-                    choice,
-                    reason: why,
+                    choice: serde_json::to_value(answer.choice)
+                        .ok()
+                        .and_then(|choice| choice.as_str().map(str::to_owned))
+                        .unwrap_or_default(),
+                    reason: Some(answer.reason.clone()),
                 });
-                let _ = reply.send(outcome);
+                let _ = reply.send(answer);
             }
         }
     }
@@ -663,41 +791,135 @@ impl Session {
 enum EndBy {
     /// The person answered a form.
     Person(FormReply),
-    /// The person chose on an approval card.
-    Chose(String),
+    /// The person answered an approval card.
+    Approved(ApprovalAnswer),
     /// The host ended it, for this reason.
     Host(&'static str),
 }
 
-fn announce(card: &Card, approval_of: Option<(&str, &str)>) -> Event {
-    match (&card.waiter, approval_of) {
-        (Waiter::Approval { .. }, Some((server, tool))) => Event::ApprovalRequested {
+fn announce(card: &Card, waiting: bool) -> Event {
+    match &card.waiter {
+        Waiter::Approval { card: approval, .. } => Event::ApprovalRequested {
             approval_id: card.id.clone(),
             call_id: card.call_id.clone().unwrap_or_default(),
-            server: server.to_owned(),
-            tool: tool.to_owned(),
+            server: approval.server.clone(),
+            tool: approval.tool.clone(),
+            waiting,
             body: card.body.clone(),
         },
-        _ => Event::FormRequested {
+        Waiter::Elicitation { .. } => Event::FormRequested {
             form_id: card.id.clone(),
             call_id: card.call_id.clone(),
             plugin: card.plugin.clone(),
+            waiting,
             body: card.body.clone(),
         },
     }
 }
 
+/// The approval card in the rendering the config asks for.
+fn approval_body(card: &ApprovalCard, rendering: CardRendering) -> FormBody {
+    match rendering {
+        CardRendering::RequestUserInput => FormBody::Form {
+            render: card.render_block(),
+            meta: None,
+        },
+        CardRendering::McpElicitation => {
+            let params = card.elicitation_params();
+            let meta = params.get("_meta").and_then(Value::as_object).cloned();
+            let render = match formwork_forms::parse_request(&params) {
+                Ok(formwork_forms::ElicitationRequest::Form(request)) => {
+                    request.form.render(&request.message)
+                }
+                _ => card.render_block(),
+            };
+            FormBody::Form { render, meta }
+        }
+    }
+}
+
+/// An approval card answered through `answer_form`: render answers for the question
+/// rendering, accept/decline/cancel for the elicitation rendering.
+fn approval_from_form(
+    card: &ApprovalCard,
+    answer: FormAnswer,
+) -> Result<ApprovalAnswer, CommandError> {
+    Ok(match answer {
+        FormAnswer::Render { answers } => card.answer_from_render(&answers),
+        FormAnswer::Accept { .. } => card.answer(ApprovalChoice::Allow),
+        FormAnswer::Decline => card.answer(ApprovalChoice::Deny),
+        FormAnswer::Cancel => card.cancel("the approval card was cancelled"),
+        FormAnswer::AcceptUrl => {
+            return Err(CommandError::Mismatch(
+                "an approval card is not a URL request".to_owned(),
+            ));
+        }
+    })
+}
+
+/// How to start a configured server.
+fn target_for(transport: &Transport, builtin_exe: Option<&std::path::Path>) -> PluginTarget {
+    match transport {
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let mut line = String::new();
+            if let Some(cwd) = cwd {
+                line.push_str(&format!(
+                    "cd {} && ",
+                    shell_quote(&cwd.display().to_string())
+                ));
+            }
+            line.push_str("exec env");
+            for (key, value) in env {
+                line.push_str(&format!(" {}", shell_quote(&format!("{key}={value}"))));
+            }
+            line.push_str(&format!(" {}", shell_quote(command)));
+            for arg in args {
+                line.push_str(&format!(" {}", shell_quote(arg)));
+            }
+            PluginTarget::Command(line)
+        }
+        Transport::StreamableHttp { url, .. } => PluginTarget::Url(url.clone()),
+        Transport::Builtin { args } => {
+            let exe = builtin_exe
+                .map(std::path::Path::to_path_buf)
+                .or_else(|| std::env::current_exe().ok())
+                .unwrap_or_else(|| PathBuf::from("formwork"));
+            let mut line = format!("exec {}", shell_quote(&exe.display().to_string()));
+            for arg in args {
+                line.push_str(&format!(" {}", shell_quote(arg)));
+            }
+            PluginTarget::Command(line)
+        }
+    }
+}
+
+/// Quotes a word for `sh -c`.
+fn shell_quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
+
 /// Turns a UI answer into the reply for the plugin, validating it against the form.
-fn reply_for(form: Option<&formwork_forms::Form>, answer: FormAnswer) -> Result<FormReply, CommandError> {
-    let invalid = |errors: formwork_forms::ValidationErrors| CommandError::Invalid(errors.to_string());
+fn reply_for(
+    form: Option<&formwork_forms::Form>,
+    answer: FormAnswer,
+) -> Result<FormReply, CommandError> {
+    let invalid =
+        |errors: formwork_forms::ValidationErrors| CommandError::Invalid(errors.to_string());
     match (answer, form) {
         (FormAnswer::Decline, _) => Ok(FormReply::decline()),
         (FormAnswer::Cancel, _) => Ok(FormReply::cancel()),
         (FormAnswer::AcceptUrl, None) => Ok(FormReply::accept_url()),
-        (FormAnswer::AcceptUrl, Some(_)) => Err(CommandError::Mismatch("this is a form, not a URL request".to_owned())),
-        (FormAnswer::Render { .. } | FormAnswer::Accept { .. }, None) => {
-            Err(CommandError::Mismatch("a URL request is accepted with accept_url".to_owned()))
-        }
+        (FormAnswer::AcceptUrl, Some(_)) => Err(CommandError::Mismatch(
+            "this is a form, not a URL request".to_owned(),
+        )),
+        (FormAnswer::Render { .. } | FormAnswer::Accept { .. }, None) => Err(
+            CommandError::Mismatch("a URL request is accepted with accept_url".to_owned()),
+        ),
         (FormAnswer::Render { answers }, Some(form)) => form
             .content_from_render_answers(&answers)
             .map(FormReply::accept)
@@ -709,13 +931,12 @@ fn reply_for(form: Option<&formwork_forms::Form>, answer: FormAnswer) -> Result<
     }
 }
 
-/// The tool's `annotations` from `tools/list`, or `null` when unknown.
-async fn tool_annotations(plugin: &Plugin, tool: &str) -> Value {
-    match plugin.tools().await {
+/// The tool's entry in `tools/list` (annotations, title, description), or `null`.
+async fn listed_tool(plugin: &Plugin, tool: &str) -> Value {
+    match plugin.list_tools().await {
         Ok(tools) => tools
-            .iter()
+            .into_iter()
             .find(|t| t.get("name").and_then(Value::as_str) == Some(tool))
-            .and_then(|t| t.get("annotations").cloned())
             .unwrap_or(Value::Null),
         Err(_) => Value::Null,
     }
@@ -739,7 +960,10 @@ impl FormResponder for SessionResponder {
         if let Some(session) = self.session.upgrade() {
             session.diagnostic(
                 "form-declined",
-                format!("{}: the form could not be shown: {}", notice.plugin, notice.reason),
+                format!(
+                    "{}: the form could not be shown: {}",
+                    notice.plugin, notice.reason
+                ),
             );
         }
     }

@@ -1,0 +1,488 @@
+//! The session runtime against the official TypeScript SDK plugin: the form queue, every cancel
+//! trigger, routing outside a turn, each policy row, and the approval card in both renderings.
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use formwork_host::config::Config;
+use formwork_host::{Command, Event, FormAnswer, FormBody, Host, HostOptions, reason};
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+
+fn peers() -> PathBuf {
+    PathBuf::from(
+        std::env::var_os("FORMWORK_PEERS")
+            .expect("FORMWORK_PEERS is not set: run `cargo xtask test` to install the test peers"),
+    )
+}
+
+/// A config with the TS SDK plugin as server `ts`, plus `extra` TOML.
+fn config(top: &str, server_extra: &str) -> Config {
+    let node = peers().join("npm/node_modules/.bin/node");
+    let node = if node.exists() {
+        node.display().to_string()
+    } else {
+        "node".to_owned()
+    };
+    let plugin = peers().join("npm/ts_plugin.mjs").display().to_string();
+    let text = format!(
+        "{top}\n[mcp_servers.ts]\ncommand = {node:?}\nargs = [{plugin:?}]\n{server_extra}\n"
+    );
+    Config::from_toml(&text, None).unwrap()
+}
+
+fn approve() -> &'static str {
+    "default_tools_approval_mode = \"approve\""
+}
+
+fn host(config: Config) -> Host {
+    host_with(config, HostOptions::default())
+}
+
+fn host_with(config: Config, options: HostOptions) -> Host {
+    Host::new(config, options)
+}
+
+struct Watch {
+    host: Host,
+    session: String,
+    events: broadcast::Receiver<Event>,
+}
+
+impl Watch {
+    fn open(host: &Host) -> Watch {
+        let session = host.create_session();
+        let (_, events) = host.subscribe(&session).unwrap();
+        Watch {
+            host: host.clone(),
+            session,
+            events,
+        }
+    }
+
+    fn send(&self, command: Command) {
+        self.host.command(&self.session, command).unwrap();
+    }
+
+    fn call(&self, tool: &str) {
+        self.send(Command::CallTool {
+            server: "ts".to_owned(),
+            tool: tool.to_owned(),
+            arguments: None,
+        });
+    }
+
+    /// The next event that `pick` accepts, within 30 s.
+    async fn next<T>(&mut self, mut pick: impl FnMut(&Event) -> Option<T>) -> T {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let event = tokio::time::timeout_at(deadline, self.events.recv())
+                .await
+                .expect("no such event within 30 s")
+                .unwrap();
+            if let Some(found) = pick(&event) {
+                return found;
+            }
+        }
+    }
+
+    async fn form(&mut self) -> (String, bool) {
+        self.next(|event| match event {
+            Event::FormRequested {
+                form_id, waiting, ..
+            } => Some((form_id.clone(), *waiting)),
+            _ => None,
+        })
+        .await
+    }
+
+    async fn resolved(&mut self) -> (String, String, Option<String>) {
+        self.next(|event| match event {
+            Event::FormResolved {
+                form_id,
+                action,
+                reason,
+                ..
+            } => Some((form_id.clone(), action.clone(), reason.clone())),
+            _ => None,
+        })
+        .await
+    }
+
+    /// The text of the next finished call's result, or its error.
+    async fn finished(&mut self) -> Result<String, String> {
+        self.next(|event| match event {
+            Event::ToolCallFinished {
+                result: Some(result),
+                ..
+            } => Some(Ok(result["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned())),
+            Event::ToolCallFinished {
+                error: Some(error), ..
+            } => Some(Err(error.clone())),
+            _ => None,
+        })
+        .await
+    }
+
+    fn answer(&self, form_id: &str, content: Value) {
+        self.send(Command::AnswerForm {
+            form_id: form_id.to_owned(),
+            answer: FormAnswer::Accept {
+                content: content.as_object().unwrap().clone(),
+            },
+        });
+    }
+}
+
+#[tokio::test]
+async fn a_second_form_waits_until_the_first_ends() {
+    let host = host(config("", approve()));
+    let mut s = Watch::open(&host);
+    s.call("ask_enum");
+    let (first, waiting) = s.form().await;
+    assert!(!waiting);
+    s.call("ask_boolean");
+    let (second, waiting) = s.form().await;
+    assert!(waiting, "the second form must wait");
+    let refused = host.command(
+        &s.session,
+        Command::AnswerForm {
+            form_id: second.clone(),
+            answer: FormAnswer::Decline,
+        },
+    );
+    assert!(refused.is_err(), "a waiting form cannot be answered");
+    s.answer(&first, json!({"color": "red"}));
+    let shown = s
+        .next(|event| match event {
+            Event::FormShown { form_id } => Some(form_id.clone()),
+            _ => None,
+        })
+        .await;
+    assert_eq!(shown, second);
+    s.answer(&second, json!({"agree": true}));
+    let mut texts = vec![s.finished().await.unwrap(), s.finished().await.unwrap()];
+    texts.sort();
+    assert_eq!(
+        texts,
+        [
+            r#"result: {"action":"accept","content":{"agree":true}}"#,
+            r#"result: {"action":"accept","content":{"color":"red"}}"#,
+        ]
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn forms_of_different_sessions_never_wait_on_each_other() {
+    let host = host(config("", approve()));
+    let mut a = Watch::open(&host);
+    let mut b = Watch::open(&host);
+    a.call("ask_enum");
+    b.call("ask_enum");
+    let (form_a, waiting_a) = a.form().await;
+    let (form_b, waiting_b) = b.form().await;
+    assert!(!waiting_a && !waiting_b);
+    b.answer(&form_b, json!({"color": "blue"}));
+    assert_eq!(
+        b.finished().await.unwrap(),
+        r#"result: {"action":"accept","content":{"color":"blue"}}"#
+    );
+    a.answer(&form_a, json!({"color": "green"}));
+    assert_eq!(
+        a.finished().await.unwrap(),
+        r#"result: {"action":"accept","content":{"color":"green"}}"#
+    );
+    host.shutdown().await;
+}
+
+/// Opens a form, then a second one behind it, then applies `trigger`; both end as cancel
+/// with `why`, and the plugin receives `cancel`.
+async fn both_forms_cancelled_by(trigger: impl FnOnce(&Watch), why: &str) {
+    let host = host(config("", approve()));
+    let mut s = Watch::open(&host);
+    s.call("ask_enum");
+    s.form().await;
+    s.call("ask_boolean");
+    s.form().await;
+    trigger(&s);
+    for _ in 0..2 {
+        let (_, action, reason) = s.resolved().await;
+        assert_eq!((action.as_str(), reason.as_deref()), ("cancel", Some(why)));
+    }
+    if why != reason::STOPPED {
+        for _ in 0..2 {
+            assert_eq!(
+                s.finished().await.unwrap(),
+                r#"result: {"action":"cancel"}"#
+            );
+        }
+    }
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_new_message_cancels_the_pending_and_the_waiting_form() {
+    both_forms_cancelled_by(
+        |s| {
+            s.send(Command::SendMessage {
+                text: "never mind".to_owned(),
+            })
+        },
+        reason::NEW_MESSAGE,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn stopping_the_turn_cancels_its_forms_and_calls() {
+    let host = host(config("", approve()));
+    let mut s = Watch::open(&host);
+    s.call("ask_enum");
+    s.form().await;
+    s.send(Command::StopTurn);
+    let (_, action, why) = s.resolved().await;
+    assert_eq!(
+        (action.as_str(), why.as_deref()),
+        ("cancel", Some(reason::STOPPED))
+    );
+    assert_eq!(s.finished().await.unwrap_err(), "the turn was stopped");
+    let ended = s
+        .next(|event| match event {
+            Event::TurnEnded { reason, .. } => Some(reason.clone()),
+            _ => None,
+        })
+        .await;
+    assert_eq!(ended, reason::STOPPED);
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_plugin_that_exits_cancels_its_form() {
+    let host = host(config("", approve()));
+    let mut s = Watch::open(&host);
+    s.call("crash_mid_form");
+    s.form().await;
+    let (_, action, why) = s.resolved().await;
+    assert_eq!(
+        (action.as_str(), why.as_deref()),
+        ("cancel", Some(reason::PLUGIN_GONE))
+    );
+    let error = s.finished().await.unwrap_err();
+    assert!(error.contains("went away"), "{error}");
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_ui_gone_past_the_grace_period_cancels_forms_and_a_quick_return_keeps_them() {
+    let options = HostOptions {
+        ui_grace: Duration::from_millis(400),
+        ..HostOptions::default()
+    };
+    let host = host_with(config("", approve()), options);
+    let mut s = Watch::open(&host);
+    let ui = host.attach_ui(&s.session).unwrap();
+    s.call("ask_enum");
+    let (form, _) = s.form().await;
+    drop(ui);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let ui = host.attach_ui(&s.session).unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    // Back within the grace period: the form is still open and can be answered.
+    s.answer(&form, json!({"color": "red"}));
+    assert_eq!(
+        s.finished().await.unwrap(),
+        r#"result: {"action":"accept","content":{"color":"red"}}"#
+    );
+    s.call("ask_enum");
+    s.form().await;
+    drop(ui);
+    let (_, action, why) = s.resolved().await;
+    assert_eq!(
+        (action.as_str(), why.as_deref()),
+        ("cancel", Some(reason::UI_GONE))
+    );
+    assert_eq!(
+        s.finished().await.unwrap(),
+        r#"result: {"action":"cancel"}"#
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_per_form_time_limit_cancels() {
+    let options = HostOptions {
+        form_time_limit: Some(Duration::from_millis(300)),
+        ..HostOptions::default()
+    };
+    let host = host_with(config("", approve()), options);
+    let mut s = Watch::open(&host);
+    s.call("ask_enum");
+    s.form().await;
+    let (_, action, why) = s.resolved().await;
+    assert_eq!(
+        (action.as_str(), why.as_deref()),
+        ("cancel", Some(reason::TIMED_OUT))
+    );
+    assert_eq!(
+        s.finished().await.unwrap(),
+        r#"result: {"action":"cancel"}"#
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_form_outside_any_tool_call_is_declined_with_a_diagnostic() {
+    let host = host(config("", approve()));
+    let mut s = Watch::open(&host);
+    s.call("ask_later");
+    assert_eq!(s.finished().await.unwrap(), "scheduled");
+    let code = s
+        .next(|event| match event {
+            Event::Diagnostic { code, .. } => Some(code.clone()),
+            _ => None,
+        })
+        .await;
+    assert_eq!(code, "elicitation-outside-turn");
+    s.call("last_outcome");
+    assert_eq!(
+        s.finished().await.unwrap(),
+        r#"result: {"action":"decline"}"#
+    );
+    host.shutdown().await;
+}
+
+/// Calls `ask_enum` under `top` config and returns the plugin's result text.
+async fn ask_under_policy(top: &str) -> (String, Option<String>) {
+    let host = host(config(top, approve()));
+    let mut s = Watch::open(&host);
+    s.call("ask_enum");
+    let outcome = s
+        .next(|event| match event {
+            Event::FormRequested { form_id, .. } => Some(Ok(form_id.clone())),
+            Event::Diagnostic { code, .. } => Some(Err(code.clone())),
+            _ => None,
+        })
+        .await;
+    let diagnostic = match outcome {
+        Ok(form) => {
+            s.answer(&form, json!({"color": "red"}));
+            None
+        }
+        Err(code) => Some(code),
+    };
+    let text = s.finished().await.unwrap();
+    host.shutdown().await;
+    (text, diagnostic)
+}
+
+#[tokio::test]
+async fn policy_rows_decide_whether_plugin_forms_reach_the_person() {
+    let shown = r#"result: {"action":"accept","content":{"color":"red"}}"#.to_owned();
+    let declined = (
+        r#"result: {"action":"decline"}"#.to_owned(),
+        Some("elicitation-declined-by-policy".to_owned()),
+    );
+    let rows = [
+        ("approval_policy = \"on-request\"", (shown.clone(), None)),
+        ("approval_policy = \"untrusted\"", (shown.clone(), None)),
+        ("approval_policy = \"never\"", declined.clone()),
+        ("elicitations_auto_deny = true", declined.clone()),
+        (
+            "approval_policy = { granular = { sandbox_approval = false, rules = false, mcp_elicitations = true } }",
+            (shown.clone(), None),
+        ),
+        (
+            "approval_policy = { granular = { sandbox_approval = false, rules = false, mcp_elicitations = false } }",
+            declined.clone(),
+        ),
+    ];
+    for (top, expected) in rows {
+        assert_eq!(ask_under_policy(top).await, expected, "{top}");
+    }
+}
+
+/// Calls `fail` (no form) on a server in `prompt` mode and answers the card with `choice`.
+async fn approval_card(features: &str, choice: &str) -> (FormBody, Result<String, String>) {
+    let host = host(config(features, "default_tools_approval_mode = \"prompt\""));
+    let mut s = Watch::open(&host);
+    s.call("ask_enum");
+    let (approval, body) = s
+        .next(|event| match event {
+            Event::ApprovalRequested {
+                approval_id, body, ..
+            } => Some((approval_id.clone(), body.clone())),
+            _ => None,
+        })
+        .await;
+    s.send(Command::AnswerApproval {
+        approval_id: approval,
+        choice: choice.to_owned(),
+    });
+    if choice != "deny" {
+        let (form, _) = s.form().await;
+        s.answer(&form, json!({"color": "red"}));
+    }
+    let outcome = s.finished().await;
+    host.shutdown().await;
+    (body, outcome)
+}
+
+#[tokio::test]
+async fn the_approval_card_as_a_request_user_input_question() {
+    let (body, outcome) = approval_card("", "allow").await;
+    let FormBody::Form { render, meta } = body else {
+        panic!("not a form body")
+    };
+    assert_eq!(meta, None);
+    let question = serde_json::to_value(&render.questions[0]).unwrap();
+    assert_eq!(question["header"], "Approve app tool call?");
+    let labels: Vec<&str> = question["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["Allow", "Deny"]);
+    assert_eq!(
+        outcome.unwrap(),
+        r#"result: {"action":"accept","content":{"color":"red"}}"#
+    );
+}
+
+#[tokio::test]
+async fn the_approval_card_as_a_form_with_codex_approval_kind() {
+    let (body, outcome) =
+        approval_card("[features]\ntool_call_mcp_elicitation = true", "allow").await;
+    let FormBody::Form { render, meta } = body else {
+        panic!("not a form body")
+    };
+    assert!(render.questions.is_empty());
+    assert_eq!(meta.unwrap()["codex_approval_kind"], "mcp_tool_call");
+    assert!(outcome.is_ok());
+}
+
+#[tokio::test]
+async fn a_denied_card_fails_the_call_without_running_the_tool() {
+    let (_, outcome) = approval_card("", "deny").await;
+    assert_eq!(outcome.unwrap_err(), "user rejected MCP tool call");
+}
+
+#[tokio::test]
+async fn policy_never_with_a_tool_that_needs_approval_fails_clearly() {
+    let host = host(config(
+        "approval_policy = \"never\"",
+        "default_tools_approval_mode = \"prompt\"",
+    ));
+    let mut s = Watch::open(&host);
+    s.call("ask_enum");
+    assert_eq!(
+        s.finished().await.unwrap_err(),
+        "MCP tool call requires approval, but approval policy is never"
+    );
+    host.shutdown().await;
+}
