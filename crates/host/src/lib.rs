@@ -14,6 +14,7 @@ mod elicitation;
 mod error;
 mod events;
 mod jsonrpc;
+mod persist;
 mod plugin;
 pub mod policy;
 mod responder;

@@ -4,7 +4,7 @@
 //! Plugin connections are per session, so a plugin's elicitation is routed by the connection it
 //! arrives on, and forms of different sessions never wait on each other.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -25,6 +25,7 @@ use crate::policy::{
     CardRendering, SessionApprovals,
 };
 use crate::responder::{BoxFuture, FormPrompt, FormReply, FormResponder, PromptKind};
+use crate::store::Store;
 
 /// Reasons a form ends without the person, as recorded in the transcript.
 pub mod reason {
@@ -38,6 +39,8 @@ pub mod reason {
     pub const UI_GONE: &str = "ui-gone";
     /// The per-form time limit ran out.
     pub const TIMED_OUT: &str = "timed-out";
+    /// The host stopped (gracefully, or it was killed and the store found the form open).
+    pub const HOST_STOPPED: &str = crate::store::HOST_STOPPED;
 }
 
 /// Settings of the runtime that are not policy.
@@ -100,6 +103,7 @@ pub struct Host {
 struct HostInner {
     config: RwLock<Config>,
     options: HostOptions,
+    store: Option<Store>,
     sessions: Mutex<HashMap<SessionId, Arc<Session>>>,
     ids: AtomicU64,
 }
@@ -107,6 +111,8 @@ struct HostInner {
 struct Session {
     id: SessionId,
     host: Weak<HostInner>,
+    /// Itself, so that `emit` can start the task that writes events to the store.
+    me: Weak<Session>,
     state: Mutex<SessionState>,
 }
 
@@ -120,6 +126,9 @@ struct SessionState {
     attached_uis: usize,
     ui_gone_timer: Option<CancellationToken>,
     approvals: SessionApprovals,
+    /// Events not yet written to the store, in order; one task writes them at a time.
+    unsaved: VecDeque<Event>,
+    saving: bool,
 }
 
 struct Turn {
@@ -130,16 +139,51 @@ struct Turn {
 }
 
 impl Host {
-    /// A runtime over the servers of `config`, applying its policy.
+    /// A runtime over the servers of `config`, applying its policy, keeping nothing on disk.
     pub fn new(config: Config, options: HostOptions) -> Self {
+        Host::build(config, options, None)
+    }
+
+    /// A runtime that records every session in `store` and brings back the sessions stored
+    /// there (their forms that were pending when the last host stopped show as cancelled).
+    pub async fn with_store(
+        config: Config,
+        options: HostOptions,
+        store: Store,
+    ) -> Result<Self, crate::store::StoreError> {
+        let host = Host::build(config, options, Some(store.clone()));
+        for record in store.list_sessions().await? {
+            let events = crate::persist::replay(&store, &record.id).await?;
+            let session = host.inner.new_session(record.id.clone(), events);
+            if let Ok(mut sessions) = host.inner.sessions.lock() {
+                sessions.insert(record.id, session);
+            }
+        }
+        Ok(host)
+    }
+
+    fn build(config: Config, options: HostOptions, store: Option<Store>) -> Self {
         Host {
             inner: Arc::new(HostInner {
                 config: RwLock::new(config),
                 options,
+                store,
                 sessions: Mutex::new(HashMap::new()),
                 ids: AtomicU64::new(1),
             }),
         }
+    }
+
+    /// The sessions, oldest first.
+    pub fn sessions(&self) -> Vec<SessionId> {
+        let mut ids: Vec<SessionId> = self
+            .inner
+            .sessions
+            .lock()
+            .map(|sessions| sessions.keys().cloned().collect())
+            .unwrap_or_default();
+        ids.sort();
+        ids
     }
 
     /// The configuration in force (it changes when the person chooses Always allow).
@@ -149,12 +193,21 @@ impl Host {
 
     /// Opens a new, empty session.
     pub fn create_session(&self) -> SessionId {
-        let id = format!("s{}", self.inner.next_id());
-        let session = Arc::new(Session {
-            id: id.clone(),
-            host: Arc::downgrade(&self.inner),
-            state: Mutex::new(SessionState::default()),
-        });
+        let id = self.inner.unique_id("s");
+        let session = self.inner.new_session(id.clone(), Vec::new());
+        if let Some(store) = &self.inner.store {
+            // The session's row goes first; its events queue behind it.
+            let store = store.clone();
+            let session_id = id.clone();
+            session.lock().saving = true;
+            let me = Arc::clone(&session);
+            tokio::spawn(async move {
+                if let Err(err) = store.create_session(&session_id, None).await {
+                    tracing::error!(target: "formwork::store", session = %session_id, %err, "session not stored");
+                }
+                me.save_pending().await;
+            });
+        }
         if let Ok(mut sessions) = self.inner.sessions.lock() {
             sessions.insert(id.clone(), session);
         }
@@ -219,7 +272,8 @@ impl Host {
         }
     }
 
-    /// Closes every plugin connection of every session.
+    /// Stops the host: open forms end as cancelled (`host-stopped`), every plugin connection
+    /// is closed, and the store is flushed and closed.
     pub async fn shutdown(&self) {
         let sessions: Vec<Arc<Session>> = self
             .inner
@@ -227,8 +281,8 @@ impl Host {
             .lock()
             .map(|mut sessions| sessions.drain().map(|(_, session)| session).collect())
             .unwrap_or_default();
-        for session in sessions {
-            session.cancel_cards(reason::STOPPED);
+        for session in &sessions {
+            session.cancel_cards(reason::HOST_STOPPED);
             let plugins: Vec<Arc<Plugin>> =
                 session.lock().plugins.drain().map(|(_, p)| p).collect();
             for plugin in plugins {
@@ -236,6 +290,12 @@ impl Host {
                     plugin.close().await;
                 }
             }
+        }
+        if let Some(store) = &self.inner.store {
+            for session in &sessions {
+                session.saved().await;
+            }
+            store.close().await;
         }
     }
 }
@@ -277,6 +337,26 @@ impl HostInner {
         self.ids.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// An id unique across restarts of the host: the start time and a counter.
+    fn unique_id(&self, prefix: &str) -> String {
+        let millis = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_millis());
+        format!("{prefix}{millis:x}-{}", self.next_id())
+    }
+
+    fn new_session(self: &Arc<Self>, id: SessionId, log: Vec<Event>) -> Arc<Session> {
+        Arc::new_cyclic(|me| Session {
+            id,
+            host: Arc::downgrade(self),
+            me: me.clone(),
+            state: Mutex::new(SessionState {
+                log,
+                ..SessionState::default()
+            }),
+        })
+    }
+
     fn session(&self, id: &str) -> Result<Arc<Session>, CommandError> {
         self.sessions
             .lock()
@@ -316,19 +396,66 @@ impl Session {
 
     fn emit(&self, event: Event) {
         let mut state = self.lock();
-        Self::emit_locked(&mut state, event);
+        self.emit_locked(&mut state, event);
     }
 
-    fn emit_locked(state: &mut SessionState, event: Event) {
+    fn emit_locked(&self, state: &mut SessionState, event: Event) {
         if let Some(subscribers) = &state.subscribers {
             let _ = subscribers.send(event.clone());
+        }
+        let has_store = self.host.upgrade().is_some_and(|host| host.store.is_some());
+        if has_store {
+            state.unsaved.push_back(event.clone());
+            if !state.saving
+                && let Some(me) = self.me.upgrade()
+            {
+                state.saving = true;
+                tokio::spawn(async move { me.save_pending().await });
+            }
         }
         state.log.push(event);
     }
 
+    /// Waits until every event emitted so far is in the store (at most a few seconds).
+    async fn saved(&self) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while tokio::time::Instant::now() < deadline {
+            let done = {
+                let state = self.lock();
+                !state.saving && state.unsaved.is_empty()
+            };
+            if done {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// Writes queued events in order until none is left.
+    async fn save_pending(&self) {
+        let Some(store) = self.host.upgrade().and_then(|host| host.store.clone()) else {
+            return;
+        };
+        loop {
+            let next = {
+                let mut state = self.lock();
+                let next = state.unsaved.pop_front();
+                if next.is_none() {
+                    state.saving = false;
+                }
+                next
+            };
+            let Some(event) = next else { return };
+            if let Err(err) = crate::persist::write(&store, &self.id, &event).await {
+                tracing::error!(target: "formwork::store", session = %self.id, %err, "event not stored");
+            }
+        }
+    }
+
     fn new_id(&self, prefix: &str) -> String {
-        let number = self.host.upgrade().map_or(0, |host| host.next_id());
-        format!("{prefix}{number}")
+        self.host
+            .upgrade()
+            .map_or_else(|| format!("{prefix}0"), |host| host.unique_id(prefix))
     }
 
     fn diagnostic(&self, code: &str, message: String) {
@@ -356,18 +483,18 @@ impl Session {
         {
             let mut state = self.lock();
             if state.turn.is_none() {
-                let turn_id = format!("t{}", host.next_id());
+                let turn_id = host.unique_id("t");
                 state.turn = Some(Turn {
                     id: turn_id.clone(),
                     calls: HashMap::new(),
                     stopped: false,
                 });
-                Self::emit_locked(&mut state, Event::TurnStarted { turn_id });
+                self.emit_locked(&mut state, Event::TurnStarted { turn_id });
             }
             if let Some(turn) = state.turn.as_mut() {
                 turn.calls.insert(call_id.clone(), token.clone());
             }
-            Self::emit_locked(
+            self.emit_locked(
                 &mut state,
                 Event::ToolCallStarted {
                     call_id: call_id.clone(),
@@ -500,7 +627,7 @@ impl Session {
 
     fn finish_call(&self, call_id: &str, result: Option<Value>, error: Option<String>) {
         let mut state = self.lock();
-        Self::emit_locked(
+        self.emit_locked(
             &mut state,
             Event::ToolCallFinished {
                 call_id: call_id.to_owned(),
@@ -521,7 +648,7 @@ impl Session {
             } else {
                 "completed"
             };
-            Self::emit_locked(
+            self.emit_locked(
                 &mut state,
                 Event::TurnEnded {
                     turn_id: turn.id,
@@ -580,7 +707,7 @@ impl Session {
         let event = announce(&card, waiting);
         let id = card.id.clone();
         state.cards.push(card);
-        Self::emit_locked(&mut state, event);
+        self.emit_locked(&mut state, event);
         drop(state);
         if !waiting {
             self.arm_time_limit(&id);

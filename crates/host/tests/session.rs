@@ -267,12 +267,29 @@ async fn a_plugin_that_exits_cancels_its_form() {
     let mut s = Watch::open(&host);
     s.call("crash_mid_form");
     s.form().await;
-    let (_, action, why) = s.resolved().await;
+    // The form's end and the call's end race; both must come, in either order.
+    let (mut resolved, mut error) = (None, None);
+    while resolved.is_none() || error.is_none() {
+        s.next(|event| match event {
+            Event::FormResolved { action, reason, .. } => {
+                resolved = Some((action.clone(), reason.clone()));
+                Some(())
+            }
+            Event::ToolCallFinished {
+                error: Some(text), ..
+            } => {
+                error = Some(text.clone());
+                Some(())
+            }
+            _ => None,
+        })
+        .await;
+    }
     assert_eq!(
-        (action.as_str(), why.as_deref()),
-        ("cancel", Some(reason::PLUGIN_GONE))
+        resolved,
+        Some(("cancel".to_owned(), Some(reason::PLUGIN_GONE.to_owned())))
     );
-    let error = s.finished().await.unwrap_err();
+    let error = error.unwrap();
     assert!(error.contains("went away"), "{error}");
     host.shutdown().await;
 }
@@ -484,5 +501,69 @@ async fn policy_never_with_a_tool_that_needs_approval_fails_clearly() {
         s.finished().await.unwrap_err(),
         "MCP tool call requires approval, but approval policy is never"
     );
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn after_a_restart_the_transcript_is_intact_and_open_forms_show_as_cancelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("formwork.db");
+    let store = formwork_host::store::Store::open(&path).unwrap();
+    let host = Host::with_store(config("", approve()), HostOptions::default(), store)
+        .await
+        .unwrap();
+    let mut s = Watch::open(&host);
+    s.send(Command::SendMessage {
+        text: "deploy please".to_owned(),
+    });
+    s.call("ask_enum");
+    let (answered, _) = s.form().await;
+    s.answer(&answered, json!({"color": "red"}));
+    s.finished().await.unwrap();
+    s.call("ask_enum");
+    let (pending, _) = s.form().await;
+    let session = s.session.clone();
+    let (live, _) = host.subscribe(&session).unwrap();
+    host.shutdown().await;
+
+    let store = formwork_host::store::Store::open(&path).unwrap();
+    let host = Host::with_store(config("", approve()), HostOptions::default(), store)
+        .await
+        .unwrap();
+    assert_eq!(host.sessions(), std::slice::from_ref(&session));
+    let (replayed, _) = host.subscribe(&session).unwrap();
+    let kept = |event: &Event| {
+        !matches!(
+            event,
+            Event::TurnStarted { .. } | Event::TurnEnded { .. } | Event::FormShown { .. }
+        )
+    };
+    let live: Vec<Event> = live.into_iter().filter(kept).collect();
+    // Everything the live session showed comes back, in order; the form left open ends as
+    // cancelled because the host stopped, and its call as failed.
+    assert_eq!(replayed[..live.len()], live[..]);
+    let rest: Vec<String> = replayed[live.len()..]
+        .iter()
+        .map(|event| match event {
+            Event::FormResolved {
+                form_id,
+                action,
+                reason,
+                ..
+            } => {
+                format!(
+                    "{} {action} {}",
+                    form_id == &pending,
+                    reason.clone().unwrap_or_default()
+                )
+            }
+            Event::ToolCallFinished { error, .. } => {
+                format!("call {}", error.clone().unwrap_or_default())
+            }
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(rest[0], "true cancel host-stopped");
+    assert!(rest[1].starts_with("call "), "{rest:?}");
     host.shutdown().await;
 }

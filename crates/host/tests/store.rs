@@ -244,6 +244,7 @@ async fn transcript_is_ordered_and_joined_with_its_rows() {
             EntryKind::Form,
             EntryKind::Diagnostic,
             EntryKind::AssistantMessage,
+            EntryKind::InvocationEnd,
         ]
     );
     assert_eq!(transcript[1].payload.get(), r#"{"id":"call"}"#);
@@ -465,7 +466,21 @@ async fn restart_keeps_the_transcript_and_cancels_what_was_pending() {
         }
     );
     let transcript = store.transcript("s").await.unwrap();
-    assert_eq!(snapshot(&transcript), before);
+    // What was there is unchanged; the endings the restart recorded follow, in order.
+    assert_eq!(snapshot(&transcript[..before.len()]), before);
+    let endings: Vec<(EntryKind, String)> = transcript[before.len()..]
+        .iter()
+        .map(|entry| (entry.kind, entry.payload.get().to_owned()))
+        .collect();
+    assert_eq!(
+        endings,
+        [
+            (EntryKind::FormEnd, r#"{"id":"open-1"}"#.to_owned()),
+            (EntryKind::FormEnd, r#"{"id":"open-2"}"#.to_owned()),
+            (EntryKind::ApprovalEnd, r#"{"id":"card"}"#.to_owned()),
+            (EntryKind::InvocationEnd, r#"{"id":"running"}"#.to_owned()),
+        ]
+    );
     for entry in &transcript {
         match &entry.detail {
             Some(EntryDetail::Form(form)) if form.id == "answered" => {

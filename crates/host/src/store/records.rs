@@ -59,6 +59,12 @@ stored_enum! {
         Form => "form",
         /// An approval card; the entry refers to an [`ApprovalRecord`].
         Approval => "approval",
+        /// A tool call ended; the entry refers to its [`InvocationRecord`].
+        InvocationEnd => "invocation_end",
+        /// A form ended; the entry refers to its [`FormRecord`].
+        FormEnd => "form_end",
+        /// An approval card ended; the entry refers to its [`ApprovalRecord`].
+        ApprovalEnd => "approval_end",
         /// Something the host wants the user to see (a decline, a cancellation, an error).
         Diagnostic => "diagnostic",
     }
@@ -236,7 +242,7 @@ impl<'a> ToolResult<'a> {
 }
 
 /// A stored tool call.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct InvocationRecord {
     /// Its id.
     pub id: String,
@@ -304,7 +310,7 @@ pub enum FormResolution<'a> {
 }
 
 /// A stored form.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct FormRecord {
     /// Its id.
     pub id: String,
@@ -365,7 +371,7 @@ pub enum ApprovalResolution<'a> {
 }
 
 /// A stored approval card.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct ApprovalRecord {
     /// Its id.
     pub id: String,

@@ -81,13 +81,15 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX approvals_by_session ON approvals(session_id);
     CREATE INDEX approvals_pending ON approvals(status) WHERE status = 'pending';
 
-    -- kind: user_message | assistant_message | invocation | form | approval | diagnostic.
+    -- kind: user_message | assistant_message | invocation | form | approval | diagnostic, and
+    -- invocation_end | form_end | approval_end where a referenced row ended.
     -- ref_id names the invocations/forms/approvals row of reference kinds.
     CREATE TABLE transcript (
         session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
         seq         INTEGER NOT NULL CHECK (seq > 0),
         kind        TEXT NOT NULL CHECK (kind IN ('user_message', 'assistant_message',
-                        'invocation', 'form', 'approval', 'diagnostic')),
+                        'invocation', 'form', 'approval', 'diagnostic',
+                        'invocation_end', 'form_end', 'approval_end')),
         ref_id      TEXT,
         payload     TEXT NOT NULL,
         at          INTEGER NOT NULL,
@@ -162,6 +164,29 @@ pub(super) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreErr
 /// invocations become `cancelled` with reason [`HOST_STOPPED`].
 pub(super) fn recover(conn: &mut Connection, now: UnixMillis) -> rusqlite::Result<Recovery> {
     let tx = conn.transaction()?;
+    // Each ending also goes into its session's transcript, after everything already there.
+    for (table, kind) in [
+        ("forms", "form_end"),
+        ("approvals", "approval_end"),
+        ("invocations", "invocation_end"),
+    ] {
+        let open = if table == "invocations" {
+            "running"
+        } else {
+            "pending"
+        };
+        tx.execute(
+            &format!(
+                "INSERT INTO transcript (session_id, seq, kind, ref_id, payload, at)
+                 SELECT t.session_id,
+                        (SELECT COALESCE(MAX(seq), 0) FROM transcript WHERE session_id = t.session_id)
+                            + ROW_NUMBER() OVER (PARTITION BY t.session_id ORDER BY t.rowid),
+                        '{kind}', t.id, json_object('id', t.id), ?1
+                 FROM {table} t WHERE t.status = '{open}'"
+            ),
+            params![now],
+        )?;
+    }
     let forms_cancelled = tx.execute(
         "UPDATE forms SET status = 'cancelled', reason = ?1, resolved_at = ?2
          WHERE status = 'pending'",

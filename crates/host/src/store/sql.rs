@@ -105,6 +105,14 @@ pub(super) fn append_entry(
     Ok(seq.unsigned_abs())
 }
 
+/// Appends the entry that records the end of the row `id` of `table`.
+fn append_end(conn: &Connection, table: &str, kind: EntryKind, id: &str) -> Result<(), StoreError> {
+    let session: String = conn
+        .prepare_cached(&format!("SELECT session_id FROM {table} WHERE id = ?1"))?
+        .query_row([id], |row| row.get(0))?;
+    append_entry(conn, &session, kind, Some(id), &ref_payload(id)).map(drop)
+}
+
 /// The payload of a reference entry.
 pub(super) fn ref_payload(id: &str) -> String {
     serde_json::json!({ "id": id }).to_string()
@@ -119,17 +127,16 @@ pub(super) fn transcript(
     if self::session(conn, session)?.is_none() {
         return Ok(None);
     }
-    let mut invocations: HashMap<String, InvocationRecord> =
+    let invocations: HashMap<String, InvocationRecord> =
         query_all(conn, INVOCATIONS_OF_SESSION, session, invocation_row)?
             .into_iter()
             .map(|record| (record.id.clone(), record))
             .collect();
-    let mut forms: HashMap<String, FormRecord> =
-        query_all(conn, FORMS_OF_SESSION, session, form_row)?
-            .into_iter()
-            .map(|record| (record.id.clone(), record))
-            .collect();
-    let mut approvals: HashMap<String, ApprovalRecord> =
+    let forms: HashMap<String, FormRecord> = query_all(conn, FORMS_OF_SESSION, session, form_row)?
+        .into_iter()
+        .map(|record| (record.id.clone(), record))
+        .collect();
+    let approvals: HashMap<String, ApprovalRecord> =
         query_all(conn, APPROVALS_OF_SESSION, session, approval_row)?
             .into_iter()
             .map(|record| (record.id.clone(), record))
@@ -146,9 +153,13 @@ pub(super) fn transcript(
         let kind = EntryKind::from_stored("transcript.kind", &row.get::<_, String>(1)?)?;
         let ref_id: Option<String> = row.get(2)?;
         let detail = ref_id.and_then(|id| match kind {
-            EntryKind::Invocation => invocations.remove(&id).map(EntryDetail::Invocation),
-            EntryKind::Form => forms.remove(&id).map(EntryDetail::Form),
-            EntryKind::Approval => approvals.remove(&id).map(EntryDetail::Approval),
+            EntryKind::Invocation | EntryKind::InvocationEnd => {
+                invocations.get(&id).cloned().map(EntryDetail::Invocation)
+            }
+            EntryKind::Form | EntryKind::FormEnd => forms.get(&id).cloned().map(EntryDetail::Form),
+            EntryKind::Approval | EntryKind::ApprovalEnd => {
+                approvals.get(&id).cloned().map(EntryDetail::Approval)
+            }
             _ => None,
         });
         entries.push(TranscriptEntry {
@@ -232,7 +243,7 @@ pub(super) fn finish_invocation(
             now()
         ])?;
     if changed == 1 {
-        return Ok(());
+        return append_end(conn, "invocations", EntryKind::InvocationEnd, id);
     }
     let status: Option<String> = conn
         .prepare_cached("SELECT status FROM invocations WHERE id = ?1")?
@@ -342,7 +353,7 @@ pub(super) fn resolve_form(conn: &Connection, id: &str, end: &FormEnd) -> Result
             now()
         ])?;
     if changed == 1 {
-        return Ok(());
+        return append_end(conn, "forms", EntryKind::FormEnd, id);
     }
     let status: Option<String> = conn
         .prepare_cached("SELECT status FROM forms WHERE id = ?1")?
@@ -450,7 +461,7 @@ pub(super) fn resolve_approval(
             now()
         ])?;
     if changed == 1 {
-        return Ok(());
+        return append_end(conn, "approvals", EntryKind::ApprovalEnd, id);
     }
     let status: Option<String> = conn
         .prepare_cached("SELECT status FROM approvals WHERE id = ?1")?

@@ -1,0 +1,275 @@
+//! Between session events and the store: each event becomes the row it stands for, and a
+//! stored transcript becomes the events a UI replays after a restart.
+//!
+//! Turn boundaries and `form_shown` are not stored: they describe a live session only.
+
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::events::{Event, FormBody, Role};
+use crate::store::{
+    ApprovalChoice as StoredChoice, ApprovalResolution, EntryDetail, EntryKind, FormResolution,
+    FormStatus, InvocationOutcome, InvocationStatus, NewApproval, NewForm, NewInvocation,
+    PlainEntryKind, Store, StoreError, ToolResult,
+};
+
+/// Writes one event of `session`. Returns after the store committed it.
+pub(crate) async fn write(store: &Store, session: &str, event: &Event) -> Result<(), StoreError> {
+    match event {
+        Event::MessageAdded { role, text } => {
+            let kind = match role {
+                Role::User => PlainEntryKind::UserMessage,
+                Role::Assistant => PlainEntryKind::AssistantMessage,
+            };
+            let payload = raw(&serde_json::json!({ "text": text }))?;
+            store.append_entry(session, kind, &payload).await.map(drop)
+        }
+        Event::Diagnostic { code, message } => {
+            let payload = raw(&serde_json::json!({ "code": code, "message": message }))?;
+            store
+                .append_entry(session, PlainEntryKind::Diagnostic, &payload)
+                .await
+                .map(drop)
+        }
+        Event::ToolCallStarted {
+            call_id,
+            server,
+            tool,
+            arguments,
+        } => {
+            let arguments = raw(arguments)?;
+            store
+                .begin_invocation(NewInvocation {
+                    id: call_id,
+                    session,
+                    server,
+                    tool,
+                    arguments: Some(&arguments),
+                })
+                .await
+                .map(drop)
+        }
+        Event::ToolCallFinished {
+            call_id,
+            result,
+            error,
+        } => {
+            let text = result.as_ref().map(Value::to_string);
+            let outcome = match (&text, error) {
+                (Some(text), _) => InvocationOutcome::Completed(ToolResult::from_json(text)?),
+                (None, Some(error)) => InvocationOutcome::Failed { error },
+                (None, None) => InvocationOutcome::Failed { error: "no result" },
+            };
+            store.finish_invocation(call_id, outcome).await
+        }
+        Event::FormRequested {
+            form_id,
+            call_id,
+            plugin,
+            body,
+            ..
+        } => {
+            let body = raw(body)?;
+            store
+                .insert_form(NewForm {
+                    id: form_id,
+                    session,
+                    invocation: call_id.as_deref(),
+                    plugin,
+                    request: &body,
+                    render: Some(&body),
+                })
+                .await
+                .map(drop)
+        }
+        Event::FormResolved {
+            form_id,
+            action,
+            content,
+            reason,
+        } => {
+            let content = content.as_ref().map(raw).transpose()?;
+            let resolution = match action.as_str() {
+                "accept" => FormResolution::Accepted {
+                    content: content.as_deref(),
+                },
+                "decline" => FormResolution::Declined {
+                    reason: reason.as_deref(),
+                },
+                _ => FormResolution::Cancelled {
+                    reason: reason.as_deref().unwrap_or("cancelled by the person"),
+                },
+            };
+            store.resolve_form(form_id, resolution).await
+        }
+        Event::ApprovalRequested {
+            approval_id,
+            call_id,
+            server,
+            tool,
+            body,
+            ..
+        } => {
+            let body = raw(body)?;
+            store
+                .insert_approval(NewApproval {
+                    id: approval_id,
+                    session,
+                    invocation: Some(call_id),
+                    server,
+                    tool,
+                    rendering: &body,
+                })
+                .await
+                .map(drop)
+        }
+        Event::ApprovalResolved {
+            approval_id,
+            choice,
+            reason,
+        } => {
+            let choice = match choice.as_str() {
+                "allow" => StoredChoice::Allow,
+                "allow_for_session" => StoredChoice::AllowForSession,
+                "always_allow" => StoredChoice::AlwaysAllow,
+                _ => StoredChoice::Deny,
+            };
+            let resolution = ApprovalResolution::Answered {
+                choice,
+                reason: reason.as_deref(),
+            };
+            store.resolve_approval(approval_id, resolution).await
+        }
+        Event::TurnStarted { .. } | Event::TurnEnded { .. } | Event::FormShown { .. } => Ok(()),
+    }
+}
+
+/// The events of a stored session, in transcript order, as a UI replays them.
+pub(crate) async fn replay(store: &Store, session: &str) -> Result<Vec<Event>, StoreError> {
+    let mut events = Vec::new();
+    for entry in store.transcript(session).await? {
+        let payload: Value = serde_json::from_str(entry.payload.get()).unwrap_or(Value::Null);
+        let text = |key: &str| {
+            payload
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        match (entry.kind, entry.detail) {
+            (EntryKind::UserMessage, _) => events.push(Event::MessageAdded {
+                role: Role::User,
+                text: text("text"),
+            }),
+            (EntryKind::AssistantMessage, _) => events.push(Event::MessageAdded {
+                role: Role::Assistant,
+                text: text("text"),
+            }),
+            (EntryKind::Diagnostic, _) => events.push(Event::Diagnostic {
+                code: text("code"),
+                message: text("message"),
+            }),
+            (EntryKind::Invocation, Some(EntryDetail::Invocation(call))) => {
+                events.push(Event::ToolCallStarted {
+                    call_id: call.id,
+                    server: call.server,
+                    tool: call.tool,
+                    arguments: parse(call.arguments.as_deref()).unwrap_or(Value::Null),
+                });
+            }
+            (EntryKind::InvocationEnd, Some(EntryDetail::Invocation(call))) => {
+                events.push(finished_call(call));
+            }
+            (EntryKind::Form, Some(EntryDetail::Form(form))) => {
+                let body: Option<FormBody> = form
+                    .render
+                    .as_deref()
+                    .and_then(|render| serde_json::from_str(render.get()).ok());
+                if let Some(body) = body {
+                    events.push(Event::FormRequested {
+                        form_id: form.id,
+                        call_id: form.invocation,
+                        plugin: form.plugin,
+                        waiting: false,
+                        body,
+                    });
+                }
+            }
+            (EntryKind::FormEnd, Some(EntryDetail::Form(form))) => {
+                let action = match form.status {
+                    FormStatus::Accepted => "accept",
+                    FormStatus::Declined => "decline",
+                    FormStatus::Cancelled | FormStatus::Pending => "cancel",
+                };
+                events.push(Event::FormResolved {
+                    form_id: form.id,
+                    action: action.to_owned(),
+                    content: parse(form.content.as_deref()).and_then(|v| v.as_object().cloned()),
+                    reason: form.reason,
+                });
+            }
+            (EntryKind::Approval, Some(EntryDetail::Approval(approval))) => {
+                if let Ok(body) = serde_json::from_str::<FormBody>(approval.rendering.get()) {
+                    events.push(Event::ApprovalRequested {
+                        approval_id: approval.id,
+                        call_id: approval.invocation.unwrap_or_default(),
+                        server: approval.server,
+                        tool: approval.tool,
+                        waiting: false,
+                        body,
+                    });
+                }
+            }
+            (EntryKind::ApprovalEnd, Some(EntryDetail::Approval(approval))) => {
+                events.push(Event::ApprovalResolved {
+                    approval_id: approval.id,
+                    choice: approval
+                        .choice
+                        .map_or("deny", |choice| choice.as_str())
+                        .to_owned(),
+                    reason: approval.reason,
+                });
+            }
+            _ => {}
+        }
+    }
+    Ok(events)
+}
+
+/// The event that ends a stored call: its result, or why it has none.
+fn finished_call(call: crate::store::InvocationRecord) -> Event {
+    if call.status != InvocationStatus::Completed {
+        return Event::ToolCallFinished {
+            error: Some(call.error.unwrap_or_else(|| call.status.to_string())),
+            call_id: call.id,
+            result: None,
+        };
+    }
+    let mut result = serde_json::Map::new();
+    for (key, part) in [
+        ("content", &call.content),
+        ("structuredContent", &call.structured_content),
+        ("_meta", &call.meta),
+    ] {
+        if let Some(value) = parse(part.as_deref()) {
+            result.insert(key.to_owned(), value);
+        }
+    }
+    if call.is_error {
+        result.insert("isError".to_owned(), Value::Bool(true));
+    }
+    Event::ToolCallFinished {
+        call_id: call.id,
+        result: Some(Value::Object(result)),
+        error: None,
+    }
+}
+
+fn raw(value: &impl serde::Serialize) -> Result<Box<RawValue>, StoreError> {
+    serde_json::value::to_raw_value(value)
+        .map_err(|err| StoreError::Commit(format!("an event could not be written as JSON: {err}")))
+}
+
+fn parse(raw: Option<&RawValue>) -> Option<Value> {
+    raw.and_then(|raw| serde_json::from_str(raw.get()).ok())
+}
