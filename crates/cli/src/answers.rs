@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use formwork_forms::{Content, Form};
+use formwork_host::policy::{ApprovalAnswer, ApprovalCard, ApprovalChoice};
 use formwork_host::{BoxFuture, DeclineNotice, FormPrompt, FormReply, FormResponder, PromptKind};
 use serde_json::Value;
 
@@ -30,6 +31,8 @@ pub struct CliResponder {
 
 struct Inner {
     source: Mutex<AnswerSource>,
+    /// Why the policy keeps plugin forms from the person, when it does.
+    gate: Option<String>,
     failed: AtomicBool,
     forms_seen: AtomicUsize,
     /// One terminal prompt at a time, even when a plugin asks twice at once.
@@ -41,11 +44,73 @@ impl CliResponder {
         CliResponder {
             inner: Arc::new(Inner {
                 source: Mutex::new(source),
+                gate: None,
                 failed: AtomicBool::new(false),
                 forms_seen: AtomicUsize::new(0),
                 terminal: tokio::sync::Mutex::new(()),
             }),
         }
+    }
+
+    /// Declines every plugin form for `reason` (the approval policy's verdict), when given.
+    pub fn with_gate(self, reason: Option<String>) -> Self {
+        let mut inner = match Arc::try_unwrap(self.inner) {
+            Ok(inner) => inner,
+            Err(shared) => return CliResponder { inner: shared },
+        };
+        inner.gate = reason;
+        CliResponder {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// Asks for the approval of a tool call: from the script, on the terminal, or nowhere
+    /// (then the card is cancelled and the command exits 2).
+    pub async fn approve(&self, card: &ApprovalCard) -> ApprovalAnswer {
+        let number = self.inner.forms_seen.fetch_add(1, Ordering::SeqCst) + 1;
+        enum Next {
+            Script(Option<Value>),
+            Terminal,
+            Nowhere(&'static str),
+        }
+        let next = match self.inner.source.lock() {
+            Ok(mut source) => match &mut *source {
+                AnswerSource::Script(items) => Next::Script(items.pop_front()),
+                AnswerSource::Terminal => Next::Terminal,
+                AnswerSource::Defaults => {
+                    Next::Nowhere("--accept-defaults does not approve tool calls")
+                }
+                AnswerSource::Unavailable => Next::Nowhere("there is no terminal to ask on"),
+            },
+            Err(_) => Next::Nowhere("the answer source is unusable"),
+        };
+        let reason = match next {
+            Next::Terminal => return crate::terminal::ask_approval(card.clone()).await,
+            Next::Script(Some(item)) => match item.get("approval").and_then(Value::as_str) {
+                Some(choice) => {
+                    match serde_json::from_value::<ApprovalChoice>(Value::String(choice.to_owned()))
+                    {
+                        Ok(choice) => return card.answer(choice),
+                        Err(_) => format!(
+                            "`{choice}` is not an approval choice (allow, allow_for_session, always_allow, deny)"
+                        ),
+                    }
+                }
+                None => format!(
+                    "expected an approval answer like {{\"approval\": \"allow\"}} for the card, not {item}"
+                ),
+            },
+            Next::Script(None) => {
+                "the --answers file has no element left for this approval card".to_owned()
+            }
+            Next::Nowhere(why) => why.to_owned(),
+        };
+        self.inner.failed.store(true, Ordering::SeqCst);
+        eprintln!(
+            "formwork: approval {number} ({}): {reason}; the card is cancelled",
+            card.message
+        );
+        card.cancel(&reason)
     }
 
     /// Whether an answer could not be given as scripted (the command then exits 2).
@@ -86,6 +151,14 @@ enum Scripted {
 impl Inner {
     async fn answer(&self, prompt: FormPrompt) -> FormReply {
         let number = self.forms_seen.fetch_add(1, Ordering::SeqCst) + 1;
+        if let Some(reason) = &self.gate {
+            eprintln!(
+                "formwork: form {number} from {} declined by policy: {reason}",
+                terminal::inert(&prompt.plugin)
+            );
+            tracing::info!(target: "formwork::policy", marker = "policy-decision", plugin = %prompt.plugin, %reason, "form declined by policy");
+            return FormReply::decline();
+        }
         enum Next {
             Script(Option<Value>),
             Defaults,

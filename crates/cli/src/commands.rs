@@ -6,17 +6,56 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use formwork_host::config::Config;
+use formwork_host::policy::{self, ApprovalNeed, ApprovalRequest};
 use formwork_host::{ConnectOptions, Plugin, PluginTarget};
 use serde_json::{Value, json};
 
 use crate::answers::{AnswerSource, CliResponder};
-use crate::{CallArgs, Outcome};
+use crate::config_cmd::ConfigArgs;
+use crate::{CallArgs, Choice, Outcome};
+
+/// The plugin a command talks to, resolved against the config.
+struct Resolved {
+    target: PluginTarget,
+    name: String,
+    /// Whether the config's approval settings apply (a `--server`), or the person named the
+    /// plugin on the command line and so asked for the call themselves.
+    configured: bool,
+}
+
+fn resolve(choice: Choice, config: &Config) -> anyhow::Result<Resolved> {
+    match choice {
+        Choice::Adhoc(target) => Ok(Resolved {
+            name: plugin_name(&target),
+            target,
+            configured: false,
+        }),
+        Choice::Configured(name) => {
+            let server = config.server(&name).with_context(|| {
+                let file = config.path.as_ref().map_or_else(
+                    || "the built-in default config".to_owned(),
+                    |path| path.display().to_string(),
+                );
+                format!("no server `{name}` in {file} (add [mcp_servers.{name}])")
+            })?;
+            let exe = std::env::current_exe().context("cannot find formwork's own path")?;
+            Ok(Resolved {
+                target: formwork_host::server_target(&server.transport, Some(&exe)),
+                name,
+                configured: true,
+            })
+        }
+    }
+}
 
 /// `formwork tools`: every tool of the plugin as one JSON array.
-pub async fn tools(target: &PluginTarget) -> anyhow::Result<Outcome> {
+pub async fn tools(choice: Choice, config: &ConfigArgs) -> anyhow::Result<Outcome> {
+    let config = config.load()?;
+    let resolved = resolve(choice, &config)?;
     let responder = Arc::new(CliResponder::new(AnswerSource::Unavailable));
-    let plugin =
-        Plugin::connect(target, ConnectOptions::new(plugin_name(target), responder)).await?;
+    let options = ConnectOptions::new(resolved.name, responder);
+    let plugin = Plugin::connect(&resolved.target, options).await?;
     let tools = plugin.list_tools().await;
     plugin.close().await;
     print_json(&Value::Array(tools?))?;
@@ -25,11 +64,14 @@ pub async fn tools(target: &PluginTarget) -> anyhow::Result<Outcome> {
 
 /// `formwork call` and `formwork demo`.
 pub async fn call(
-    target: &PluginTarget,
+    choice: Choice,
     tool: &str,
     args: &CallArgs,
+    config: &ConfigArgs,
     is_demo: bool,
 ) -> anyhow::Result<Outcome> {
+    let config = config.load()?;
+    let resolved = resolve(choice, &config)?;
     let arguments = match &args.args {
         Some(text) => {
             let value: Value = serde_json::from_str(text).context("--args is not valid JSON")?;
@@ -39,16 +81,29 @@ pub async fn call(
         None => None,
     };
     let source = answer_source(args, is_demo)?;
-    let responder = Arc::new(CliResponder::new(source));
-    let name = if is_demo {
-        "demo".to_owned()
-    } else {
-        plugin_name(target)
-    };
-    let mut options = ConnectOptions::new(name, responder.clone());
+    let gate = policy::elicitation_gate(&config)
+        .err()
+        .map(|declined| declined.to_string());
+    let responder = Arc::new(CliResponder::new(source).with_gate(gate));
+    let mut options = ConnectOptions::new(resolved.name.clone(), responder.clone());
     options.request_timeout = Duration::from_secs(args.timeout);
-    let plugin = Plugin::connect(target, options).await?;
-    let result = plugin.call_tool(tool, arguments).await;
+    let plugin = Plugin::connect(&resolved.target, options).await?;
+    let result = match approve(
+        &plugin,
+        &resolved,
+        &config,
+        tool,
+        arguments.as_ref(),
+        &responder,
+    )
+    .await
+    {
+        Ok(()) => plugin
+            .call_tool(tool, arguments)
+            .await
+            .map_err(anyhow::Error::from),
+        Err(err) => Err(err),
+    };
     plugin.close().await;
     let result = result?;
     print_json(&result)?;
@@ -59,6 +114,58 @@ pub async fn call(
     } else {
         Outcome::Success
     })
+}
+
+/// Applies the config's approval settings to a call of a configured server: runs it, asks
+/// the person with an approval card, or refuses it.
+async fn approve(
+    plugin: &Plugin,
+    resolved: &Resolved,
+    config: &Config,
+    tool: &str,
+    arguments: Option<&Value>,
+    responder: &CliResponder,
+) -> anyhow::Result<()> {
+    if !resolved.configured {
+        return Ok(());
+    }
+    let tools = plugin.list_tools().await?;
+    let listed = tools
+        .iter()
+        .find(|listed| listed.get("name").and_then(Value::as_str) == Some(tool))
+        .cloned()
+        .unwrap_or(Value::Null);
+    let verdict = policy::tool_approval(config, &resolved.name, tool, listed.get("annotations"));
+    tracing::info!(target: "formwork::policy", marker = "policy-decision", server = %resolved.name, tool, reason = %verdict.reason, "tool approval");
+    let request = ApprovalRequest {
+        call_id: "cli",
+        tool_title: listed.get("title").and_then(Value::as_str),
+        tool_description: listed.get("description").and_then(Value::as_str),
+        arguments,
+    };
+    match (&verdict.need, verdict.card(&request)) {
+        (ApprovalNeed::Fail(message), _) => anyhow::bail!("{message}"),
+        (ApprovalNeed::Card(_), Some(card)) => {
+            let answer = responder.approve(&card).await;
+            tracing::info!(target: "formwork::policy", marker = "approval-answer", reason = %answer.reason, "approval answered");
+            if let Some(message) = answer.failure_message() {
+                anyhow::bail!("{message}");
+            }
+            if answer.writes_config() {
+                let path = config
+                    .path
+                    .clone()
+                    .unwrap_or_else(|| formwork_host::config::writable_path(None));
+                formwork_host::config::remember_always_allow(&path, &resolved.name, tool)?;
+                eprintln!(
+                    "formwork: always allowed: wrote the tool's approval_mode to {}",
+                    path.display()
+                );
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
 }
 
 fn answer_source(args: &CallArgs, is_demo: bool) -> anyhow::Result<AnswerSource> {

@@ -32,6 +32,8 @@ enum Command {
     Tools {
         #[command(flatten)]
         plugin: PluginArgs,
+        #[command(flatten)]
+        config: config_cmd::ConfigArgs,
     },
     /// Call a tool, answer its forms, print the CallToolResult JSON.
     Call {
@@ -41,6 +43,8 @@ enum Command {
         tool: String,
         #[command(flatten)]
         call: CallArgs,
+        #[command(flatten)]
+        config: config_cmd::ConfigArgs,
     },
     /// Check, import and sync formwork.toml.
     Config {
@@ -59,6 +63,8 @@ enum Command {
         tool: String,
         #[command(flatten)]
         call: CallArgs,
+        #[command(flatten)]
+        config: config_cmd::ConfigArgs,
     },
     /// Serve the bundled demo plugin over stdio (what `demo` connects to).
     #[command(hide = true)]
@@ -83,15 +89,27 @@ struct PluginArgs {
     /// The plugin as a Streamable HTTP endpoint.
     #[arg(long, value_name = "URL")]
     url: Option<String>,
+    /// A server configured in formwork.toml (`[mcp_servers.<NAME>]`); its approval settings apply.
+    #[arg(long, value_name = "NAME")]
+    server: Option<String>,
+}
+
+/// Which plugin a command talks to.
+pub enum Choice {
+    /// Named on the command line: it is called because the person asked, so no approval card.
+    Adhoc(PluginTarget),
+    /// A configured server, under the config's approval settings.
+    Configured(String),
 }
 
 impl PluginArgs {
-    fn target(&self) -> PluginTarget {
-        match (&self.plugin, &self.url) {
-            (_, Some(url)) => PluginTarget::Url(url.clone()),
-            (Some(command), None) => PluginTarget::Command(command.clone()),
-            // clap's required group guarantees one of the two.
-            (None, None) => PluginTarget::Command(String::new()),
+    fn choice(&self) -> Choice {
+        match (&self.plugin, &self.url, &self.server) {
+            (_, _, Some(server)) => Choice::Configured(server.clone()),
+            (_, Some(url), None) => Choice::Adhoc(PluginTarget::Url(url.clone())),
+            (Some(command), None, None) => Choice::Adhoc(PluginTarget::Command(command.clone())),
+            // clap's required group guarantees one of the three.
+            (None, None, None) => Choice::Adhoc(PluginTarget::Command(String::new())),
         }
     }
 }
@@ -130,13 +148,26 @@ fn main() -> ExitCode {
             command: SchemaCommand::Check { file },
         } => commands::schema_check(file.as_deref()),
         Command::Config { command } => config_cmd::run(command),
-        Command::Tools { plugin } => block_on(commands::tools(&plugin.target())),
-        Command::Call { plugin, tool, call } => {
-            block_on(commands::call(&plugin.target(), &tool, &call, false))
-        }
-        Command::Demo { tool, call } => {
-            demo_target().and_then(|target| block_on(commands::call(&target, &tool, &call, true)))
-        }
+        Command::Tools { plugin, config } => block_on(commands::tools(plugin.choice(), &config)),
+        Command::Call {
+            plugin,
+            tool,
+            call,
+            config,
+        } => block_on(commands::call(
+            plugin.choice(),
+            &tool,
+            &call,
+            &config,
+            false,
+        )),
+        Command::Demo { tool, call, config } => block_on(commands::call(
+            Choice::Configured("demo".to_owned()),
+            &tool,
+            &call,
+            &config,
+            true,
+        )),
         Command::DemoPlugin => block_on(demo_plugin::serve()).map(|()| Outcome::Success),
     };
     let code = match outcome {
@@ -159,13 +190,6 @@ fn block_on<T>(future: impl std::future::Future<Output = anyhow::Result<T>>) -> 
         .enable_all()
         .build()?
         .block_on(future)
-}
-
-/// The demo plugin is this very binary, started with the hidden `demo-plugin` command.
-fn demo_target() -> anyhow::Result<PluginTarget> {
-    let exe = std::env::current_exe()?;
-    let quoted = exe.display().to_string().replace('\'', r"'\''");
-    Ok(PluginTarget::Command(format!("'{quoted}' demo-plugin")))
 }
 
 fn init_logging() {

@@ -5,6 +5,7 @@
 
 use formwork_forms::Content;
 use formwork_forms::render::{InputKind, Question};
+use formwork_host::policy::{ApprovalAnswer, ApprovalCard, ApprovalChoice};
 use formwork_host::{FormPrompt, FormReply, PromptKind};
 use inquire::{Confirm, InquireError, MultiSelect, Select, Text};
 use serde_json::{Number, Value};
@@ -14,6 +15,32 @@ pub async fn ask(prompt: FormPrompt) -> FormReply {
     tokio::task::spawn_blocking(move || ask_blocking(&prompt))
         .await
         .unwrap_or_else(|_| FormReply::cancel())
+}
+
+/// Asks the person to approve a tool call. Esc denies, Ctrl-C cancels.
+pub async fn ask_approval(card: ApprovalCard) -> ApprovalAnswer {
+    let fallback = card.clone();
+    tokio::task::spawn_blocking(move || {
+        eprintln!();
+        eprintln!("── approval ──");
+        eprintln!("{}", inert(&card.message));
+        if let Some(description) = &card.tool_description {
+            eprintln!("{}", inert(description));
+        }
+        eprintln!("Arguments: {}", inert(&card.arguments.to_string()));
+        let choices = card.choices();
+        let labels: Vec<&str> = choices.iter().map(|choice| choice.label()).collect();
+        match Select::new("Run this tool?", labels.clone()).prompt() {
+            Ok(label) => {
+                let index = labels.iter().position(|l| *l == label).unwrap_or(0);
+                card.answer(choices.get(index).copied().unwrap_or(ApprovalChoice::Deny))
+            }
+            Err(InquireError::OperationCanceled) => card.answer(ApprovalChoice::Deny),
+            Err(_) => card.cancel("the prompt was interrupted"),
+        }
+    })
+    .await
+    .unwrap_or_else(|_| fallback.cancel("the prompt failed"))
 }
 
 /// How the person left a form without submitting it.

@@ -10,6 +10,7 @@
 
 mod broker;
 pub mod config;
+pub mod doctor;
 mod elicitation;
 mod error;
 mod events;
@@ -29,5 +30,5 @@ pub use plugin::{ConnectOptions, PROTOCOL_VERSION, Plugin, PluginTarget, ServerI
 pub use responder::{
     BoxFuture, DeclineNotice, FormAction, FormPrompt, FormReply, FormResponder, PromptKind,
 };
-pub use session::{CommandError, Host, HostOptions, UiGuard, reason};
+pub use session::{CommandError, Host, HostOptions, UiGuard, reason, server_target};
 pub use transport::MAX_FRAME_BYTES;

@@ -379,7 +379,7 @@ impl HostInner {
             .server(name)
             .filter(|server| server.enabled)
             .ok_or_else(|| CommandError::NoServer(name.to_owned()))?;
-        Ok(target_for(
+        Ok(server_target(
             &server.transport,
             self.options.builtin_exe.as_deref(),
         ))
@@ -984,8 +984,9 @@ fn approval_from_form(
     })
 }
 
-/// How to start a configured server.
-fn target_for(transport: &Transport, builtin_exe: Option<&std::path::Path>) -> PluginTarget {
+/// How to reach a configured server. Built-in servers run as `builtin_exe` (the formwork
+/// binary; the current executable when `None`) with their arguments.
+pub fn server_target(transport: &Transport, builtin_exe: Option<&std::path::Path>) -> PluginTarget {
     match transport {
         Transport::Stdio {
             command,
