@@ -541,7 +541,13 @@ impl Session {
             .upgrade()
             .ok_or_else(|| "the host is shutting down".to_owned())?;
         let config = host.config();
-        let listed = listed_tool(&plugin, tool).await;
+        // The tool's annotations matter unless the mode approves every call anyway.
+        let (mode, _) = policy::approval_mode(&config, server, tool);
+        let listed = if mode == crate::config::ApprovalMode::Approve {
+            Value::Null
+        } else {
+            listed_tool(&plugin, tool).await
+        };
         let verdict = policy::tool_approval(&config, server, tool, listed.get("annotations"));
         let verdict = self.lock().approvals.apply(verdict);
         tracing::info!(target: "formwork::policy", session = %self.id, server, tool, reason = %verdict.reason, "tool approval");

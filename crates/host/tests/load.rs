@@ -1,0 +1,172 @@
+//! Load: a thousand sessions, each with a form open at the same time, against one Streamable HTTP
+//! plugin written with the official TypeScript SDK (`tests/peers/http_plugin.mjs`). Every form is
+//! answered and every answer reaches the call it belongs to: nothing lost, nothing crossed.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command as Process, Stdio};
+use std::time::Duration;
+
+use formwork_host::config::Config;
+use formwork_host::{Command, Event, FormAnswer, Host, HostOptions};
+use serde_json::json;
+
+const SESSIONS: usize = 1000;
+
+fn peers() -> PathBuf {
+    PathBuf::from(
+        std::env::var_os("FORMWORK_PEERS")
+            .expect("FORMWORK_PEERS is not set: run `cargo xtask test` to install the test peers"),
+    )
+}
+
+/// The plugin process; killed when dropped.
+struct HttpPlugin {
+    child: Child,
+    url: String,
+}
+
+impl HttpPlugin {
+    fn start() -> HttpPlugin {
+        let node = peers().join("npm/node_modules/.bin/node");
+        let node = if node.exists() {
+            node
+        } else {
+            PathBuf::from("node")
+        };
+        let mut child = Process::new(node)
+            .arg(peers().join("npm/http_plugin.mjs"))
+            .arg("0")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line.trim().strip_prefix("listening ").unwrap().to_owned();
+        HttpPlugin {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        }
+    }
+}
+
+impl Drop for HttpPlugin {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_sessions_each_with_an_open_form_all_answered() {
+    let plugin = HttpPlugin::start();
+    let config = Config::from_toml(
+        &format!(
+            "[mcp_servers.http]\nurl = {:?}\ndefault_tools_approval_mode = \"approve\"\n",
+            plugin.url
+        ),
+        None,
+    )
+    .unwrap();
+    let host = Host::new(config, HostOptions::default());
+    let (events_tx, mut events) = tokio::sync::mpsc::unbounded_channel();
+    let mut sessions = Vec::new();
+    for n in 0..SESSIONS {
+        let session = host.create_session();
+        let (_, mut live) = host.subscribe(&session).unwrap();
+        let tx = events_tx.clone();
+        let id = session.clone();
+        tokio::spawn(async move {
+            while let Ok(event) = live.recv().await {
+                if tx.send((id.clone(), event)).is_err() {
+                    return;
+                }
+            }
+        });
+        host.command(
+            &session,
+            Command::CallTool {
+                server: "http".to_owned(),
+                tool: "ask".to_owned(),
+                arguments: Some(json!({ "n": n })),
+            },
+        )
+        .unwrap();
+        sessions.push(session);
+    }
+
+    // Wait until every session shows its form, then answer all of them.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(240);
+    let mut forms: HashMap<String, String> = HashMap::new();
+    while forms.len() < SESSIONS {
+        let (session, event) = tokio::time::timeout_at(deadline, events.recv())
+            .await
+            .unwrap_or_else(|_| {
+                panic!("only {} of {SESSIONS} forms were open in time", forms.len())
+            })
+            .unwrap();
+        match event {
+            Event::FormRequested { form_id, .. } => {
+                assert!(
+                    forms.insert(session, form_id).is_none(),
+                    "two forms in one session"
+                );
+            }
+            Event::ToolCallFinished {
+                error: Some(error), ..
+            } => panic!("a call failed: {error}"),
+            _ => {}
+        }
+    }
+    for (n, session) in sessions.iter().enumerate() {
+        let strategy = if n % 2 == 0 { "fast" } else { "safe" };
+        host.command(
+            session,
+            Command::AnswerForm {
+                form_id: forms[session].clone(),
+                answer: FormAnswer::Accept {
+                    content: json!({ "strategy": strategy, "retries": n % 11 })
+                        .as_object()
+                        .unwrap()
+                        .clone(),
+                },
+            },
+        )
+        .unwrap();
+    }
+
+    let mut finished: HashMap<String, String> = HashMap::new();
+    while finished.len() < SESSIONS {
+        let (session, event) = tokio::time::timeout_at(deadline, events.recv())
+            .await
+            .unwrap_or_else(|_| {
+                panic!(
+                    "only {} of {SESSIONS} calls finished in time",
+                    finished.len()
+                )
+            })
+            .unwrap();
+        if let Event::ToolCallFinished { result, error, .. } = event {
+            let text = match (result, error) {
+                (Some(result), _) => result["content"][0]["text"].as_str().unwrap().to_owned(),
+                (None, Some(error)) => panic!("a call failed: {error}"),
+                (None, None) => panic!("a call ended without result or error"),
+            };
+            finished.insert(session, text);
+        }
+    }
+    for (n, session) in sessions.iter().enumerate() {
+        let strategy = if n % 2 == 0 { "fast" } else { "safe" };
+        let expected = format!(
+            r#"result: {{"action":"accept","content":{{"strategy":"{strategy}","retries":{}}}}} n={n}"#,
+            n % 11
+        );
+        assert_eq!(finished[session], expected, "session {n}");
+    }
+    host.shutdown().await;
+}

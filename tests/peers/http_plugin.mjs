@@ -1,0 +1,91 @@
+// A Streamable HTTP plugin written with the official TypeScript SDK 1.32.2, one MCP session per
+// client session (the SDK's own pattern: a transport per `Mcp-Session-Id`). Used by the load test
+// and the load benchmark: many host sessions, each with a form open at the same time.
+//
+//   node http_plugin.mjs [port]      prints "listening <port>" on stdout once it accepts connections
+//
+// Tool `ask {n}`: asks for a small form and returns `result: <ElicitResult JSON> n=<n>`, so a test can
+// check that every answer reached the call it belongs to.
+import http from "node:http";
+import { randomUUID } from "node:crypto";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+
+const schema = {
+  type: "object",
+  properties: {
+    strategy: {
+      type: "string",
+      title: "Strategy",
+      oneOf: [
+        { const: "fast", title: "Fast" },
+        { const: "safe", title: "Safe" },
+      ],
+      default: "safe",
+    },
+    retries: { type: "integer", title: "Retries", minimum: 0, maximum: 10, default: 3 },
+  },
+  required: ["strategy"],
+};
+
+function newServer() {
+  const server = new McpServer({ name: "http-plugin", version: "0.1.0" });
+  server.registerTool("ask", { description: "Ask for a small form", inputSchema: { n: z.number().int().optional() } }, async ({ n }) => {
+    try {
+      const r = await server.server.elicitInput({ message: "Choose a strategy", requestedSchema: schema });
+      return { content: [{ type: "text", text: `result: ${JSON.stringify(r)} n=${n ?? ""}` }] };
+    } catch (e) {
+      return { isError: true, content: [{ type: "text", text: `error: ${e.message}` }] };
+    }
+  });
+  return server;
+}
+
+const transports = new Map();
+
+async function readBody(req) {
+  const chunks = [];
+  for await (const chunk of req) chunks.push(chunk);
+  const text = Buffer.concat(chunks).toString("utf8");
+  return text ? JSON.parse(text) : undefined;
+}
+
+const httpServer = http.createServer(async (req, res) => {
+  try {
+    const sessionId = req.headers["mcp-session-id"];
+    if (req.method === "POST") {
+      const body = await readBody(req);
+      let transport = sessionId ? transports.get(sessionId) : undefined;
+      if (!transport && !sessionId && isInitializeRequest(body)) {
+        transport = new StreamableHTTPServerTransport({
+          sessionIdGenerator: () => randomUUID(),
+          onsessioninitialized: (id) => transports.set(id, transport),
+        });
+        transport.onclose = () => {
+          if (transport.sessionId) transports.delete(transport.sessionId);
+        };
+        await newServer().connect(transport);
+      }
+      if (!transport) {
+        res.writeHead(400).end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message: "no session" }, id: null }));
+        return;
+      }
+      await transport.handleRequest(req, res, body);
+      return;
+    }
+    const transport = sessionId ? transports.get(sessionId) : undefined;
+    if (!transport) {
+      res.writeHead(400).end("no session");
+      return;
+    }
+    await transport.handleRequest(req, res);
+  } catch (e) {
+    if (!res.headersSent) res.writeHead(500).end(String(e));
+  }
+});
+httpServer.keepAliveTimeout = 60_000;
+httpServer.listen(Number(process.argv[2] ?? 0), "127.0.0.1", () => {
+  console.log(`listening ${httpServer.address().port}`);
+});
