@@ -223,7 +223,7 @@ impl Host {
         let mut state = session.lock();
         let sender = state
             .subscribers
-            .get_or_insert_with(|| broadcast::channel(256).0)
+            .get_or_insert_with(|| broadcast::channel(16).0)
             .clone();
         Ok((state.log.clone(), sender.subscribe()))
     }

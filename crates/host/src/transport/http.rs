@@ -65,13 +65,11 @@ pub(crate) fn connect(
             reason: "the URL must use http or https".to_owned(),
         });
     }
-    let client = reqwest::Client::builder()
-        .build()
-        .map_err(|err| HostError::Connect {
-            target: url.to_owned(),
-            reason: err.to_string(),
-        })?;
-    let (incoming_tx, incoming) = mpsc::unbounded_channel();
+    let client = shared_client().map_err(|reason| HostError::Connect {
+        target: url.to_owned(),
+        reason,
+    })?;
+    let (incoming_tx, mut incoming) = mpsc::unbounded_channel();
     let (outgoing, mut outgoing_rx) = mpsc::unbounded_channel::<String>();
     let shared = Arc::new(Shared {
         client,
@@ -122,9 +120,25 @@ pub(crate) fn connect(
 
     Ok(Transport {
         outgoing,
-        incoming,
+        incoming: Box::pin(futures::stream::poll_fn(move |cx| incoming.poll_recv(cx))),
         tasks: vec![driver],
     })
+}
+
+/// One HTTP client for every connection of the process: its TLS configuration and connection
+/// pool are shared instead of being built again for each plugin session.
+fn shared_client() -> Result<reqwest::Client, String> {
+    static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
+    CLIENT
+        .get_or_init(|| {
+            // Streams stay open for as long as a form waits; idle connections beyond a few
+            // only cost memory.
+            reqwest::Client::builder()
+                .pool_max_idle_per_host(8)
+                .build()
+                .map_err(|err| err.to_string())
+        })
+        .clone()
 }
 
 impl Shared {

@@ -1,0 +1,275 @@
+//! The host under load, for `cargo xtask bench`: many sessions against one Streamable HTTP
+//! plugin written with the official TypeScript SDK (`tests/peers/http_plugin.mjs`).
+//!
+//! It reports the host's memory per pending form (resident set growth while N forms are open,
+//! divided by N) and the answer round trip — from the UI's answer to the tool's result at the
+//! UI, through the plugin — for one session alone, and under load: N forms open, answered one
+//! after another while the others wait.
+//!
+//! usage: load-bench <peers dir> [sessions...]   (default: 1000 10000)
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command as Process, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use formwork_host::config::Config;
+use formwork_host::{Command, Event, FormAnswer, Host, HostOptions};
+use serde_json::json;
+use tokio::sync::mpsc;
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let peers = PathBuf::from(
+        args.next()
+            .context("usage: load-bench <peers dir> [sessions...]")?,
+    );
+    let mut sizes: Vec<usize> = args.map(|arg| arg.parse()).collect::<Result<_, _>>()?;
+    if sizes.is_empty() {
+        sizes = vec![1000, 10_000];
+    }
+    let plugin = HttpPlugin::start(&peers)?;
+    let baseline = single_session(&plugin.url, 200).await?;
+    println!(
+        "single session: answer round trip median {:.2} ms over 200 forms",
+        ms(baseline)
+    );
+    for size in sizes {
+        let run = many_sessions(&plugin.url, size).await?;
+        let per_form = run.grown_bytes as f64 / size as f64 / 1024.0;
+        let ratio = ms(run.p99) / ms(baseline);
+        println!(
+            "{size} sessions: {:.1} KB host memory per pending form ({}), answer round trip p50 {:.2} ms p99 {:.2} ms, p99 = {ratio:.2}x the single-session median ({}); all {size} answers reached their calls",
+            per_form,
+            verdict(per_form <= 20.0, "<= 20 KB"),
+            ms(run.p50),
+            ms(run.p99),
+            verdict(ratio <= 3.0, "<= 3x"),
+        );
+    }
+    Ok(())
+}
+
+fn verdict(pass: bool, target: &str) -> String {
+    format!("target {target}: {}", if pass { "PASS" } else { "MISS" })
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+/// The plugin process; killed when dropped.
+struct HttpPlugin {
+    child: Child,
+    url: String,
+}
+
+impl HttpPlugin {
+    fn start(peers: &Path) -> anyhow::Result<HttpPlugin> {
+        let node = peers.join("npm/node_modules/.bin/node");
+        let node = if node.exists() {
+            node
+        } else {
+            PathBuf::from("node")
+        };
+        let mut child = Process::new(node)
+            .arg(peers.join("npm/http_plugin.mjs"))
+            .arg("0")
+            .stdout(Stdio::piped())
+            .spawn()
+            .context("starting the HTTP plugin")?;
+        let stdout = child.stdout.take().context("the plugin's stdout")?;
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line)?;
+        let port = line
+            .trim()
+            .strip_prefix("listening ")
+            .context("the plugin did not start")?;
+        Ok(HttpPlugin {
+            url: format!("http://127.0.0.1:{port}/mcp"),
+            child,
+        })
+    }
+}
+
+impl Drop for HttpPlugin {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn host(url: &str) -> anyhow::Result<Host> {
+    let config = Config::from_toml(
+        &format!("[mcp_servers.http]\nurl = {url:?}\ndefault_tools_approval_mode = \"approve\"\n"),
+        None,
+    )?;
+    let options = HostOptions {
+        request_timeout: Duration::from_secs(600),
+        ..HostOptions::default()
+    };
+    Ok(Host::new(config, options))
+}
+
+fn call(host: &Host, session: &str, n: usize) -> anyhow::Result<()> {
+    host.command(
+        session,
+        Command::CallTool {
+            server: "http".to_owned(),
+            tool: "ask".to_owned(),
+            arguments: Some(json!({ "n": n })),
+        },
+    )?;
+    Ok(())
+}
+
+fn answer(host: &Host, session: &str, form_id: &str) -> anyhow::Result<()> {
+    host.command(
+        session,
+        Command::AnswerForm {
+            form_id: form_id.to_owned(),
+            answer: FormAnswer::Accept {
+                content: serde_json::Map::new(),
+            },
+        },
+    )?;
+    Ok(())
+}
+
+/// The answer round trip of one session, `rounds` times in a row; returns the median.
+async fn single_session(url: &str, rounds: usize) -> anyhow::Result<Duration> {
+    let host = host(url)?;
+    let session = host.create_session();
+    let (_, mut events) = host.subscribe(&session)?;
+    let mut samples = Vec::with_capacity(rounds);
+    for n in 0..rounds {
+        call(&host, &session, n)?;
+        let form = loop {
+            if let Event::FormRequested { form_id, .. } = events.recv().await? {
+                break form_id;
+            }
+        };
+        let started = Instant::now();
+        answer(&host, &session, &form)?;
+        loop {
+            if let Event::ToolCallFinished { result, .. } = events.recv().await? {
+                check(result.as_ref(), n)?;
+                break;
+            }
+        }
+        samples.push(started.elapsed());
+    }
+    host.shutdown().await;
+    samples.sort();
+    Ok(samples[samples.len() / 2])
+}
+
+struct LoadRun {
+    grown_bytes: u64,
+    p50: Duration,
+    p99: Duration,
+}
+
+/// `size` sessions, all with a form open at once; then all answered at once.
+async fn many_sessions(url: &str, size: usize) -> anyhow::Result<LoadRun> {
+    let host = host(url)?;
+    let before = resident_bytes()?;
+    let (tx, mut events) = mpsc::unbounded_channel();
+    let mut sessions = Vec::with_capacity(size);
+    for n in 0..size {
+        let session = host.create_session();
+        let (_, mut live) = host.subscribe(&session)?;
+        let tx = tx.clone();
+        let id = session.clone();
+        tokio::spawn(async move {
+            while let Ok(event) = live.recv().await {
+                let interesting = matches!(
+                    event,
+                    Event::FormRequested { .. } | Event::ToolCallFinished { .. }
+                );
+                if interesting && tx.send((id.clone(), event, Instant::now())).is_err() {
+                    return;
+                }
+            }
+        });
+        call(&host, &session, n)?;
+        sessions.push(session);
+    }
+    let mut forms: HashMap<String, String> = HashMap::with_capacity(size);
+    while forms.len() < size {
+        let Some((session, event, _)) = events.recv().await else {
+            bail!("events ended")
+        };
+        match event {
+            Event::FormRequested { form_id, .. } => {
+                forms.insert(session, form_id);
+            }
+            Event::ToolCallFinished { error, .. } => {
+                bail!("a call ended before its form: {error:?}")
+            }
+            _ => {}
+        }
+    }
+    let grown_bytes = resident_bytes()?.saturating_sub(before);
+    // Under load: the forms are answered one after another while the rest stay open, and
+    // each answer's round trip is timed on its own.
+    let index: HashMap<&str, usize> = sessions
+        .iter()
+        .enumerate()
+        .map(|(n, s)| (s.as_str(), n))
+        .collect();
+    let mut samples = Vec::with_capacity(size);
+    for session in &sessions {
+        let started = Instant::now();
+        answer(&host, session, &forms[session])?;
+        loop {
+            let Some((from, event, at)) = events.recv().await else {
+                bail!("events ended")
+            };
+            if let Event::ToolCallFinished { result, .. } = event {
+                if from != *session {
+                    bail!("a call of another session finished first");
+                }
+                check(result.as_ref(), index[from.as_str()])?;
+                samples.push(at.duration_since(started));
+                break;
+            }
+        }
+    }
+    host.shutdown().await;
+    samples.sort();
+    Ok(LoadRun {
+        grown_bytes,
+        p50: samples[samples.len() / 2],
+        p99: samples[samples.len() * 99 / 100],
+    })
+}
+
+/// The result must carry this call's own number and the defaults it was accepted with.
+fn check(result: Option<&serde_json::Value>, n: usize) -> anyhow::Result<()> {
+    let text = result
+        .and_then(|result| result["content"][0]["text"].as_str())
+        .context("a call ended without a result")?;
+    let expected = format!(
+        r#"result: {{"action":"accept","content":{{"strategy":"safe","retries":3}}}} n={n}"#
+    );
+    if text != expected {
+        bail!("call {n} got {text:?}");
+    }
+    Ok(())
+}
+
+/// The process's resident set, from /proc.
+fn resident_bytes() -> anyhow::Result<u64> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    let kb: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .context("no VmRSS in /proc/self/status")?
+        .parse()?;
+    Ok(kb * 1024)
+}
