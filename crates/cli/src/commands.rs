@@ -246,23 +246,14 @@ fn print_json(value: &Value) -> anyhow::Result<()> {
 
 /// A short name for logs and prompts: the command's program name or the URL's host.
 fn plugin_name(target: &PluginTarget) -> String {
+    const LAUNCHERS: [&str; 7] = ["npx", "-y", "node", "python", "python3", "uv", "run"];
     match target {
         PluginTarget::Command(command) => command
             .split_whitespace()
-            .find(|word| {
-                !word.contains('=')
-                    && !matches!(
-                        *word,
-                        "npx" | "-y" | "node" | "python" | "python3" | "uv" | "run"
-                    )
-            })
-            .map(|word| {
-                word.trim_matches('\'')
-                    .rsplit('/')
-                    .next()
-                    .unwrap_or(word)
-                    .to_owned()
-            })
+            .map(|word| word.trim_matches(|c| c == '\'' || c == '"'))
+            .map(|word| word.rsplit('/').next().unwrap_or(word))
+            .find(|word| !word.contains('=') && !LAUNCHERS.contains(word))
+            .map(str::to_owned)
             .unwrap_or_else(|| "plugin".to_owned()),
         PluginTarget::Url(url) => url_host(url).unwrap_or_else(|| "plugin".to_owned()),
     }

@@ -7,6 +7,7 @@ mod answers;
 mod commands;
 mod config_cmd;
 mod demo_plugin;
+mod doctor_cmd;
 mod terminal;
 
 use std::path::PathBuf;
@@ -51,6 +52,8 @@ enum Command {
         #[command(subcommand)]
         command: config_cmd::ConfigCommand,
     },
+    /// Connect to a plugin and explain which plugin-form symptoms apply, and what to change.
+    Doctor(doctor_cmd::DoctorArgs),
     /// Work with elicitation schemas.
     Schema {
         #[command(subcommand)]
@@ -148,6 +151,7 @@ fn main() -> ExitCode {
             command: SchemaCommand::Check { file },
         } => commands::schema_check(file.as_deref()),
         Command::Config { command } => config_cmd::run(command),
+        Command::Doctor(args) => block_on(doctor_cmd::run(&args)),
         Command::Tools { plugin, config } => block_on(commands::tools(plugin.choice(), &config)),
         Command::Call {
             plugin,

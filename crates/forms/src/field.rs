@@ -1,6 +1,8 @@
 //! The parsed form model: a [`Form`] is an ordered list of [`Field`]s, each of one [`FieldKind`].
 
-use serde_json::{Number, Value};
+use std::sync::OnceLock;
+
+use serde_json::{Map, Number, Value};
 
 use crate::pattern::Pattern;
 
@@ -13,10 +15,30 @@ pub struct Form {
     pub(crate) fields: Vec<Field>,
     pub(crate) title: Option<String>,
     pub(crate) description: Option<String>,
-    pub(crate) schema: Value,
+    /// The `requestedSchema`'s top-level members in order, with `null` in place of `properties`:
+    /// each property schema is held once, by its field.
+    pub(crate) root: Map<String, Value>,
+    /// The whole `requestedSchema`, put back together from `root` and the fields on first use.
+    pub(crate) schema: OnceLock<Value>,
 }
 
 impl Form {
+    /// A form from its parts; `root` holds `null` (or anything) in place of `properties`.
+    pub(crate) fn new(
+        fields: Vec<Field>,
+        title: Option<String>,
+        description: Option<String>,
+        root: Map<String, Value>,
+    ) -> Self {
+        Form {
+            fields,
+            title,
+            description,
+            root,
+            schema: OnceLock::new(),
+        }
+    }
+
     /// The fields in property order.
     pub fn fields(&self) -> &[Field] {
         &self.fields
@@ -39,7 +61,18 @@ impl Form {
 
     /// The `requestedSchema` exactly as the server sent it, unknown keywords included.
     pub fn schema(&self) -> &Value {
-        &self.schema
+        self.schema.get_or_init(|| {
+            let mut root = self.root.clone();
+            if let Some(properties) = root.get_mut("properties") {
+                *properties = Value::Object(
+                    self.fields
+                        .iter()
+                        .map(|field| (field.key.clone(), field.schema.clone()))
+                        .collect(),
+                );
+            }
+            Value::Object(root)
+        })
     }
 }
 

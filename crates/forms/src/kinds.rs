@@ -12,7 +12,7 @@ use crate::options::{parse_const_options, parse_enum};
 use crate::pattern::Pattern;
 use crate::schema::{Object, check_keywords};
 use crate::size::{self, kind_of, show};
-use crate::validate::check_value;
+use crate::validate::check_text;
 
 pub(crate) fn parse_string(key: &str, obj: &Object) -> Result<FieldKind, Decline> {
     let mut rules = parse_text_rules(key, obj, "")?;
@@ -250,12 +250,8 @@ pub(crate) fn check_options_against(
     options: &[Choice],
     rules: &TextRules,
 ) -> Result<(), Decline> {
-    let text_kind = FieldKind::Text(rules.clone());
     for option in options {
-        if let Some(problem) = check_value(&text_kind, &Value::String(option.value.clone()))
-            .into_iter()
-            .next()
-        {
+        if let Some(problem) = check_text(rules, &option.value).into_iter().next() {
             return Err(Decline::property(
                 key,
                 DeclineRule::InvalidConstraint,

@@ -8,6 +8,8 @@
 //! The flow:
 //!
 //! 1. [`parse_request`] reads the whole params; [`parse_schema`] reads only a `requestedSchema`.
+//!    [`parse_request_owned`] and [`parse_schema_owned`] do the same with input the caller owns,
+//!    moving the schema into the form instead of copying it.
 //!    Anything outside the supported grammar is declined as a whole with a [`Decline`] that names the
 //!    property and the rule: a form is never partly rendered.
 //! 2. [`Form::render`] builds a [`render::RenderBlock`], one question per property, in property order.
@@ -39,8 +41,10 @@ pub use field::{
     Choice, Field, FieldKind, Form, MultiSelect, NumberRules, SingleSelect, StringFormat, TextRules,
 };
 pub use pattern::Pattern;
-pub use request::{ElicitationRequest, FormRequest, UrlRequest, parse_request};
-pub use schema::parse_schema;
+pub use request::{
+    ElicitationRequest, FormRequest, UrlRequest, parse_request, parse_request_owned,
+};
+pub use schema::{parse_schema, parse_schema_owned};
 pub use validate::{FieldError, ValidationErrors};
 
 /// The `content` of an accepted elicitation result: property key to value, in property order.

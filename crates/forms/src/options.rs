@@ -18,7 +18,7 @@ pub(crate) fn parse_enum(
     names: Option<&Value>,
     place: &str,
 ) -> Result<Vec<Choice>, Decline> {
-    let values = list(key, values, &format!("{place}`enum`"))?;
+    let values = list(key, values, || format!("{place}`enum`"))?;
     let mut options = Vec::with_capacity(values.len());
     for value in values {
         let Value::String(value) = value else {
@@ -31,7 +31,7 @@ pub(crate) fn parse_enum(
                 ),
             ));
         };
-        bounded(key, value, &format!("{place}`enum` value"))?;
+        bounded(key, value, || format!("{place}`enum` value"))?;
         options.push(Choice {
             value: value.clone(),
             label: value.clone(),
@@ -71,7 +71,7 @@ pub(crate) fn parse_enum(
                     ),
                 ));
             };
-            bounded(key, name, &format!("{place}`enumNames` label"))?;
+            bounded(key, name, || format!("{place}`enumNames` label"))?;
             option.label = name.clone();
         }
     }
@@ -86,7 +86,7 @@ pub(crate) fn parse_const_options(
     entries: &Value,
     keyword: &str,
 ) -> Result<Vec<Choice>, Decline> {
-    let entries = list(key, entries, &format!("`{keyword}`"))?;
+    let entries = list(key, entries, || format!("`{keyword}`"))?;
     let mut options = Vec::with_capacity(entries.len());
     for (idx, entry) in entries.iter().enumerate() {
         let Value::Object(entry) = entry else {
@@ -119,17 +119,13 @@ pub(crate) fn parse_const_options(
                 ));
             }
         };
-        bounded(key, value, &format!("`{keyword}[{idx}].const`"))?;
-        let label = optional_text(
-            key,
-            entry.get("title"),
-            &format!("`{keyword}[{idx}].title`"),
-        )?;
-        let description = optional_text(
-            key,
-            entry.get("description"),
-            &format!("`{keyword}[{idx}].description`"),
-        )?;
+        bounded(key, value, || format!("`{keyword}[{idx}].const`"))?;
+        let label = optional_text(key, entry.get("title"), || {
+            format!("`{keyword}[{idx}].title`")
+        })?;
+        let description = optional_text(key, entry.get("description"), || {
+            format!("`{keyword}[{idx}].description`")
+        })?;
         options.push(Choice {
             value: value.clone(),
             label: label.unwrap_or_else(|| value.clone()),
@@ -140,19 +136,25 @@ pub(crate) fn parse_const_options(
     Ok(options)
 }
 
-fn list<'a>(key: &str, value: &'a Value, what: &str) -> Result<&'a [Value], Decline> {
+// `what` names the value in messages; it is only built for a message.
+
+fn list<'a>(
+    key: &str,
+    value: &'a Value,
+    what: impl FnOnce() -> String,
+) -> Result<&'a [Value], Decline> {
     let Value::Array(items) = value else {
         return Err(Decline::property(
             key,
             DeclineRule::InvalidKeyword,
-            format!("{what} must be an array, not {}", kind_of(value)),
+            format!("{} must be an array, not {}", what(), kind_of(value)),
         ));
     };
     if items.is_empty() {
         return Err(Decline::property(
             key,
             DeclineRule::EmptyEnum,
-            format!("{what} has no options"),
+            format!("{} has no options", what()),
         ));
     }
     if items.len() > MAX_OPTIONS {
@@ -160,7 +162,8 @@ fn list<'a>(key: &str, value: &'a Value, what: &str) -> Result<&'a [Value], Decl
             key,
             DeclineRule::TooLarge,
             format!(
-                "{what} has {} options; at most {MAX_OPTIONS} are allowed",
+                "{} has {} options; at most {MAX_OPTIONS} are allowed",
+                what(),
                 items.len()
             ),
         ));
@@ -168,7 +171,11 @@ fn list<'a>(key: &str, value: &'a Value, what: &str) -> Result<&'a [Value], Decl
     Ok(items)
 }
 
-fn optional_text(key: &str, value: Option<&Value>, what: &str) -> Result<Option<String>, Decline> {
+fn optional_text(
+    key: &str,
+    value: Option<&Value>,
+    what: impl FnOnce() -> String,
+) -> Result<Option<String>, Decline> {
     match value {
         None => Ok(None),
         Some(Value::String(text)) => {
@@ -178,18 +185,19 @@ fn optional_text(key: &str, value: Option<&Value>, what: &str) -> Result<Option<
         Some(other) => Err(Decline::property(
             key,
             DeclineRule::InvalidOption,
-            format!("{what} must be a string, not {}", kind_of(other)),
+            format!("{} must be a string, not {}", what(), kind_of(other)),
         )),
     }
 }
 
-fn bounded(key: &str, text: &str, what: &str) -> Result<(), Decline> {
+fn bounded(key: &str, text: &str, what: impl FnOnce() -> String) -> Result<(), Decline> {
     if text.len() > MAX_TEXT_BYTES {
         return Err(Decline::property(
             key,
             DeclineRule::TooLarge,
             format!(
-                "{what} is {} bytes long; at most {MAX_TEXT_BYTES} are allowed",
+                "{} is {} bytes long; at most {MAX_TEXT_BYTES} are allowed",
+                what(),
                 text.len()
             ),
         ));

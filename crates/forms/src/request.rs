@@ -6,7 +6,7 @@ use crate::Content;
 use crate::decline::{Decline, DeclineRule};
 use crate::field::Form;
 use crate::limits::{MAX_TEXT_BYTES, MAX_URL_BYTES};
-use crate::schema::parse_schema;
+use crate::schema::{parse_sized_schema, parse_sized_schema_owned};
 use crate::size::{self, kind_of, show};
 
 /// The params of an `elicitation/create` request, parsed. An absent `mode` means form.
@@ -48,11 +48,68 @@ pub struct UrlRequest {
 
 /// Parses `elicitation/create` params, or declines the request as a whole.
 ///
-/// `mode` absent or `"form"` needs a `requestedSchema` (see [`parse_schema`]); `"url"` needs an
+/// `mode` absent or `"form"` needs a `requestedSchema` (see [`crate::parse_schema`]); `"url"` needs an
 /// absolute `http`/`https` `url`; any other mode is declined. `message` must be a string. `_meta`
 /// (an object, or null) is kept as [`FormRequest::meta`] / [`UrlRequest::meta`]. Other params keys,
 /// such as `task`, are left to the caller.
 pub fn parse_request(params: &Value) -> Result<ElicitationRequest, Decline> {
+    let (message, meta, mode) = read_header(params)?;
+    let (message, meta) = (message.clone(), meta.cloned());
+    match mode {
+        Mode::Form => {
+            // Within the size limits as part of the params.
+            let form = parse_sized_schema(params.get("requestedSchema").ok_or_else(no_schema)?)?;
+            Ok(ElicitationRequest::Form(FormRequest {
+                message,
+                form,
+                meta,
+            }))
+        }
+        Mode::Url => parse_url(
+            params.get("url"),
+            params.get("elicitationId"),
+            message,
+            meta,
+        ),
+    }
+}
+
+/// [`parse_request`] for params the caller owns: the same request or the same decline, but a
+/// form's schema moves into the [`Form`] instead of being copied (see [`crate::parse_schema_owned`]).
+pub fn parse_request_owned(mut params: Value) -> Result<ElicitationRequest, Decline> {
+    let (message, meta, mode) = read_header(&params)?;
+    let (message, meta) = (message.clone(), meta.cloned());
+    match mode {
+        Mode::Form => {
+            let schema = params
+                .get_mut("requestedSchema")
+                .map(Value::take)
+                .ok_or_else(no_schema)?;
+            Ok(ElicitationRequest::Form(FormRequest {
+                message,
+                // Within the size limits as part of the params.
+                form: parse_sized_schema_owned(schema)?,
+                meta,
+            }))
+        }
+        Mode::Url => parse_url(
+            params.get("url"),
+            params.get("elicitationId"),
+            message,
+            meta,
+        ),
+    }
+}
+
+/// The two modes forms support.
+enum Mode {
+    Form,
+    Url,
+}
+
+/// Checks what every request shares, in order (an object within the size limits, `message`,
+/// `_meta`, `mode`) and returns the `message`, the `_meta` and the mode.
+fn read_header(params: &Value) -> Result<(&String, Option<&Content>, Mode), Decline> {
     let Value::Object(obj) = params else {
         return Err(Decline::whole(
             DeclineRule::NotAnObject,
@@ -61,7 +118,7 @@ pub fn parse_request(params: &Value) -> Result<ElicitationRequest, Decline> {
     };
     size::check(params, "params")?;
     let message = match obj.get("message") {
-        Some(Value::String(message)) if message.len() <= MAX_TEXT_BYTES => message.clone(),
+        Some(Value::String(message)) if message.len() <= MAX_TEXT_BYTES => message,
         Some(Value::String(message)) => {
             return Err(Decline::whole(
                 DeclineRule::TooLarge,
@@ -86,7 +143,7 @@ pub fn parse_request(params: &Value) -> Result<ElicitationRequest, Decline> {
     };
     let meta = match obj.get("_meta") {
         None | Some(Value::Null) => None,
-        Some(Value::Object(meta)) => Some(meta.clone()),
+        Some(Value::Object(meta)) => Some(meta),
         Some(other) => {
             return Err(Decline::whole(
                 DeclineRule::InvalidParams,
@@ -94,41 +151,28 @@ pub fn parse_request(params: &Value) -> Result<ElicitationRequest, Decline> {
             ));
         }
     };
-    match obj.get("mode") {
-        None => parse_form(obj.get("requestedSchema"), message, meta),
-        Some(Value::String(mode)) if mode == "form" => {
-            parse_form(obj.get("requestedSchema"), message, meta)
+    let mode = match obj.get("mode") {
+        None => Mode::Form,
+        Some(Value::String(mode)) if mode == "form" => Mode::Form,
+        Some(Value::String(mode)) if mode == "url" => Mode::Url,
+        Some(other) => {
+            return Err(Decline::whole(
+                DeclineRule::UnsupportedMode,
+                format!(
+                    "mode {} is not supported; only \"form\" and \"url\" are",
+                    show(other)
+                ),
+            ));
         }
-        Some(Value::String(mode)) if mode == "url" => {
-            parse_url(obj.get("url"), obj.get("elicitationId"), message, meta)
-        }
-        Some(other) => Err(Decline::whole(
-            DeclineRule::UnsupportedMode,
-            format!(
-                "mode {} is not supported; only \"form\" and \"url\" are",
-                show(other)
-            ),
-        )),
-    }
+    };
+    Ok((message, meta, mode))
 }
 
-fn parse_form(
-    schema: Option<&Value>,
-    message: String,
-    meta: Option<Content>,
-) -> Result<ElicitationRequest, Decline> {
-    let Some(schema) = schema else {
-        return Err(Decline::whole(
-            DeclineRule::InvalidParams,
-            "a form-mode request needs a `requestedSchema`",
-        ));
-    };
-    let form = parse_schema(schema)?;
-    Ok(ElicitationRequest::Form(FormRequest {
-        message,
-        form,
-        meta,
-    }))
+fn no_schema() -> Decline {
+    Decline::whole(
+        DeclineRule::InvalidParams,
+        "a form-mode request needs a `requestedSchema`",
+    )
 }
 
 fn parse_url(

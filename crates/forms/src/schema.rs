@@ -59,15 +59,96 @@ const REFERENCES: &[&str] = &["$ref", "$dynamicRef", "$recursiveRef"];
 /// (`allOf`, `minProperties`, ...) are declined.
 pub fn parse_schema(requested_schema: &Value) -> Result<Form, Decline> {
     size::check(requested_schema, "requestedSchema")?;
+    parse_sized_schema(requested_schema)
+}
+
+/// [`parse_schema`] for a schema already known to be within the size limits, e.g. as part of
+/// params that are.
+pub(crate) fn parse_sized_schema(requested_schema: &Value) -> Result<Form, Decline> {
     let Value::Object(root) = requested_schema else {
-        return Err(Decline::whole(
-            DeclineRule::NotAnObject,
-            format!(
-                "requestedSchema must be a JSON object, not {}",
-                kind_of(requested_schema)
-            ),
-        ));
+        return Err(not_an_object(requested_schema));
     };
+    let (title, description) = check_root(root)?;
+    let properties = match root.get("properties") {
+        Some(Value::Object(properties)) => properties,
+        other => return Err(no_properties(other)),
+    };
+    let parts = parse_properties(root, properties)?;
+    let fields = parts
+        .into_iter()
+        .zip(properties)
+        .map(|(parts, (key, schema))| parts.into_field(key.clone(), schema.clone()))
+        .collect();
+    let root = root
+        .iter()
+        .map(|(key, value)| {
+            let value = if key == "properties" {
+                Value::Null
+            } else {
+                value.clone()
+            };
+            (key.clone(), value)
+        })
+        .collect();
+    Ok(Form::new(fields, title, description, root))
+}
+
+/// [`parse_schema`] for a schema the caller owns: the same form or the same decline, but the
+/// property schemas move into the fields instead of being copied.
+pub fn parse_schema_owned(requested_schema: Value) -> Result<Form, Decline> {
+    size::check(&requested_schema, "requestedSchema")?;
+    parse_sized_schema_owned(requested_schema)
+}
+
+/// [`parse_schema_owned`] for a schema already known to be within the size limits.
+pub(crate) fn parse_sized_schema_owned(requested_schema: Value) -> Result<Form, Decline> {
+    let mut root = match requested_schema {
+        Value::Object(root) => root,
+        other => return Err(not_an_object(&other)),
+    };
+    let (title, description) = check_root(&root)?;
+    // `check_root` does not look at `properties`, so it can be taken out first; `null` keeps its place.
+    let properties = match root.get_mut("properties").map(Value::take) {
+        Some(Value::Object(properties)) => properties,
+        other => return Err(no_properties(other.as_ref())),
+    };
+    let parts = parse_properties(&root, &properties)?;
+    let fields = parts
+        .into_iter()
+        .zip(properties)
+        .map(|(parts, (key, schema))| parts.into_field(key, schema))
+        .collect();
+    Ok(Form::new(fields, title, description, root))
+}
+
+fn not_an_object(requested_schema: &Value) -> Decline {
+    Decline::whole(
+        DeclineRule::NotAnObject,
+        format!(
+            "requestedSchema must be a JSON object, not {}",
+            kind_of(requested_schema)
+        ),
+    )
+}
+
+fn no_properties(properties: Option<&Value>) -> Decline {
+    match properties {
+        Some(other) => Decline::whole(
+            DeclineRule::NoProperties,
+            format!(
+                "requestedSchema `properties` must be an object, not {}",
+                kind_of(other)
+            ),
+        ),
+        None => Decline::whole(
+            DeclineRule::NoProperties,
+            "requestedSchema has no `properties`",
+        ),
+    }
+}
+
+/// Checks the top level apart from `properties` and returns its `title` and `description`.
+fn check_root(root: &Object) -> Result<(Option<String>, Option<String>), Decline> {
     match root.get("type") {
         None => {}
         Some(Value::String(name)) if name == "object" => {}
@@ -93,24 +174,11 @@ pub fn parse_schema(requested_schema: &Value) -> Result<Form, Decline> {
     }
     let title = root_text(root, "title")?;
     let description = root_text(root, "description")?;
-    let properties = match root.get("properties") {
-        Some(Value::Object(properties)) => properties,
-        Some(other) => {
-            return Err(Decline::whole(
-                DeclineRule::NoProperties,
-                format!(
-                    "requestedSchema `properties` must be an object, not {}",
-                    kind_of(other)
-                ),
-            ));
-        }
-        None => {
-            return Err(Decline::whole(
-                DeclineRule::NoProperties,
-                "requestedSchema has no `properties`",
-            ));
-        }
-    };
+    Ok((title, description))
+}
+
+/// Checks the number of properties and `required`, then parses every property in order.
+fn parse_properties(root: &Object, properties: &Object) -> Result<Vec<FieldParts>, Decline> {
     if properties.len() > MAX_PROPERTIES {
         return Err(Decline::whole(
             DeclineRule::TooLarge,
@@ -121,19 +189,24 @@ pub fn parse_schema(requested_schema: &Value) -> Result<Form, Decline> {
         ));
     }
     let required = parse_required(root, properties)?;
-    let fields = properties
+    properties
         .iter()
         .map(|(key, schema)| parse_property(key, schema, required.contains(key.as_str())))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Form {
-        fields,
-        title,
-        description,
-        schema: requested_schema.clone(),
-    })
+        .collect()
+}
+
+/// Whether `key` is a keyword that declines a schema's top level (see [`check_root_keywords`]).
+fn constrains_root(key: &str) -> bool {
+    REFERENCES.contains(&key)
+        || matches!(key, "oneOf" | "enum")
+        || (UNSUPPORTED.contains(&key) && !matches!(key, "additionalProperties" | "required"))
 }
 
 fn check_root_keywords(root: &Object) -> Result<(), Decline> {
+    // One pass over the few keys a schema has; the lookups below pick the keyword to report.
+    if !root.keys().any(|key| constrains_root(key)) {
+        return Ok(());
+    }
     if let Some(keyword) = REFERENCES
         .iter()
         .find(|keyword| root.contains_key(**keyword))
@@ -215,7 +288,30 @@ fn parse_required<'a>(root: &'a Object, properties: &Object) -> Result<HashSet<&
     Ok(names)
 }
 
-fn parse_property(key: &str, schema: &Value, required: bool) -> Result<Field, Decline> {
+/// A parsed property, all but its key and schema, which [`FieldParts::into_field`] moves or copies in.
+struct FieldParts {
+    title: Option<String>,
+    description: Option<String>,
+    required: bool,
+    kind: FieldKind,
+    default: Option<Value>,
+}
+
+impl FieldParts {
+    fn into_field(self, key: String, schema: Value) -> Field {
+        Field {
+            key,
+            title: self.title,
+            description: self.description,
+            required: self.required,
+            kind: self.kind,
+            default: self.default,
+            schema,
+        }
+    }
+}
+
+fn parse_property(key: &str, schema: &Value, required: bool) -> Result<FieldParts, Decline> {
     if key.len() > MAX_KEY_BYTES {
         return Err(Decline::property(
             key,
@@ -309,20 +405,27 @@ fn parse_property(key: &str, schema: &Value, required: bool) -> Result<Field, De
             Some(value)
         }
     };
-    Ok(Field {
-        key: key.to_owned(),
+    Ok(FieldParts {
         title,
         description,
         required,
         kind,
         default,
-        schema: schema.clone(),
     })
 }
 
 /// Declines references, unsupported keywords and nested `properties` in a property schema (or, with
 /// `place` = "`items` ", in its `items`).
 pub(crate) fn check_keywords(key: &str, obj: &Object, place: &str) -> Result<(), Decline> {
+    // One pass over the few keys a property has; the lookups below pick the keyword to report.
+    let flagged = |key: &String| {
+        key == "properties"
+            || REFERENCES.contains(&key.as_str())
+            || UNSUPPORTED.contains(&key.as_str())
+    };
+    if !obj.keys().any(flagged) {
+        return Ok(());
+    }
     if let Some(keyword) = REFERENCES
         .iter()
         .find(|keyword| obj.contains_key(**keyword))

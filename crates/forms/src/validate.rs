@@ -182,7 +182,7 @@ fn expected(kind: &FieldKind) -> &'static str {
     }
 }
 
-fn check_text(rules: &TextRules, text: &str) -> Vec<String> {
+pub(crate) fn check_text(rules: &TextRules, text: &str) -> Vec<String> {
     let mut problems = Vec::new();
     let length = text.chars().count() as u64;
     if let Some(min) = rules.min_length.filter(|min| length < *min) {
@@ -210,12 +210,17 @@ fn check_text(rules: &TextRules, text: &str) -> Vec<String> {
     problems
 }
 
+/// A bound as an f64 to compare with, and as written, for the message.
+fn bound(bound: &Option<Number>) -> Option<(f64, &Number)> {
+    let bound = bound.as_ref()?;
+    Some((bound.as_f64()?, bound))
+}
+
 fn check_number(rules: &NumberRules, n: &Number) -> Vec<String> {
     let mut problems = Vec::new();
     let Some(value) = n.as_f64() else {
         return vec!["must be a number".to_owned()];
     };
-    let bound = |b: &Option<Number>| b.as_ref().and_then(|b| Some((b.as_f64()?, b.to_string())));
     if let Some((_, text)) = bound(&rules.minimum).filter(|(min, _)| value < *min) {
         problems.push(format!("must be at least {text}"));
     }

@@ -4,7 +4,10 @@
 #![allow(clippy::unwrap_used)]
 
 use formwork_forms::render::{InputKind, RenderAnswer, RenderAnswers};
-use formwork_forms::{Content, ElicitationRequest, parse_request, parse_schema};
+use formwork_forms::{
+    Content, ElicitationRequest, parse_request, parse_request_owned, parse_schema,
+    parse_schema_owned,
+};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
@@ -309,6 +312,26 @@ proptest! {
     #[test]
     fn parse_request_never_panics(params in arbitrary_json(4)) {
         let _ = parse_request(&params);
+    }
+
+    #[test]
+    fn owned_parsing_agrees_with_borrowed(params in arbitrary_json(4), properties in prop::collection::vec(("[a-c]{1,2}", arbitrary_property()), 0..5)) {
+        let properties: Map<String, Value> = properties.into_iter().collect();
+        let form_params = json!({"message": "m", "requestedSchema": {"type": "object", "properties": properties}});
+        for params in [params, form_params] {
+            let borrowed = parse_request(&params);
+            let owned = parse_request_owned(params.clone());
+            prop_assert_eq!(format!("{owned:?}"), format!("{borrowed:?}"));
+            if let (Ok(ElicitationRequest::Form(owned)), Ok(ElicitationRequest::Form(borrowed))) = (owned, borrowed) {
+                prop_assert_eq!(owned.form.schema(), &params["requestedSchema"]);
+                prop_assert_eq!(borrowed.form.schema(), &params["requestedSchema"]);
+            }
+            if let Some(schema) = params.get("requestedSchema") {
+                let borrowed = parse_schema(schema);
+                let owned = parse_schema_owned(schema.clone());
+                prop_assert_eq!(format!("{owned:?}"), format!("{borrowed:?}"));
+            }
+        }
     }
 
     #[test]

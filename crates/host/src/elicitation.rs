@@ -1,50 +1,49 @@
 //! Serving `elicitation/create`: raw params in, a form for the responder, an `ElicitResult` out.
 //!
-//! The params are read from the raw JSON of the request, so the exact mode, every schema
-//! keyword, the property order and the request `_meta` reach `formwork_forms` untouched.
+//! The params are read from the JSON of the request as is, so the exact mode, every schema
+//! keyword, the property order and the request `_meta` reach `formwork_forms` untouched; the
+//! parsed form takes them over without a copy.
 
 use std::sync::Arc;
 
-use formwork_forms::{ElicitationRequest, parse_request};
+use formwork_forms::{ElicitationRequest, parse_request_owned};
 use serde_json::Value;
-use serde_json::value::RawValue;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::jsonrpc::{self, RawId, RpcError};
+use crate::jsonrpc::{self, Params, RawId, RpcError};
 use crate::plugin::Shared;
 use crate::responder::{DeclineNotice, FormAction, FormPrompt, FormReply, PromptKind};
 
-/// Decrements the open-form count when a form ends, however it ends.
+/// Counts a form as open until it ends, however it ends.
 struct OpenForm<'a>(&'a Shared);
 
 impl<'a> OpenForm<'a> {
     fn enter(shared: &'a Shared) -> Self {
-        shared.open_forms.send_modify(|open| *open += 1);
+        shared.form_opened();
         OpenForm(shared)
     }
 }
 
 impl Drop for OpenForm<'_> {
     fn drop(&mut self) {
-        self.0
-            .open_forms
-            .send_modify(|open| *open = open.saturating_sub(1));
+        self.0.form_closed();
     }
 }
 
 pub(crate) async fn handle(
     shared: &Shared,
     id: &RawId,
-    params: Option<Box<RawValue>>,
+    params: Params,
     cancelled: CancellationToken,
 ) -> Result<Value, RpcError> {
-    let params: Value = match params {
-        Some(raw) => serde_json::from_str(raw.get()).map_err(|err| {
-            invalid_params(format!(
+    let params = match params {
+        Some(Ok(params)) => params,
+        Some(Err(err)) => {
+            return Err(invalid_params(format!(
                 "elicitation/create params could not be read: {err}"
-            ))
-        })?,
+            )));
+        }
         None => return Err(invalid_params("elicitation/create needs params".to_owned())),
     };
     if !params.is_object() {
@@ -54,7 +53,7 @@ pub(crate) async fn handle(
     }
     tracing::info!(target: "formwork::form", marker = "request-received", plugin = %shared.name, %id, "elicitation received");
 
-    let request = match parse_request(&params) {
+    let request = match parse_request_owned(params) {
         Ok(request) => request,
         Err(decline) => {
             let reason = decline.to_string();
@@ -132,7 +131,7 @@ fn checked(
             ..reply
         };
     };
-    let content = reply.content.clone().unwrap_or_default();
+    let content = reply.content.unwrap_or_default();
     match form.validate(&content) {
         Ok(()) => FormReply {
             content: Some(content),

@@ -1,8 +1,9 @@
 //! JSON-RPC 2.0 framing: classifying raw incoming messages and building outgoing ones.
 //!
-//! Incoming messages are kept as raw JSON for as long as possible. The envelope is read with
-//! `RawValue` members, so a message whose `params` is hostile (deeply nested, huge) still yields
-//! its `id` and `method` and can be answered with an error instead of being dropped.
+//! Incoming messages are read in one pass: the `params` as a JSON value, `result` and `error` as
+//! raw JSON. When that pass fails, the envelope is read again with a raw `params`, so a message
+//! whose `params` is hostile (deeply nested, say) still yields its `id` and `method` and can be
+//! answered with an error instead of being dropped.
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -67,20 +68,21 @@ impl std::fmt::Display for RawId {
     }
 }
 
-/// One message read from a plugin, classified but with its payload still raw.
+/// The `params` of a request or notification: absent (`None`), read, or present but unreadable
+/// as a JSON value (nested too deeply, say), with the reason.
+pub type Params = Option<Result<Value, serde_json::Error>>;
+
+/// One message read from a plugin, classified; a response's payload is still raw.
 #[derive(Debug)]
 pub enum Incoming {
     /// A request from the plugin to the host; it must be answered.
     Request {
         id: RawId,
         method: String,
-        params: Option<Box<RawValue>>,
+        params: Params,
     },
     /// A notification (no `id`).
-    Notification {
-        method: String,
-        params: Option<Box<RawValue>>,
-    },
+    Notification { method: String, params: Params },
     /// A response to one of the host's requests.
     Response {
         id: RawId,
@@ -109,19 +111,24 @@ impl std::fmt::Display for RpcError {
     }
 }
 
+/// A message's members; `P` is how `params` is read: as a `Value`, or raw when that fails.
 #[derive(Deserialize)]
-struct Envelope<'a> {
+struct Envelope<'a, P> {
     /// `Some("null")` for `"id": null`, which plain `Option` would read as absent.
     #[serde(borrow, default, deserialize_with = "present")]
     id: Option<&'a RawValue>,
     #[serde(default)]
     method: Option<Value>,
-    #[serde(default)]
-    params: Option<Box<RawValue>>,
+    #[serde(default = "none")]
+    params: Option<P>,
     #[serde(default)]
     result: Option<Box<RawValue>>,
     #[serde(default)]
     error: Option<Box<RawValue>>,
+}
+
+fn none<P>() -> Option<P> {
+    None
 }
 
 fn present<'de, D: serde::Deserializer<'de>>(
@@ -148,14 +155,42 @@ pub fn parse_frame(frame: &str) -> Vec<Incoming> {
 }
 
 fn classify(text: &str) -> Incoming {
-    let envelope: Envelope = match serde_json::from_str(text) {
-        Ok(envelope) => envelope,
-        Err(err) => {
-            return Incoming::Invalid {
-                id: None,
-                reason: format!("not a JSON-RPC object: {err}"),
-            };
-        }
+    let envelope = match serde_json::from_str::<Envelope<Value>>(text) {
+        Ok(Envelope {
+            id,
+            method,
+            params,
+            result,
+            error,
+        }) => Envelope {
+            id,
+            method,
+            params: params.map(Ok),
+            result,
+            error,
+        },
+        // Read the envelope alone; the `params` keep the reason they cannot be read.
+        Err(_) => match serde_json::from_str::<Envelope<Box<RawValue>>>(text) {
+            Ok(Envelope {
+                id,
+                method,
+                params,
+                result,
+                error,
+            }) => Envelope {
+                id,
+                method,
+                params: params.map(|raw| serde_json::from_str::<Value>(raw.get())),
+                result,
+                error,
+            },
+            Err(err) => {
+                return Incoming::Invalid {
+                    id: None,
+                    reason: format!("not a JSON-RPC object: {err}"),
+                };
+            }
+        },
     };
     // `None`: absent; `Some(None)`: `null`; `Some(Some(id))`: a usable id.
     let id = match envelope.id {
@@ -246,8 +281,19 @@ pub fn notification(method: &str, params: Option<Value>) -> String {
 }
 
 /// Serializes a successful response.
-pub fn response(id: &RawId, result: Value) -> String {
-    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#)
+pub fn response(id: &RawId, result: &Value) -> String {
+    const HEAD: &str = r#"{"jsonrpc":"2.0","id":"#;
+    const RESULT: &str = r#","result":"#;
+    // Serializing a `Value` cannot fail: its keys are strings and its numbers finite.
+    let result = serde_json::to_string(result).unwrap_or_else(|_| "null".to_owned());
+    let mut message =
+        String::with_capacity(HEAD.len() + id.0.len() + RESULT.len() + result.len() + 1);
+    message.push_str(HEAD);
+    message.push_str(&id.0);
+    message.push_str(RESULT);
+    message.push_str(&result);
+    message.push('}');
+    message
 }
 
 /// Serializes an error response. `id` is `null` when the request's id could not be read.
@@ -315,7 +361,7 @@ mod tests {
     fn responses_echo_the_id_verbatim() {
         let id = RawId(r#"123456789012345678901234567890"#.to_owned());
         assert_eq!(
-            response(&id, json!({"action": "decline"})),
+            response(&id, &json!({"action": "decline"})),
             r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"result":{"action":"decline"}}"#
         );
         assert_eq!(

@@ -2,20 +2,24 @@
 //! everything the plugin sends.
 
 use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use futures::stream::FuturesUnordered;
+use futures::{FutureExt, StreamExt};
 use rmcp::model::ProtocolVersion;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::jsonrpc::{self, Incoming, RawId, RpcError};
+use crate::jsonrpc::{self, Incoming, Params, RawId, RpcError};
 use crate::responder::FormResponder;
-use crate::transport::{self, Frame, Transport};
+use crate::transport::{self, Frame, Frames, Transport};
 use crate::{HostError, elicitation};
 
 /// The protocol version formwork asks for in `initialize`.
@@ -54,6 +58,8 @@ pub struct ConnectOptions {
     pub inherit_stderr: bool,
     /// `clientInfo.name` and `clientInfo.version` sent in `initialize`.
     pub client_info: (String, String),
+    /// Told of every request the plugin sends, with formwork's answer (`formwork doctor`).
+    pub on_request: Option<crate::doctor::RequestObserver>,
 }
 
 impl ConnectOptions {
@@ -65,6 +71,7 @@ impl ConnectOptions {
             request_timeout: Duration::from_secs(60),
             inherit_stderr: true,
             client_info: ("formwork".to_owned(), env!("CARGO_PKG_VERSION").to_owned()),
+            on_request: None,
         }
     }
 }
@@ -92,19 +99,50 @@ type ResponseSlot = oneshot::Sender<Result<Box<RawValue>, RpcError>>;
 pub(crate) struct Shared {
     pub(crate) name: String,
     pub(crate) responder: Arc<dyn FormResponder>,
-    outgoing: mpsc::UnboundedSender<String>,
+    outgoing: transport::Outgoing,
     pending: Mutex<HashMap<u64, ResponseSlot>>,
     next_id: AtomicU64,
     /// Cancelled when the transport is gone; every open form is a child of it.
     pub(crate) closed: CancellationToken,
     closed_reason: Mutex<Option<String>>,
-    /// How many forms are open right now; request timeouts pause while it is not zero.
-    pub(crate) open_forms: watch::Sender<usize>,
+    /// The open forms and the time forms have been open; request timeouts do not count that time.
+    forms: watch::Sender<FormClock>,
     /// Requests from the plugin being handled, by id, so `notifications/cancelled` can end them.
     pub(crate) in_flight: Mutex<HashMap<RawId, CancellationToken>>,
     /// URL-mode flows waiting for `notifications/elicitation/complete`, by elicitation id.
     pub(crate) url_flows: Mutex<HashMap<String, watch::Sender<bool>>>,
     request_timeout: Duration,
+    on_request: Option<crate::doctor::RequestObserver>,
+}
+
+/// A plugin's open forms, and how long at least one of them has been open in all.
+#[derive(Debug, Clone, Copy)]
+struct FormClock {
+    /// How many forms are open right now.
+    open: usize,
+    /// When the latest stretch with a form open began.
+    since: Instant,
+    /// The length of the stretches with a form open that have ended.
+    ended: Duration,
+}
+
+impl FormClock {
+    fn new() -> Self {
+        FormClock {
+            open: 0,
+            since: Instant::now(),
+            ended: Duration::ZERO,
+        }
+    }
+
+    /// How long at least one form has been open, up to `now`.
+    fn paused_until(&self, now: Instant) -> Duration {
+        if self.open > 0 {
+            self.ended + now.saturating_duration_since(self.since)
+        } else {
+            self.ended
+        }
+    }
 }
 
 impl Plugin {
@@ -132,10 +170,11 @@ impl Plugin {
             next_id: AtomicU64::new(0),
             closed: CancellationToken::new(),
             closed_reason: Mutex::new(None),
-            open_forms: watch::Sender::new(0),
+            forms: watch::Sender::new(FormClock::new()),
             in_flight: Mutex::new(HashMap::new()),
             url_flows: Mutex::new(HashMap::new()),
             request_timeout: options.request_timeout,
+            on_request: options.on_request,
         });
         tasks.push(tokio::spawn(read_loop(Arc::clone(&shared), incoming)));
 
@@ -261,7 +300,7 @@ impl Plugin {
 
 impl Shared {
     pub(crate) fn send(&self, message: String) {
-        let _ = self.outgoing.send(message);
+        self.outgoing.send(message);
     }
 
     fn notify(&self, method: &str, params: Option<Value>) {
@@ -298,34 +337,38 @@ impl Shared {
         }
         self.send(jsonrpc::request(id, method, params));
 
-        let mut forms = self.open_forms.subscribe();
-        let mut remaining = timeout;
+        // The deadline is only checked when it comes: then the time forms were open since the
+        // request was sent (waiting for the last one to close first) moves it on.
+        let started = Instant::now();
+        let paused_before = self.forms.borrow().paused_until(started);
+        let mut deadline = later(started, timeout);
         let outcome = loop {
-            let forms_open = pause_for_forms && *forms.borrow_and_update() > 0;
-            let started = tokio::time::Instant::now();
-            let deadline = async {
-                if forms_open {
-                    std::future::pending::<()>().await
+            let due = async {
+                tokio::time::sleep_until(deadline).await;
+                if pause_for_forms {
+                    let mut forms = self.forms.subscribe();
+                    forms.wait_for(|clock| clock.open == 0).await.is_ok()
                 } else {
-                    tokio::time::sleep(remaining).await
+                    true
                 }
             };
             tokio::select! {
+                biased;
                 outcome = &mut rx => break outcome,
-                () = deadline => {
-                    self.forget(id);
-                    self.notify(
-                        "notifications/cancelled",
-                        Some(json!({"requestId": id, "reason": "timed out"})),
-                    );
-                    return Err(HostError::Timeout { method: method.to_owned(), after: timeout });
-                }
-                changed = forms.changed() => {
-                    if !forms_open {
-                        remaining = remaining.saturating_sub(started.elapsed());
-                    }
-                    if changed.is_err() {
+                open = due => {
+                    if !open {
                         return Err(self.gone());
+                    }
+                    let now = Instant::now();
+                    let paused = self.forms.borrow().paused_until(now).saturating_sub(paused_before);
+                    deadline = later(started, timeout.saturating_add(paused));
+                    if deadline <= now {
+                        self.forget(id);
+                        self.notify(
+                            "notifications/cancelled",
+                            Some(json!({"requestId": id, "reason": "timed out"})),
+                        );
+                        return Err(HostError::Timeout { method: method.to_owned(), after: timeout });
                     }
                 }
             }
@@ -345,6 +388,32 @@ impl Shared {
         }
     }
 
+    /// A form of this plugin opens: request timeouts stop counting.
+    pub(crate) fn form_opened(&self) {
+        self.forms.send_if_modified(|clock| {
+            if clock.open == 0 {
+                clock.since = Instant::now();
+            }
+            clock.open += 1;
+            false // only the last form closing is waited for
+        });
+    }
+
+    /// A form of this plugin closes: when it was the last, request timeouts count again.
+    pub(crate) fn form_closed(&self) {
+        self.forms.send_if_modified(|clock| {
+            if clock.open == 0 {
+                return false;
+            }
+            clock.open -= 1;
+            if clock.open > 0 {
+                return false;
+            }
+            clock.ended += clock.since.elapsed();
+            true
+        });
+    }
+
     fn forget(&self, id: u64) {
         if let Ok(mut pending) = self.pending.lock() {
             pending.remove(&id);
@@ -352,14 +421,34 @@ impl Shared {
     }
 }
 
+/// `start + wait`, or about 30 years on when that is out of range (as `tokio::time::sleep` does).
+fn later(start: Instant, wait: Duration) -> Instant {
+    start
+        .checked_add(wait)
+        .unwrap_or_else(|| start + Duration::from_secs(86_400 * 365 * 30))
+}
+
 /// Reads frames until the transport closes, then fails every pending request.
-async fn read_loop(shared: Arc<Shared>, mut incoming: mpsc::UnboundedReceiver<Frame>) {
+///
+/// The plugin's requests are served here too, side by side with the reading: each is one future
+/// in `requests`, polled when it can make progress, so a form that waits for a person holds up
+/// nothing else.
+async fn read_loop(shared: Arc<Shared>, mut incoming: Frames) {
+    let mut requests = FuturesUnordered::new();
     let reason = loop {
         tokio::select! {
-            frame = incoming.recv() => match frame {
+            served = requests.next(), if !requests.is_empty() => {
+                if let Some(Err(_)) = served {
+                    tracing::error!(target: "formwork::plugin", plugin = %shared.name, "serving a request panicked; it stays unanswered");
+                }
+            }
+            frame = incoming.next() => match frame {
                 Some(Frame::Message(text)) => {
                     for message in jsonrpc::parse_frame(&text) {
-                        dispatch(&shared, message);
+                        if let Some((id, method, params)) = dispatch(&shared, message) {
+                            let serve = serve_request(Arc::clone(&shared), id, method, params);
+                            requests.push(AssertUnwindSafe(serve).catch_unwind());
+                        }
                     }
                 }
                 Some(Frame::Oversized) => tracing::warn!(
@@ -385,9 +474,12 @@ async fn read_loop(shared: Arc<Shared>, mut incoming: mpsc::UnboundedReceiver<Fr
         .map(|mut pending| std::mem::take(&mut *pending))
         .unwrap_or_default();
     drop(pending);
+    // The requests still being served see the connection closed and end at once, unanswered.
+    while requests.next().await.is_some() {}
 }
 
-fn dispatch(shared: &Arc<Shared>, message: Incoming) {
+/// Handles one message; a request is handed back, to be served.
+fn dispatch(shared: &Shared, message: Incoming) -> Option<(RawId, String, Params)> {
     match message {
         Incoming::Response { id, outcome } => {
             let sender = id
@@ -405,10 +497,7 @@ fn dispatch(shared: &Arc<Shared>, message: Incoming) {
                 ),
             }
         }
-        Incoming::Request { id, method, params } => {
-            let shared = Arc::clone(shared);
-            tokio::spawn(async move { serve_request(shared, id, method, params).await });
-        }
+        Incoming::Request { id, method, params } => return Some((id, method, params)),
         Incoming::Notification { method, params } => on_notification(shared, &method, params),
         Incoming::Invalid { id, reason } => {
             tracing::warn!(target: "formwork::plugin", plugin = %shared.name, %reason, "invalid message");
@@ -420,14 +509,10 @@ fn dispatch(shared: &Arc<Shared>, message: Incoming) {
             shared.send(jsonrpc::error_response(id.as_ref(), code, &reason));
         }
     }
+    None
 }
 
-async fn serve_request(
-    shared: Arc<Shared>,
-    id: RawId,
-    method: String,
-    params: Option<Box<RawValue>>,
-) {
+async fn serve_request(shared: Arc<Shared>, id: RawId, method: String, params: Params) {
     let key = id.clone();
     let cancelled = shared.closed.child_token();
     let registered = shared
@@ -443,6 +528,10 @@ async fn serve_request(
         ));
         return;
     }
+    let observed = shared.on_request.as_ref().map(|_| {
+        let params = params.as_ref().and_then(|params| params.as_ref().ok());
+        params.cloned()
+    });
     let outcome = match method.as_str() {
         "ping" => Ok(json!({})),
         "elicitation/create" => elicitation::handle(&shared, &id, params, cancelled.clone()).await,
@@ -455,20 +544,26 @@ async fn serve_request(
     if let Ok(mut in_flight) = shared.in_flight.lock() {
         in_flight.remove(&key);
     }
+    if let (Some(observer), Some(params)) = (&shared.on_request, observed) {
+        observer(&crate::doctor::ServedRequest {
+            id: id.to_value(),
+            method: method.clone(),
+            params,
+            answer: (!cancelled.is_cancelled()).then(|| outcome.clone()),
+        });
+    }
     // A request the plugin cancelled gets no answer; one whose plugin is gone cannot get one.
     if cancelled.is_cancelled() {
         return;
     }
     shared.send(match outcome {
-        Ok(result) => jsonrpc::response(&id, result),
+        Ok(result) => jsonrpc::response(&id, &result),
         Err(error) => jsonrpc::error_response(Some(&id), error.code, &error.message),
     });
 }
 
-fn on_notification(shared: &Shared, method: &str, params: Option<Box<RawValue>>) {
-    let params: Value = params
-        .and_then(|raw| serde_json::from_str(raw.get()).ok())
-        .unwrap_or(Value::Null);
+fn on_notification(shared: &Shared, method: &str, params: Params) {
+    let params = params.and_then(Result::ok).unwrap_or(Value::Null);
     match method {
         "notifications/elicitation/complete" => {
             let id = params.get("elicitationId").and_then(Value::as_str);

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::{Frame, MAX_FRAME_BYTES, Transport};
+use super::{Frame, MAX_FRAME_BYTES, Outgoing, Transport};
 use crate::HostError;
 use crate::jsonrpc;
 
@@ -119,7 +119,7 @@ pub(crate) fn connect(
     });
 
     Ok(Transport {
-        outgoing,
+        outgoing: Outgoing::Channel(outgoing),
         incoming: Box::pin(futures::stream::poll_fn(move |cx| incoming.poll_recv(cx))),
         tasks: vec![driver],
     })

@@ -1,12 +1,15 @@
 //! Transports move raw JSON-RPC frames between the host and one plugin.
 //!
-//! A transport is a pair of channels: serialized messages go out, frames come in. Framing
-//! (lines on stdio, POST bodies and SSE events on HTTP) stays inside the transport; the
+//! A transport is a channel out and a stream in: serialized messages go out, frames come in.
+//! Framing (lines on stdio, POST bodies and SSE events on HTTP) stays inside the transport; the
 //! connection above it sees only whole messages and the moment the plugin goes away.
 
 pub(crate) mod http;
 pub(crate) mod stdio;
 
+use std::pin::Pin;
+
+use futures::Stream;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -24,9 +27,33 @@ pub(crate) enum Frame {
     Closed(String),
 }
 
+/// The frames a transport delivers, in order; after `Frame::Closed` it ends.
+pub(crate) type Frames = Pin<Box<dyn Stream<Item = Frame> + Send>>;
+
+/// Where the connection's messages go, each whole and in order.
+pub(crate) enum Outgoing {
+    /// To a task that sends them (HTTP: a POST each).
+    Channel(mpsc::UnboundedSender<String>),
+    /// Into a child's stdin, at once when the pipe takes them.
+    Pipe(stdio::Writer),
+}
+
+impl Outgoing {
+    /// Sends or queues `message`; once the transport is gone, it is dropped.
+    pub(crate) fn send(&self, message: String) {
+        match self {
+            Outgoing::Channel(channel) => {
+                let _ = channel.send(message);
+            }
+            Outgoing::Pipe(pipe) => pipe.send(message),
+        }
+    }
+}
+
 /// The two ends of a running transport.
 pub(crate) struct Transport {
-    pub outgoing: mpsc::UnboundedSender<String>,
-    pub incoming: mpsc::UnboundedReceiver<Frame>,
+    pub outgoing: Outgoing,
+    /// Polled by the connection's own task: on stdio, reading a line takes no other task.
+    pub incoming: Frames,
     pub tasks: Vec<JoinHandle<()>>,
 }

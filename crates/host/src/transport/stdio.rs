@@ -1,15 +1,23 @@
 //! The stdio transport: a plugin spawned as a child process, one JSON-RPC message per line.
+//!
+//! Lines are read by the connection's own task (see [`Frames`]), and a message is written to the
+//! child's stdin by whoever sends it, as soon as the pipe takes it: an answer leaves without a
+//! hop through another task. What the pipe does not take at once waits, in order, for the
+//! writer task.
 
+use std::collections::VecDeque;
+use std::io;
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
-use tokio::io::AsyncWriteExt;
-use tokio::process::{Child, Command};
-use tokio::sync::mpsc;
+use tokio::net::unix::pipe;
+use tokio::process::{Child, ChildStdout, Command};
+use tokio::sync::Notify;
 use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 
-use super::{Frame, MAX_FRAME_BYTES, Transport};
+use super::{Frame, Frames, MAX_FRAME_BYTES, Outgoing, Transport};
 use crate::HostError;
 
 /// How long a plugin gets to exit after its stdin is closed before it is terminated.
@@ -34,29 +42,171 @@ pub(crate) fn spawn(command: &str, inherit_stderr: bool) -> Result<Transport, Ho
             command: command.to_owned(),
             reason: err.to_string(),
         })?;
-    let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         return Err(HostError::Spawn {
             command: command.to_owned(),
             reason: "the child's stdio pipes are missing".to_owned(),
         });
     };
+    let stdin = stdin
+        .into_owned_fd()
+        .and_then(pipe::Sender::from_owned_fd)
+        .map_err(|err| HostError::Spawn {
+            command: command.to_owned(),
+            reason: format!("the child's stdin cannot be used: {err}"),
+        })?;
+    let pipe = Arc::new(Pipe {
+        stdin,
+        queue: Mutex::new(Queue::default()),
+        wake: Notify::new(),
+    });
 
-    let (incoming_tx, incoming) = mpsc::unbounded_channel();
-    let (outgoing, mut outgoing_rx) = mpsc::unbounded_channel::<String>();
+    let pid = child.id();
+    let writer = tokio::spawn({
+        let pipe = Arc::clone(&pipe);
+        async move {
+            write_waiting(&pipe).await;
+            // Closes stdin, unless the connection still holds it after a failed write (then
+            // nobody reads it anyway).
+            drop(pipe);
+            shut_down(child, pid).await;
+        }
+    });
 
-    let reader = tokio::spawn(async move {
-        let mut lines = FramedRead::new(stdout, LinesCodec::new_with_max_length(MAX_FRAME_BYTES));
-        let reason = loop {
+    Ok(Transport {
+        outgoing: Outgoing::Pipe(Writer(pipe)),
+        incoming: frames(stdout),
+        tasks: vec![writer],
+    })
+}
+
+/// The connection's end of the child's stdin. Dropping it closes stdin once everything sent
+/// before has been written.
+pub(crate) struct Writer(Arc<Pipe>);
+
+struct Pipe {
+    stdin: pipe::Sender,
+    queue: Mutex<Queue>,
+    /// Wakes the writer task: bytes are waiting, or the `Writer` is gone.
+    wake: Notify,
+}
+
+#[derive(Default)]
+struct Queue {
+    /// Bytes the pipe has not taken yet, in order; the first may be partly written.
+    waiting: VecDeque<Vec<u8>>,
+    /// The `Writer` is gone: write what waits, then close.
+    closed: bool,
+    /// A write failed (the child stopped reading): nothing more is written.
+    failed: bool,
+}
+
+/// What [`Pipe::write_waiting`] got done.
+enum Progress {
+    /// Nothing waits.
+    Idle,
+    /// The pipe is full.
+    Blocked,
+    /// No more writing: the `Writer` is gone and nothing waits, or a write failed.
+    Done,
+}
+
+impl Writer {
+    /// Writes `message` and a newline, or as much as the pipe takes, at once when nothing waits
+    /// before it; the rest waits for the writer task.
+    pub(crate) fn send(&self, message: String) {
+        let mut bytes = message.into_bytes();
+        bytes.push(b'\n');
+        let Ok(mut queue) = self.0.queue.lock() else {
+            return;
+        };
+        if queue.failed {
+            return;
+        }
+        if queue.waiting.is_empty() {
+            match self.0.stdin.try_write(&bytes) {
+                Ok(written) if written == bytes.len() => return,
+                Ok(written) if written > 0 => {
+                    bytes.drain(..written);
+                }
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
+                Ok(_) | Err(_) => {
+                    queue.failed = true;
+                    self.0.wake.notify_one();
+                    return;
+                }
+            }
+        }
+        queue.waiting.push_back(bytes);
+        self.0.wake.notify_one();
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        if let Ok(mut queue) = self.0.queue.lock() {
+            queue.closed = true;
+        }
+        self.0.wake.notify_one();
+    }
+}
+
+impl Pipe {
+    /// Writes what waits, in order, as far as the pipe takes it.
+    fn write_waiting(&self) -> Progress {
+        let Ok(mut queue) = self.queue.lock() else {
+            return Progress::Done;
+        };
+        while !queue.failed
+            && let Some(front) = queue.waiting.front_mut()
+        {
+            match self.stdin.try_write(front) {
+                Ok(written) if written == front.len() => {
+                    queue.waiting.pop_front();
+                }
+                Ok(written) if written > 0 => {
+                    front.drain(..written);
+                }
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => return Progress::Blocked,
+                Ok(_) | Err(_) => queue.failed = true,
+            }
+        }
+        if queue.failed || queue.closed {
+            Progress::Done
+        } else {
+            Progress::Idle
+        }
+    }
+}
+
+/// The writer task: writes what the pipe did not take at once, until the `Writer` is gone and
+/// nothing waits, or a write fails.
+async fn write_waiting(pipe: &Pipe) {
+    loop {
+        match pipe.write_waiting() {
+            Progress::Idle => pipe.wake.notified().await,
+            Progress::Blocked => {
+                if pipe.stdin.writable().await.is_err() {
+                    return;
+                }
+            }
+            Progress::Done => return,
+        }
+    }
+}
+
+/// The child's stdout as frames, one per line, then `Closed` when it ends or fails.
+fn frames(stdout: ChildStdout) -> Frames {
+    let lines = FramedRead::new(stdout, LinesCodec::new_with_max_length(MAX_FRAME_BYTES));
+    Box::pin(futures::stream::unfold(Some(lines), |lines| async move {
+        let mut lines = lines?;
+        let closed = loop {
             match lines.next().await {
                 Some(Ok(line)) if line.trim().is_empty() => {}
-                Some(Ok(line)) => {
-                    if incoming_tx.send(Frame::Message(line)).is_err() {
-                        return;
-                    }
-                }
+                Some(Ok(line)) => return Some((Frame::Message(line), Some(lines))),
+                // The codec discards the rest of the line and goes on with the next one.
                 Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
-                    // The codec discards the rest of the line and goes on with the next one.
-                    let _ = incoming_tx.send(Frame::Oversized);
+                    return Some((Frame::Oversized, Some(lines)));
                 }
                 Some(Err(LinesCodecError::Io(err))) => {
                     break format!("reading its stdout failed: {err}");
@@ -64,26 +214,8 @@ pub(crate) fn spawn(command: &str, inherit_stderr: bool) -> Result<Transport, Ho
                 None => break "it closed its stdout".to_owned(),
             }
         };
-        let _ = incoming_tx.send(Frame::Closed(reason));
-    });
-
-    let pid = child.id();
-    let writer = tokio::spawn(async move {
-        while let Some(mut message) = outgoing_rx.recv().await {
-            message.push('\n');
-            if stdin.write_all(message.as_bytes()).await.is_err() || stdin.flush().await.is_err() {
-                break;
-            }
-        }
-        drop(stdin);
-        shut_down(child, pid).await;
-    });
-
-    Ok(Transport {
-        outgoing,
-        incoming,
-        tasks: vec![reader, writer],
-    })
+        Some((Frame::Closed(closed), None))
+    }))
 }
 
 /// Ends the child: stdin is already closed; give it a moment, then terminate its process group.

@@ -1,0 +1,267 @@
+//! `formwork doctor`: connect to a plugin, report the handshake, the policy and each tool's
+//! approval verdict, optionally call one tool while recording every form, and say for each row
+//! of the plugin-forms symptom table whether it applies, why, and what to change.
+//!
+//! stdout: the report as JSON (`formwork_host::doctor::Report`). stderr: one line per symptom
+//! that applies. Exit 0 when none applies, 1 when one does, 2 when the plugin cannot be reached
+//! (or the arguments or the config are unusable).
+
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use formwork_host::PluginTarget;
+use formwork_host::config::Config;
+use formwork_host::doctor::{self, DoctorOptions};
+use serde_json::Value;
+
+use crate::config_cmd::ConfigArgs;
+use crate::{Choice, Outcome, PluginArgs};
+
+/// `formwork doctor`'s arguments.
+#[derive(Args)]
+pub struct DoctorArgs {
+    #[command(flatten)]
+    plugin: PluginArgs,
+    #[command(flatten)]
+    config: ConfigArgs,
+    /// Also call this tool; every form it asks for is recorded and answered `cancel`.
+    #[arg(long, value_name = "NAME")]
+    tool: Option<String>,
+    /// The tool's arguments as a JSON object.
+    #[arg(long, value_name = "JSON", requires = "tool")]
+    args: Option<String>,
+    /// Seconds the tool call may still take after the plugin got its last form answer before
+    /// the plugin counts as not continuing.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    wait: u64,
+    /// Seconds a request may run, not counting time a form is open.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    timeout: u64,
+}
+
+/// Runs `formwork doctor`.
+pub async fn run(args: &DoctorArgs) -> anyhow::Result<Outcome> {
+    let config = args.config.load()?;
+    let arguments = match &args.args {
+        Some(text) => {
+            let value: Value = serde_json::from_str(text).context("--args is not valid JSON")?;
+            anyhow::ensure!(value.is_object(), "--args must be a JSON object");
+            Some(value)
+        }
+        None => None,
+    };
+    let (target, server) = resolve(args.plugin.choice(), &config)?;
+    let mut options = DoctorOptions::new(server);
+    options.tool = args.tool.clone().map(|tool| (tool, arguments));
+    options.request_timeout = Duration::from_secs(args.timeout);
+    options.wait_after_answer = Duration::from_secs(args.wait);
+    let report = doctor::diagnose(&target, &config, options).await;
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    if !report.connected() {
+        let error = report
+            .connection
+            .error
+            .as_deref()
+            .unwrap_or("unknown error");
+        eprintln!("formwork: doctor: {error}");
+        return Ok(Outcome::Failure);
+    }
+    for symptom in &report.symptoms {
+        if symptom.applies == Some(true) {
+            eprintln!(
+                "formwork: doctor: {}: {}",
+                symptom.symptom,
+                crate::terminal::inert(&symptom.cause)
+            );
+        }
+    }
+    Ok(if report.any_applies() {
+        Outcome::Negative
+    } else {
+        Outcome::Success
+    })
+}
+
+/// The plugin to reach and the server name its config settings are looked up under. A plugin
+/// named with `--plugin`/`--url` takes the settings of the configured server it matches (same
+/// URL, or the same command line), if any.
+fn resolve(choice: Choice, config: &Config) -> anyhow::Result<(PluginTarget, String)> {
+    let exe = std::env::current_exe().context("cannot find formwork's own path")?;
+    match choice {
+        Choice::Configured(name) => {
+            let server = config.server(&name).with_context(|| {
+                let file = config.path.as_ref().map_or_else(
+                    || "the built-in default config".to_owned(),
+                    |path| path.display().to_string(),
+                );
+                format!("no server `{name}` in {file} (add [mcp_servers.{name}])")
+            })?;
+            let target = formwork_host::server_target(&server.transport, Some(&exe));
+            Ok((target, name))
+        }
+        Choice::Adhoc(target) => {
+            let matched = config.mcp_servers.iter().find(|(_, server)| {
+                formwork_host::server_target(&server.transport, Some(&exe)) == target
+                    || same_command(&server.transport, &target)
+            });
+            if let Some((name, _)) = matched {
+                return Ok((target, name.clone()));
+            }
+            let mut name = plugin_name(&target);
+            if config.server(&name).is_some() {
+                // Not that server: keep its settings out of the verdicts.
+                name.push_str(" (command line)");
+            }
+            Ok((target, name))
+        }
+    }
+}
+
+/// Whether a configured transport is the command line or URL given.
+fn same_command(transport: &formwork_host::config::Transport, target: &PluginTarget) -> bool {
+    use formwork_host::config::Transport;
+    match (transport, target) {
+        (Transport::StreamableHttp { url, .. }, PluginTarget::Url(given)) => url == given,
+        (
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                cwd: None,
+            },
+            PluginTarget::Command(given),
+        ) if env.is_empty() => {
+            let words: Vec<&str> = std::iter::once(command.as_str())
+                .chain(args.iter().map(String::as_str))
+                .collect();
+            shell_words(given).is_some_and(|given| given == words)
+        }
+        _ => false,
+    }
+}
+
+/// Splits a simple `sh -c` command line into words: blanks separate, single and double quotes
+/// and backslashes quote. `None` when it uses anything else of the shell (variables,
+/// redirections, pipes, ...), which no configured command line can equal.
+fn shell_words(line: &str) -> Option<Vec<String>> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            ' ' | '\t' | '\n' => {
+                if let Some(done) = word.take() {
+                    words.push(done);
+                }
+            }
+            '\'' => {
+                let current = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next()? {
+                        '\'' => break,
+                        other => current.push(other),
+                    }
+                }
+            }
+            '"' => {
+                let current = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next()? {
+                        '"' => break,
+                        '\\' => match chars.next()? {
+                            escaped @ ('"' | '\\' | '$' | '`') => current.push(escaped),
+                            other => {
+                                current.push('\\');
+                                current.push(other);
+                            }
+                        },
+                        '$' | '`' => return None,
+                        other => current.push(other),
+                    }
+                }
+            }
+            '\\' => word.get_or_insert_with(String::new).push(chars.next()?),
+            '$' | '`' | '|' | '&' | ';' | '<' | '>' | '(' | ')' | '*' | '?' | '[' | '~' | '#' => {
+                return None;
+            }
+            other => word.get_or_insert_with(String::new).push(other),
+        }
+    }
+    words.extend(word);
+    Some(words)
+}
+
+/// A short name for a plugin given on the command line: the program (or script) name, or the
+/// URL's host.
+fn plugin_name(target: &PluginTarget) -> String {
+    match target {
+        PluginTarget::Command(command) => command
+            .split_whitespace()
+            .map(|word| word.trim_matches(|c| c == '\'' || c == '"'))
+            .filter(|word| !word.contains('='))
+            .map(|word| word.rsplit('/').next().unwrap_or(word))
+            .find(|word| {
+                !matches!(
+                    *word,
+                    "npx" | "-y" | "node" | "python" | "python3" | "uv" | "run" | "env" | "exec"
+                )
+            })
+            .map(|word| {
+                // A script's name without its extension: a usable [mcp_servers.<name>] key.
+                [".mjs", ".cjs", ".js", ".ts", ".py"]
+                    .iter()
+                    .find_map(|ext| word.strip_suffix(ext))
+                    .filter(|stem| !stem.is_empty())
+                    .unwrap_or(word)
+            })
+            .unwrap_or("plugin")
+            .to_owned(),
+        PluginTarget::Url(url) => url
+            .split_once("://")
+            .and_then(|(_, rest)| rest.split(['/', '?', '#']).next())
+            .filter(|host| !host.is_empty())
+            .unwrap_or("plugin")
+            .to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_words_unquote_simple_command_lines() {
+        assert_eq!(
+            shell_words(r#"'/a b/node' "/x/\"y\".mjs" c\ d  e"#),
+            Some(vec![
+                "/a b/node".to_owned(),
+                "/x/\"y\".mjs".to_owned(),
+                "c d".to_owned(),
+                "e".to_owned()
+            ])
+        );
+        assert_eq!(
+            shell_words("node ''"),
+            Some(vec!["node".to_owned(), String::new()])
+        );
+        assert_eq!(shell_words("node $HOME/x"), None);
+        assert_eq!(shell_words("node 'open"), None);
+    }
+
+    #[test]
+    fn plugin_names_are_config_keys() {
+        let name = |line: &str| plugin_name(&PluginTarget::Command(line.to_owned()));
+        assert_eq!(
+            name("'/p/.bin/node' '/p/doctor_plugin.mjs' --flag"),
+            "doctor_plugin"
+        );
+        assert_eq!(
+            name("npx -y @scope/server-everything stdio"),
+            "server-everything"
+        );
+        assert_eq!(name("FOO=1 python3 shop.py"), "shop");
+        let url = PluginTarget::Url("http://127.0.0.1:3001/mcp".to_owned());
+        assert_eq!(plugin_name(&url), "127.0.0.1:3001");
+    }
+}

@@ -1,0 +1,510 @@
+//! `formwork doctor` against a plugin on the official TypeScript SDK (tests/peers/doctor_plugin.mjs) that provokes
+//! each row of the plugin-forms symptom table: the doctor must say the row applies and name its cause, and leave
+//! the other rows alone. A clean plugin and config give exit 0; an unreachable plugin gives exit 2.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use common::{Output, formwork, node_plugin};
+use serde_json::{Value, json};
+
+/// The rows of the symptom table, in order, by id.
+const ROWS: [&str; 5] = [
+    "openai-form-unsupported",
+    "declined-before-ui",
+    "schema-unsupported",
+    "tool-approval",
+    "no-continue-after-answer",
+];
+
+/// A TOML file in the temp dir, removed on drop.
+struct Toml(std::path::PathBuf);
+
+impl Toml {
+    fn new(text: &str) -> Self {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "formwork-doctor-{}-{}.toml",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::write(&path, text).expect("writing a temp config");
+        Toml(path)
+    }
+
+    fn arg(&self) -> String {
+        self.0.display().to_string()
+    }
+}
+
+impl Drop for Toml {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn plugin(flags: &str) -> String {
+    format!("{} {flags}", node_plugin("doctor_plugin.mjs"))
+        .trim_end()
+        .to_owned()
+}
+
+/// `formwork doctor --plugin <doctor_plugin.mjs flags> [extra...]`.
+fn doctor(flags: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["doctor".to_owned(), "--plugin".to_owned(), plugin(flags)];
+    args.extend(extra.iter().map(|arg| (*arg).to_owned()));
+    formwork(&args, None)
+}
+
+/// The diagnosis of the row `id`.
+fn row<'a>(report: &'a Value, id: &str) -> &'a Value {
+    report["symptoms"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|row| row["id"] == id))
+        .unwrap_or_else(|| panic!("no row {id} in {report:#}"))
+}
+
+/// Exit 1, only row `id` applies, and its cause mentions every one of `needles`.
+fn assert_only(output: &Output, id: &str, needles: &[&str]) -> Value {
+    output.assert_code(1);
+    let report = output.json();
+    let applying: Vec<&str> = ROWS
+        .iter()
+        .copied()
+        .filter(|row_id| row(&report, row_id)["applies"] == true)
+        .collect();
+    assert_eq!(applying, [id], "{output}");
+    let diagnosis = row(&report, id);
+    let cause = diagnosis["cause"].as_str().unwrap_or_default();
+    for needle in needles {
+        assert!(
+            cause.contains(needle),
+            "the cause of {id} does not mention `{needle}`: {output}"
+        );
+    }
+    assert!(
+        diagnosis["action"]
+            .as_str()
+            .is_some_and(|action| !action.is_empty()),
+        "{output}"
+    );
+    output.assert_stderr_mentions(diagnosis["symptom"].as_str().unwrap_or_default());
+    report
+}
+
+/// What the plugin's SDK handed back to the tool (`result: <json>`), from the doctor's call record.
+fn plugin_result(report: &Value) -> Value {
+    let text = report["call"]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    let Some(json) = text.strip_prefix("result: ") else {
+        panic!("the plugin reported no `result: `: {report:#}");
+    };
+    serde_json::from_str(json).unwrap_or_else(|err| panic!("bad result JSON ({err}): {report:#}"))
+}
+
+// ---- clean runs ----
+
+#[test]
+fn clean_plugin_without_a_tool_reports_the_handshake_and_exits_0() {
+    let output = doctor("", &[]);
+    output.assert_code(0);
+    let report = output.json();
+    let connection = &report["connection"];
+    assert_eq!(connection["connected"], true, "{output}");
+    assert!(
+        connection["protocol_version"]
+            .as_str()
+            .is_some_and(|v| !v.is_empty()),
+        "{output}"
+    );
+    assert_eq!(
+        connection["server_info"]["name"], "doctor-plugin",
+        "{output}"
+    );
+    assert!(
+        connection["server_capabilities"]["tools"].is_object(),
+        "{output}"
+    );
+    assert_eq!(
+        connection["client_capabilities"],
+        json!({"elicitation": {"form": {}, "url": {}}}),
+        "{output}"
+    );
+    assert_eq!(connection["openai_form_extension"], false, "{output}");
+    assert_eq!(
+        report["policy"]["plugin_forms"]["allowed"], true,
+        "{output}"
+    );
+    let tools = report["tools"].as_array().expect("tools");
+    assert!(tools.len() >= 5, "{output}");
+    assert!(
+        tools.iter().all(|tool| tool["approval"]["need"] == "run"),
+        "{output}"
+    );
+    assert_eq!(report["call"], Value::Null, "{output}");
+    // One entry per row; what only a tool call can show is `null`.
+    let ids: Vec<&str> = report["symptoms"]
+        .as_array()
+        .expect("symptoms")
+        .iter()
+        .filter_map(|row| row["id"].as_str())
+        .collect();
+    assert_eq!(ids, ROWS, "{output}");
+    for id in [
+        "openai-form-unsupported",
+        "declined-before-ui",
+        "schema-unsupported",
+        "no-continue-after-answer",
+    ] {
+        assert_eq!(row(&report, id)["applies"], Value::Null, "{id}: {output}");
+    }
+    assert_eq!(row(&report, "tool-approval")["applies"], false, "{output}");
+}
+
+#[test]
+fn clean_form_tool_exits_0_and_the_plugin_gets_cancel() {
+    let output = doctor("", &["--tool", "choose_strategy"]);
+    output.assert_code(0);
+    let report = output.json();
+    for id in ROWS {
+        assert_eq!(row(&report, id)["applies"], false, "{id}: {output}");
+    }
+    let forms = report["forms"].as_array().expect("forms");
+    assert_eq!(forms.len(), 1, "{output}");
+    assert_eq!(forms[0]["mode"], "form", "{output}");
+    assert_eq!(forms[0]["supported"], true, "{output}");
+    assert_eq!(forms[0]["shown"], true, "{output}");
+    assert_eq!(forms[0]["during_call"], true, "{output}");
+    assert_eq!(forms[0]["policy"]["allowed"], true, "{output}");
+    assert_eq!(forms[0]["answer"], json!({"action": "cancel"}), "{output}");
+    assert_eq!(report["call"]["outcome"], "returned", "{output}");
+    // The doctor never sends content: the plugin's SDK received a bare cancel.
+    assert_eq!(
+        plugin_result(&report),
+        json!({"action": "cancel"}),
+        "{output}"
+    );
+}
+
+#[test]
+fn the_declared_capabilities_are_what_the_plugin_received() {
+    let output = doctor("", &["--tool", "client_capabilities"]);
+    output.assert_code(0);
+    let report = output.json();
+    assert_eq!(
+        plugin_result(&report),
+        report["connection"]["client_capabilities"],
+        "{output}"
+    );
+}
+
+// ---- row 1: "The MCP client does not support openai/form requests." ----
+
+#[test]
+fn openai_form_required_by_the_plugin() {
+    let output = doctor("", &["--tool", "ask_openai_form"]);
+    let report = assert_only(
+        &output,
+        "openai-form-unsupported",
+        &[
+            "does not support openai/form",
+            "never the `openai/form` extension",
+        ],
+    );
+    assert!(
+        report["forms"].as_array().is_some_and(Vec::is_empty),
+        "{output}"
+    );
+    assert!(
+        row(&report, "openai-form-unsupported")["action"]
+            .as_str()
+            .is_some_and(|action| action.contains("mode: \"form\"")),
+        "{output}"
+    );
+}
+
+#[test]
+fn openai_form_request_sent_anyway() {
+    let output = doctor("", &["--tool", "send_openai_form"]);
+    let report = assert_only(
+        &output,
+        "openai-form-unsupported",
+        &["`openai/form` request", "-32601"],
+    );
+    let other = &report["other_requests"][0];
+    assert_eq!(other["method"], "openai/form", "{output}");
+    assert_eq!(other["answer"]["error"]["code"], -32601, "{output}");
+}
+
+// ---- row 2: decline before any UI ----
+
+#[test]
+fn elicitations_auto_deny() {
+    let config = Toml::new("elicitations_auto_deny = true\n");
+    let output = doctor(
+        "",
+        &["--config", &config.arg(), "--tool", "choose_strategy"],
+    );
+    let report = assert_only(
+        &output,
+        "declined-before-ui",
+        &["elicitations_auto_deny = true", "1 form(s)"],
+    );
+    assert_eq!(report["forms"][0]["policy"]["allowed"], false, "{output}");
+    assert!(
+        row(&report, "declined-before-ui")["action"]
+            .as_str()
+            .is_some_and(|action| action.contains("elicitations_auto_deny = false")),
+        "{output}"
+    );
+}
+
+#[test]
+fn approval_policy_never() {
+    let config = Toml::new("approval_policy = \"never\"\n");
+    let output = doctor(
+        "",
+        &["--config", &config.arg(), "--tool", "choose_strategy"],
+    );
+    let report = assert_only(
+        &output,
+        "declined-before-ui",
+        &["approval_policy = \"never\""],
+    );
+    let action = row(&report, "declined-before-ui")["action"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(action.contains("mcp_elicitations = true"), "{output}");
+    assert!(
+        action.contains("default_tools_approval_mode = \"approve\""),
+        "{output}"
+    );
+}
+
+#[test]
+fn granular_policy_without_mcp_elicitations() {
+    let config = Toml::new(
+        "approval_policy = { granular = { sandbox_approval = false, rules = false, mcp_elicitations = false } }\n",
+    );
+    let output = doctor(
+        "",
+        &["--config", &config.arg(), "--tool", "choose_strategy"],
+    );
+    let report = assert_only(&output, "declined-before-ui", &["mcp_elicitations = false"]);
+    assert!(
+        row(&report, "declined-before-ui")["action"]
+            .as_str()
+            .is_some_and(|action| action.contains("mcp_elicitations = true")),
+        "{output}"
+    );
+}
+
+#[test]
+fn the_policy_is_known_without_a_tool_call() {
+    let config = Toml::new("elicitations_auto_deny = true\n");
+    let output = doctor("", &["--config", &config.arg()]);
+    assert_only(
+        &output,
+        "declined-before-ui",
+        &["elicitations_auto_deny = true"],
+    );
+}
+
+#[test]
+fn a_form_outside_any_tool_call() {
+    let output = doctor("--ask-while-listing", &[]);
+    let report = assert_only(&output, "declined-before-ui", &["no tool call was running"]);
+    assert_eq!(report["forms"][0]["during_call"], false, "{output}");
+}
+
+// ---- row 3: the request reached formwork, but no form can show it ----
+
+#[test]
+fn nested_object_schema() {
+    let output = doctor("", &["--tool", "ask_nested"]);
+    let report = assert_only(
+        &output,
+        "schema-unsupported",
+        &["marker=request-received", "address", "nested-object"],
+    );
+    let form = &report["forms"][0];
+    assert_eq!(form["supported"], false, "{output}");
+    assert_eq!(form["shown"], false, "{output}");
+    assert_eq!(form["decline"]["rule"], "nested-object", "{output}");
+    assert_eq!(form["decline"]["property"], "address", "{output}");
+    assert_eq!(
+        plugin_result(&report),
+        json!({"action": "decline"}),
+        "{output}"
+    );
+}
+
+// ---- row 4: every tool call asks for approval ----
+
+#[test]
+fn server_default_prompt() {
+    let node = common::node_bin_dir().join("node");
+    let script = common::peers_dir().join("npm/doctor_plugin.mjs");
+    let config = Toml::new(&format!(
+        "[mcp_servers.doctor]\ncommand = {:?}\nargs = [{:?}]\ndefault_tools_approval_mode = \"prompt\"\n",
+        node.display().to_string(),
+        script.display().to_string()
+    ));
+    let output = formwork(
+        &["doctor", "--server", "doctor", "--config", &config.arg()],
+        None,
+    );
+    let report = assert_only(
+        &output,
+        "tool-approval",
+        &[
+            "every tool of `doctor`",
+            "\"prompt\"",
+            "mcp_servers.doctor.default_tools_approval_mode",
+        ],
+    );
+    assert!(
+        report["tools"]
+            .as_array()
+            .is_some_and(|tools| tools.iter().all(|t| t["approval"]["need"] == "card")),
+        "{output}"
+    );
+    assert!(
+        row(&report, "tool-approval")["action"]
+            .as_str()
+            .is_some_and(|action| action.contains("default_tools_approval_mode = \"approve\"")),
+        "{output}"
+    );
+    // The same command line given with --plugin takes that server's settings.
+    let output = doctor("", &["--config", &config.arg()]);
+    assert_only(&output, "tool-approval", &["every tool of `doctor`"]);
+}
+
+#[test]
+fn unannotated_tools_under_auto() {
+    let output = doctor("--unannotated", &[]);
+    assert_only(&output, "tool-approval", &["\"auto\"", "does not say"]);
+}
+
+// ---- row 5: the plugin does not continue after the answer ----
+
+#[test]
+fn plugin_stuck_after_cancel() {
+    let output = doctor("", &["--tool", "ask_then_hang", "--wait", "2"]);
+    let report = assert_only(
+        &output,
+        "no-continue-after-answer",
+        &["`cancel`", "had not returned"],
+    );
+    assert_eq!(report["call"]["outcome"], "stuck", "{output}");
+    assert!(output.elapsed < Duration::from_secs(30), "{output}");
+}
+
+// ---- over Streamable HTTP ----
+
+#[test]
+fn streamable_http_plugin() {
+    let server = EverythingHttp::start();
+    let url = format!("http://127.0.0.1:{}/mcp", server.port);
+    let output = formwork(
+        &[
+            "doctor",
+            "--url",
+            &url,
+            "--tool",
+            "trigger-elicitation-request",
+        ],
+        None,
+    );
+    output.assert_code(0);
+    let report = output.json();
+    assert_eq!(
+        report["connection"]["target"],
+        json!({ "url": url }),
+        "{output}"
+    );
+    assert_eq!(
+        report["connection"]["server_info"]["name"], "mcp-servers/everything",
+        "{output}"
+    );
+    assert_eq!(
+        report["forms"][0]["answer"],
+        json!({"action": "cancel"}),
+        "{output}"
+    );
+    assert_eq!(
+        row(&report, "no-continue-after-answer")["applies"],
+        false,
+        "{output}"
+    );
+}
+
+/// `mcp-server-everything streamableHttp` on a free local port, killed on drop.
+struct EverythingHttp {
+    group: u32,
+    child: std::process::Child,
+    port: u16,
+}
+
+impl EverythingHttp {
+    fn start() -> Self {
+        use std::net::{TcpListener, TcpStream};
+        use std::os::unix::process::CommandExt;
+        use std::process::{Command, Stdio};
+        use std::time::Instant;
+
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|socket| socket.local_addr())
+            .expect("a free port")
+            .port();
+        let script = common::peers_dir()
+            .join("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+        let child = Command::new(common::node_bin_dir().join("node"))
+            .arg(script)
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("starting server-everything over HTTP");
+        let server = Self {
+            group: child.id(),
+            child,
+            port,
+        };
+        let started = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "server-everything did not listen on {port}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        server
+    }
+}
+
+impl Drop for EverythingHttp {
+    fn drop(&mut self) {
+        common::kill_group(self.group);
+        let _ = self.child.wait();
+    }
+}
+
+// ---- failure to connect ----
+
+#[test]
+fn unreachable_plugin_exits_2() {
+    let output = formwork(&["doctor", "--plugin", "exit 3"], None);
+    output.assert_code(2);
+    let report = output.json();
+    assert_eq!(report["connection"]["connected"], false, "{output}");
+    assert!(report["connection"]["error"].is_string(), "{output}");
+    assert_eq!(report["symptoms"], json!([]), "{output}");
+}
