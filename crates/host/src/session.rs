@@ -550,7 +550,7 @@ impl Session {
         };
         let verdict = policy::tool_approval(&config, server, tool, listed.get("annotations"));
         let verdict = self.lock().approvals.apply(verdict);
-        tracing::info!(target: "formwork::policy", session = %self.id, server, tool, reason = %verdict.reason, "tool approval");
+        tracing::info!(target: "formwork::policy", marker = "policy-decision", session = %self.id, server, tool, reason = %verdict.reason, "tool approval");
         match &verdict.need {
             ApprovalNeed::Run => {}
             ApprovalNeed::Fail(message) => return Err(message.clone()),
@@ -606,7 +606,7 @@ impl Session {
 
     /// Remembers what the answer allows beyond this call.
     fn settle_approval(&self, host: &HostInner, card: &ApprovalCard, answer: &ApprovalAnswer) {
-        tracing::info!(target: "formwork::policy", session = %self.id, reason = %answer.reason, "approval answered");
+        tracing::info!(target: "formwork::policy", marker = "answer", session = %self.id, reason = %answer.reason, "approval answered");
         self.lock().approvals.record(card, answer);
         if !answer.writes_config() {
             return;
@@ -716,6 +716,7 @@ impl Session {
         self.emit_locked(&mut state, event);
         drop(state);
         if !waiting {
+            tracing::info!(target: "formwork::form", marker = "form-shown", session = %self.id, form = %id, "card shown");
             self.arm_time_limit(&id);
         }
     }
@@ -746,8 +747,17 @@ impl Session {
         let Some(host) = self.host.upgrade() else {
             return Box::pin(async { FormReply::cancel() });
         };
-        if let Err(why) = policy::elicitation_gate(&host.config()) {
-            self.diagnostic("elicitation-declined-by-policy", format!("{server}: {why}"));
+        let gate = policy::elicitation_gate(&host.config());
+        let verdict = match &gate {
+            Ok(allowed) => allowed.to_string(),
+            Err(declined) => declined.to_string(),
+        };
+        tracing::info!(target: "formwork::policy", marker = "policy-decision", session = %self.id, plugin = server, allowed = gate.is_ok(), reason = %verdict, "plugin form");
+        if gate.is_err() {
+            self.diagnostic(
+                "elicitation-declined-by-policy",
+                format!("{server}: {verdict}"),
+            );
             return Box::pin(async { FormReply::decline() });
         }
         if self.lock().turn.is_none() {
@@ -876,6 +886,7 @@ impl Session {
         };
         self.finish_card(card, by);
         if let Some(next) = next {
+            tracing::info!(target: "formwork::form", marker = "form-shown", session = %self.id, form = %next, "card shown");
             self.emit(Event::FormShown {
                 form_id: next.clone(),
             });
@@ -892,6 +903,7 @@ impl Session {
                     EndBy::Host(why) => (FormReply::cancel(), Some(why.to_owned())),
                     EndBy::Approved(_) => (FormReply::cancel(), None),
                 };
+                tracing::info!(target: "formwork::form", marker = "answer", session = %self.id, form = %id, action = answer.action.as_str(), reason = why.as_deref().unwrap_or("the person answered"), "form ended");
                 self.emit(Event::FormResolved {
                     form_id: id,
                     action: answer.action.as_str().to_owned(),
