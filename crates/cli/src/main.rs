@@ -8,6 +8,7 @@ mod commands;
 mod config_cmd;
 mod demo_plugin;
 mod doctor_cmd;
+mod serve_cmd;
 mod terminal;
 
 use std::path::PathBuf;
@@ -54,6 +55,8 @@ enum Command {
     },
     /// Connect to a plugin and explain which plugin-form symptoms apply, and what to change.
     Doctor(doctor_cmd::DoctorArgs),
+    /// Serve the web workbench on 127.0.0.1 (prints its URL with the access token).
+    Serve(serve_cmd::ServeArgs),
     /// Work with elicitation schemas.
     Schema {
         #[command(subcommand)]
@@ -152,6 +155,9 @@ fn main() -> ExitCode {
         } => commands::schema_check(file.as_deref()),
         Command::Config { command } => config_cmd::run(command),
         Command::Doctor(args) => block_on(doctor_cmd::run(&args)),
+        Command::Serve(args) => {
+            serve_runtime().and_then(|runtime| runtime.block_on(serve_cmd::run(&args)))
+        }
         Command::Tools { plugin, config } => block_on(commands::tools(plugin.choice(), &config)),
         Command::Call {
             plugin,
@@ -194,6 +200,11 @@ fn block_on<T>(future: impl std::future::Future<Output = anyhow::Result<T>>) -> 
         .enable_all()
         .build()?
         .block_on(future)
+}
+
+/// The workbench serves many sessions at once: it gets every core.
+fn serve_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Runtime::new()?)
 }
 
 fn init_logging() {

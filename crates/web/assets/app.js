@@ -1,0 +1,227 @@
+// The workbench page: sessions, the open session's transcript over its socket, the message box, the
+// tool palette and the theme. Plain modules, no framework and no timers: everything happens in
+// response to an event from the person or the server.
+
+import { el } from "./dom.js";
+import { api, SessionSocket } from "./net.js";
+import { Transcript } from "./transcript.js";
+import { Palette } from "./palette.js";
+
+const $ = (testid) => document.querySelector(`[data-testid=${testid}]`);
+
+const page = {
+  sessionId: null,
+  socket: null,
+  sessions: [],
+};
+
+const composerInput = $("message-input");
+const stopButton = $("stop-turn");
+const connection = $("connection-status");
+const reconnectButton = $("reconnect");
+
+const transcript = new Transcript($("transcript"), {
+  send: (command) => page.socket?.send(command) ?? false,
+  onTurn: (running) => {
+    stopButton.hidden = !running;
+  },
+  announce: (text) => {
+    $("announcer").textContent = text;
+  },
+  composer: () => composerInput,
+});
+
+const palette = new Palette($("tool-palette"), {
+  send: (command) => page.socket?.send(command) ?? false,
+});
+
+// ---- theme: system, light or dark, remembered in this browser ----
+
+const THEMES = ["system", "light", "dark"];
+
+function applyTheme(theme) {
+  if (theme === "system") delete document.documentElement.dataset.theme;
+  else document.documentElement.dataset.theme = theme;
+  $("theme-toggle").textContent = `Theme: ${theme}`;
+  $("theme-toggle").dataset.theme = theme;
+}
+
+function storedTheme() {
+  try {
+    const theme = localStorage.getItem("formwork-theme");
+    return THEMES.includes(theme) ? theme : "system";
+  } catch {
+    return "system";
+  }
+}
+
+$("theme-toggle").addEventListener("click", () => {
+  const next = THEMES[(THEMES.indexOf(storedTheme()) + 1) % THEMES.length];
+  try {
+    localStorage.setItem("formwork-theme", next);
+  } catch {
+    // Storage may be off; the theme still changes for this page.
+  }
+  applyTheme(next);
+});
+
+// ---- sessions ----
+
+function sessionFromHash() {
+  const match = /^#\/sessions\/(.+)$/.exec(location.hash);
+  return match ? decodeURIComponent(match[1]) : null;
+}
+
+async function loadSessions() {
+  const { sessions } = await api("/api/sessions");
+  page.sessions = sessions;
+  drawSessions();
+  return sessions;
+}
+
+function drawSessions() {
+  const index = page.sessions.findIndex((s) => s.id === page.sessionId);
+  $("session-title").textContent = index >= 0 ? page.sessions[index].title ?? `Session ${index + 1}` : "Session";
+  $("session-list").replaceChildren(
+    ...page.sessions.map((session, index) =>
+      el(
+        "li",
+        {},
+        el(
+          "a",
+          {
+            class: "session-link",
+            href: `#/sessions/${encodeURIComponent(session.id)}`,
+            testid: "session-item",
+            dataset: { sessionId: session.id },
+            "aria-current": session.id === page.sessionId ? "page" : null,
+          },
+          el("span", { class: "session-name", text: session.title ?? `Session ${index + 1}` }),
+          session.open
+            ? el("span", { class: "badge", testid: "session-open", text: `${session.open} open` })
+            : null,
+        ),
+      ),
+    ),
+  );
+}
+
+async function newSession() {
+  const { id } = await api("/api/sessions", { method: "POST" });
+  await loadSessions();
+  location.hash = `#/sessions/${encodeURIComponent(id)}`;
+  composerInput.focus();
+}
+
+$("new-session").addEventListener("click", () => {
+  newSession().catch((error) => setConnection("error", `Could not create a session: ${error.message}`));
+});
+
+async function route() {
+  let id = sessionFromHash();
+  if (!id) {
+    const sessions = page.sessions.length ? page.sessions : await loadSessions();
+    if (!sessions.length) {
+      await newSession();
+      return;
+    }
+    id = sessions[sessions.length - 1].id;
+    location.replace(`#/sessions/${encodeURIComponent(id)}`);
+    return;
+  }
+  openSession(id);
+}
+
+function openSession(id) {
+  if (page.sessionId === id && page.socket) return;
+  page.socket?.close();
+  page.sessionId = id;
+  drawSessions();
+  connect();
+}
+
+const LIST_CHANGES = new Set(["message_added", "form_requested", "approval_requested", "form_resolved", "approval_resolved"]);
+
+function connect() {
+  const id = page.sessionId;
+  transcript.reset();
+  setConnection("connecting", "Connecting…");
+  const socket = new SessionSocket(id, {
+    onOpen: () => setConnection("connected", "Connected"),
+    onMessage: (message) => {
+      if (message.type === "snapshot_done") {
+        transcript.snapshotDone();
+        return;
+      }
+      if (message.type === "reset") {
+        transcript.reset();
+        return;
+      }
+      transcript.apply(message);
+      // The list shows each session's first message and open cards: refresh it when they change.
+      if (transcript.live && LIST_CHANGES.has(message.type) && (message.type !== "message_added" || message.role === "user")) {
+        loadSessions().catch(() => {});
+      }
+    },
+    onClose: (event) => {
+      setConnection("disconnected", event.reason ? `Disconnected: ${event.reason}` : "Disconnected");
+    },
+  });
+  page.socket = socket;
+  socket.connect();
+}
+
+function setConnection(state, text) {
+  connection.dataset.state = state;
+  connection.textContent = text;
+  reconnectButton.hidden = state !== "disconnected";
+}
+
+reconnectButton.addEventListener("click", () => {
+  if (page.sessionId) connect();
+});
+
+window.addEventListener("hashchange", () => {
+  route().catch((error) => setConnection("error", error.message));
+});
+
+// ---- the message box ----
+
+function sendMessage() {
+  const text = composerInput.value.trim();
+  if (!text) return;
+  if (page.socket?.send({ type: "send_message", text })) composerInput.value = "";
+  else setConnection("disconnected", "Disconnected: the message was not sent");
+}
+
+$("composer").addEventListener("submit", (event) => {
+  event.preventDefault();
+  sendMessage();
+});
+
+composerInput.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    event.preventDefault();
+    sendMessage();
+  }
+});
+
+stopButton.addEventListener("click", () => page.socket?.send({ type: "stop_turn" }));
+
+// ---- start ----
+
+async function start() {
+  applyTheme(storedTheme());
+  const info = await api("/api/info");
+  if (!info.model) {
+    const hint = $("model-hint");
+    hint.textContent =
+      "No model is configured: messages are recorded, and a new message cancels open forms. Call tools from the palette, or start formwork serve with --model FILE.";
+    hint.hidden = false;
+  }
+  await loadSessions();
+  await route();
+  await palette.load();
+}
+
+start().catch((error) => setConnection("error", `The workbench could not start: ${error.message}`));

@@ -1,0 +1,227 @@
+// The transcript of one session, drawn from the socket's events in order: messages, tool calls with
+// their arguments and results, cards and their outcomes, diagnostics.
+
+import { el, pretty } from "./dom.js";
+import { FormCard, UrlCard, ApprovalCard } from "./cards.js";
+
+const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
+
+export class Transcript {
+  // hooks: {send(command) -> bool, onTurn(running), announce(text), composer()}
+  constructor(root, hooks) {
+    this.root = root;
+    this.hooks = hooks;
+    this.reset();
+  }
+
+  // Forgets everything: a snapshot follows.
+  reset() {
+    this.root.replaceChildren();
+    this.cards = new Map();
+    this.calls = new Map();
+    this.live = false;
+    this.running = false;
+    this.hooks.onTurn(false);
+    this.root.append(this.emptyNote());
+  }
+
+  emptyNote() {
+    this.empty = el("p", {
+      class: "empty-note",
+      testid: "transcript-empty",
+      text: "Nothing here yet. Send a message, or call a tool from the palette.",
+    });
+    return this.empty;
+  }
+
+  // The snapshot is in: from now on events are live, and a card that comes up may take the focus.
+  snapshotDone() {
+    this.live = true;
+    const shown = [...this.cards.values()].find((card) => card.state === "open");
+    if (shown && this.mayTakeFocus()) shown.focus();
+  }
+
+  // Appends an item; live items are scrolled into view (a card by its top, so its header shows).
+  add(node) {
+    this.empty?.remove();
+    this.empty = null;
+    this.root.append(node);
+    if (this.live) node.scrollIntoView({ block: node.dataset.testid === "form-card" ? "start" : "nearest" });
+    return node;
+  }
+
+  // Focus moves to a new card unless the person is busy typing elsewhere (a half-written message, a
+  // tool's arguments); a keyboard user who just sent a message lands on the card that answers it.
+  mayTakeFocus() {
+    const active = document.activeElement;
+    if (!active || active === document.body || this.root.contains(active)) return true;
+    const typing = (active instanceof HTMLTextAreaElement || active instanceof HTMLInputElement) && active.value !== "";
+    return !typing;
+  }
+
+  cardUp(card) {
+    if (!this.live) return;
+    this.hooks.announce(`${card.element.querySelector("[data-testid=card-source]")?.textContent ?? "A card"}: ${card.titleNode.textContent}`);
+    if (this.mayTakeFocus()) card.focus();
+  }
+
+  apply(message) {
+    switch (message.type) {
+      case "message_added":
+        return this.message(message);
+      case "turn_started":
+        this.running = true;
+        return this.hooks.onTurn(true);
+      case "turn_ended":
+        this.running = false;
+        this.hooks.onTurn(false);
+        if (message.reason !== "completed") {
+          this.add(el("p", { class: "note", testid: "turn-ended", dataset: { reason: message.reason }, text: `Turn ${message.reason}` }));
+        }
+        return;
+      case "tool_call_started":
+        return this.callStarted(message);
+      case "tool_call_finished":
+        return this.callFinished(message);
+      case "form_requested":
+      case "approval_requested":
+        return this.cardRequested(message);
+      case "form_shown": {
+        const card = this.cards.get(message.form_id);
+        if (card && card.state === "waiting") {
+          card.setWaiting(false);
+          this.cardUp(card);
+        }
+        return;
+      }
+      case "form_resolved":
+        return this.cardResolved(message.form_id, message);
+      case "approval_resolved":
+        return this.cardResolved(message.approval_id, message);
+      case "diagnostic":
+        return this.add(
+          el(
+            "p",
+            { class: "diagnostic", testid: "diagnostic", dataset: { code: message.code } },
+            el("span", { class: "diagnostic-code", text: message.code }),
+            " ",
+            el("span", { text: message.message }),
+          ),
+        );
+      case "command_error":
+        return this.commandError(message);
+      default:
+        return undefined;
+    }
+  }
+
+  message({ role, text }) {
+    this.add(
+      el(
+        "div",
+        { class: `message message-${role}`, testid: "message", dataset: { role } },
+        el("p", { class: "message-who", text: role === "user" ? "You" : "Assistant" }),
+        el("p", { class: "message-text", testid: "message-text", text }),
+      ),
+    );
+  }
+
+  callStarted({ call_id, server, tool, arguments: args }) {
+    const status = el("span", { class: "call-status", testid: "tool-status", text: "running" });
+    const node = el(
+      "article",
+      { class: "call", testid: "tool-call", dataset: { callId: call_id, server, tool, state: "running" } },
+      el("header", { class: "call-head" }, el("span", { class: "call-name", testid: "tool-name", text: `${server} · ${tool}` }), status),
+      el(
+        "details",
+        { class: "call-arguments" },
+        el("summary", { text: "Arguments" }),
+        el("pre", { testid: "tool-arguments", text: pretty(args ?? {}) }),
+      ),
+    );
+    this.calls.set(call_id, { node, status });
+    this.add(node);
+  }
+
+  callFinished(event) {
+    const call = this.calls.get(event.call_id);
+    for (const card of this.cards.values()) {
+      if (card.callId === event.call_id) card.callFinished(event);
+    }
+    if (!call) return;
+    const { node, status } = call;
+    if (event.error) {
+      node.dataset.state = "error";
+      status.textContent = "failed";
+      node.append(el("p", { class: "call-error", testid: "tool-error", text: event.error }));
+      return;
+    }
+    const result = event.result ?? {};
+    const failed = result.isError === true;
+    node.dataset.state = failed ? "error" : "done";
+    status.textContent = failed ? "tool error" : "done";
+    node.append(resultView(result));
+  }
+
+  cardRequested(event) {
+    const ctx = { send: this.hooks.send };
+    let card;
+    if (event.type === "approval_requested") card = new ApprovalCard(event, ctx);
+    else if (event.body?.mode === "url") card = new UrlCard(event, ctx);
+    else card = new FormCard(event, ctx);
+    if (event.call_id && card.callId === undefined) card.callId = event.call_id;
+    this.cards.set(card.id, card);
+    card.setWaiting(event.waiting === true);
+    this.add(card.element);
+    if (!event.waiting) this.cardUp(card);
+  }
+
+  cardResolved(id, event) {
+    const card = this.cards.get(id);
+    if (!card) return;
+    const hadFocus = card.resolve(event);
+    if (hadFocus && this.live) {
+      const next = [...this.cards.values()].find((c) => c.state === "open");
+      if (!next) this.hooks.composer()?.focus();
+    }
+  }
+
+  commandError(message) {
+    const command = message.command ?? {};
+    const id = command.form_id ?? command.approval_id;
+    const card = id ? this.cards.get(id) : undefined;
+    if (card) {
+      card.commandError(message);
+      return;
+    }
+    this.add(el("p", { class: "command-error", testid: "command-error", role: "alert", dataset: { error: message.error }, text: message.message }));
+  }
+}
+
+// A CallToolResult: its content blocks, then its structured content.
+function resultView(result) {
+  const blocks = Array.isArray(result.content) ? result.content : [];
+  const view = el("div", { class: "call-result", testid: "tool-result", dataset: { isError: result.isError === true } });
+  for (const block of blocks) {
+    if (block?.type === "text" && typeof block.text === "string") {
+      view.append(el("pre", { class: "block-text", testid: "result-text", text: block.text }));
+    } else if (block?.type === "image" && IMAGE_TYPES.has(block.mimeType) && typeof block.data === "string") {
+      // A data: URL of an image type can carry no script; the policy allows data: images only.
+      view.append(el("img", { class: "block-image", alt: `Image from the tool (${block.mimeType})`, src: `data:${block.mimeType};base64,${block.data}` }));
+    } else {
+      view.append(el("pre", { class: "block-other", testid: "result-block", text: pretty(block) }));
+    }
+  }
+  if (!blocks.length) view.append(el("p", { class: "hint", text: "No content." }));
+  if (result.structuredContent !== undefined) {
+    view.append(
+      el(
+        "details",
+        { class: "structured" },
+        el("summary", { text: "Structured content" }),
+        el("pre", { testid: "structured-content", text: pretty(result.structuredContent) }),
+      ),
+    );
+  }
+  return view;
+}

@@ -1,0 +1,100 @@
+//! The REST routes: sessions, the tool catalogue, and what the page needs to know at start.
+
+use std::collections::HashSet;
+
+use axum::Json;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use formwork_host::{Event, Role};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::AppState;
+
+/// How many characters of the first message name a session in the list.
+const TITLE_CHARS: usize = 60;
+
+/// `GET /api/info`: the version, whether a model answers messages, and the config in force.
+pub(crate) async fn info(State(state): State<AppState>) -> Json<Value> {
+    let config = state.host.config();
+    Json(json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "model": state.model.is_some(),
+        "config": config.path.as_ref().map(|path| path.display().to_string()),
+        "servers": config.mcp_servers.iter()
+            .filter(|(_, server)| server.enabled)
+            .map(|(name, _)| name.clone())
+            .collect::<Vec<_>>(),
+    }))
+}
+
+/// `GET /api/sessions`: `{"sessions": [{"id", "title", "open"}]}`, oldest first; `title` is
+/// the start of the first message (or `null`), `open` the number of cards awaiting an answer.
+pub(crate) async fn list_sessions(State(state): State<AppState>) -> Json<Value> {
+    let sessions: Vec<Value> = state
+        .host
+        .sessions()
+        .into_iter()
+        .filter_map(|id| {
+            let (events, _) = state.host.subscribe(&id).ok()?;
+            Some(summary(&id, &events))
+        })
+        .collect();
+    Json(json!({ "sessions": sessions }))
+}
+
+/// `POST /api/sessions`: opens a new session; `201 {"id"}`.
+pub(crate) async fn create_session(State(state): State<AppState>) -> Response {
+    let id = state.host.create_session();
+    (StatusCode::CREATED, Json(json!({ "id": id }))).into_response()
+}
+
+#[derive(Deserialize)]
+pub(crate) struct ToolsQuery {
+    #[serde(default)]
+    refresh: bool,
+}
+
+/// `GET /api/tools[?refresh=true]`: every configured server's tools.
+pub(crate) async fn tools(
+    State(state): State<AppState>,
+    Query(query): Query<ToolsQuery>,
+) -> Response {
+    let catalogue = state.tools.list(&state.host, query.refresh).await;
+    Json(catalogue.as_ref().clone()).into_response()
+}
+
+/// Anything else.
+pub(crate) async fn not_found() -> Response {
+    (StatusCode::NOT_FOUND, "formwork: not found\n").into_response()
+}
+
+fn summary(id: &str, events: &[Event]) -> Value {
+    let title = events.iter().find_map(|event| match event {
+        Event::MessageAdded {
+            role: Role::User,
+            text,
+        } => Some(text.chars().take(TITLE_CHARS).collect::<String>()),
+        _ => None,
+    });
+    let mut open = HashSet::new();
+    for event in events {
+        match event {
+            Event::FormRequested { form_id, .. } => {
+                open.insert(form_id.as_str());
+            }
+            Event::ApprovalRequested { approval_id, .. } => {
+                open.insert(approval_id.as_str());
+            }
+            Event::FormResolved { form_id, .. } => {
+                open.remove(form_id.as_str());
+            }
+            Event::ApprovalResolved { approval_id, .. } => {
+                open.remove(approval_id.as_str());
+            }
+            _ => {}
+        }
+    }
+    json!({ "id": id, "title": title, "open": open.len() })
+}

@@ -1,0 +1,161 @@
+//! The formwork workbench: a local web server and page through which a person drives sessions,
+//! calls plugin tools and answers plugin forms.
+//!
+//! The server listens on 127.0.0.1 only and is locked: every request must carry the access token
+//! minted at start ([`Workbench::url`] prints it), and its `Host` and `Origin` must name the
+//! bound address, so neither another site nor a DNS-rebinding page can reach the person's
+//! plugins. The page is plain JavaScript and CSS embedded in the binary; it sets every piece of
+//! plugin text with `textContent` and runs under a strict Content-Security-Policy.
+//!
+//! The page talks to the host through one WebSocket per open session: the server sends the
+//! session's [`formwork_host::Event`]s (the snapshot, then live ones) exactly as the host
+//! serialises them, and the page sends [`formwork_host::Command`]s. `docs/workbench.md`
+//! documents the protocol.
+//!
+//! **Invariant:** this crate is the only one that knows HTML or JavaScript; it reaches plugins
+//! only through `formwork-host`.
+
+mod access;
+mod api;
+mod assets;
+mod assistant;
+mod error;
+pub mod model;
+mod overlay;
+mod socket;
+mod tools;
+
+use std::future::Future;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::routing::get;
+use formwork_host::Host;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+pub use error::WebError;
+pub use model::{ModelError, ScriptedModel};
+
+/// How to start the workbench.
+#[derive(Debug, Clone, Default)]
+pub struct WebOptions {
+    /// The port on 127.0.0.1; `0` picks a free one.
+    pub port: u16,
+    /// The scripted model that answers messages; `None` records messages only.
+    pub model: Option<ScriptedModel>,
+    /// The formwork binary that built-in servers run as (the same as the host's
+    /// `HostOptions::builtin_exe`), used to list their tools.
+    pub builtin_exe: Option<PathBuf>,
+    /// The access token; `None` mints a random one (what `formwork serve` does).
+    pub token: Option<String>,
+}
+
+/// A bound, not yet serving workbench.
+pub struct Workbench {
+    listener: TcpListener,
+    addr: SocketAddr,
+    state: AppState,
+}
+
+/// What every handler shares.
+#[derive(Clone)]
+pub(crate) struct AppState {
+    pub(crate) host: Host,
+    pub(crate) access: Arc<access::Access>,
+    pub(crate) model: Option<Arc<ScriptedModel>>,
+    pub(crate) overlay: Arc<overlay::Overlay>,
+    pub(crate) tools: Arc<tools::Catalogue>,
+    /// Cancelled when the server stops, so open sockets close instead of holding it up.
+    pub(crate) shutdown: CancellationToken,
+}
+
+impl Workbench {
+    /// Binds 127.0.0.1:`port` and mints the access token. Listing the configured servers'
+    /// tools starts in the background, so the palette is ready when the page opens.
+    pub async fn bind(host: Host, options: WebOptions) -> Result<Workbench, WebError> {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, options.port))
+            .await
+            .map_err(|source| WebError::Bind {
+                port: options.port,
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(|source| WebError::Bind {
+            port: options.port,
+            source,
+        })?;
+        let token = match options.token {
+            Some(token) => token,
+            None => access::mint_token()?,
+        };
+        let state = AppState {
+            host,
+            access: Arc::new(access::Access::new(token, addr.port())),
+            model: options.model.map(Arc::new),
+            overlay: Arc::new(overlay::Overlay::default()),
+            tools: Arc::new(tools::Catalogue::new(options.builtin_exe)),
+            shutdown: CancellationToken::new(),
+        };
+        let warm = state.clone();
+        tokio::spawn(async move {
+            warm.tools.list(&warm.host, false).await;
+        });
+        Ok(Workbench {
+            listener,
+            addr,
+            state,
+        })
+    }
+
+    /// The bound address (always 127.0.0.1).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The access token.
+    pub fn token(&self) -> &str {
+        self.state.access.token()
+    }
+
+    /// The page's URL with the token, as printed at start.
+    pub fn url(&self) -> String {
+        format!("http://{}/?token={}", self.addr, self.token())
+    }
+
+    /// Serves until `shutdown` resolves; open sockets are closed then.
+    pub async fn serve(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), WebError> {
+        let stop = self.state.shutdown.clone();
+        let app = router(self.state);
+        axum::serve(self.listener, app)
+            .with_graceful_shutdown(async move {
+                shutdown.await;
+                stop.cancel();
+            })
+            .await
+            .map_err(WebError::Serve)
+    }
+}
+
+fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/", get(assets::index))
+        .route("/assets/{file}", get(assets::file))
+        .route("/api/info", get(api::info))
+        .route(
+            "/api/sessions",
+            get(api::list_sessions).post(api::create_session),
+        )
+        .route("/api/tools", get(api::tools))
+        .route("/api/sessions/{id}/socket", get(socket::upgrade))
+        .fallback(api::not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            access::guard,
+        ))
+        .with_state(state)
+}

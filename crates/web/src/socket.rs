@@ -1,0 +1,228 @@
+//! The session socket, `GET /api/sessions/{id}/socket`: the host's events out, commands in.
+//!
+//! Server to page, one JSON text message each:
+//! - every [`Event`] of the session so far, exactly as the host serialises it, then
+//!   `{"type": "snapshot_done"}`; after that, live events as they happen;
+//! - `{"type": "reset"}` when the page fell too far behind the live stream: a fresh snapshot and
+//!   `snapshot_done` follow, and the page redraws from them;
+//! - `{"type": "command_error", "error", "message", "messages", "command"}` when a command was
+//!   refused (`error` is `invalid`, `not_open`, `not_shown`, `mismatch`, `no_server`,
+//!   `no_session` or `bad_command`; `messages` holds one `field: problem` line each for
+//!   `invalid`; `command` echoes what the page sent).
+//!
+//! Page to server: a [`Command`] as JSON. While the socket is open the session counts a UI
+//! attached, so its forms stay open; the host's grace period starts when the last one closes.
+
+use std::collections::VecDeque;
+
+use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use formwork_host::{Command, CommandError, Event};
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::AppState;
+use crate::overlay::{Added, Feed};
+
+/// The largest command the page may send.
+const MAX_MESSAGE_BYTES: usize = 1 << 20;
+
+/// The close code for "going away".
+const GOING_AWAY: u16 = 1001;
+
+/// `GET /api/sessions/{id}/socket`.
+pub(crate) async fn upgrade(
+    State(state): State<AppState>,
+    Path(session): Path<String>,
+    ws: WebSocketUpgrade,
+) -> Response {
+    if !state.host.sessions().contains(&session) {
+        return (StatusCode::NOT_FOUND, "formwork: no such session\n").into_response();
+    }
+    ws.max_message_size(MAX_MESSAGE_BYTES)
+        .max_frame_size(MAX_MESSAGE_BYTES)
+        .on_upgrade(move |socket| bridge(state, session, socket))
+}
+
+/// Why the bridge stops.
+struct Closed;
+
+async fn bridge(state: AppState, session: String, mut socket: WebSocket) {
+    let Ok(_attached) = state.host.attach_ui(&session) else {
+        return;
+    };
+    let Ok(mut feed) = state.overlay.subscribe(&state.host, &session) else {
+        return;
+    };
+    if send_snapshot(&mut socket, &mut feed).await.is_err() {
+        return;
+    }
+    // Added events wait here until the host events they follow have been sent, so the live
+    // order is the order a later snapshot shows.
+    let mut held: VecDeque<Added> = VecDeque::new();
+    loop {
+        let step = tokio::select! {
+            biased;
+            () = state.shutdown.cancelled() => {
+                let frame = CloseFrame { code: GOING_AWAY, reason: "formwork is stopping".into() };
+                let _ = socket.send(Message::Close(Some(frame))).await;
+                return;
+            }
+            event = feed.host.recv() => match event {
+                Ok(event) => {
+                    feed.host_events += 1;
+                    match send_event(&mut socket, &event).await {
+                        Ok(()) => release(&mut socket, &mut held, feed.host_events).await,
+                        Err(closed) => Err(closed),
+                    }
+                }
+                Err(RecvError::Lagged(_)) => {
+                    held.clear();
+                    resync(&state, &session, &mut socket, &mut feed).await
+                }
+                Err(RecvError::Closed) => Err(Closed),
+            },
+            added = feed.added.recv() => match added {
+                Ok(added) if added.session == session => {
+                    held.push_back(added);
+                    release(&mut socket, &mut held, feed.host_events).await
+                }
+                Ok(_) => Ok(()),
+                Err(RecvError::Lagged(_)) => {
+                    held.clear();
+                    resync(&state, &session, &mut socket, &mut feed).await
+                }
+                Err(RecvError::Closed) => Err(Closed),
+            },
+            incoming = socket.recv() => match incoming {
+                Some(Ok(Message::Text(text))) => match handle(&state, &session, text.as_str()) {
+                    Some(reply) => send_json(&mut socket, &reply).await,
+                    None => Ok(()),
+                },
+                Some(Ok(Message::Binary(_))) => {
+                    let reply = command_error("bad_command", "commands are JSON text", Vec::new(), Value::Null);
+                    send_json(&mut socket, &reply).await
+                }
+                Some(Ok(Message::Ping(_) | Message::Pong(_))) => Ok(()),
+                Some(Ok(Message::Close(_)) | Err(_)) | None => Err(Closed),
+            },
+        };
+        if step.is_err() {
+            return;
+        }
+    }
+}
+
+/// Sends the held added events whose place has been reached.
+async fn release(
+    socket: &mut WebSocket,
+    held: &mut VecDeque<Added>,
+    host_events: usize,
+) -> Result<(), Closed> {
+    while let Some(added) = held.pop_front() {
+        if added.after > host_events {
+            held.push_front(added);
+            break;
+        }
+        send_event(socket, &added.event).await?;
+    }
+    Ok(())
+}
+
+/// Starts the page over: `reset`, a fresh snapshot, `snapshot_done`.
+async fn resync(
+    state: &AppState,
+    session: &str,
+    socket: &mut WebSocket,
+    feed: &mut Feed,
+) -> Result<(), Closed> {
+    *feed = state
+        .overlay
+        .subscribe(&state.host, session)
+        .map_err(|_| Closed)?;
+    send_json(socket, &json!({"type": "reset"})).await?;
+    send_snapshot(socket, feed).await
+}
+
+async fn send_snapshot(socket: &mut WebSocket, feed: &mut Feed) -> Result<(), Closed> {
+    for event in std::mem::take(&mut feed.snapshot) {
+        send_event(socket, &event).await?;
+    }
+    send_json(socket, &json!({"type": "snapshot_done"})).await
+}
+
+async fn send_event(socket: &mut WebSocket, event: &Event) -> Result<(), Closed> {
+    let text = serde_json::to_string(event).map_err(|_| Closed)?;
+    socket
+        .send(Message::Text(text.into()))
+        .await
+        .map_err(|_| Closed)
+}
+
+async fn send_json(socket: &mut WebSocket, value: &Value) -> Result<(), Closed> {
+    socket
+        .send(Message::Text(value.to_string().into()))
+        .await
+        .map_err(|_| Closed)
+}
+
+/// Carries out one command; the reply to send, if it was refused.
+fn handle(state: &AppState, session: &str, text: &str) -> Option<Value> {
+    let raw: Value = match serde_json::from_str(text) {
+        Ok(raw) => raw,
+        Err(err) => {
+            let message = format!("not JSON: {err}");
+            return Some(command_error(
+                "bad_command",
+                &message,
+                Vec::new(),
+                Value::Null,
+            ));
+        }
+    };
+    let command: Command = match serde_json::from_value(raw.clone()) {
+        Ok(command) => command,
+        Err(err) => {
+            let message = format!("not a command: {err}");
+            return Some(command_error("bad_command", &message, Vec::new(), raw));
+        }
+    };
+    let message = match &command {
+        Command::SendMessage { text } => Some(text.clone()),
+        _ => None,
+    };
+    match state.host.command(session, command) {
+        Ok(()) => {
+            if let Some(text) = message {
+                crate::assistant::on_message(state, session, &text);
+            }
+            None
+        }
+        Err(err) => {
+            let (kind, messages) = match &err {
+                CommandError::Invalid(lines) => {
+                    ("invalid", lines.lines().map(str::to_owned).collect())
+                }
+                CommandError::NotOpen(_) => ("not_open", Vec::new()),
+                CommandError::NotShown(_) => ("not_shown", Vec::new()),
+                CommandError::Mismatch(_) => ("mismatch", Vec::new()),
+                CommandError::NoServer(_) => ("no_server", Vec::new()),
+                CommandError::NoSession(_) => ("no_session", Vec::new()),
+                _ => ("error", Vec::new()),
+            };
+            Some(command_error(kind, &err.to_string(), messages, raw))
+        }
+    }
+}
+
+fn command_error(kind: &str, message: &str, messages: Vec<String>, command: Value) -> Value {
+    json!({
+        "type": "command_error",
+        "error": kind,
+        "message": message,
+        "messages": messages,
+        "command": command,
+    })
+}

@@ -1,0 +1,129 @@
+//! The tool palette's catalogue: every configured server's tools, each with the render block of
+//! its `inputSchema` when the form engine can draw it.
+//!
+//! Listing uses a connection of its own per server (opened, listed, closed), apart from the
+//! sessions' connections; its forms are declined, since listing asks nothing. The result is
+//! kept until the page asks for a refresh.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use formwork_host::config::ServerConfig;
+use formwork_host::{
+    BoxFuture, ConnectOptions, FormPrompt, FormReply, FormResponder, Host, Plugin, server_target,
+};
+use serde_json::{Value, json};
+use tokio::sync::Mutex;
+
+/// How long connecting to a server and listing its tools may take, unless the config says.
+const LIST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The cached catalogue.
+pub(crate) struct Catalogue {
+    builtin_exe: Option<PathBuf>,
+    cached: Mutex<Option<Arc<Value>>>,
+}
+
+impl Catalogue {
+    pub(crate) fn new(builtin_exe: Option<PathBuf>) -> Catalogue {
+        Catalogue {
+            builtin_exe,
+            cached: Mutex::new(None),
+        }
+    }
+
+    /// `{"servers": [{"name", "tools": [...], "error"}]}`, listed anew when `refresh` or on
+    /// first use. Concurrent callers wait for one listing.
+    pub(crate) async fn list(&self, host: &Host, refresh: bool) -> Arc<Value> {
+        let mut cached = self.cached.lock().await;
+        if let Some(value) = cached.as_ref().filter(|_| !refresh) {
+            return Arc::clone(value);
+        }
+        let config = host.config();
+        let servers = config
+            .mcp_servers
+            .iter()
+            .filter(|(_, server)| server.enabled)
+            .map(|(name, server)| self.list_server(name, server));
+        let servers: Vec<Value> = futures::future::join_all(servers).await;
+        let value = Arc::new(json!({ "servers": servers }));
+        *cached = Some(Arc::clone(&value));
+        value
+    }
+
+    async fn list_server(&self, name: &str, server: &ServerConfig) -> Value {
+        let limit = server
+            .startup_timeout_sec
+            .filter(|secs| secs.is_finite() && *secs > 0.0)
+            .map_or(LIST_TIMEOUT, Duration::from_secs_f64);
+        let listed = tokio::time::timeout(limit, self.fetch(name, server)).await;
+        let (tools, error) = match listed {
+            Ok(Ok(tools)) => (tools, None),
+            Ok(Err(err)) => (Vec::new(), Some(err)),
+            Err(_) => (
+                Vec::new(),
+                Some(format!(
+                    "listing the tools took longer than {}s",
+                    limit.as_secs_f64()
+                )),
+            ),
+        };
+        let tools: Vec<Value> = tools
+            .into_iter()
+            .filter(|tool| {
+                tool.get("name")
+                    .and_then(Value::as_str)
+                    .is_some_and(|tool| server.exposes_tool(tool))
+            })
+            .map(describe)
+            .collect();
+        json!({ "name": name, "tools": tools, "error": error })
+    }
+
+    async fn fetch(&self, name: &str, server: &ServerConfig) -> Result<Vec<Value>, String> {
+        let target = server_target(&server.transport, self.builtin_exe.as_deref());
+        let options = ConnectOptions::new(name.to_owned(), Arc::new(DeclineAll));
+        let plugin = Plugin::connect(&target, options)
+            .await
+            .map_err(|err| err.to_string())?;
+        let tools = plugin.list_tools().await.map_err(|err| err.to_string());
+        plugin.close().await;
+        tools
+    }
+}
+
+/// One tool as the palette needs it: the listing's fields, plus `render` (the block for its
+/// arguments, or `null`) and `unsupported` (why there is no block).
+fn describe(tool: Value) -> Value {
+    let text = |key: &str| tool.get(key).and_then(Value::as_str).map(str::to_owned);
+    let schema = tool
+        .get("inputSchema")
+        .cloned()
+        .unwrap_or_else(|| json!({"type": "object", "properties": {}}));
+    let message = text("description").unwrap_or_default();
+    let (render, unsupported) = match formwork_forms::parse_schema(&schema) {
+        Ok(form) => (serde_json::to_value(form.render(&message)).ok(), None),
+        Err(decline) => (None, Some(decline.to_string())),
+    };
+    json!({
+        "name": text("name"),
+        "title": text("title").or_else(|| {
+            tool.pointer("/annotations/title").and_then(Value::as_str).map(str::to_owned)
+        }),
+        "description": text("description"),
+        "inputSchema": schema,
+        "annotations": tool.get("annotations").cloned(),
+        "render": render,
+        "unsupported": unsupported,
+    })
+}
+
+/// Listing connections ask nothing of the person.
+struct DeclineAll;
+
+impl FormResponder for DeclineAll {
+    fn respond(&self, _prompt: FormPrompt) -> BoxFuture<FormReply> {
+        Box::pin(async { FormReply::decline() })
+    }
+}

@@ -1,0 +1,353 @@
+//! Shared helpers of the workbench tests: a real workbench on 127.0.0.1 over a real host whose
+//! configured servers run the TypeScript SDK plugin (`tests/peers/ts_plugin.mjs`, installed by
+//! `cargo xtask peers` under `$FORMWORK_PEERS`), a raw HTTP/1.1 client that sends exactly the
+//! headers a test names, and a WebSocket client for the session socket.
+//!
+//! Every wait is bounded by [`TIMEOUT`], so a hang fails the test instead of blocking CI.
+#![allow(dead_code)] // each test binary uses its own subset
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use formwork_host::config::Config;
+use formwork_host::{Host, HostOptions};
+use formwork_web::{ScriptedModel, WebOptions, Workbench};
+use futures::{SinkExt, StreamExt};
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::oneshot;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::http::HeaderValue;
+
+/// Long enough for a cold node start on a busy 2-core machine; short enough to fail a hang.
+pub const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The directory `cargo xtask peers` installed the peers into.
+pub fn peers_dir() -> PathBuf {
+    let Some(dir) = std::env::var_os("FORMWORK_PEERS") else {
+        panic!("FORMWORK_PEERS is not set: run `cargo xtask test` to install the test peers");
+    };
+    let dir = PathBuf::from(dir);
+    assert!(
+        dir.join("npm/node_modules").is_dir(),
+        "{} holds no peers: run `cargo xtask test` to install the test peers",
+        dir.display()
+    );
+    dir
+}
+
+/// A `[mcp_servers.NAME]` table that runs the TS SDK plugin with node 22 from the peers.
+pub fn ts_server(name: &str, approval_mode: &str) -> String {
+    let peers = peers_dir();
+    let node = peers.join("npm/node_modules/.bin/node");
+    let script = peers.join("npm/ts_plugin.mjs");
+    format!(
+        "[mcp_servers.{name}]\ncommand = {node:?}\nargs = [{script:?}]\ndefault_tools_approval_mode = {approval_mode:?}\n",
+        node = node.display().to_string(),
+        script = script.display().to_string(),
+    )
+}
+
+/// A running workbench and its host, stopped when dropped.
+pub struct Server {
+    pub addr: SocketAddr,
+    pub token: String,
+    pub host: Host,
+    /// The session the server was started with.
+    pub session: String,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+impl Server {
+    /// A workbench over `config_toml` (no store), with an optional scripted model (JSON). The
+    /// built-in demo server is switched off: it runs as the formwork binary, which a test is not.
+    pub async fn start(config_toml: &str, model: Option<&str>) -> Server {
+        let text = format!("{config_toml}\n[mcp_servers.demo]\nenabled = false\n");
+        let config = Config::from_toml(&text, None).expect("config");
+        let options = HostOptions {
+            request_timeout: TIMEOUT,
+            ..HostOptions::default()
+        };
+        let host = Host::new(config, options);
+        let session = host.create_session();
+        let model = model.map(|text| ScriptedModel::from_json(text, "model.json").expect("model"));
+        let workbench = Workbench::bind(
+            host.clone(),
+            WebOptions {
+                model,
+                ..WebOptions::default()
+            },
+        )
+        .await
+        .expect("bind");
+        let (addr, token) = (workbench.addr(), workbench.token().to_owned());
+        assert_eq!(workbench.url(), format!("http://{addr}/?token={token}"));
+        let (stop, stopped) = oneshot::channel::<()>();
+        tokio::spawn(workbench.serve(async {
+            let _ = stopped.await;
+        }));
+        Server {
+            addr,
+            token,
+            host,
+            session,
+            stop: Some(stop),
+        }
+    }
+
+    /// The default: one server `ts` whose tools run without approval cards.
+    pub async fn ts() -> Server {
+        Server::start(&ts_server("ts", "approve"), None).await
+    }
+
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// `Host` as a browser on the page would send it.
+    pub fn host_header(&self) -> String {
+        format!("127.0.0.1:{}", self.port())
+    }
+
+    /// `Origin` as the page would send it.
+    pub fn origin(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port())
+    }
+
+    /// The cookie the server sets.
+    pub fn cookie(&self) -> String {
+        format!("formwork_token_{}={}", self.port(), self.token)
+    }
+
+    /// Sends one raw HTTP/1.1 request with exactly these headers (plus `Connection: close`).
+    pub async fn raw(&self, method: &str, target: &str, headers: &[(&str, String)]) -> Response {
+        raw_request(self.addr, method, target, headers).await
+    }
+
+    /// A GET as the page makes it: right Host, the cookie.
+    pub async fn get(&self, target: &str) -> Response {
+        let headers = [("Host", self.host_header()), ("Cookie", self.cookie())];
+        self.raw("GET", target, &headers).await
+    }
+
+    /// A POST as the page makes it: right Host and Origin, the cookie.
+    pub async fn post(&self, target: &str) -> Response {
+        let headers = [
+            ("Host", self.host_header()),
+            ("Origin", self.origin()),
+            ("Cookie", self.cookie()),
+            ("Content-Length", "0".to_owned()),
+        ];
+        self.raw("POST", target, &headers).await
+    }
+
+    /// Opens the socket of `session` as the page does.
+    pub async fn socket(&self, session: &str) -> Socket {
+        let url = format!("ws://{}/api/sessions/{session}/socket", self.addr);
+        let mut request = url.into_client_request().expect("request");
+        let headers = request.headers_mut();
+        headers.insert(
+            "Origin",
+            HeaderValue::from_str(&self.origin()).expect("origin"),
+        );
+        headers.insert(
+            "Cookie",
+            HeaderValue::from_str(&self.cookie()).expect("cookie"),
+        );
+        let (ws, response) =
+            tokio::time::timeout(TIMEOUT, tokio_tungstenite::connect_async(request))
+                .await
+                .expect("connect in time")
+                .expect("connect");
+        assert_eq!(response.status(), 101);
+        Socket {
+            ws,
+            seen: Vec::new(),
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// A response read off the wire.
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Response {
+    /// The first header of this name (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(key, _)| key.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
+
+    /// The body as JSON.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|err| panic!("not JSON ({err}): {self:?}"))
+    }
+}
+
+/// One request on a fresh connection; the response is read to the end (chunked bodies decoded).
+pub async fn raw_request(
+    addr: SocketAddr,
+    method: &str,
+    target: &str,
+    headers: &[(&str, String)],
+) -> Response {
+    let work = async {
+        let mut stream = TcpStream::connect(addr).await.expect("connect");
+        let mut request = format!("{method} {target} HTTP/1.1\r\n");
+        for (name, value) in headers {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+        request.push_str("Connection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.expect("write");
+        let mut bytes = Vec::new();
+        // An upgrade leaves the connection open: read what arrives until the headers are in.
+        loop {
+            let mut chunk = [0u8; 8192];
+            let read = stream.read(&mut chunk).await.expect("read");
+            if read == 0 {
+                break;
+            }
+            bytes.extend_from_slice(&chunk[..read]);
+            let text = String::from_utf8_lossy(&bytes);
+            if text.starts_with("HTTP/1.1 101") && text.contains("\r\n\r\n") {
+                break;
+            }
+        }
+        parse_response(&bytes)
+    };
+    tokio::time::timeout(TIMEOUT, work)
+        .await
+        .expect("response in time")
+}
+
+fn parse_response(bytes: &[u8]) -> Response {
+    let text = String::from_utf8_lossy(bytes).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status_line = lines.next().unwrap_or_default();
+    let status = status_line
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("no status line: {text:?}"));
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(name, value)| (name.trim().to_owned(), value.trim().to_owned()))
+        .collect();
+    let chunked = headers.iter().any(|(name, value)| {
+        name.eq_ignore_ascii_case("transfer-encoding") && value.contains("chunked")
+    });
+    let body = if chunked {
+        dechunk(body)
+    } else {
+        body.to_owned()
+    };
+    Response {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn dechunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if size == 0 || rest.len() < size {
+            break;
+        }
+        out.push_str(&rest[..size]);
+        body = rest[size..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+/// The page's side of a session socket.
+pub struct Socket {
+    ws: tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<TcpStream>>,
+    /// Every message received so far, in order.
+    pub seen: Vec<Value>,
+}
+
+impl Socket {
+    /// Sends a command (any JSON).
+    pub async fn send(&mut self, command: Value) {
+        self.ws
+            .send(Message::Text(command.to_string().into()))
+            .await
+            .expect("send");
+    }
+
+    /// The next JSON message.
+    pub async fn next(&mut self) -> Value {
+        loop {
+            let message = tokio::time::timeout(TIMEOUT, self.ws.next())
+                .await
+                .unwrap_or_else(|_| panic!("no message in time; seen so far: {:#?}", self.seen))
+                .expect("socket open")
+                .expect("message");
+            if let Message::Text(text) = message {
+                let value: Value = serde_json::from_str(text.as_str()).expect("JSON");
+                self.seen.push(value.clone());
+                return value;
+            }
+        }
+    }
+
+    /// Reads until a message of this `type` arrives; returns it.
+    pub async fn until(&mut self, kind: &str) -> Value {
+        loop {
+            let message = self.next().await;
+            if message["type"] == kind {
+                return message;
+            }
+        }
+    }
+
+    /// Everything up to and including `snapshot_done`.
+    pub async fn snapshot(&mut self) -> Vec<Value> {
+        let mut events = Vec::new();
+        loop {
+            let message = self.next().await;
+            if message["type"] == "snapshot_done" {
+                return events;
+            }
+            events.push(message);
+        }
+    }
+
+    /// Closes the socket.
+    pub async fn close(mut self) {
+        let _ = self.ws.close(None).await;
+    }
+}
+
+/// The JSON a TS plugin tool reports after its `result: ` prefix (what the plugin's SDK received).
+pub fn plugin_result(finished: &Value) -> Value {
+    let text = finished["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text result: {finished}"));
+    let json = text
+        .strip_prefix("result: ")
+        .unwrap_or_else(|| panic!("no `result: ` prefix: {finished}"));
+    serde_json::from_str(json).expect("result JSON")
+}
