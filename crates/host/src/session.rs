@@ -803,13 +803,18 @@ impl Session {
             body,
             waiter: Waiter::Elicitation { form, reply },
         });
-        let session = Arc::clone(self);
+        // The connection may drop this future as soon as the plugin is gone (its own select
+        // can win the race); the guard then ends the card, so it never lingers on screen.
+        let guard = CardGuard {
+            session: Arc::clone(self),
+            card_id: form_id,
+        };
         let cancelled = prompt.cancelled;
         Box::pin(async move {
             tokio::select! {
                 reply = answer => reply.unwrap_or_else(|_| FormReply::cancel()),
                 () = cancelled.cancelled() => {
-                    session.end_card(&form_id, EndBy::Host(reason::PLUGIN_GONE));
+                    drop(guard);
                     FormReply::cancel()
                 }
             }
@@ -929,6 +934,19 @@ impl Session {
                 let _ = reply.send(answer);
             }
         }
+    }
+}
+
+/// Ends its card as `plugin-gone` when dropped; a card already ended is left alone.
+struct CardGuard {
+    session: Arc<Session>,
+    card_id: String,
+}
+
+impl Drop for CardGuard {
+    fn drop(&mut self) {
+        self.session
+            .end_card(&self.card_id, EndBy::Host(reason::PLUGIN_GONE));
     }
 }
 
