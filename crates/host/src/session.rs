@@ -272,6 +272,26 @@ impl Host {
         }
     }
 
+    /// Adds the assistant's (a model's) message to the transcript.
+    pub fn add_assistant_message(&self, session: &str, text: String) -> Result<(), CommandError> {
+        self.inner.session(session)?.emit(Event::MessageAdded {
+            role: Role::Assistant,
+            text,
+        });
+        Ok(())
+    }
+
+    /// Adds a diagnostic to the transcript (a UI's own notice, e.g. a model's failed call).
+    pub fn add_diagnostic(
+        &self,
+        session: &str,
+        code: &str,
+        message: String,
+    ) -> Result<(), CommandError> {
+        self.inner.session(session)?.diagnostic(code, message);
+        Ok(())
+    }
+
     /// Stops the host: open forms end as cancelled (`host-stopped`), every plugin connection
     /// is closed, and the store is flushed and closed.
     pub async fn shutdown(&self) {

@@ -1,7 +1,7 @@
 //! Runs the scripted model after a person's message: issues the rule's tool call and adds its
 //! reply once the call returned a result.
 
-use formwork_host::{Command, Event, Role};
+use formwork_host::{Command, Event};
 
 use crate::AppState;
 
@@ -30,16 +30,13 @@ pub(crate) fn on_message(state: &AppState, session: &str, text: &str) {
         arguments: call.arguments.clone(),
     };
     if let Err(err) = state.host.command(session, command) {
-        state.overlay.add(
-            &state.host,
+        let _ = state.host.add_diagnostic(
             session,
-            Event::Diagnostic {
-                code: "scripted-model-call-failed".to_owned(),
-                message: format!(
-                    "the scripted model could not call {}.{}: {err}",
-                    call.server, call.tool
-                ),
-            },
+            "scripted-model-call-failed",
+            format!(
+                "the scripted model could not call {}.{}: {err}",
+                call.server, call.tool
+            ),
         );
         return;
     }
@@ -86,12 +83,5 @@ pub(crate) fn on_message(state: &AppState, session: &str, text: &str) {
 }
 
 fn add_reply(state: &AppState, session: &str, text: String) {
-    state.overlay.add(
-        &state.host,
-        session,
-        Event::MessageAdded {
-            role: Role::Assistant,
-            text,
-        },
-    );
+    let _ = state.host.add_assistant_message(session, text);
 }

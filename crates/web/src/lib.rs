@@ -21,7 +21,6 @@ mod assets;
 mod assistant;
 mod error;
 pub mod model;
-mod overlay;
 mod socket;
 mod tools;
 
@@ -66,7 +65,6 @@ pub(crate) struct AppState {
     pub(crate) host: Host,
     pub(crate) access: Arc<access::Access>,
     pub(crate) model: Option<Arc<ScriptedModel>>,
-    pub(crate) overlay: Arc<overlay::Overlay>,
     pub(crate) tools: Arc<tools::Catalogue>,
     /// Cancelled when the server stops, so open sockets close instead of holding it up.
     pub(crate) shutdown: CancellationToken,
@@ -94,7 +92,6 @@ impl Workbench {
             host,
             access: Arc::new(access::Access::new(token, addr.port())),
             model: options.model.map(Arc::new),
-            overlay: Arc::new(overlay::Overlay::default()),
             tools: Arc::new(tools::Catalogue::new(options.builtin_exe)),
             shutdown: CancellationToken::new(),
         };

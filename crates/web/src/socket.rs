@@ -13,8 +13,6 @@
 //! Page to server: a [`Command`] as JSON. While the socket is open the session counts a UI
 //! attached, so its forms stay open; the host's grace period starts when the last one closes.
 
-use std::collections::VecDeque;
-
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -24,7 +22,19 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::AppState;
-use crate::overlay::{Added, Feed};
+
+/// What a socket starts from: the events so far, and the live stream after them.
+struct Feed {
+    snapshot: Vec<Event>,
+    live: tokio::sync::broadcast::Receiver<Event>,
+}
+
+impl Feed {
+    fn open(state: &AppState, session: &str) -> Result<Feed, CommandError> {
+        let (snapshot, live) = state.host.subscribe(session)?;
+        Ok(Feed { snapshot, live })
+    }
+}
 
 /// The largest command the page may send.
 const MAX_MESSAGE_BYTES: usize = 1 << 20;
@@ -53,15 +63,12 @@ async fn bridge(state: AppState, session: String, mut socket: WebSocket) {
     let Ok(_attached) = state.host.attach_ui(&session) else {
         return;
     };
-    let Ok(mut feed) = state.overlay.subscribe(&state.host, &session) else {
+    let Ok(mut feed) = Feed::open(&state, &session) else {
         return;
     };
     if send_snapshot(&mut socket, &mut feed).await.is_err() {
         return;
     }
-    // Added events wait here until the host events they follow have been sent, so the live
-    // order is the order a later snapshot shows.
-    let mut held: VecDeque<Added> = VecDeque::new();
     loop {
         let step = tokio::select! {
             biased;
@@ -70,30 +77,9 @@ async fn bridge(state: AppState, session: String, mut socket: WebSocket) {
                 let _ = socket.send(Message::Close(Some(frame))).await;
                 return;
             }
-            event = feed.host.recv() => match event {
-                Ok(event) => {
-                    feed.host_events += 1;
-                    match send_event(&mut socket, &event).await {
-                        Ok(()) => release(&mut socket, &mut held, feed.host_events).await,
-                        Err(closed) => Err(closed),
-                    }
-                }
-                Err(RecvError::Lagged(_)) => {
-                    held.clear();
-                    resync(&state, &session, &mut socket, &mut feed).await
-                }
-                Err(RecvError::Closed) => Err(Closed),
-            },
-            added = feed.added.recv() => match added {
-                Ok(added) if added.session == session => {
-                    held.push_back(added);
-                    release(&mut socket, &mut held, feed.host_events).await
-                }
-                Ok(_) => Ok(()),
-                Err(RecvError::Lagged(_)) => {
-                    held.clear();
-                    resync(&state, &session, &mut socket, &mut feed).await
-                }
+            event = feed.live.recv() => match event {
+                Ok(event) => send_event(&mut socket, &event).await,
+                Err(RecvError::Lagged(_)) => resync(&state, &session, &mut socket, &mut feed).await,
                 Err(RecvError::Closed) => Err(Closed),
             },
             incoming = socket.recv() => match incoming {
@@ -115,22 +101,6 @@ async fn bridge(state: AppState, session: String, mut socket: WebSocket) {
     }
 }
 
-/// Sends the held added events whose place has been reached.
-async fn release(
-    socket: &mut WebSocket,
-    held: &mut VecDeque<Added>,
-    host_events: usize,
-) -> Result<(), Closed> {
-    while let Some(added) = held.pop_front() {
-        if added.after > host_events {
-            held.push_front(added);
-            break;
-        }
-        send_event(socket, &added.event).await?;
-    }
-    Ok(())
-}
-
 /// Starts the page over: `reset`, a fresh snapshot, `snapshot_done`.
 async fn resync(
     state: &AppState,
@@ -138,10 +108,7 @@ async fn resync(
     socket: &mut WebSocket,
     feed: &mut Feed,
 ) -> Result<(), Closed> {
-    *feed = state
-        .overlay
-        .subscribe(&state.host, session)
-        .map_err(|_| Closed)?;
+    *feed = Feed::open(state, session).map_err(|_| Closed)?;
     send_json(socket, &json!({"type": "reset"})).await?;
     send_snapshot(socket, feed).await
 }
