@@ -10,13 +10,14 @@ use crate::field::{
 use crate::limits::{MAX_PATTERN_BYTES, MAX_TEXT_BYTES};
 use crate::options::{parse_const_options, parse_enum};
 use crate::pattern::Pattern;
+use crate::schema::Members;
 use crate::schema::{Object, check_keywords};
 use crate::size::{self, kind_of, show};
 use crate::validate::check_text;
 
 pub(crate) fn parse_string(key: &str, obj: &Object) -> Result<FieldKind, Decline> {
     let mut rules = parse_text_rules(key, obj, "")?;
-    let options = match (obj.get("enum"), obj.get("oneOf")) {
+    let options = match (obj.member("enum"), obj.member("oneOf")) {
         (Some(_), Some(_)) => {
             return Err(Decline::property(
                 key,
@@ -24,11 +25,11 @@ pub(crate) fn parse_string(key: &str, obj: &Object) -> Result<FieldKind, Decline
                 "has both `enum` and `oneOf`; use one",
             ));
         }
-        (Some(values), None) => Some(parse_enum(key, values, obj.get("enumNames"), "")?),
+        (Some(values), None) => Some(parse_enum(key, values, obj.member("enumNames"), "")?),
         (None, Some(list)) => Some(parse_const_options(key, list, "oneOf")?),
         (None, None) => None,
     };
-    if options.is_none() && obj.contains_key("enumNames") {
+    if options.is_none() && obj.has("enumNames") {
         return Err(Decline::property(
             key,
             DeclineRule::EnumNamesLength,
@@ -41,7 +42,7 @@ pub(crate) fn parse_string(key: &str, obj: &Object) -> Result<FieldKind, Decline
             Ok(FieldKind::SingleSelect(SingleSelect { options }))
         }
         None => {
-            if let Some(list) = obj.get("x-openai-suggestions") {
+            if let Some(list) = obj.member("x-openai-suggestions") {
                 rules.suggestions = parse_const_options(key, list, "x-openai-suggestions")?;
             }
             Ok(FieldKind::Text(rules))
@@ -51,14 +52,14 @@ pub(crate) fn parse_string(key: &str, obj: &Object) -> Result<FieldKind, Decline
 
 pub(crate) fn parse_array(key: &str, obj: &Object) -> Result<FieldKind, Decline> {
     reject_format(key, obj, "array")?;
-    if obj.contains_key("enum") || obj.contains_key("oneOf") {
+    if obj.has("enum") || obj.has("oneOf") {
         return Err(Decline::property(
             key,
             DeclineRule::UnsupportedKeyword,
             "puts `enum`/`oneOf` on the array; options belong in `items`",
         ));
     }
-    let items = match obj.get("items") {
+    let items = match obj.member("items") {
         Some(Value::Object(items)) => items,
         Some(other) => {
             return Err(Decline::property(
@@ -75,14 +76,14 @@ pub(crate) fn parse_array(key: &str, obj: &Object) -> Result<FieldKind, Decline>
             ));
         }
     };
-    if items.contains_key("properties") {
+    if items.has("properties") {
         return Err(Decline::property(
             key,
             DeclineRule::ArrayOfObjects,
             "is an array of objects; only arrays of string options are supported",
         ));
     }
-    match items.get("type") {
+    match items.member("type") {
         None => {}
         Some(Value::String(name)) if name == "string" => {}
         Some(Value::String(name)) if name == "object" || name == "array" => {
@@ -103,8 +104,8 @@ pub(crate) fn parse_array(key: &str, obj: &Object) -> Result<FieldKind, Decline>
     check_keywords(key, items, "`items` ")?;
     let item_rules = parse_text_rules(key, items, "`items` ")?;
     let options = match (
-        items.get("enum"),
-        items.get("anyOf").or_else(|| items.get("oneOf")),
+        items.member("enum"),
+        items.member("anyOf").or_else(|| items.member("oneOf")),
     ) {
         (Some(_), Some(_)) => {
             return Err(Decline::property(
@@ -113,9 +114,9 @@ pub(crate) fn parse_array(key: &str, obj: &Object) -> Result<FieldKind, Decline>
                 "`items` has both `enum` and `anyOf`; use one",
             ));
         }
-        (Some(values), None) => parse_enum(key, values, items.get("enumNames"), "`items` ")?,
+        (Some(values), None) => parse_enum(key, values, items.member("enumNames"), "`items` ")?,
         (None, Some(list)) => {
-            let keyword = if items.contains_key("anyOf") {
+            let keyword = if items.has("anyOf") {
                 "items.anyOf"
             } else {
                 "items.oneOf"
@@ -130,7 +131,7 @@ pub(crate) fn parse_array(key: &str, obj: &Object) -> Result<FieldKind, Decline>
             ));
         }
     };
-    if items.contains_key("enumNames") && !items.contains_key("enum") {
+    if items.has("enumNames") && !items.has("enum") {
         return Err(Decline::property(
             key,
             DeclineRule::EnumNamesLength,
@@ -159,7 +160,10 @@ pub(crate) fn parse_array(key: &str, obj: &Object) -> Result<FieldKind, Decline>
             ),
         ));
     }
-    if let Some(unique) = obj.get("uniqueItems").filter(|value| !value.is_boolean()) {
+    if let Some(unique) = obj
+        .member("uniqueItems")
+        .filter(|value| !value.is_boolean())
+    {
         return Err(Decline::property(
             key,
             DeclineRule::InvalidKeyword,
@@ -186,7 +190,7 @@ pub(crate) fn parse_text_rules(key: &str, obj: &Object, place: &str) -> Result<T
             format!("{place}`minLength` {min} is larger than `maxLength` {max}"),
         ));
     }
-    let format = match obj.get("format") {
+    let format = match obj.member("format") {
         None => None,
         Some(Value::String(name)) => match StringFormat::from_name(name) {
             Some(format) => Some(format),
@@ -209,7 +213,7 @@ pub(crate) fn parse_text_rules(key: &str, obj: &Object, place: &str) -> Result<T
             ));
         }
     };
-    let pattern = match obj.get("pattern") {
+    let pattern = match obj.member("pattern") {
         None => None,
         Some(Value::String(source)) => match Pattern::new(source) {
             Ok(pattern) => Some(pattern),
@@ -321,7 +325,7 @@ pub(crate) fn parse_number_rules(
 pub(crate) fn reject_options(key: &str, obj: &Object, type_name: &str) -> Result<(), Decline> {
     if let Some(keyword) = ["enum", "oneOf"]
         .into_iter()
-        .find(|keyword| obj.contains_key(*keyword))
+        .find(|keyword| obj.has(keyword))
     {
         return Err(Decline::property(
             key,
@@ -336,7 +340,7 @@ pub(crate) fn reject_options(key: &str, obj: &Object, type_name: &str) -> Result
 }
 
 pub(crate) fn reject_format(key: &str, obj: &Object, type_name: &str) -> Result<(), Decline> {
-    match obj.get("format") {
+    match obj.member("format") {
         Some(format) => Err(Decline::property(
             key,
             DeclineRule::UnsupportedFormat,
@@ -352,7 +356,7 @@ pub(crate) fn reject_format(key: &str, obj: &Object, type_name: &str) -> Result<
 
 /// An optional text annotation (`title`, `description`) of a property.
 pub(crate) fn text(key: &str, obj: &Object, keyword: &str) -> Result<Option<String>, Decline> {
-    match obj.get(keyword) {
+    match obj.member(keyword) {
         None => Ok(None),
         Some(Value::String(text)) if text.len() <= MAX_TEXT_BYTES => Ok(Some(text.clone())),
         Some(Value::String(text)) => Err(Decline::property(
@@ -373,7 +377,7 @@ pub(crate) fn text(key: &str, obj: &Object, keyword: &str) -> Result<Option<Stri
 
 /// An optional non-negative integer keyword (`minLength`, `maxItems`, ...); `2.0` counts as 2.
 pub(crate) fn count(key: &str, obj: &Object, keyword: &str) -> Result<Option<u64>, Decline> {
-    let Some(value) = obj.get(keyword) else {
+    let Some(value) = obj.member(keyword) else {
         return Ok(None);
     };
     let as_count = match value {
@@ -398,7 +402,7 @@ pub(crate) fn count(key: &str, obj: &Object, keyword: &str) -> Result<Option<u64
 
 /// An optional numeric keyword (`minimum`, `multipleOf`, ...).
 pub(crate) fn number(key: &str, obj: &Object, keyword: &str) -> Result<Option<Number>, Decline> {
-    match obj.get(keyword) {
+    match obj.member(keyword) {
         None => Ok(None),
         Some(Value::Number(n)) => Ok(Some(n.clone())),
         Some(other) => Err(Decline::property(

@@ -8,6 +8,7 @@ use serde_json::Value;
 use crate::decline::{Decline, DeclineRule};
 use crate::field::Choice;
 use crate::limits::{MAX_OPTIONS, MAX_TEXT_BYTES};
+use crate::schema::Members;
 use crate::size::{clip, kind_of, show};
 
 /// Options from `enum` values, labelled by `enumNames` when present (else by the values).
@@ -99,7 +100,7 @@ pub(crate) fn parse_const_options(
                 ),
             ));
         };
-        let value = match entry.get("const") {
+        let value = match entry.member("const") {
             Some(Value::String(value)) => value,
             Some(other) => {
                 return Err(Decline::property(
@@ -120,10 +121,10 @@ pub(crate) fn parse_const_options(
             }
         };
         bounded(key, value, || format!("`{keyword}[{idx}].const`"))?;
-        let label = optional_text(key, entry.get("title"), || {
+        let label = optional_text(key, entry.member("title"), || {
             format!("`{keyword}[{idx}].title`")
         })?;
-        let description = optional_text(key, entry.get("description"), || {
+        let description = optional_text(key, entry.member("description"), || {
             format!("`{keyword}[{idx}].description`")
         })?;
         options.push(Choice {
@@ -208,23 +209,45 @@ fn bounded(key: &str, text: &str, what: impl FnOnce() -> String) -> Result<(), D
 /// Declines two options with the same value, or with the same label (the UI answers with labels, so
 /// a shared label would make the answer ambiguous).
 fn check_unique(key: &str, options: &[Choice]) -> Result<(), Decline> {
+    // A few options are compared pairwise; hashing pays off only for longer lists.
+    const PAIRWISE: usize = 16;
+    if options.len() <= PAIRWISE {
+        for (idx, option) in options.iter().enumerate() {
+            let before = &options[..idx];
+            if before.iter().any(|other| other.value == option.value) {
+                return Err(duplicate_value(key, option));
+            }
+            if before.iter().any(|other| other.label == option.label) {
+                return Err(duplicate_label(key, option));
+            }
+        }
+        return Ok(());
+    }
     let mut values = HashSet::new();
     let mut labels = HashSet::new();
     for option in options {
         if !values.insert(option.value.as_str()) {
-            return Err(Decline::property(
-                key,
-                DeclineRule::DuplicateOption,
-                format!("has the option value \"{}\" twice", clip(&option.value)),
-            ));
+            return Err(duplicate_value(key, option));
         }
         if !labels.insert(option.label.as_str()) {
-            return Err(Decline::property(
-                key,
-                DeclineRule::DuplicateOption,
-                format!("has the option label \"{}\" twice", clip(&option.label)),
-            ));
+            return Err(duplicate_label(key, option));
         }
     }
     Ok(())
+}
+
+fn duplicate_value(key: &str, option: &Choice) -> Decline {
+    Decline::property(
+        key,
+        DeclineRule::DuplicateOption,
+        format!("has the option value \"{}\" twice", clip(&option.value)),
+    )
+}
+
+fn duplicate_label(key: &str, option: &Choice) -> Decline {
+    Decline::property(
+        key,
+        DeclineRule::DuplicateOption,
+        format!("has the option label \"{}\" twice", clip(&option.label)),
+    )
 }

@@ -6,6 +6,7 @@ use crate::Content;
 use crate::decline::{Decline, DeclineRule};
 use crate::field::Form;
 use crate::limits::{MAX_TEXT_BYTES, MAX_URL_BYTES};
+use crate::schema::Members;
 use crate::schema::{parse_sized_schema, parse_sized_schema_owned};
 use crate::size::{self, kind_of, show};
 
@@ -117,7 +118,7 @@ fn read_header(params: &Value) -> Result<(&String, Option<&Content>, Mode), Decl
         ));
     };
     size::check(params, "params")?;
-    let message = match obj.get("message") {
+    let message = match obj.member("message") {
         Some(Value::String(message)) if message.len() <= MAX_TEXT_BYTES => message,
         Some(Value::String(message)) => {
             return Err(Decline::whole(
@@ -141,7 +142,7 @@ fn read_header(params: &Value) -> Result<(&String, Option<&Content>, Mode), Decl
             ));
         }
     };
-    let meta = match obj.get("_meta") {
+    let meta = match obj.member("_meta") {
         None | Some(Value::Null) => None,
         Some(Value::Object(meta)) => Some(meta),
         Some(other) => {
@@ -151,7 +152,7 @@ fn read_header(params: &Value) -> Result<(&String, Option<&Content>, Mode), Decl
             ));
         }
     };
-    let mode = match obj.get("mode") {
+    let mode = match obj.member("mode") {
         None => Mode::Form,
         Some(Value::String(mode)) if mode == "form" => Mode::Form,
         Some(Value::String(mode)) if mode == "url" => Mode::Url,

@@ -23,6 +23,28 @@ use crate::validate::{check_value, normalize};
 
 pub(crate) type Object = Map<String, Value>;
 
+/// Member lookups on schema objects. They hold a handful of keys, so a scan beats hashing the key.
+pub(crate) trait Members {
+    /// The member `key`.
+    fn member(&self, key: &str) -> Option<&Value>;
+    /// Whether there is a member `key`.
+    fn has(&self, key: &str) -> bool {
+        self.member(key).is_some()
+    }
+}
+
+impl Members for Object {
+    fn member(&self, key: &str) -> Option<&Value> {
+        const SCAN: usize = 12;
+        if self.len() <= SCAN {
+            self.iter()
+                .find_map(|(name, value)| (name == key).then_some(value))
+        } else {
+            self.get(key)
+        }
+    }
+}
+
 /// Keywords that change what is valid and that forms do not support, anywhere in a schema.
 const UNSUPPORTED: &[&str] = &[
     "allOf",
@@ -69,7 +91,7 @@ pub(crate) fn parse_sized_schema(requested_schema: &Value) -> Result<Form, Decli
         return Err(not_an_object(requested_schema));
     };
     let (title, description) = check_root(root)?;
-    let properties = match root.get("properties") {
+    let properties = match root.member("properties") {
         Some(Value::Object(properties)) => properties,
         other => return Err(no_properties(other)),
     };
@@ -149,7 +171,7 @@ fn no_properties(properties: Option<&Value>) -> Decline {
 
 /// Checks the top level apart from `properties` and returns its `title` and `description`.
 fn check_root(root: &Object) -> Result<(Option<String>, Option<String>), Decline> {
-    match root.get("type") {
+    match root.member("type") {
         None => {}
         Some(Value::String(name)) if name == "object" => {}
         Some(other) => {
@@ -163,7 +185,7 @@ fn check_root(root: &Object) -> Result<(Option<String>, Option<String>), Decline
         }
     }
     check_root_keywords(root)?;
-    if let Some(schema_uri) = root.get("$schema").filter(|value| !value.is_string()) {
+    if let Some(schema_uri) = root.member("$schema").filter(|value| !value.is_string()) {
         return Err(Decline::whole(
             DeclineRule::InvalidKeyword,
             format!(
@@ -207,10 +229,7 @@ fn check_root_keywords(root: &Object) -> Result<(), Decline> {
     if !root.keys().any(|key| constrains_root(key)) {
         return Ok(());
     }
-    if let Some(keyword) = REFERENCES
-        .iter()
-        .find(|keyword| root.contains_key(**keyword))
-    {
+    if let Some(keyword) = REFERENCES.iter().find(|keyword| root.has(keyword)) {
         return Err(Decline::whole(
             DeclineRule::Ref,
             format!("requestedSchema uses `{keyword}`; forms must be self-contained"),
@@ -220,7 +239,7 @@ fn check_root_keywords(root: &Object) -> Result<(), Decline> {
         .iter()
         .chain(&["oneOf", "enum"])
         .filter(|keyword| !matches!(**keyword, "additionalProperties" | "required"))
-        .find(|keyword| root.contains_key(**keyword));
+        .find(|keyword| root.has(keyword));
     match constraining {
         Some(keyword) => Err(Decline::whole(
             DeclineRule::UnsupportedKeyword,
@@ -231,7 +250,7 @@ fn check_root_keywords(root: &Object) -> Result<(), Decline> {
 }
 
 fn root_text(root: &Object, keyword: &str) -> Result<Option<String>, Decline> {
-    match root.get(keyword) {
+    match root.member(keyword) {
         None => Ok(None),
         Some(Value::String(text)) if text.len() <= MAX_TEXT_BYTES => Ok(Some(text.clone())),
         Some(Value::String(text)) => Err(Decline::whole(
@@ -252,7 +271,7 @@ fn root_text(root: &Object, keyword: &str) -> Result<Option<String>, Decline> {
 }
 
 fn parse_required<'a>(root: &'a Object, properties: &Object) -> Result<HashSet<&'a str>, Decline> {
-    let list = match root.get("required") {
+    let list = match root.member("required") {
         None => return Ok(HashSet::new()),
         Some(Value::Array(list)) => list,
         Some(other) => {
@@ -330,7 +349,7 @@ fn parse_property(key: &str, schema: &Value, required: bool) -> Result<FieldPart
         ));
     };
     check_keywords(key, obj, "")?;
-    let type_name = match obj.get("type") {
+    let type_name = match obj.member("type") {
         Some(Value::String(name)) => name.as_str(),
         Some(Value::Array(_)) => {
             return Err(Decline::property(
@@ -384,14 +403,14 @@ fn parse_property(key: &str, schema: &Value, required: bool) -> Result<FieldPart
             ));
         }
     };
-    if !matches!(kind, FieldKind::MultiSelect(_)) && obj.contains_key("items") {
+    if !matches!(kind, FieldKind::MultiSelect(_)) && obj.has("items") {
         return Err(Decline::property(
             key,
             DeclineRule::UnsupportedKeyword,
             "has `items` but is not an array",
         ));
     }
-    let default = match obj.get("default") {
+    let default = match obj.member("default") {
         None => None,
         Some(value) => {
             let value = normalize(&kind, value);
@@ -426,17 +445,14 @@ pub(crate) fn check_keywords(key: &str, obj: &Object, place: &str) -> Result<(),
     if !obj.keys().any(flagged) {
         return Ok(());
     }
-    if let Some(keyword) = REFERENCES
-        .iter()
-        .find(|keyword| obj.contains_key(**keyword))
-    {
+    if let Some(keyword) = REFERENCES.iter().find(|keyword| obj.has(keyword)) {
         return Err(Decline::property(
             key,
             DeclineRule::Ref,
             format!("{place}uses `{keyword}`; forms must be self-contained"),
         ));
     }
-    if obj.contains_key("properties") {
+    if obj.has("properties") {
         return Err(Decline::property(
             key,
             DeclineRule::NestedObject,
@@ -447,7 +463,7 @@ pub(crate) fn check_keywords(key: &str, obj: &Object, place: &str) -> Result<(),
     let unsupported = UNSUPPORTED
         .iter()
         .filter(|keyword| !(in_items && **keyword == "anyOf"))
-        .find(|keyword| obj.contains_key(**keyword));
+        .find(|keyword| obj.has(keyword));
     match unsupported {
         Some(keyword) => Err(Decline::property(
             key,

@@ -234,3 +234,37 @@ fn long_key_is_clipped_in_the_message() {
     assert_eq!(decline.rule.as_str(), "too-large");
     assert!(decline.to_string().len() < 300);
 }
+
+#[test]
+fn duplicate_options_decline_the_same_in_short_and_long_lists() {
+    // Short lists are compared pairwise and long ones hashed: both name the first repeat.
+    for count in [4, 40] {
+        let mut values: Vec<String> = (0..count).map(|i| format!("v{i}")).collect();
+        values[count - 1] = "v1".to_owned();
+        let schema = one_property(json!({"type": "string", "enum": values}));
+        let decline = check(
+            "repeated value",
+            None,
+            Some(&schema),
+            "duplicate-option",
+            Some("field"),
+        );
+        assert!(decline.to_string().contains("\"v1\" twice"), "{decline}");
+
+        let options: Vec<Value> = (0..count)
+            .map(|i| json!({"const": format!("v{i}"), "title": if i == 2 || i == count - 1 { "Same".to_owned() } else { format!("V{i}") }}))
+            .collect();
+        let schema = one_property(json!({"type": "string", "oneOf": options}));
+        let decline = check(
+            "repeated label",
+            None,
+            Some(&schema),
+            "duplicate-option",
+            Some("field"),
+        );
+        assert!(
+            decline.to_string().contains("label \"Same\" twice"),
+            "{decline}"
+        );
+    }
+}

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use formwork_forms::{ElicitationRequest, parse_request_owned};
+use formwork_forms::{ElicitationRequest, Form, parse_request_owned};
 use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -31,40 +31,24 @@ impl Drop for OpenForm<'_> {
     }
 }
 
+/// What [`handle`] produced for one `elicitation/create`.
+pub(crate) struct Answer {
+    /// The result (or error) for the plugin.
+    pub(crate) result: Result<Value, RpcError>,
+    /// The form that was answered. Freeing a form takes longer than sending the answer, so
+    /// the caller drops it after sending.
+    pub(crate) form: Option<Arc<Form>>,
+}
+
 pub(crate) async fn handle(
     shared: &Shared,
     id: &RawId,
     params: Params,
     cancelled: CancellationToken,
-) -> Result<Value, RpcError> {
-    let params = match params {
-        Some(Ok(params)) => params,
-        Some(Err(err)) => {
-            return Err(invalid_params(format!(
-                "elicitation/create params could not be read: {err}"
-            )));
-        }
-        None => return Err(invalid_params("elicitation/create needs params".to_owned())),
-    };
-    if !params.is_object() {
-        return Err(invalid_params(
-            "elicitation/create params must be an object".to_owned(),
-        ));
-    }
-    tracing::info!(target: "formwork::form", marker = "request-received", plugin = %shared.name, %id, "elicitation received");
-
-    let request = match parse_request_owned(params) {
+) -> Answer {
+    let request = match read(shared, id, params) {
         Ok(request) => request,
-        Err(decline) => {
-            let reason = decline.to_string();
-            tracing::info!(target: "formwork::form", marker = "declined", plugin = %shared.name, %id, %reason, "form declined");
-            shared.responder.declined(&DeclineNotice {
-                plugin: shared.name.clone(),
-                request_id: id.to_value(),
-                reason,
-            });
-            return Ok(FormReply::decline().to_result());
-        }
+        Err(result) => return Answer { result, form: None },
     };
 
     let _open = OpenForm::enter(shared);
@@ -102,13 +86,61 @@ pub(crate) async fn handle(
         cancelled: cancelled.clone(),
     };
     tracing::info!(target: "formwork::form", marker = "form-shown", plugin = %shared.name, %id, "form shown");
+    // The responder first: when the form is cancelled it sees that too, and may end its side
+    // of the form before its future is dropped.
     let reply = tokio::select! {
+        biased;
         reply = shared.responder.respond(prompt) => reply,
         () = cancelled.cancelled() => FormReply::cancel(),
     };
     let reply = checked(reply, form.as_deref(), shared, id);
     tracing::info!(target: "formwork::form", marker = "result-sent", plugin = %shared.name, %id, action = reply.action.as_str(), "form answered");
-    Ok(reply.to_result())
+    Answer {
+        result: Ok(reply.to_result()),
+        form,
+    }
+}
+
+/// Reads the params into a request, or gives the result at once: an error for params that
+/// cannot be read, `decline` for a request that cannot be shown.
+fn read(
+    shared: &Shared,
+    id: &RawId,
+    params: Params,
+) -> Result<ElicitationRequest, Result<Value, RpcError>> {
+    let params = match params {
+        Some(Ok(params)) => params,
+        Some(Err(err)) => {
+            return Err(Err(invalid_params(format!(
+                "elicitation/create params could not be read: {err}"
+            ))));
+        }
+        None => {
+            return Err(Err(invalid_params(
+                "elicitation/create needs params".to_owned(),
+            )));
+        }
+    };
+    if !params.is_object() {
+        return Err(Err(invalid_params(
+            "elicitation/create params must be an object".to_owned(),
+        )));
+    }
+    tracing::info!(target: "formwork::form", marker = "request-received", plugin = %shared.name, %id, "elicitation received");
+
+    match parse_request_owned(params) {
+        Ok(request) => Ok(request),
+        Err(decline) => {
+            let reason = decline.to_string();
+            tracing::info!(target: "formwork::form", marker = "declined", plugin = %shared.name, %id, %reason, "form declined");
+            shared.responder.declined(&DeclineNotice {
+                plugin: shared.name.clone(),
+                request_id: id.to_value(),
+                reason,
+            });
+            Err(Ok(FormReply::decline().to_result()))
+        }
+    }
 }
 
 /// The last guard before content reaches the plugin: accepted form content must validate,

@@ -435,8 +435,12 @@ fn later(start: Instant, wait: Duration) -> Instant {
 /// nothing else.
 async fn read_loop(shared: Arc<Shared>, mut incoming: Frames) {
     let mut requests = FuturesUnordered::new();
+    let closed = shared.closed.cancelled();
+    tokio::pin!(closed);
     let reason = loop {
         tokio::select! {
+            biased;
+            () = &mut closed => break "the connection was closed".to_owned(),
             served = requests.next(), if !requests.is_empty() => {
                 if let Some(Err(_)) = served {
                     tracing::error!(target: "formwork::plugin", plugin = %shared.name, "serving a request panicked; it stays unanswered");
@@ -460,7 +464,6 @@ async fn read_loop(shared: Arc<Shared>, mut incoming: Frames) {
                 Some(Frame::Closed(reason)) => break reason,
                 None => break "the transport stopped".to_owned(),
             },
-            () = shared.closed.cancelled() => break "the connection was closed".to_owned(),
         }
     };
     tracing::info!(target: "formwork::plugin", plugin = %shared.name, %reason, "plugin disconnected");
@@ -532,14 +535,20 @@ async fn serve_request(shared: Arc<Shared>, id: RawId, method: String, params: P
         let params = params.as_ref().and_then(|params| params.as_ref().ok());
         params.cloned()
     });
-    let outcome = match method.as_str() {
-        "ping" => Ok(json!({})),
-        "elicitation/create" => elicitation::handle(&shared, &id, params, cancelled.clone()).await,
-        other => Err(RpcError {
-            code: jsonrpc::code::METHOD_NOT_FOUND,
-            message: format!("formwork does not handle `{other}`"),
-            data: None,
-        }),
+    let (outcome, form) = match method.as_str() {
+        "ping" => (Ok(json!({})), None),
+        "elicitation/create" => {
+            let answer = elicitation::handle(&shared, &id, params, cancelled.clone()).await;
+            (answer.result, answer.form)
+        }
+        other => (
+            Err(RpcError {
+                code: jsonrpc::code::METHOD_NOT_FOUND,
+                message: format!("formwork does not handle `{other}`"),
+                data: None,
+            }),
+            None,
+        ),
     };
     if let Ok(mut in_flight) = shared.in_flight.lock() {
         in_flight.remove(&key);
@@ -560,6 +569,8 @@ async fn serve_request(shared: Arc<Shared>, id: RawId, method: String, params: P
         Ok(result) => jsonrpc::response(&id, &result),
         Err(error) => jsonrpc::error_response(Some(&id), error.code, &error.message),
     });
+    // Freed only now that the answer is on its way (see `elicitation::Answer`).
+    drop(form);
 }
 
 fn on_notification(shared: &Shared, method: &str, params: Params) {

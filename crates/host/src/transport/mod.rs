@@ -1,6 +1,6 @@
 //! Transports move raw JSON-RPC frames between the host and one plugin.
 //!
-//! A transport is a channel out and a stream in: serialized messages go out, frames come in.
+//! A transport takes serialized messages out ([`Outgoing`]) and brings frames in ([`Frames`]).
 //! Framing (lines on stdio, POST bodies and SSE events on HTTP) stays inside the transport; the
 //! connection above it sees only whole messages and the moment the plugin goes away.
 
