@@ -26,8 +26,9 @@ use serde_json::Value;
 use crate::{cargo, peers, run_command, target_dir};
 
 const USAGE: &str = "\
-usage: cargo xtask bench [--rounds R] [--n N] [--warmup W] [--formwork PATH]
-  --formwork PATH  time this formwork binary instead of building target/release/formwork";
+usage: cargo xtask bench [--rounds R] [--n N] [--warmup W] [--formwork PATH] [--load N,N]
+  --formwork PATH  time this formwork binary instead of building target/release/formwork
+  --load N,N       session counts of the load part (default 1000,10000; 0 skips it)";
 
 /// formwork's median against the TS SDK client's, formwork's median against the floor's, formwork's p99 against
 /// its own median: each must stay at or below its limit.
@@ -97,6 +98,48 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
         .collect();
     let load = [load_before, load_average()];
     print_report(&options, &summaries, &load);
+    if options.load_sessions.is_empty() {
+        return Ok(());
+    }
+    load_bench(root, &options.load_sessions)
+}
+
+/// The host under load (`examples/load-bench`): memory per pending form and the answer round
+/// trip with many forms open, against the Streamable HTTP plugin of `tests/peers`.
+fn load_bench(root: &Path, sessions: &[usize]) -> Result<()> {
+    let target = target_dir(root);
+    let npm_dir = target.join("peers/npm");
+    std::fs::copy(
+        root.join("tests/peers/http_plugin.mjs"),
+        npm_dir.join("http_plugin.mjs"),
+    )
+    .context("copying http_plugin.mjs")?;
+    let status = Command::new(env!("CARGO"))
+        .current_dir(root)
+        .args([
+            "build",
+            "--release",
+            "--quiet",
+            "--package",
+            "formwork-load-bench",
+        ])
+        .status()
+        .context("building the load bench")?;
+    if !status.success() {
+        bail!("building the load bench failed");
+    }
+    println!();
+    println!(
+        "host under load: sessions with a form open at once, one Streamable HTTP plugin (TS SDK)"
+    );
+    let status = Command::new(target.join("release/load-bench"))
+        .arg(target.join("peers"))
+        .args(sessions.iter().map(ToString::to_string))
+        .status()
+        .context("running the load bench")?;
+    if !status.success() {
+        bail!("the load bench failed");
+    }
     Ok(())
 }
 
@@ -106,6 +149,8 @@ struct Options {
     warmup: usize,
     /// A prebuilt binary to time, e.g. an experimental build; none means build the release binary.
     formwork: Option<PathBuf>,
+    /// Session counts for the load part; empty skips it.
+    load_sessions: Vec<usize>,
 }
 
 impl Options {
@@ -115,6 +160,7 @@ impl Options {
             per_round: 400,
             warmup: 100,
             formwork: None,
+            load_sessions: vec![1000, 10_000],
         };
         let mut args = args.iter();
         while let Some(flag) = args.next() {
@@ -127,6 +173,17 @@ impl Options {
                 "--warmup" => &mut options.warmup,
                 "--formwork" => {
                     options.formwork = Some(PathBuf::from(value));
+                    continue;
+                }
+                "--load" => {
+                    options.load_sessions = value
+                        .split(',')
+                        .filter(|part| !part.is_empty() && *part != "0")
+                        .map(str::parse)
+                        .collect::<Result<_, _>>()
+                        .with_context(|| {
+                            format!("--load {value}: not a list of numbers\n{USAGE}")
+                        })?;
                     continue;
                 }
                 other => bail!("unexpected argument `{other}`\n{USAGE}"),

@@ -6,6 +6,11 @@
 //!   that their ESM imports resolve against that `node_modules`.
 //! - `venv/`: a Python virtual environment with `tests/peers/requirements.txt` (`mcp`, `fastmcp`).
 //!
+//! Outside `target/`: Debian's `chromium` package at `/usr/bin/chromium` for the browser tests
+//! (`crates/cli/tests/browser.rs`, driven by `playwright-core`, which never downloads a browser of its own). It is
+//! installed with apt only when missing, and only as root; when that cannot be done the other peers still install
+//! and the browser test fails saying why.
+//!
 //! Each install is skipped when its stamp file holds the fingerprint of the manifests it was made from. The stamps
 //! live inside the directories they describe, so deleting `node_modules` or the venv forces a reinstall.
 
@@ -26,7 +31,46 @@ pub fn install(root: &Path) -> Result<PathBuf> {
     install_npm(&source, &peers.join("npm"))?;
     install_venv(&source, &peers.join("venv"))?;
     copy_fixtures(&source, &peers.join("npm"))?;
+    if let Err(err) = install_chromium() {
+        eprintln!("xtask: {err:#}; the browser tests will fail");
+    }
     Ok(peers)
+}
+
+/// The browser the browser tests drive, from Debian's packages.
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+/// `apt-get install chromium` when `/usr/bin/chromium` is missing: as root, without questions.
+fn install_chromium() -> Result<()> {
+    if Path::new(CHROMIUM).exists() {
+        return Ok(());
+    }
+    let uid = Command::new("id")
+        .arg("-u")
+        .output()
+        .context("running id -u")?;
+    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
+        anyhow::bail!(
+            "{CHROMIUM} is missing and xtask is not root: install it with `sudo apt-get install -y chromium`"
+        );
+    }
+    let started = Instant::now();
+    for args in [
+        &["update"][..],
+        &["install", "-y", "--no-install-recommends", "chromium"][..],
+    ] {
+        run_command(
+            Command::new("apt-get")
+                .args(args)
+                .env("DEBIAN_FRONTEND", "noninteractive"),
+        )
+        .context("installing chromium")?;
+    }
+    eprintln!(
+        "xtask: chromium installed in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
 }
 
 fn install_npm(source: &Path, npm_dir: &Path) -> Result<()> {

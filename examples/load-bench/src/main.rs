@@ -31,6 +31,7 @@ async fn main() -> anyhow::Result<()> {
     if sizes.is_empty() {
         sizes = vec![1000, 10_000];
     }
+    raise_open_files_limit(sizes.iter().copied().max().unwrap_or(0))?;
     let plugin = HttpPlugin::start(&peers)?;
     let baseline = single_session(&plugin.url, 200).await?;
     println!(
@@ -258,6 +259,24 @@ fn check(result: Option<&serde_json::Value>, n: usize) -> anyhow::Result<()> {
     );
     if text != expected {
         bail!("call {n} got {text:?}");
+    }
+    Ok(())
+}
+
+/// Each open form holds a connection, so thousands of them need more descriptors than the usual
+/// soft limit of 1,024. The plugin, started after, inherits the raised limit.
+fn raise_open_files_limit(sessions: usize) -> anyhow::Result<()> {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    let wanted = (sessions as u64).saturating_mul(4).saturating_add(1024);
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE)?;
+    if soft < wanted {
+        let raised = wanted.min(hard);
+        setrlimit(Resource::RLIMIT_NOFILE, raised, hard)?;
+        if raised < wanted {
+            eprintln!(
+                "load-bench: open files are limited to {raised}; {sessions} sessions may not fit"
+            );
+        }
     }
     Ok(())
 }

@@ -1,0 +1,181 @@
+//! The workbench in a real browser: `formwork serve` with the TS SDK plugin (tests/peers/ts_plugin.mjs) as server
+//! `ts` and tests/browser/markup_plugin.mjs as server `markup`, driven in headless Chromium from Debian's packages (`/usr/bin/chromium`) by playwright-core from the test
+//! peers. The cases live in tests/browser/run.mjs (one line each on stdout, then `N passed, M failed`); a failed
+//! case leaves a screenshot under target/browser-failures/. `cargo xtask test` installs both the browser and the
+//! npm package.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::{kill_group, node_bin_dir, peers_dir, run};
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+/// The whole browser run; it takes about 20 s on a 2-core machine.
+const RUN_TIMEOUT: Duration = Duration::from_secs(120);
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// `formwork serve`, stopped (with its plugins) when dropped.
+struct Serve {
+    child: Child,
+    url: String,
+    stderr: std::sync::mpsc::Receiver<String>,
+}
+
+impl Serve {
+    fn start(config: &Path, data_dir: &Path) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_formwork"))
+            .arg("serve")
+            .arg("--data-dir")
+            .arg(data_dir)
+            .args(["--port", "0", "--config"])
+            .arg(config)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let (sender, stderr) = std::sync::mpsc::channel();
+        let mut pipe = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = pipe.read_to_string(&mut text);
+            let _ = sender.send(text);
+        });
+        let stdout = child.stdout.take().unwrap();
+        let (line_sender, line) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            let mut first = String::new();
+            let _ = reader.read_line(&mut first);
+            let _ = line_sender.send(first);
+            // Keep draining so the server never blocks on a full pipe.
+            let _ = std::io::copy(&mut reader, &mut std::io::sink());
+        });
+        let first = line
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_default();
+        let Some(url) = first.trim().strip_prefix("formwork serve: ") else {
+            kill_group(child.id());
+            let _ = child.wait();
+            let stderr = stderr
+                .recv_timeout(Duration::from_secs(5))
+                .unwrap_or_default();
+            panic!("formwork serve printed no URL (first line {first:?}); stderr:\n{stderr}");
+        };
+        let url = url.to_string();
+        Self { child, url, stderr }
+    }
+
+    /// SIGTERM, as Ctrl-C would; returns its stderr.
+    fn stop(mut self) -> String {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        for _ in 0..500 {
+            if self.child.try_wait().unwrap().is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // Whatever of its group is left (a plugin it did not stop), quietly: usually nothing is.
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.child.id())])
+            .stderr(Stdio::null())
+            .status();
+        let _ = self.child.wait();
+        self.stderr
+            .recv_timeout(Duration::from_secs(5))
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            kill_group(self.child.id());
+            let _ = self.child.wait();
+        }
+    }
+}
+
+#[test]
+fn workbench_in_headless_chromium() {
+    assert!(
+        Path::new(CHROMIUM).exists(),
+        "{CHROMIUM} is missing: `cargo xtask test` installs Debian's chromium package when run as root"
+    );
+    let peers = peers_dir();
+    assert!(
+        peers.join("npm/node_modules/playwright-core").is_dir(),
+        "playwright-core is not in {}: run `cargo xtask peers`",
+        peers.display()
+    );
+    let root = workspace_root();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("formwork.toml");
+    let node = node_bin_dir().join("node").display().to_string();
+    // `ts`: one tool per field kind; `markup`: HTML in every text it sends. Neither needs an approval card.
+    std::fs::write(
+        &config,
+        format!(
+            "[mcp_servers.ts]\ncommand = {node:?}\nargs = [{:?}]\ndefault_tools_approval_mode = \"approve\"\n\n\
+             [mcp_servers.markup]\ncommand = {node:?}\nargs = [{:?}, {:?}]\ndefault_tools_approval_mode = \"approve\"\n",
+            peers.join("npm/ts_plugin.mjs").display().to_string(),
+            root.join("tests/browser/markup_plugin.mjs").display().to_string(),
+            peers.join("npm/node_modules").display().to_string(),
+        ),
+    )
+    .unwrap();
+    let data_dir = dir.path().join("data");
+    std::fs::create_dir_all(&data_dir).unwrap();
+
+    let serve = Serve::start(&config, &data_dir);
+    let screenshots = root.join("target/browser-failures");
+    let output = run(
+        Command::new(node_bin_dir().join("node"))
+            .arg(root.join("tests/browser/run.mjs"))
+            .arg(&serve.url)
+            .env("FORMWORK_PEERS", &peers)
+            .env("FORMWORK_BROWSER_SCREENSHOTS", &screenshots)
+            .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1"),
+        None,
+        RUN_TIMEOUT,
+    );
+    let server_stderr = serve.stop();
+    // Shown with --nocapture, and in the panic message below when a case failed.
+    eprintln!("{}", output.stdout);
+
+    let passed = output
+        .stdout
+        .lines()
+        .filter(|line| line.starts_with("ok "))
+        .count();
+    let summary = output
+        .stdout
+        .lines()
+        .rev()
+        .find(|line| line.contains(" passed, "))
+        .unwrap_or_default();
+    assert!(
+        output.code == 0
+            && passed > 0
+            && summary.starts_with(&format!("{passed} passed, 0 failed")),
+        "browser cases failed (screenshots in {}):{output}\nformwork serve stderr:\n{server_stderr}",
+        screenshots.display()
+    );
+}

@@ -1,0 +1,417 @@
+// Browser tests of the workbench (`formwork serve`, docs/workbench.md) in headless Chromium from Debian's
+// packages, driven by playwright-core. Started by crates/cli/tests/browser.rs:
+//
+//   node tests/browser/run.mjs <URL printed by formwork serve> [case-name-filter]
+//
+// The server must have the TS SDK plugin (tests/peers/ts_plugin.mjs) configured as server `ts` with tool
+// approval `approve`. Every case opens a new session, calls a tool from the palette, answers the card like
+// a person (typing, clicking, ticking), and checks the tool result shown in the transcript: the plugin
+// reports `result: <JSON of the ElicitResult its SDK received>`, so each check is made at the plugin.
+//
+// Prints one line per case (`ok <case> (<ms> ms)` or `FAIL <case>: <why>`) and finally `N passed, M failed`;
+// exits 1 when a case failed. A failed case leaves a screenshot at <screenshots>/<case>.png, where
+// <screenshots> is $FORMWORK_BROWSER_SCREENSHOTS, else target/browser-failures of this checkout.
+//
+// playwright-core is loaded from $FORMWORK_PEERS/npm/node_modules (installed by `cargo xtask peers`); it never
+// downloads a browser: Chromium is /usr/bin/chromium, or $FORMWORK_CHROMIUM.
+
+import { createRequire } from "node:module";
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import assert from "node:assert/strict";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const peers = process.env.FORMWORK_PEERS;
+if (!peers) {
+  console.error("run.mjs: FORMWORK_PEERS is not set: run `cargo xtask test` to install the test peers");
+  process.exit(2);
+}
+const require = createRequire(path.join(peers, "npm", "node_modules", "noop.js"));
+process.env.PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD = "1";
+const { chromium } = require("playwright-core");
+
+const [url, filter] = process.argv.slice(2);
+if (!url) {
+  console.error("usage: node tests/browser/run.mjs <workbench URL with token> [case filter]");
+  process.exit(2);
+}
+const screenshots = process.env.FORMWORK_BROWSER_SCREENSHOTS ?? path.resolve(here, "../../target/browser-failures");
+const SERVER = "ts";
+// Long enough for a cold plugin start on a busy machine, short enough to keep a hang from eating the run.
+const WAIT = 15_000;
+
+const tid = (id) => `[data-testid="${id}"]`;
+
+// ---- what a person does ----
+
+// Opens a new session and waits until its socket has delivered the (empty) snapshot.
+async function newSession(page) {
+  const before = page.url();
+  await page.locator(tid("new-session")).click();
+  await page.waitForURL((u) => u.toString() !== before && /#\/sessions\//.test(u.toString()));
+  await page.locator(`${tid("connection-status")}[data-state="connected"]`).waitFor();
+  await page.locator(tid("transcript-empty")).waitFor();
+}
+
+// Picks `tool` in the palette and presses Call.
+async function callTool(page, tool, server = SERVER) {
+  await page.locator(`${tid("palette-tool")}[data-server="${server}"][data-tool="${tool}"]`).click();
+  await page.locator(`${tid("palette-panel")}[data-tool="${tool}"]`).waitFor();
+  await page.locator(tid("palette-call")).click();
+  await page.locator(`${tid("tool-call")}[data-tool="${tool}"]`).waitFor();
+}
+
+// The card that is open for an answer (there is one per case), located by its form id so that the locator
+// still finds it once it is resolved.
+async function openCard(page) {
+  const open = page.locator(`${tid("form-card")}[data-state="open"]`);
+  await open.waitFor();
+  assert.equal(await open.count(), 1, "exactly one open card");
+  const id = await open.getAttribute("data-form-id");
+  return page.locator(`${tid("form-card")}[data-form-id="${id}"]`);
+}
+
+// A question of the card by its id.
+function question(card, id) {
+  return card.locator(`${tid("question")}[data-question-id="${id}"]`);
+}
+
+// The option (button, radio or checkbox label) with this label.
+function option(scope, label) {
+  return scope.locator(`${tid("option")}[data-label="${label}"]`);
+}
+
+// Waits for the call of `tool` to finish and returns the JSON after `result: ` in its result text.
+async function pluginResult(page, tool, state = "done") {
+  const call = page.locator(`${tid("tool-call")}[data-tool="${tool}"]`).last();
+  await page.locator(`${tid("tool-call")}[data-tool="${tool}"][data-state="done"], ${tid("tool-call")}[data-tool="${tool}"][data-state="error"]`).last().waitFor();
+  assert.equal(await call.getAttribute("data-state"), state, `state of the ${tool} call`);
+  const text = await call.locator(tid("result-text")).first().textContent();
+  assert.ok(text.startsWith("result: "), `the plugin reported no result: ${text}`);
+  return JSON.parse(text.slice("result: ".length));
+}
+
+// The card's outcome once resolved: {action, reason, text}.
+async function outcome(card) {
+  const node = card.locator(tid("outcome"));
+  await node.waitFor();
+  return {
+    action: await node.getAttribute("data-action"),
+    reason: await node.getAttribute("data-reason"),
+    text: await node.locator(tid("outcome-text")).textContent(),
+  };
+}
+
+// Calls `tool`, lets `answer(card)` answer its one form, and checks that the plugin received `expected`.
+async function answered(page, tool, answer, expected) {
+  await newSession(page);
+  await callTool(page, tool);
+  const card = await openCard(page);
+  await answer(card);
+  assert.deepEqual(await pluginResult(page, tool), expected);
+  return card;
+}
+
+const accept = (content) => ({ action: "accept", content });
+
+async function typeInto(card, id, text) {
+  const input = question(card, id).locator(tid("question-input"));
+  await input.click();
+  await input.fill("");
+  await input.pressSequentially(text);
+}
+
+const submit = (card) => card.locator(tid("submit")).click();
+
+// ---- the cases, in the order of the issue's list ----
+
+const cases = [];
+const test = (name, body) => cases.push({ name, body });
+
+// Each field kind, answered in the browser and checked at the plugin.
+test("kind-text-pattern", (page) =>
+  answered(page, "ask_string", async (card) => {
+    await typeInto(card, "nickname", "ada-99");
+    await submit(card);
+  }, accept({ nickname: "ada-99" })));
+
+test("kind-email", (page) =>
+  answered(page, "ask_email", async (card) => {
+    await typeInto(card, "email", "ada@example.com");
+    await submit(card);
+  }, accept({ email: "ada@example.com" })));
+
+test("kind-uri", (page) =>
+  answered(page, "ask_uri", async (card) => {
+    await typeInto(card, "homepage", "https://example.com/ada");
+    await submit(card);
+  }, accept({ homepage: "https://example.com/ada" })));
+
+test("kind-date", (page) =>
+  answered(page, "ask_date", async (card) => {
+    assert.equal(await question(card, "birthday").locator(tid("question-input")).getAttribute("type"), "date");
+    await question(card, "birthday").locator(tid("question-input")).fill("1815-12-10");
+    await submit(card);
+  }, accept({ birthday: "1815-12-10" })));
+
+// The browser runs in Europe/Berlin (see main): a local 10:30 in November goes out as +01:00.
+test("kind-datetime", (page) =>
+  answered(page, "ask_datetime", async (card) => {
+    const input = question(card, "meeting").locator(tid("question-input"));
+    assert.equal(await input.getAttribute("type"), "datetime-local");
+    await input.fill("2026-11-29T10:30:00");
+    await submit(card);
+  }, accept({ meeting: "2026-11-29T10:30:00+01:00" })));
+
+test("kind-integer", (page) =>
+  answered(page, "ask_integer", async (card) => {
+    await typeInto(card, "age", "36");
+    await submit(card);
+  }, accept({ age: 36 })));
+
+test("kind-number", (page) =>
+  answered(page, "ask_number", async (card) => {
+    await typeInto(card, "score", "7.25");
+    await submit(card);
+  }, accept({ score: 7.25 })));
+
+test("kind-boolean", (page) =>
+  answered(page, "ask_boolean", (card) => option(card, "true").click(), accept({ agree: true })));
+
+test("kind-enum", (page) =>
+  answered(page, "ask_enum", (card) => option(card, "blue").click(), accept({ color: "blue" })));
+
+test("kind-titled-enum", async (page) => {
+  const card = await answered(page, "ask_titled", (card) => option(card, "Large").click(), accept({ size: "l" }));
+  assert.equal(await card.locator(`${tid("accepted-value")}[data-key="size"]`).textContent(), "Large");
+});
+
+test("kind-legacy-enum-names", (page) =>
+  answered(page, "ask_legacy", (card) => option(card, "Beta").click(), accept({ legacy: "b" })));
+
+// Ticked z then x: answered in the order ticked.
+test("kind-multi-select", (page) =>
+  answered(page, "ask_multi", async (card) => {
+    await option(card, "z").locator(tid("option-input")).check();
+    await option(card, "x").locator(tid("option-input")).check();
+    // maxItems 2: the third box is locked.
+    assert.equal(await option(card, "y").locator(tid("option-input")).isDisabled(), true, "y locked at maxItems");
+    await submit(card);
+  }, accept({ tags: ["z", "x"] })));
+
+test("kind-titled-multi-select", (page) =>
+  answered(page, "ask_titled_multi", async (card) => {
+    await option(card, "Cheese").locator(tid("option-input")).check();
+    await option(card, "Peppers").locator(tid("option-input")).check();
+    await submit(card);
+  }, accept({ toppings: ["ch", "pe"] })));
+
+// A one-question option form has no Submit: the click on an option is the answer.
+test("instant-submit", (page) =>
+  answered(page, "ask_boolean", async (card) => {
+    assert.equal(await card.locator(tid("submit")).count(), 0, "no Submit button");
+    assert.equal(await card.locator(tid("option")).count(), 2, "one button per option");
+    await option(card, "false").click();
+  }, accept({ agree: false })));
+
+// The 10-field form: every field changed from its default, then Submit.
+test("multi-question-submit", async (page) => {
+  const card = await answered(page, "ask_form", async (card) => {
+    await typeInto(card, "name", "Grace");
+    await typeInto(card, "email", "grace@example.com");
+    await typeInto(card, "age", "85");
+    await typeInto(card, "score", "9.5");
+    await option(question(card, "subscribe"), "true").locator(tid("option-input")).check();
+    await option(question(card, "color"), "red").locator(tid("option-input")).check();
+    await option(question(card, "size"), "Small").locator(tid("option-input")).check();
+    await option(question(card, "legacy"), "Alpha").locator(tid("option-input")).check();
+    await option(question(card, "tags"), "x").locator(tid("option-input")).uncheck();
+    await option(question(card, "tags"), "y").locator(tid("option-input")).check();
+    await option(question(card, "tags"), "z").locator(tid("option-input")).check();
+    await option(question(card, "toppings"), "Olives").locator(tid("option-input")).check();
+    await submit(card);
+  }, accept({
+    name: "Grace", email: "grace@example.com", age: 85, score: 9.5, subscribe: true,
+    color: "red", size: "s", legacy: "a", tags: ["y", "z"], toppings: ["ol"],
+  }));
+  assert.equal((await outcome(card)).action, "accept");
+  assert.equal(await card.locator(`${tid("accepted-value")}[data-key="tags"]`).textContent(), "y, z");
+});
+
+// Multi-question form with only the required answer without a default typed: the defaults fill the rest, and
+// `legacy`, an option question without a default, goes out on its first option, where its radio group starts.
+test("multi-question-defaults", (page) =>
+  answered(page, "ask_form", async (card) => {
+    await typeInto(card, "email", "ada@example.com");
+    await submit(card);
+  }, accept({
+    name: "Ada", email: "ada@example.com", age: 36, score: 7.5, subscribe: false,
+    color: "green", size: "m", legacy: "a", tags: ["x"],
+  })));
+
+test("decline", async (page) => {
+  const card = await answered(page, "ask_enum", (card) => card.locator(tid("decline")).click(), { action: "decline" });
+  assert.equal((await outcome(card)).action, "decline");
+});
+
+test("cancel", async (page) => {
+  const card = await answered(page, "ask_form", (card) => card.locator(tid("cancel")).click(), { action: "cancel" });
+  assert.equal((await outcome(card)).action, "cancel");
+});
+
+// Without a model a message is only recorded, and it cancels the open form as in a chat.
+test("new-message-cancels-card", async (page) => {
+  const card = await answered(page, "ask_enum", async () => {
+    await page.locator(tid("message-input")).fill("never mind");
+    await page.locator(tid("message-input")).press("Enter");
+  }, { action: "cancel" });
+  const { action, reason } = await outcome(card);
+  assert.deepEqual([action, reason], ["cancel", "new-message"]);
+  assert.equal(await page.locator(`${tid("message")}[data-role="user"] ${tid("message-text")}`).textContent(), "never mind");
+});
+
+// crash_mid_form exits 200 ms after its form came up: the card ends as cancelled, plugin gone.
+test("plugin-killed-with-card-open", async (page) => {
+  await newSession(page);
+  await callTool(page, "crash_mid_form");
+  const card = page.locator(tid("form-card")).last();
+  await card.waitFor();
+  const { action, reason } = await outcome(card);
+  assert.deepEqual([action, reason], ["cancel", "plugin-gone"]);
+  assert.match(await card.locator(tid("outcome-text")).textContent(), /plugin went away/);
+  const call = page.locator(`${tid("tool-call")}[data-tool="crash_mid_form"][data-state="error"]`);
+  await call.waitFor();
+  // Its buttons are gone: nothing can be sent for it any more.
+  assert.equal(await card.locator("button").count(), 0);
+});
+
+// Markup typed by the person stays text: in the message, in a text answer, in the accepted values and in the
+// tool result echoed from the plugin. No element is made from it and no handler runs.
+test("markup-typed-by-the-person-stays-inert", async (page) => {
+  const markup = `<img src=x onerror="window.__formworkPwned=1"><b>bold</b><script>window.__formworkPwned=2</script>`;
+  await newSession(page);
+  await page.locator(tid("message-input")).fill(markup);
+  await page.locator(tid("message-input")).press("Enter");
+  await page.locator(`${tid("message")}[data-role="user"]`).waitFor();
+  assert.equal(await page.locator(`${tid("message")} ${tid("message-text")}`).textContent(), markup);
+  const name = "<b>x</b><i>y</i>"; // within the 20 code points of `name`
+  await callTool(page, "ask_form");
+  const card = await openCard(page);
+  await typeInto(card, "name", name);
+  await typeInto(card, "email", "ada@example.com");
+  await submit(card);
+  const result = await pluginResult(page, "ask_form");
+  assert.equal(result.content.name, name);
+  assert.equal(await card.locator(`${tid("accepted-value")}[data-key="name"]`).textContent(), name);
+  const transcript = page.locator(tid("transcript"));
+  assert.equal(await transcript.locator("img, b, i, script").count(), 0, "no element made from markup");
+  assert.equal(await page.evaluate(() => window.__formworkPwned), undefined);
+});
+
+// Every text the plugin sends is HTML (tests/browser/markup_plugin.mjs, server `markup`): the tool's title and
+// description, the form's message, question titles and descriptions, option labels, a text default and the tool
+// result. Each shows as the very text, and none becomes an element or runs.
+const markup = (tag) => `<img src=x onerror="window.__formworkPwned='${tag}'"><b>${tag}</b><script>window.__formworkPwned='${tag}'</script>`;
+
+test("markup-from-the-plugin-stays-inert", async (page) => {
+  await newSession(page);
+  const entry = page.locator(`${tid("palette-tool")}[data-server="markup"][data-tool="ask_markup"]`);
+  assert.equal(await entry.locator(".palette-tool-name").textContent(), markup("tool-title"));
+  assert.equal(await entry.locator(".palette-tool-description").textContent(), markup("tool-description"));
+  await callTool(page, "ask_markup", "markup");
+  const card = await openCard(page);
+  assert.equal(await card.locator(tid("card-header")).textContent(), markup("form-message"));
+  const note = question(card, "note");
+  assert.equal(await note.locator(tid("question-header")).textContent(), markup("note-title"));
+  assert.equal(await note.locator(tid("question-text")).textContent(), markup("note-description"));
+  assert.equal(await note.locator(tid("question-input")).inputValue(), markup("note-default"));
+  const pick = question(card, "pick");
+  assert.equal(await pick.locator(tid("question-header")).textContent(), markup("pick-title"));
+  assert.equal(await pick.locator(tid("question-text")).textContent(), markup("pick-description"));
+  assert.equal(await pick.locator(`${tid("option")} .option-label`).nth(1).textContent(), markup("option-two"));
+  await pick.locator(`${tid("option")} ${tid("option-input")}`).nth(1).check();
+  await submit(card);
+  assert.deepEqual(await pluginResult(page, "ask_markup"), accept({ note: markup("note-default"), pick: "two" }));
+  const call = page.locator(`${tid("tool-call")}[data-tool="ask_markup"]`);
+  assert.equal(await call.locator(tid("result-text")).nth(1).textContent(), markup("result-text"));
+  assert.equal(await card.locator(`${tid("accepted-value")}[data-key="pick"]`).textContent(), markup("option-two"));
+  for (const area of ["transcript", "tool-palette"]) {
+    assert.equal(await page.locator(tid(area)).locator("img, b, script").count(), 0, `no element made from markup in ${area}`);
+  }
+  assert.equal(await page.evaluate(() => window.__formworkPwned), undefined);
+});
+
+// A reload redraws the transcript from the server and the card that still waits can be answered.
+test("reload-restores-transcript-and-pending-card", async (page) => {
+  await newSession(page);
+  await page.locator(tid("message-input")).fill("before the form");
+  await page.locator(tid("message-input")).press("Enter");
+  await page.locator(`${tid("message")}[data-role="user"]`).waitFor();
+  await callTool(page, "ask_titled");
+  await openCard(page);
+  const address = page.url();
+  await page.reload();
+  assert.equal(page.url(), address);
+  await page.locator(`${tid("connection-status")}[data-state="connected"]`).waitFor();
+  assert.equal(await page.locator(`${tid("message")} ${tid("message-text")}`).textContent(), "before the form");
+  assert.equal(await page.locator(`${tid("tool-call")}[data-tool="ask_titled"]`).getAttribute("data-state"), "running");
+  const card = await openCard(page);
+  assert.equal(await card.locator(tid("card-header")).textContent(), "Please give size");
+  await option(card, "Medium").click();
+  assert.deepEqual(await pluginResult(page, "ask_titled"), accept({ size: "m" }));
+});
+
+// ---- the run ----
+
+async function main() {
+  const browser = await chromium.launch({
+    executablePath: process.env.FORMWORK_CHROMIUM ?? "/usr/bin/chromium",
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
+  });
+  const context = await browser.newContext({ timezoneId: "Europe/Berlin", locale: "en-GB" });
+  context.setDefaultTimeout(WAIT);
+  const page = await context.newPage();
+  const pageErrors = [];
+  page.on("pageerror", (error) => pageErrors.push(error.message));
+  await page.goto(url);
+  await page.locator(`${tid("palette-tool")}[data-server="${SERVER}"]`).first().waitFor();
+
+  let passed = 0;
+  let failed = 0;
+  const started = Date.now();
+  for (const { name, body } of cases) {
+    if (filter && !name.includes(filter)) continue;
+    const t0 = Date.now();
+    pageErrors.length = 0;
+    try {
+      await body(page);
+      assert.deepEqual(pageErrors, [], "errors thrown in the page");
+      passed += 1;
+      console.log(`ok ${name} (${Date.now() - t0} ms)`);
+    } catch (error) {
+      failed += 1;
+      console.log(`FAIL ${name}: ${String(error?.message ?? error).split("\n").slice(0, 40).join("\n    ")}`);
+      try {
+        mkdirSync(screenshots, { recursive: true });
+        const file = path.join(screenshots, `${name}.png`);
+        await page.screenshot({ path: file, fullPage: true });
+        console.log(`    screenshot: ${file}`);
+      } catch (shotError) {
+        console.log(`    no screenshot: ${shotError.message}`);
+      }
+    }
+  }
+  await browser.close();
+  console.log(`${passed} passed, ${failed} failed (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+  return failed === 0 && passed > 0;
+}
+
+main().then(
+  (ok) => process.exit(ok ? 0 : 1),
+  (error) => {
+    console.log(`FAIL setup: ${error?.stack ?? error}`);
+    console.log("0 passed, 1 failed");
+    process.exit(1);
+  },
+);
