@@ -7,7 +7,7 @@ mod common;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::{Output, formwork, node_plugin};
+use common::{EverythingHttp, Output, formwork, node_plugin};
 use serde_json::{Value, json};
 
 /// The rows of the symptom table, in order, by id.
@@ -441,60 +441,6 @@ fn streamable_http_plugin() {
         false,
         "{output}"
     );
-}
-
-/// `mcp-server-everything streamableHttp` on a free local port, killed on drop.
-struct EverythingHttp {
-    group: u32,
-    child: std::process::Child,
-    port: u16,
-}
-
-impl EverythingHttp {
-    fn start() -> Self {
-        use std::net::{TcpListener, TcpStream};
-        use std::os::unix::process::CommandExt;
-        use std::process::{Command, Stdio};
-        use std::time::Instant;
-
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|socket| socket.local_addr())
-            .expect("a free port")
-            .port();
-        let script = common::peers_dir()
-            .join("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-        let child = Command::new(common::node_bin_dir().join("node"))
-            .arg(script)
-            .arg("streamableHttp")
-            .env("PORT", port.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .expect("starting server-everything over HTTP");
-        let server = Self {
-            group: child.id(),
-            child,
-            port,
-        };
-        let started = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(30),
-                "server-everything did not listen on {port}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        server
-    }
-}
-
-impl Drop for EverythingHttp {
-    fn drop(&mut self) {
-        common::kill_group(self.group);
-        let _ = self.child.wait();
-    }
 }
 
 // ---- failure to connect ----

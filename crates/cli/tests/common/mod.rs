@@ -304,3 +304,52 @@ impl Drop for TempFile {
 pub fn compact(value: &Value) -> String {
     serde_json::to_string(value).expect("serialising JSON")
 }
+
+/// `mcp-server-everything streamableHttp` on a free local port, killed on drop.
+pub struct EverythingHttp {
+    group: u32,
+    child: std::process::Child,
+    pub port: u16,
+}
+
+impl EverythingHttp {
+    pub fn start() -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|socket| socket.local_addr())
+            .expect("a free port")
+            .port();
+        let script = peers_dir()
+            .join("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+        let child = Command::new(node_bin_dir().join("node"))
+            .arg(script)
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("starting server-everything over HTTP");
+        let server = Self {
+            group: child.id(),
+            child,
+            port,
+        };
+        let started = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "server-everything did not listen on {port}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        server
+    }
+}
+
+impl Drop for EverythingHttp {
+    fn drop(&mut self) {
+        kill_group(self.group);
+        let _ = self.child.wait();
+    }
+}
