@@ -1,0 +1,324 @@
+//! Tool calls of a session: turns, approval before the call, the plugin connection.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use crate::broker::{Card, Waiter};
+use crate::config::{Config, Transport};
+use crate::events::Event;
+use crate::plugin::{ConnectOptions, Plugin, PluginTarget};
+use crate::policy::{
+    self, ApprovalAnswer, ApprovalCard, ApprovalNeed, ApprovalRequest, CardRendering,
+};
+
+use super::cards::{SessionResponder, approval_body};
+use super::{CommandError, HostInner, Session, Turn, reason};
+
+impl Session {
+    /// Starts a tool call in the background and returns its id.
+    pub(super) fn call_tool(
+        self: &Arc<Self>,
+        server: &str,
+        tool: &str,
+        arguments: Option<Value>,
+    ) -> Result<String, CommandError> {
+        let host = self
+            .host
+            .upgrade()
+            .ok_or_else(|| CommandError::NoSession(self.id.clone()))?;
+        let target = host.target(server)?;
+        let call_id = self.new_id("c");
+        let token = CancellationToken::new();
+        {
+            let mut state = self.lock();
+            if state.turn.is_none() {
+                let turn_id = host.unique_id("t");
+                state.turn = Some(Turn {
+                    id: turn_id.clone(),
+                    calls: HashMap::new(),
+                    stopped: false,
+                });
+                self.emit_locked(&mut state, Event::TurnStarted { turn_id });
+            }
+            if let Some(turn) = state.turn.as_mut() {
+                turn.calls.insert(call_id.clone(), token.clone());
+            }
+            self.emit_locked(
+                &mut state,
+                Event::ToolCallStarted {
+                    call_id: call_id.clone(),
+                    server: server.to_owned(),
+                    tool: tool.to_owned(),
+                    arguments: arguments
+                        .clone()
+                        .unwrap_or(Value::Object(Default::default())),
+                },
+            );
+        }
+        let session = Arc::clone(self);
+        let tool = tool.to_owned();
+        let server = server.to_owned();
+        let id = call_id.clone();
+        tokio::spawn(async move {
+            let outcome = tokio::select! {
+                outcome = session.run_call(&server, &target, &id, &tool, arguments) => outcome,
+                () = token.cancelled() => Err(format!("the turn was {}", reason::STOPPED)),
+            };
+            let (result, error) = match outcome {
+                Ok(result) => (Some(result), None),
+                Err(error) => (None, Some(error)),
+            };
+            session.finish_call(&id, result, error);
+        });
+        Ok(call_id)
+    }
+
+    pub(super) async fn run_call(
+        self: &Arc<Self>,
+        server: &str,
+        target: &PluginTarget,
+        call_id: &str,
+        tool: &str,
+        arguments: Option<Value>,
+    ) -> Result<Value, String> {
+        let plugin = self
+            .plugin(server, target)
+            .await
+            .map_err(|err| err.to_string())?;
+        let host = self
+            .host
+            .upgrade()
+            .ok_or_else(|| "the host is shutting down".to_owned())?;
+        let config = host.config();
+        // The tool's annotations matter unless the mode approves every call anyway.
+        let (mode, _) = policy::approval_mode(&config, server, tool);
+        let listed = if mode == crate::config::ApprovalMode::Approve {
+            Value::Null
+        } else {
+            listed_tool(&plugin, tool).await
+        };
+        let verdict = policy::tool_approval(&config, server, tool, listed.get("annotations"));
+        let verdict = self.lock().approvals.apply(verdict);
+        tracing::info!(target: "formwork::policy", marker = "policy-decision", session = %self.id, server, tool, reason = %verdict.reason, "tool approval");
+        match &verdict.need {
+            ApprovalNeed::Run => {}
+            ApprovalNeed::Fail(message) => return Err(message.clone()),
+            ApprovalNeed::Card(_) => {
+                let request = ApprovalRequest {
+                    call_id,
+                    tool_title: listed.get("title").and_then(Value::as_str),
+                    tool_description: listed.get("description").and_then(Value::as_str),
+                    arguments: arguments.as_ref(),
+                };
+                if let Some(card) = verdict.card(&request) {
+                    let answer = self
+                        .ask_approval(call_id, card.clone(), policy::card_rendering(&config))
+                        .await;
+                    self.settle_approval(&host, &card, &answer);
+                    if let Some(message) = answer.failure_message() {
+                        return Err(message.to_owned());
+                    }
+                }
+            }
+        }
+        plugin
+            .call_tool(tool, arguments)
+            .await
+            .map_err(|err| err.to_string())
+    }
+
+    /// Shows the approval card and waits for the person.
+    pub(super) async fn ask_approval(
+        &self,
+        call_id: &str,
+        card: ApprovalCard,
+        rendering: CardRendering,
+    ) -> ApprovalAnswer {
+        let (reply, answer) = oneshot::channel();
+        let approval_id = self.new_id("a");
+        let body = approval_body(&card, rendering);
+        let fallback = card.clone();
+        self.push_card(Card {
+            id: approval_id,
+            call_id: Some(call_id.to_owned()),
+            plugin: card.server.clone(),
+            body,
+            waiter: Waiter::Approval {
+                card: Box::new(card),
+                reply,
+            },
+        });
+        answer
+            .await
+            .unwrap_or_else(|_| fallback.cancel(reason::STOPPED))
+    }
+
+    /// Remembers what the answer allows beyond this call.
+    pub(super) fn settle_approval(
+        &self,
+        host: &HostInner,
+        card: &ApprovalCard,
+        answer: &ApprovalAnswer,
+    ) {
+        tracing::info!(target: "formwork::policy", marker = "answer", session = %self.id, reason = %answer.reason, "approval answered");
+        self.lock().approvals.record(card, answer);
+        if !answer.writes_config() {
+            return;
+        }
+        let path = host
+            .config()
+            .path
+            .clone()
+            .unwrap_or_else(|| crate::config::writable_path(None));
+        let written = crate::config::remember_always_allow(&path, &card.server, &card.tool)
+            .and_then(|_| Config::load(&path));
+        match written {
+            Ok(config) => {
+                if let Ok(mut slot) = host.config.write() {
+                    *slot = config;
+                }
+            }
+            Err(err) => self.diagnostic(
+                "always-allow-not-saved",
+                format!("Always allow could not be written: {err}"),
+            ),
+        }
+    }
+
+    pub(super) fn finish_call(&self, call_id: &str, result: Option<Value>, error: Option<String>) {
+        let mut state = self.lock();
+        self.emit_locked(
+            &mut state,
+            Event::ToolCallFinished {
+                call_id: call_id.to_owned(),
+                result,
+                error,
+            },
+        );
+        let turn_over = match state.turn.as_mut() {
+            Some(turn) => {
+                turn.calls.remove(call_id);
+                turn.calls.is_empty()
+            }
+            None => false,
+        };
+        if turn_over && let Some(turn) = state.turn.take() {
+            let reason = if turn.stopped {
+                reason::STOPPED
+            } else {
+                "completed"
+            };
+            self.emit_locked(
+                &mut state,
+                Event::TurnEnded {
+                    turn_id: turn.id,
+                    reason: reason.to_owned(),
+                },
+            );
+        }
+    }
+
+    /// The session's connection to the server `name`, connected on first use.
+    pub(super) async fn plugin(
+        self: &Arc<Self>,
+        name: &str,
+        target: &PluginTarget,
+    ) -> Result<Arc<Plugin>, crate::HostError> {
+        if let Some(plugin) = self.lock().plugins.get(name) {
+            return Ok(Arc::clone(plugin));
+        }
+        let host = self
+            .host
+            .upgrade()
+            .ok_or_else(|| crate::HostError::Connect {
+                target: target.to_string(),
+                reason: "the host is shutting down".to_owned(),
+            })?;
+        let responder = Arc::new(SessionResponder {
+            session: Arc::downgrade(self),
+            server: name.to_owned(),
+        });
+        let mut options = ConnectOptions::new(name.to_owned(), responder);
+        options.request_timeout = host.options.request_timeout;
+        options.inherit_stderr = host.options.inherit_stderr;
+        let plugin = Arc::new(Plugin::connect(target, options).await?);
+        let mut state = self.lock();
+        let plugin = state.plugins.entry(name.to_owned()).or_insert(plugin);
+        Ok(Arc::clone(plugin))
+    }
+
+    /// Cancels the turn's forms and abandons its calls; the turn ends when they have.
+    pub(super) fn stop_turn(&self) {
+        self.cancel_cards(reason::STOPPED);
+        let mut state = self.lock();
+        if let Some(turn) = state.turn.as_mut() {
+            turn.stopped = true;
+            for token in turn.calls.values() {
+                token.cancel();
+            }
+        }
+    }
+}
+
+/// How to reach a configured server. Built-in servers run as `builtin_exe` (the formwork
+/// binary; the current executable when `None`) with their arguments.
+pub fn server_target(transport: &Transport, builtin_exe: Option<&std::path::Path>) -> PluginTarget {
+    match transport {
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let mut line = String::new();
+            if let Some(cwd) = cwd {
+                line.push_str(&format!(
+                    "cd {} && ",
+                    shell_quote(&cwd.display().to_string())
+                ));
+            }
+            line.push_str("exec env");
+            for (key, value) in env {
+                line.push_str(&format!(" {}", shell_quote(&format!("{key}={value}"))));
+            }
+            line.push_str(&format!(" {}", shell_quote(command)));
+            for arg in args {
+                line.push_str(&format!(" {}", shell_quote(arg)));
+            }
+            PluginTarget::Command(line)
+        }
+        Transport::StreamableHttp { url, .. } => PluginTarget::Url(url.clone()),
+        Transport::Builtin { args } => {
+            let exe = builtin_exe
+                .map(std::path::Path::to_path_buf)
+                .or_else(|| std::env::current_exe().ok())
+                .unwrap_or_else(|| PathBuf::from("formwork"));
+            let mut line = format!("exec {}", shell_quote(&exe.display().to_string()));
+            for arg in args {
+                line.push_str(&format!(" {}", shell_quote(arg)));
+            }
+            PluginTarget::Command(line)
+        }
+    }
+}
+
+/// Quotes a word for `sh -c`.
+fn shell_quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
+
+/// The tool's entry in `tools/list` (annotations, title, description), or `null`.
+async fn listed_tool(plugin: &Plugin, tool: &str) -> Value {
+    match plugin.list_tools().await {
+        Ok(tools) => tools
+            .into_iter()
+            .find(|t| t.get("name").and_then(Value::as_str) == Some(tool))
+            .unwrap_or(Value::Null),
+        Err(_) => Value::Null,
+    }
+}

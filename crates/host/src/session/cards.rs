@@ -1,0 +1,392 @@
+//! The cards of a session: plugin forms and approval cards, queued, answered and ended.
+
+use std::sync::{Arc, Weak};
+
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use crate::broker::{Card, Waiter};
+use crate::events::{Event, FormAnswer, FormBody};
+use crate::policy::{self, ApprovalAnswer, ApprovalCard, ApprovalChoice, CardRendering};
+use crate::responder::{BoxFuture, FormPrompt, FormReply, FormResponder, PromptKind};
+
+use super::{CommandError, Session, SessionState, reason};
+
+impl Session {
+    /// Puts a card in the queue and announces it.
+    pub(super) fn push_card(&self, card: Card) {
+        let mut state = self.lock();
+        let waiting = state.cards.shown().is_some();
+        // Announced at once, shown maybe later: the transcript keeps the order of arrival.
+        let event = announce(&card, waiting);
+        let id = card.id.clone();
+        state.cards.push(card);
+        self.emit_locked(&mut state, event);
+        drop(state);
+        if !waiting {
+            tracing::info!(target: "formwork::form", marker = "form-shown", session = %self.id, form = %id, "card shown");
+            self.arm_time_limit(&id);
+        }
+    }
+
+    pub(super) fn arm_time_limit(&self, card_id: &str) {
+        let Some(limit) = self
+            .host
+            .upgrade()
+            .and_then(|host| host.options.form_time_limit)
+        else {
+            return;
+        };
+        let Some(host) = self.host.upgrade() else {
+            return;
+        };
+        let Ok(session) = host.session(&self.id) else {
+            return;
+        };
+        let card_id = card_id.to_owned();
+        tokio::spawn(async move {
+            tokio::time::sleep(limit).await;
+            session.end_card(&card_id, EndBy::Host(reason::TIMED_OUT));
+        });
+    }
+
+    /// The elicitation path: policy, routing, then the queue.
+    pub(super) fn ask(self: &Arc<Self>, server: &str, prompt: FormPrompt) -> BoxFuture<FormReply> {
+        let Some(host) = self.host.upgrade() else {
+            return Box::pin(async { FormReply::cancel() });
+        };
+        let gate = policy::elicitation_gate(&host.config());
+        let verdict = match &gate {
+            Ok(allowed) => allowed.to_string(),
+            Err(declined) => declined.to_string(),
+        };
+        tracing::info!(target: "formwork::policy", marker = "policy-decision", session = %self.id, plugin = server, allowed = gate.is_ok(), reason = %verdict, "plugin form");
+        if gate.is_err() {
+            self.diagnostic(
+                "elicitation-declined-by-policy",
+                format!("{server}: {verdict}"),
+            );
+            return Box::pin(async { FormReply::decline() });
+        }
+        if self.lock().turn.is_none() {
+            self.diagnostic(
+                "elicitation-outside-turn",
+                format!("{server} asked for a form while no tool call of this session was running; declined"),
+            );
+            return Box::pin(async { FormReply::decline() });
+        }
+        let (reply, answer) = oneshot::channel();
+        let (body, form) = match prompt.kind {
+            PromptKind::Form { message, form } => (
+                FormBody::Form {
+                    render: form.render(&message),
+                    meta: prompt.meta.clone(),
+                },
+                Some(form),
+            ),
+            PromptKind::Url {
+                message,
+                url,
+                domain,
+                ..
+            } => (
+                FormBody::Url {
+                    message,
+                    url,
+                    domain,
+                },
+                None,
+            ),
+        };
+        let form_id = self.new_id("f");
+        let call_id = self.lock().turn.as_ref().and_then(|turn| {
+            (turn.calls.len() == 1)
+                .then(|| turn.calls.keys().next().cloned())
+                .flatten()
+        });
+        self.push_card(Card {
+            id: form_id.clone(),
+            call_id,
+            plugin: server.to_owned(),
+            body,
+            waiter: Waiter::Elicitation { form, reply },
+        });
+        // The connection may drop this future as soon as the plugin is gone (its own select
+        // can win the race); the guard then ends the card, so it never lingers on screen.
+        let guard = CardGuard {
+            session: Arc::clone(self),
+            card_id: form_id,
+        };
+        let cancelled = prompt.cancelled;
+        Box::pin(async move {
+            tokio::select! {
+                reply = answer => reply.unwrap_or_else(|_| FormReply::cancel()),
+                () = cancelled.cancelled() => {
+                    drop(guard);
+                    FormReply::cancel()
+                }
+            }
+        })
+    }
+
+    pub(super) fn answer_form(
+        &self,
+        form_id: &str,
+        answer: FormAnswer,
+    ) -> Result<(), CommandError> {
+        let end = {
+            let state = self.lock();
+            let card = match state.cards.shown() {
+                Some(card) if card.id == form_id => card,
+                _ => return Err(self.not_open_error(&state, form_id)),
+            };
+            match &card.waiter {
+                Waiter::Elicitation { form, .. } => {
+                    EndBy::Person(reply_for(form.as_deref(), answer)?)
+                }
+                Waiter::Approval { card, .. } => EndBy::Approved(approval_from_form(card, answer)?),
+            }
+        };
+        self.end_card(form_id, end);
+        Ok(())
+    }
+
+    pub(super) fn answer_approval(
+        &self,
+        approval_id: &str,
+        choice: &str,
+    ) -> Result<(), CommandError> {
+        let choice: ApprovalChoice = serde_json::from_value(Value::String(choice.to_owned()))
+            .map_err(|_| CommandError::Mismatch(format!("`{choice}` is not an approval choice")))?;
+        let answer = {
+            let state = self.lock();
+            match state.cards.shown() {
+                Some(Card {
+                    id,
+                    waiter: Waiter::Approval { card, .. },
+                    ..
+                }) if id == approval_id => card.answer(choice),
+                Some(card) if card.id == approval_id => {
+                    return Err(CommandError::Mismatch(format!(
+                        "`{approval_id}` is a form; answer it with answer_form"
+                    )));
+                }
+                _ => return Err(self.not_open_error(&state, approval_id)),
+            }
+        };
+        self.end_card(approval_id, EndBy::Approved(answer));
+        Ok(())
+    }
+
+    pub(super) fn not_open_error(&self, state: &SessionState, id: &str) -> CommandError {
+        let _ = self;
+        if state.cards.len() > 1 && state.cards.shown().is_some_and(|card| card.id != id) {
+            // It may be waiting; only the card on screen can be answered.
+            CommandError::NotShown(id.to_owned())
+        } else {
+            CommandError::NotOpen(id.to_owned())
+        }
+    }
+
+    /// Cancels every card of the session (on screen and waiting) for `why`.
+    pub(super) fn cancel_cards(&self, why: &'static str) {
+        let cards = self.lock().cards.drain();
+        for card in cards {
+            self.finish_card(card, EndBy::Host(why));
+        }
+    }
+
+    /// Ends one card and moves the next up.
+    fn end_card(&self, card_id: &str, by: EndBy) {
+        let (card, next) = {
+            let mut state = self.lock();
+            let Some((card, next)) = state.cards.take(card_id) else {
+                return;
+            };
+            (card, next.map(|next| next.id.clone()))
+        };
+        self.finish_card(card, by);
+        if let Some(next) = next {
+            tracing::info!(target: "formwork::form", marker = "form-shown", session = %self.id, form = %next, "card shown");
+            self.emit(Event::FormShown {
+                form_id: next.clone(),
+            });
+            self.arm_time_limit(&next);
+        }
+    }
+
+    fn finish_card(&self, card: Card, by: EndBy) {
+        let id = card.id;
+        match card.waiter {
+            Waiter::Elicitation { reply, .. } => {
+                let (answer, why) = match by {
+                    EndBy::Person(answer) => (answer, None),
+                    EndBy::Host(why) => (FormReply::cancel(), Some(why.to_owned())),
+                    EndBy::Approved(_) => (FormReply::cancel(), None),
+                };
+                tracing::info!(target: "formwork::form", marker = "answer", session = %self.id, form = %id, action = answer.action.as_str(), reason = why.as_deref().unwrap_or("the person answered"), "form ended");
+                self.emit(Event::FormResolved {
+                    form_id: id,
+                    action: answer.action.as_str().to_owned(),
+                    content: answer.content.clone(),
+                    reason: why,
+                });
+                let _ = reply.send(answer);
+            }
+            Waiter::Approval { card, reply } => {
+                let answer = match by {
+                    EndBy::Approved(answer) => answer,
+                    EndBy::Host(why) => card.cancel(why),
+                    EndBy::Person(_) => card.cancel("answered as a form"),
+                };
+                self.emit(Event::ApprovalResolved {
+                    approval_id: id,
+                    choice: serde_json::to_value(answer.choice)
+                        .ok()
+                        .and_then(|choice| choice.as_str().map(str::to_owned))
+                        .unwrap_or_default(),
+                    reason: Some(answer.reason.clone()),
+                });
+                let _ = reply.send(answer);
+            }
+        }
+    }
+}
+
+/// Ends its card as `plugin-gone` when dropped; a card already ended is left alone.
+struct CardGuard {
+    session: Arc<Session>,
+    card_id: String,
+}
+
+impl Drop for CardGuard {
+    fn drop(&mut self) {
+        self.session
+            .end_card(&self.card_id, EndBy::Host(reason::PLUGIN_GONE));
+    }
+}
+
+/// How a card ended.
+enum EndBy {
+    /// The person answered a form.
+    Person(FormReply),
+    /// The person answered an approval card.
+    Approved(ApprovalAnswer),
+    /// The host ended it, for this reason.
+    Host(&'static str),
+}
+
+fn announce(card: &Card, waiting: bool) -> Event {
+    match &card.waiter {
+        Waiter::Approval { card: approval, .. } => Event::ApprovalRequested {
+            approval_id: card.id.clone(),
+            call_id: card.call_id.clone().unwrap_or_default(),
+            server: approval.server.clone(),
+            tool: approval.tool.clone(),
+            waiting,
+            body: card.body.clone(),
+        },
+        Waiter::Elicitation { .. } => Event::FormRequested {
+            form_id: card.id.clone(),
+            call_id: card.call_id.clone(),
+            plugin: card.plugin.clone(),
+            waiting,
+            body: card.body.clone(),
+        },
+    }
+}
+
+/// The approval card in the rendering the config asks for.
+pub(super) fn approval_body(card: &ApprovalCard, rendering: CardRendering) -> FormBody {
+    match rendering {
+        CardRendering::RequestUserInput => FormBody::Form {
+            render: card.render_block(),
+            meta: None,
+        },
+        CardRendering::McpElicitation => {
+            let params = card.elicitation_params();
+            let meta = params.get("_meta").and_then(Value::as_object).cloned();
+            let render = match formwork_forms::parse_request(&params) {
+                Ok(formwork_forms::ElicitationRequest::Form(request)) => {
+                    request.form.render(&request.message)
+                }
+                _ => card.render_block(),
+            };
+            FormBody::Form { render, meta }
+        }
+    }
+}
+
+/// An approval card answered through `answer_form`: render answers for the question
+/// rendering, accept/decline/cancel for the elicitation rendering.
+fn approval_from_form(
+    card: &ApprovalCard,
+    answer: FormAnswer,
+) -> Result<ApprovalAnswer, CommandError> {
+    Ok(match answer {
+        FormAnswer::Render { answers } => card.answer_from_render(&answers),
+        FormAnswer::Accept { .. } => card.answer(ApprovalChoice::Allow),
+        FormAnswer::Decline => card.answer(ApprovalChoice::Deny),
+        FormAnswer::Cancel => card.cancel("the approval card was cancelled"),
+        FormAnswer::AcceptUrl => {
+            return Err(CommandError::Mismatch(
+                "an approval card is not a URL request".to_owned(),
+            ));
+        }
+    })
+}
+
+/// Turns a UI answer into the reply for the plugin, validating it against the form.
+fn reply_for(
+    form: Option<&formwork_forms::Form>,
+    answer: FormAnswer,
+) -> Result<FormReply, CommandError> {
+    let invalid =
+        |errors: formwork_forms::ValidationErrors| CommandError::Invalid(errors.to_string());
+    match (answer, form) {
+        (FormAnswer::Decline, _) => Ok(FormReply::decline()),
+        (FormAnswer::Cancel, _) => Ok(FormReply::cancel()),
+        (FormAnswer::AcceptUrl, None) => Ok(FormReply::accept_url()),
+        (FormAnswer::AcceptUrl, Some(_)) => Err(CommandError::Mismatch(
+            "this is a form, not a URL request".to_owned(),
+        )),
+        (FormAnswer::Render { .. } | FormAnswer::Accept { .. }, None) => Err(
+            CommandError::Mismatch("a URL request is accepted with accept_url".to_owned()),
+        ),
+        (FormAnswer::Render { answers }, Some(form)) => form
+            .content_from_render_answers(&answers)
+            .map(FormReply::accept)
+            .map_err(invalid),
+        (FormAnswer::Accept { content }, Some(form)) => form
+            .content_from_typed(&content)
+            .map(FormReply::accept)
+            .map_err(invalid),
+    }
+}
+
+/// Routes a session's plugin's forms into the session's queue.
+pub(super) struct SessionResponder {
+    pub(super) session: Weak<Session>,
+    pub(super) server: String,
+}
+
+impl FormResponder for SessionResponder {
+    fn respond(&self, prompt: FormPrompt) -> BoxFuture<FormReply> {
+        match self.session.upgrade() {
+            Some(session) => session.ask(&self.server, prompt),
+            None => Box::pin(async { FormReply::cancel() }),
+        }
+    }
+
+    fn declined(&self, notice: &crate::responder::DeclineNotice) {
+        if let Some(session) = self.session.upgrade() {
+            session.diagnostic(
+                "form-declined",
+                format!(
+                    "{}: the form could not be shown: {}",
+                    notice.plugin, notice.reason
+                ),
+            );
+        }
+    }
+}

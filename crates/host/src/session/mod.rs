@@ -1,0 +1,486 @@
+//! Sessions: a transcript, the plugins connected for it, the running turn, and its form queue.
+//!
+//! A UI drives a session only through [`Host::command`] and the events of [`Host::subscribe`].
+//! Plugin connections are per session, so a plugin's elicitation is routed by the connection it
+//! arrives on, and forms of different sessions never wait on each other.
+
+mod calls;
+mod cards;
+
+pub use calls::server_target;
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::Duration;
+
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+use crate::broker::FormQueue;
+use crate::config::Config;
+use crate::events::{Command, Event, Role, SessionId};
+use crate::plugin::{Plugin, PluginTarget};
+use crate::policy::SessionApprovals;
+use crate::store::Store;
+
+/// Reasons a form ends without the person, as recorded in the transcript.
+pub mod reason {
+    /// The person sent a new message.
+    pub const NEW_MESSAGE: &str = "new-message";
+    /// The person stopped the turn.
+    pub const STOPPED: &str = "stopped";
+    /// The plugin exited, or cancelled its request.
+    pub const PLUGIN_GONE: &str = "plugin-gone";
+    /// No UI was attached for longer than the grace period.
+    pub const UI_GONE: &str = "ui-gone";
+    /// The per-form time limit ran out.
+    pub const TIMED_OUT: &str = "timed-out";
+    /// The host stopped (gracefully, or it was killed and the store found the form open).
+    pub const HOST_STOPPED: &str = crate::store::HOST_STOPPED;
+}
+
+/// Settings of the runtime that are not policy.
+#[derive(Debug, Clone)]
+pub struct HostOptions {
+    /// How long a session keeps its forms after the last UI detached.
+    pub ui_grace: Duration,
+    /// An optional limit on how long one form may stay on screen.
+    pub form_time_limit: Option<Duration>,
+    /// The request timeout of plugin calls (paused while a form is open).
+    pub request_timeout: Duration,
+    /// Pass plugins' stderr through.
+    pub inherit_stderr: bool,
+    /// The formwork binary, which built-in servers run as (`formwork demo-plugin`).
+    pub builtin_exe: Option<PathBuf>,
+}
+
+impl Default for HostOptions {
+    fn default() -> Self {
+        HostOptions {
+            ui_grace: Duration::from_secs(30),
+            form_time_limit: None,
+            request_timeout: Duration::from_secs(60),
+            inherit_stderr: false,
+            builtin_exe: None,
+        }
+    }
+}
+
+/// Why a command was refused.
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[non_exhaustive]
+pub enum CommandError {
+    /// There is no session with this id.
+    #[error("no session `{0}`")]
+    NoSession(String),
+    /// There is no such server in the config.
+    #[error("no server `{0}` is configured")]
+    NoServer(String),
+    /// The form or approval is not open (already answered, cancelled, or unknown).
+    #[error("`{0}` is not open")]
+    NotOpen(String),
+    /// The form is open but waiting behind another; only the card on screen can be answered.
+    #[error("`{0}` is waiting behind another form")]
+    NotShown(String),
+    /// The answer does not fit the form; the card stays open.
+    #[error("the answer does not validate:\n{0}")]
+    Invalid(String),
+    /// The answer's shape does not fit the card (e.g. a URL answer for a form).
+    #[error("{0}")]
+    Mismatch(String),
+}
+
+/// The runtime: sessions and the plugins they use.
+#[derive(Clone)]
+pub struct Host {
+    inner: Arc<HostInner>,
+}
+
+struct HostInner {
+    config: RwLock<Config>,
+    options: HostOptions,
+    store: Option<Store>,
+    sessions: Mutex<HashMap<SessionId, Arc<Session>>>,
+    ids: AtomicU64,
+}
+
+struct Session {
+    id: SessionId,
+    host: Weak<HostInner>,
+    /// Itself, so that `emit` can start the task that writes events to the store.
+    me: Weak<Session>,
+    state: Mutex<SessionState>,
+}
+
+#[derive(Default)]
+struct SessionState {
+    log: Vec<Event>,
+    subscribers: Option<broadcast::Sender<Event>>,
+    plugins: HashMap<String, Arc<Plugin>>,
+    turn: Option<Turn>,
+    cards: FormQueue,
+    attached_uis: usize,
+    ui_gone_timer: Option<CancellationToken>,
+    approvals: SessionApprovals,
+    /// Events not yet written to the store, in order; one task writes them at a time.
+    unsaved: VecDeque<Event>,
+    saving: bool,
+}
+
+struct Turn {
+    id: String,
+    calls: HashMap<String, CancellationToken>,
+    /// Set by stop: the turn ends (as `stopped`) once its last call has finished.
+    stopped: bool,
+}
+
+impl Host {
+    /// A runtime over the servers of `config`, applying its policy, keeping nothing on disk.
+    pub fn new(config: Config, options: HostOptions) -> Self {
+        Host::build(config, options, None)
+    }
+
+    /// A runtime that records every session in `store` and brings back the sessions stored
+    /// there (their forms that were pending when the last host stopped show as cancelled).
+    pub async fn with_store(
+        config: Config,
+        options: HostOptions,
+        store: Store,
+    ) -> Result<Self, crate::store::StoreError> {
+        let host = Host::build(config, options, Some(store.clone()));
+        for record in store.list_sessions().await? {
+            let events = crate::persist::replay(&store, &record.id).await?;
+            let session = host.inner.new_session(record.id.clone(), events);
+            if let Ok(mut sessions) = host.inner.sessions.lock() {
+                sessions.insert(record.id, session);
+            }
+        }
+        Ok(host)
+    }
+
+    fn build(config: Config, options: HostOptions, store: Option<Store>) -> Self {
+        Host {
+            inner: Arc::new(HostInner {
+                config: RwLock::new(config),
+                options,
+                store,
+                sessions: Mutex::new(HashMap::new()),
+                ids: AtomicU64::new(1),
+            }),
+        }
+    }
+
+    /// The sessions, oldest first.
+    pub fn sessions(&self) -> Vec<SessionId> {
+        let mut ids: Vec<SessionId> = self
+            .inner
+            .sessions
+            .lock()
+            .map(|sessions| sessions.keys().cloned().collect())
+            .unwrap_or_default();
+        ids.sort();
+        ids
+    }
+
+    /// The configuration in force (it changes when the person chooses Always allow).
+    pub fn config(&self) -> Config {
+        self.inner.config()
+    }
+
+    /// Opens a new, empty session.
+    pub fn create_session(&self) -> SessionId {
+        let id = self.inner.unique_id("s");
+        let session = self.inner.new_session(id.clone(), Vec::new());
+        if let Some(store) = &self.inner.store {
+            // The session's row goes first; its events queue behind it.
+            let store = store.clone();
+            let session_id = id.clone();
+            session.lock().saving = true;
+            let me = Arc::clone(&session);
+            tokio::spawn(async move {
+                if let Err(err) = store.create_session(&session_id, None).await {
+                    tracing::error!(target: "formwork::store", session = %session_id, %err, "session not stored");
+                }
+                me.save_pending().await;
+            });
+        }
+        if let Ok(mut sessions) = self.inner.sessions.lock() {
+            sessions.insert(id.clone(), session);
+        }
+        id
+    }
+
+    /// Everything that happened in the session so far, and the live stream of what follows.
+    pub fn subscribe(
+        &self,
+        session: &str,
+    ) -> Result<(Vec<Event>, broadcast::Receiver<Event>), CommandError> {
+        let session = self.inner.session(session)?;
+        let mut state = session.lock();
+        let sender = state
+            .subscribers
+            .get_or_insert_with(|| broadcast::channel(16).0)
+            .clone();
+        Ok((state.log.clone(), sender.subscribe()))
+    }
+
+    /// Marks a UI attached to the session until the returned guard is dropped. When the last
+    /// guard goes, the session's forms are cancelled after the grace period.
+    pub fn attach_ui(&self, session: &str) -> Result<UiGuard, CommandError> {
+        let session = self.inner.session(session)?;
+        {
+            let mut state = session.lock();
+            state.attached_uis += 1;
+            if let Some(timer) = state.ui_gone_timer.take() {
+                timer.cancel();
+            }
+        }
+        Ok(UiGuard { session })
+    }
+
+    /// Carries out a UI command. Tool calls run in the background; their progress arrives as
+    /// events.
+    pub fn command(&self, session: &str, command: Command) -> Result<(), CommandError> {
+        let session = self.inner.session(session)?;
+        match command {
+            Command::SendMessage { text } => {
+                session.cancel_cards(crate::session::reason::NEW_MESSAGE);
+                session.emit(Event::MessageAdded {
+                    role: Role::User,
+                    text,
+                });
+                Ok(())
+            }
+            Command::CallTool {
+                server,
+                tool,
+                arguments,
+            } => session.call_tool(&server, &tool, arguments).map(|_| ()),
+            Command::AnswerForm { form_id, answer } => session.answer_form(&form_id, answer),
+            Command::AnswerApproval {
+                approval_id,
+                choice,
+            } => session.answer_approval(&approval_id, &choice),
+            Command::StopTurn => {
+                session.stop_turn();
+                Ok(())
+            }
+        }
+    }
+
+    /// Adds the assistant's (a model's) message to the transcript.
+    pub fn add_assistant_message(&self, session: &str, text: String) -> Result<(), CommandError> {
+        self.inner.session(session)?.emit(Event::MessageAdded {
+            role: Role::Assistant,
+            text,
+        });
+        Ok(())
+    }
+
+    /// Adds a diagnostic to the transcript (a UI's own notice, e.g. a model's failed call).
+    pub fn add_diagnostic(
+        &self,
+        session: &str,
+        code: &str,
+        message: String,
+    ) -> Result<(), CommandError> {
+        self.inner.session(session)?.diagnostic(code, message);
+        Ok(())
+    }
+
+    /// Stops the host: open forms end as cancelled (`host-stopped`), every plugin connection
+    /// is closed, and the store is flushed and closed.
+    pub async fn shutdown(&self) {
+        let sessions: Vec<Arc<Session>> = self
+            .inner
+            .sessions
+            .lock()
+            .map(|mut sessions| sessions.drain().map(|(_, session)| session).collect())
+            .unwrap_or_default();
+        for session in &sessions {
+            session.cancel_cards(reason::HOST_STOPPED);
+            let plugins: Vec<Arc<Plugin>> =
+                session.lock().plugins.drain().map(|(_, p)| p).collect();
+            for plugin in plugins {
+                if let Ok(plugin) = Arc::try_unwrap(plugin) {
+                    plugin.close().await;
+                }
+            }
+        }
+        if let Some(store) = &self.inner.store {
+            for session in &sessions {
+                session.saved().await;
+            }
+            store.close().await;
+        }
+    }
+}
+
+/// Keeps a session's UI counted as attached.
+pub struct UiGuard {
+    session: Arc<Session>,
+}
+
+impl Drop for UiGuard {
+    fn drop(&mut self) {
+        let Some(host) = self.session.host.upgrade() else {
+            return;
+        };
+        let grace = host.options.ui_grace;
+        let timer = CancellationToken::new();
+        {
+            let mut state = self.session.lock();
+            state.attached_uis = state.attached_uis.saturating_sub(1);
+            if state.attached_uis > 0 {
+                return;
+            }
+            state.ui_gone_timer = Some(timer.clone());
+        }
+        let session = Arc::clone(&self.session);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                tokio::select! {
+                    () = tokio::time::sleep(grace) => session.cancel_cards(reason::UI_GONE),
+                    () = timer.cancelled() => {}
+                }
+            });
+        }
+    }
+}
+
+impl HostInner {
+    fn next_id(&self) -> u64 {
+        self.ids.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// An id unique across restarts of the host: the start time and a counter.
+    fn unique_id(&self, prefix: &str) -> String {
+        let millis = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_millis());
+        format!("{prefix}{millis:x}-{}", self.next_id())
+    }
+
+    fn new_session(self: &Arc<Self>, id: SessionId, log: Vec<Event>) -> Arc<Session> {
+        Arc::new_cyclic(|me| Session {
+            id,
+            host: Arc::downgrade(self),
+            me: me.clone(),
+            state: Mutex::new(SessionState {
+                log,
+                ..SessionState::default()
+            }),
+        })
+    }
+
+    fn session(&self, id: &str) -> Result<Arc<Session>, CommandError> {
+        self.sessions
+            .lock()
+            .ok()
+            .and_then(|sessions| sessions.get(id).cloned())
+            .ok_or_else(|| CommandError::NoSession(id.to_owned()))
+    }
+
+    fn config(&self) -> Config {
+        self.config
+            .read()
+            .map(|config| config.clone())
+            .unwrap_or_else(|poisoned| poisoned.into_inner().clone())
+    }
+
+    /// How to reach the configured server `name`.
+    fn target(&self, name: &str) -> Result<PluginTarget, CommandError> {
+        let config = self.config();
+        let server = config
+            .server(name)
+            .filter(|server| server.enabled)
+            .ok_or_else(|| CommandError::NoServer(name.to_owned()))?;
+        Ok(server_target(
+            &server.transport,
+            self.options.builtin_exe.as_deref(),
+        ))
+    }
+}
+
+impl Session {
+    fn lock(&self) -> std::sync::MutexGuard<'_, SessionState> {
+        // A poisoned lock means a panic elsewhere already; keep serving with the data as is.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn emit(&self, event: Event) {
+        let mut state = self.lock();
+        self.emit_locked(&mut state, event);
+    }
+
+    fn emit_locked(&self, state: &mut SessionState, event: Event) {
+        if let Some(subscribers) = &state.subscribers {
+            let _ = subscribers.send(event.clone());
+        }
+        let has_store = self.host.upgrade().is_some_and(|host| host.store.is_some());
+        if has_store {
+            state.unsaved.push_back(event.clone());
+            if !state.saving
+                && let Some(me) = self.me.upgrade()
+            {
+                state.saving = true;
+                tokio::spawn(async move { me.save_pending().await });
+            }
+        }
+        state.log.push(event);
+    }
+
+    /// Waits until every event emitted so far is in the store (at most a few seconds).
+    async fn saved(&self) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while tokio::time::Instant::now() < deadline {
+            let done = {
+                let state = self.lock();
+                !state.saving && state.unsaved.is_empty()
+            };
+            if done {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// Writes queued events in order until none is left.
+    async fn save_pending(&self) {
+        let Some(store) = self.host.upgrade().and_then(|host| host.store.clone()) else {
+            return;
+        };
+        loop {
+            let next = {
+                let mut state = self.lock();
+                let next = state.unsaved.pop_front();
+                if next.is_none() {
+                    state.saving = false;
+                }
+                next
+            };
+            let Some(event) = next else { return };
+            if let Err(err) = crate::persist::write(&store, &self.id, &event).await {
+                tracing::error!(target: "formwork::store", session = %self.id, %err, "event not stored");
+            }
+        }
+    }
+
+    fn new_id(&self, prefix: &str) -> String {
+        self.host
+            .upgrade()
+            .map_or_else(|| format!("{prefix}0"), |host| host.unique_id(prefix))
+    }
+
+    fn diagnostic(&self, code: &str, message: String) {
+        tracing::info!(target: "formwork::session", session = %self.id, code, %message, "diagnostic");
+        self.emit(Event::Diagnostic {
+            code: code.to_owned(),
+            message,
+        });
+    }
+}
