@@ -15,6 +15,7 @@
 //! round trip recurs at the same iterations whatever the client), so the report gives the floor's own tail
 //! beside formwork's p99.
 
+mod browser;
 mod floor;
 
 use std::path::{Path, PathBuf};
@@ -26,9 +27,10 @@ use serde_json::Value;
 use crate::{cargo, peers, run_command, target_dir};
 
 const USAGE: &str = "\
-usage: cargo xtask bench [--rounds R] [--n N] [--warmup W] [--formwork PATH] [--load N,N]
+usage: cargo xtask bench [--rounds R] [--n N] [--warmup W] [--formwork PATH] [--load N,N] [--forms N]
   --formwork PATH  time this formwork binary instead of building target/release/formwork
-  --load N,N       session counts of the load part (default 1000,10000; 0 skips it)";
+  --load N,N       session counts of the load part (default 1000,10000; 0 skips it)
+  --forms N        forms of the browser part, the workbench in Chromium (default 50; 0 skips it)";
 
 /// formwork's median against the TS SDK client's, formwork's median against the floor's, formwork's p99 against
 /// its own median: each must stay at or below its limit.
@@ -98,10 +100,13 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
         .collect();
     let load = [load_before, load_average()];
     print_report(&options, &summaries, &load);
-    if options.load_sessions.is_empty() {
+    if !options.load_sessions.is_empty() {
+        load_bench(root, &options.load_sessions)?;
+    }
+    if options.forms == 0 {
         return Ok(());
     }
-    load_bench(root, &options.load_sessions)
+    browser::run(root, &setup.formwork, &setup.node, options.forms)
 }
 
 /// The host under load (`examples/load-bench`): memory per pending form and the answer round
@@ -151,6 +156,8 @@ struct Options {
     formwork: Option<PathBuf>,
     /// Session counts for the load part; empty skips it.
     load_sessions: Vec<usize>,
+    /// Measured forms of the browser part; 0 skips it.
+    forms: usize,
 }
 
 impl Options {
@@ -161,6 +168,7 @@ impl Options {
             warmup: 100,
             formwork: None,
             load_sessions: vec![1000, 10_000],
+            forms: 50,
         };
         let mut args = args.iter();
         while let Some(flag) = args.next() {
@@ -171,6 +179,7 @@ impl Options {
                 "--rounds" => &mut options.rounds,
                 "--n" => &mut options.per_round,
                 "--warmup" => &mut options.warmup,
+                "--forms" => &mut options.forms,
                 "--formwork" => {
                     options.formwork = Some(PathBuf::from(value));
                     continue;

@@ -4,8 +4,9 @@
 //! - `peers`: install the pinned third-party test peers (npm and PyPI) under `target/peers/`.
 //! - `test [-- <cargo test args>]`: repository checks (format, dependency direction, clippy), then the peers, then
 //!   `cargo test --workspace --all-targets` with the peers on `FORMWORK_PEERS` and node 22 first on `PATH`.
-//! - `bench [--rounds R] [--n N] [--warmup W]`: the elicitation round trip through formwork against the TS SDK client
-//!   and a raw JSON-RPC client (see `bench.rs`).
+//! - `bench [--rounds R] [--n N] [--warmup W] [--formwork PATH] [--load N,N] [--forms N]`: the elicitation round
+//!   trip through formwork against the TS SDK client and a raw JSON-RPC client, the host under load, and the
+//!   workbench in Chromium (see `bench.rs`).
 
 mod bench;
 mod checks;
@@ -21,7 +22,7 @@ const USAGE: &str = "\
 usage: cargo xtask <command>
   peers                       install the pinned test peers into target/peers/
   test [-- <cargo test args>] checks, peers, then the whole test suite
-  bench [--rounds R] [--n N] [--warmup W]
+  bench [--rounds R] [--n N] [--warmup W] [--formwork PATH] [--load N,N] [--forms N]
                               elicitation round trip: formwork vs the TS SDK client vs a raw client";
 
 fn main() -> std::process::ExitCode {

@@ -31,6 +31,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::routing::get;
+use axum::serve::ListenerExt;
 use formwork_host::Host;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -128,7 +129,11 @@ impl Workbench {
     ) -> Result<(), WebError> {
         let stop = self.state.shutdown.clone();
         let app = router(self.state);
-        axum::serve(self.listener, app)
+        // Events are small and must reach the page at once: no Nagle delay on the socket.
+        let listener = self.listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        axum::serve(listener, app)
             .with_graceful_shutdown(async move {
                 shutdown.await;
                 stop.cancel();
