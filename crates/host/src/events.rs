@@ -76,6 +76,12 @@ pub enum Event {
         /// The form's id.
         form_id: String,
     },
+    /// The plugin reported the out-of-band step of a URL-mode form finished
+    /// (`notifications/elicitation/complete`). Not stored: it matters to a live page only.
+    FormCompleted {
+        /// The form's id.
+        form_id: String,
+    },
     /// A form ended.
     FormResolved {
         /// The form's id.

@@ -140,7 +140,10 @@ pub(crate) async fn write(store: &Store, session: &str, event: &Event) -> Result
             };
             store.resolve_approval(approval_id, resolution).await
         }
-        Event::TurnStarted { .. } | Event::TurnEnded { .. } | Event::FormShown { .. } => Ok(()),
+        Event::TurnStarted { .. }
+        | Event::TurnEnded { .. }
+        | Event::FormShown { .. }
+        | Event::FormCompleted { .. } => Ok(()),
     }
 }
 

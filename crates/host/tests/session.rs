@@ -567,3 +567,27 @@ async fn after_a_restart_the_transcript_is_intact_and_open_forms_show_as_cancell
     assert!(rest[1].starts_with("call "), "{rest:?}");
     host.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_url_form_reports_the_plugins_completion() {
+    let host = host(config("", approve()));
+    let mut s = Watch::open(&host);
+    s.call("ask_url");
+    let (form, _) = s.form().await;
+    s.send(Command::AnswerForm {
+        form_id: form.clone(),
+        answer: FormAnswer::AcceptUrl,
+    });
+    let completed = s
+        .next(|event| match event {
+            Event::FormCompleted { form_id } => Some(form_id.clone()),
+            _ => None,
+        })
+        .await;
+    assert_eq!(completed, form);
+    assert_eq!(
+        s.finished().await.unwrap(),
+        r#"result: {"action":"accept"}"#
+    );
+    host.shutdown().await;
+}

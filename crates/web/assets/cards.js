@@ -344,13 +344,14 @@ export class UrlCard extends Card {
   resolve(event) {
     const { action, reason } = event;
     if (action === "accept") {
+      const done = this.pendingCompletion === true;
       const hadFocus = this.finish({
         action,
         reason,
-        summary: `Opened ${this.domain}; waiting for the plugin to finish.`,
+        summary: done ? `Opened ${this.domain}; completed.` : `Opened ${this.domain}; waiting for the plugin to finish.`,
         detail: [el("p", { class: "url-full" }, el("code", { testid: "card-url", text: this.url }))],
       });
-      this.outcome.dataset.completion = "waiting";
+      this.outcome.dataset.completion = done ? "done" : "waiting";
       return hadFocus;
     }
     const summary =
@@ -358,6 +359,16 @@ export class UrlCard extends Card {
         ? reason ? `Declined: ${reasonText(reason)}` : "Declined"
         : reason ? `Cancelled: ${reasonText(reason)}` : "Cancelled";
     return this.finish({ action, reason, summary });
+  }
+
+  // The plugin reported the out-of-band step finished (`form_completed`).
+  completed() {
+    // It may come before the person's answer; `resolve` then shows it at once.
+    this.pendingCompletion = true;
+    if (this.outcome?.dataset.completion !== "waiting") return;
+    this.outcome.dataset.completion = "done";
+    const line = this.outcome.querySelector("[data-testid=outcome-text]");
+    if (line) line.textContent = `Opened ${this.domain}; completed.`;
   }
 
   // The tool call this link belongs to ended: the out-of-band step is over.

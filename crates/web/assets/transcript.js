@@ -94,6 +94,11 @@ export class Transcript {
         }
         return;
       }
+      case "form_completed": {
+        const card = this.cards.get(message.form_id);
+        if (card && card.completed) card.completed();
+        return;
+      }
       case "form_resolved":
         return this.cardResolved(message.form_id, message);
       case "approval_resolved":

@@ -76,6 +76,7 @@ impl Session {
             return Box::pin(async { FormReply::decline() });
         }
         let (reply, answer) = oneshot::channel();
+        let mut completion = None;
         let (body, form) = match prompt.kind {
             PromptKind::Form { message, form } => (
                 FormBody::Form {
@@ -88,15 +89,19 @@ impl Session {
                 message,
                 url,
                 domain,
+                completed,
                 ..
-            } => (
-                FormBody::Url {
-                    message,
-                    url,
-                    domain,
-                },
-                None,
-            ),
+            } => {
+                completion = Some(completed);
+                (
+                    FormBody::Url {
+                        message,
+                        url,
+                        domain,
+                    },
+                    None,
+                )
+            }
         };
         let form_id = self.new_id("f");
         let call_id = self.lock().turn.as_ref().and_then(|turn| {
@@ -111,6 +116,16 @@ impl Session {
             body,
             waiter: Waiter::Elicitation { form, reply },
         });
+        if let Some(mut completed) = completion {
+            // Ends when the plugin reports completion, or with the connection (sender dropped).
+            let session = Arc::clone(self);
+            let form_id = form_id.clone();
+            tokio::spawn(async move {
+                if completed.wait_for(|done| *done).await.is_ok() {
+                    session.emit(Event::FormCompleted { form_id });
+                }
+            });
+        }
         // The connection may drop this future as soon as the plugin is gone (its own select
         // can win the race); the guard then ends the card, so it never lingers on screen.
         let guard = CardGuard {
