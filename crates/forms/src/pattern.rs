@@ -57,7 +57,10 @@ impl Pattern {
 
     /// Whether `text` contains a match (JSON Schema patterns are not anchored).
     pub fn is_match(&self, text: &str) -> bool {
-        self.matcher.is_match(text)
+        // `find`, not `Regex::is_match`: with an ASCII word boundary (`(?-u:\B)`) next to
+        // non-ASCII text, regex 1.x's `is_match` can answer false where `find` finds a match
+        // (regression test `ascii_non_boundary_beside_non_ascii_text`).
+        self.matcher.find(text).is_some()
     }
 }
 

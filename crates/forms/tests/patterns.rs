@@ -201,3 +201,12 @@ fn deeply_nested_groups_do_not_overflow() {
     let pattern = format!("{}a{}", "(?:".repeat(depth / 2), ")".repeat(depth / 2));
     let _ = Pattern::new(&pattern[..pattern.len().min(formwork_forms::limits::MAX_PATTERN_BYTES)]);
 }
+
+/// Found by `agrees_with_regress`: `\B` beside `é` made regex's `is_match` disagree with its own
+/// `find`, so a valid answer would have been refused.
+#[test]
+fn ascii_non_boundary_beside_non_ascii_text() {
+    let pattern = Pattern::new(r"(?:\B|\D\D)").unwrap();
+    assert!(pattern.is_match("aéa"));
+    assert!(!Pattern::new(r"^\B$").unwrap().is_match("é"));
+}
