@@ -105,6 +105,34 @@ pub(super) fn append_entry(
     Ok(seq.unsigned_abs())
 }
 
+/// Finishes an ending that changed `changed` rows of `table`: one changed row gets its `end`
+/// entry in the transcript; none means the row is missing or had already ended.
+fn ended(
+    conn: &Connection,
+    changed: usize,
+    table: &str,
+    end: EntryKind,
+    kind: &'static str,
+    id: &str,
+    status_name: impl Fn(&str) -> Result<&'static str, StoreError>,
+) -> Result<(), StoreError> {
+    if changed == 1 {
+        return append_end(conn, table, end, id);
+    }
+    let status: Option<String> = conn
+        .prepare_cached(&format!("SELECT status FROM {table} WHERE id = ?1"))?
+        .query_row([id], |row| row.get(0))
+        .optional()?;
+    match status {
+        None => Err(not_found(kind, id)),
+        Some(status) => Err(StoreError::AlreadyResolved {
+            kind,
+            id: id.to_owned(),
+            status: status_name(&status)?,
+        }),
+    }
+}
+
 /// Appends the entry that records the end of the row `id` of `table`.
 fn append_end(conn: &Connection, table: &str, kind: EntryKind, id: &str) -> Result<(), StoreError> {
     let session: String = conn
@@ -242,21 +270,15 @@ pub(super) fn finish_invocation(
             end.error,
             now()
         ])?;
-    if changed == 1 {
-        return append_end(conn, "invocations", EntryKind::InvocationEnd, id);
-    }
-    let status: Option<String> = conn
-        .prepare_cached("SELECT status FROM invocations WHERE id = ?1")?
-        .query_row([id], |row| row.get(0))
-        .optional()?;
-    match status {
-        None => Err(not_found("invocation", id)),
-        Some(status) => Err(StoreError::AlreadyResolved {
-            kind: "invocation",
-            id: id.to_owned(),
-            status: InvocationStatus::from_stored("invocations.status", &status)?.as_str(),
-        }),
-    }
+    ended(
+        conn,
+        changed,
+        "invocations",
+        EntryKind::InvocationEnd,
+        "invocation",
+        id,
+        |status| Ok(InvocationStatus::from_stored("invocations.status", status)?.as_str()),
+    )
 }
 
 const INVOCATION_COLUMNS: &str = "id, session_id, server, tool, arguments, status, content, \
@@ -352,21 +374,15 @@ pub(super) fn resolve_form(conn: &Connection, id: &str, end: &FormEnd) -> Result
             end.reason,
             now()
         ])?;
-    if changed == 1 {
-        return append_end(conn, "forms", EntryKind::FormEnd, id);
-    }
-    let status: Option<String> = conn
-        .prepare_cached("SELECT status FROM forms WHERE id = ?1")?
-        .query_row([id], |row| row.get(0))
-        .optional()?;
-    match status {
-        None => Err(not_found("form", id)),
-        Some(status) => Err(StoreError::AlreadyResolved {
-            kind: "form",
-            id: id.to_owned(),
-            status: FormStatus::from_stored("forms.status", &status)?.as_str(),
-        }),
-    }
+    ended(
+        conn,
+        changed,
+        "forms",
+        EntryKind::FormEnd,
+        "form",
+        id,
+        |status| Ok(FormStatus::from_stored("forms.status", status)?.as_str()),
+    )
 }
 
 const FORM_COLUMNS: &str = "id, session_id, invocation_id, plugin, request, render, status, \
@@ -460,21 +476,15 @@ pub(super) fn resolve_approval(
             end.reason,
             now()
         ])?;
-    if changed == 1 {
-        return append_end(conn, "approvals", EntryKind::ApprovalEnd, id);
-    }
-    let status: Option<String> = conn
-        .prepare_cached("SELECT status FROM approvals WHERE id = ?1")?
-        .query_row([id], |row| row.get(0))
-        .optional()?;
-    match status {
-        None => Err(not_found("approval", id)),
-        Some(status) => Err(StoreError::AlreadyResolved {
-            kind: "approval",
-            id: id.to_owned(),
-            status: ApprovalStatus::from_stored("approvals.status", &status)?.as_str(),
-        }),
-    }
+    ended(
+        conn,
+        changed,
+        "approvals",
+        EntryKind::ApprovalEnd,
+        "approval",
+        id,
+        |status| Ok(ApprovalStatus::from_stored("approvals.status", status)?.as_str()),
+    )
 }
 
 const APPROVAL_COLUMNS: &str = "id, session_id, invocation_id, server, tool, rendering, status, \
