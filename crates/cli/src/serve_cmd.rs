@@ -36,6 +36,7 @@ pub struct ServeArgs {
 /// Runs the workbench until Ctrl-C or SIGTERM; open forms then end as cancelled
 /// (`host-stopped`) and the store is flushed.
 pub async fn run(args: &ServeArgs) -> anyhow::Result<Outcome> {
+    raise_open_files_limit();
     let config = args.config.load()?;
     let model = args.model.as_deref().map(ScriptedModel::load).transpose()?;
     let database = match &args.data_dir {
@@ -95,5 +96,17 @@ async fn stop_signal() {
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         () = terminate => {}
+    }
+}
+
+/// Every form waiting in a session holds a plugin connection open, so a busy workbench needs
+/// more descriptors than the usual soft limit of 1,024: take what the hard limit allows.
+fn raise_open_files_limit() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE)
+        && soft < hard
+        && let Err(err) = setrlimit(Resource::RLIMIT_NOFILE, hard, hard)
+    {
+        tracing::warn!(target: "formwork::serve", %err, soft, hard, "could not raise the open files limit");
     }
 }
