@@ -12,8 +12,8 @@
 //! targets with PASS/MISS. A miss still exits 0: this is a report. Only a client that fails makes it fail.
 //!
 //! The plugin is the instrument, and node's JIT compiles and GC pauses land on every client's samples (a slow
-//! round trip recurs at the same iterations whatever the client), so the report gives the floor's own tail
-//! beside formwork's p99.
+//! round trip recurs at the same iterations whatever the client). It runs single-threaded ([`INSTRUMENT_FLAGS`]),
+//! and the report gives the floor's own tail beside formwork's p99.
 
 mod browser;
 mod floor;
@@ -38,6 +38,15 @@ const TARGET_VS_TS_SDK: f64 = 0.5;
 const TARGET_VS_FLOOR: f64 = 1.5;
 const TARGET_P99_OVER_MEDIAN: f64 = 2.0;
 
+/// Node flags of the plugin, the instrument. On two cores, the background threads of V8's compiler and GC compete
+/// with the client for the second core and put multi-millisecond stalls on every client's samples alike; a
+/// single-threaded instrument keeps its own work on its own thread. Clients run with node's defaults.
+const INSTRUMENT_FLAGS: &[&str] = &[
+    "--single-threaded",
+    "--min-semi-space-size=256",
+    "--max-semi-space-size=256",
+];
+
 /// The fixtures this command copies next to the pinned node_modules.
 const PLUGIN: &str = "bench_plugin.mjs";
 const TS_CLIENT: &str = "bench_ts_client.mjs";
@@ -52,6 +61,7 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
     let tool_args = serde_json::json!({ "n": options.per_round, "warmup": options.warmup });
 
     let load_before = load_average();
+    let pinned = Pinning::start(&setup);
     let mut samples: [Vec<u64>; 3] = Default::default();
     let mut round_medians: [Vec<u64>; 3] = Default::default();
     for round in 0..options.rounds {
@@ -98,6 +108,7 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
             }
         })
         .collect();
+    drop(pinned);
     let load = [load_before, load_average()];
     print_report(&options, &summaries, &load);
     if !options.load_sessions.is_empty() {
@@ -163,9 +174,11 @@ struct Options {
 impl Options {
     fn parse(args: &[String]) -> Result<Self> {
         let mut options = Options {
-            rounds: 5,
-            per_round: 400,
-            warmup: 100,
+            // Short rounds and many of them: a round now and then runs slow as a whole (the instrument's JIT
+            // settles differently in some processes), and pooled over ten rounds one such round moves no median.
+            rounds: 10,
+            per_round: 200,
+            warmup: 300,
             formwork: None,
             load_sessions: vec![1000, 10_000],
             forms: 50,
@@ -213,8 +226,11 @@ struct Setup {
     formwork: PathBuf,
     node: PathBuf,
     npm_dir: PathBuf,
-    plugin: PathBuf,
+    /// How every client starts the plugin: pinned to [`PLUGIN_CPU`] when `taskset` is there, node with
+    /// [`INSTRUMENT_FLAGS`], the plugin file.
+    plugin_command: Vec<String>,
     ts_client: PathBuf,
+    taskset: Option<PathBuf>,
 }
 
 impl Setup {
@@ -251,12 +267,21 @@ impl Setup {
         } else {
             PathBuf::from("node")
         };
+        let taskset = find_program("taskset").filter(|_| cpu_count() >= 2);
+        let mut plugin_command = Vec::new();
+        if let Some(taskset) = &taskset {
+            plugin_command.extend([display(taskset), "-c".to_owned(), PLUGIN_CPU.to_string()]);
+        }
+        plugin_command.push(display(&node));
+        plugin_command.extend(INSTRUMENT_FLAGS.iter().map(|flag| (*flag).to_owned()));
+        plugin_command.push(display(&npm_dir.join(PLUGIN)));
         Ok(Setup {
             formwork,
             node,
-            plugin: npm_dir.join(PLUGIN),
+            plugin_command,
             ts_client: npm_dir.join(TS_CLIENT),
             npm_dir,
+            taskset,
         })
     }
 }
@@ -283,11 +308,12 @@ impl Client {
     fn run(self, setup: &Setup, tool_args: &Value) -> Result<Vec<u64>> {
         let result = match self {
             Client::Formwork => {
-                let plugin = format!(
-                    "{} {}",
-                    shell_quote(&setup.node),
-                    shell_quote(&setup.plugin)
-                );
+                let plugin: Vec<String> = setup
+                    .plugin_command
+                    .iter()
+                    .map(|word| shell_quote(word))
+                    .collect();
+                let plugin = plugin.join(" ");
                 let mut cmd = Command::new(&setup.formwork);
                 cmd.args([
                     "call",
@@ -303,12 +329,12 @@ impl Client {
             Client::TsSdk => {
                 let mut cmd = Command::new(&setup.node);
                 cmd.arg(&setup.ts_client)
-                    .arg(&setup.plugin)
                     .arg(tool_args.to_string())
+                    .args(&setup.plugin_command)
                     .current_dir(&setup.npm_dir);
                 call_tool_result(&mut cmd)?
             }
-            Client::Floor => floor::call_bench(&setup.node, &setup.plugin, tool_args)?,
+            Client::Floor => floor::call_bench(&setup.plugin_command, tool_args)?,
         };
         durations(&result)
     }
@@ -445,9 +471,67 @@ fn micros(ns: u64) -> String {
     format!("{:.1} us", ns as f64 / 1e3)
 }
 
-/// Single-quotes a path for `sh -c`.
-fn shell_quote(path: &Path) -> String {
-    format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
+/// Single-quotes a word for `sh -c`.
+fn shell_quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
+
+fn display(path: &Path) -> String {
+    path.display().to_string()
+}
+
+/// The plugin's CPU; the clients run on [`CLIENT_CPU`].
+const PLUGIN_CPU: usize = 0;
+const CLIENT_CPU: usize = 1;
+
+/// While alive, this process (the floor client, and every client it starts) runs on [`CLIENT_CPU`].
+///
+/// A round trip between two processes costs differently when the scheduler puts them on one core or on two, and
+/// it moves them between rounds: medians of one client differed by 1.6x from round to round unpinned. Pinned, the
+/// plugin and the client each keep a core of their own in every round, whichever the client.
+struct Pinning {
+    taskset: Option<PathBuf>,
+}
+
+impl Pinning {
+    fn start(setup: &Setup) -> Pinning {
+        let pinned = Pinning {
+            taskset: setup.taskset.clone(),
+        };
+        pinned.set(&CLIENT_CPU.to_string());
+        pinned
+    }
+
+    fn set(&self, cpus: &str) {
+        if let Some(taskset) = &self.taskset {
+            let pid = std::process::id().to_string();
+            let status = Command::new(taskset)
+                .args(["-cp", cpus, &pid])
+                .stdout(std::process::Stdio::null())
+                .status();
+            if !matches!(status, Ok(status) if status.success()) {
+                eprintln!("xtask: could not set this process's CPUs to {cpus}");
+            }
+        }
+    }
+}
+
+impl Drop for Pinning {
+    fn drop(&mut self) {
+        self.set(&format!("0-{}", cpu_count() - 1));
+    }
+}
+
+fn cpu_count() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// `name` on the PATH, if there.
+fn find_program(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
 }
 
 #[cfg(test)]

@@ -5,7 +5,6 @@
 //! write. Only the request id is picked out of an elicitation line; no other line is on the hot path.
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
 use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
@@ -17,14 +16,15 @@ const ANSWER: &str = r#"{"action":"accept","content":{"strategy":"safe","dry_run
 const ELICITATION: &str = r#""method":"elicitation/create""#;
 
 /// Runs the plugin's `bench` tool with `tool_args` and returns its `CallToolResult`.
-pub fn call_bench(node: &Path, plugin: &Path, tool_args: &Value) -> Result<Value> {
-    let mut child = Command::new(node)
-        .arg(plugin)
+pub fn call_bench(plugin_command: &[String], tool_args: &Value) -> Result<Value> {
+    let (program, args) = plugin_command.split_first().context("no plugin command")?;
+    let mut child = Command::new(program)
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
-        .with_context(|| format!("spawning {} {}", node.display(), plugin.display()))?;
+        .with_context(|| format!("spawning {}", plugin_command.join(" ")))?;
     let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         bail!("the plugin's stdio pipes are missing");
     };
