@@ -6,12 +6,11 @@
 
 use std::sync::{Arc, Mutex, OnceLock};
 
-use futures::StreamExt;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::http1::{Endpoint, Response};
 use super::{Frame, MAX_FRAME_BYTES, Outgoing, Transport};
 use crate::HostError;
 use crate::jsonrpc;
@@ -23,7 +22,7 @@ const LISTENER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// State shared by the POST tasks of one connection.
 struct Shared {
-    client: reqwest::Client,
+    endpoint: Arc<Endpoint>,
     url: String,
     session_id: Mutex<Option<String>>,
     protocol_version: Arc<OnceLock<String>>,
@@ -55,24 +54,14 @@ pub(crate) fn connect(
     url: &str,
     protocol_version: Arc<OnceLock<String>>,
 ) -> Result<Transport, HostError> {
-    let parsed = reqwest::Url::parse(url).map_err(|err| HostError::Connect {
-        target: url.to_owned(),
-        reason: format!("not a valid URL: {err}"),
-    })?;
-    if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(HostError::Connect {
-            target: url.to_owned(),
-            reason: "the URL must use http or https".to_owned(),
-        });
-    }
-    let client = shared_client().map_err(|reason| HostError::Connect {
+    let endpoint = Endpoint::new(url).map_err(|reason| HostError::Connect {
         target: url.to_owned(),
         reason,
     })?;
     let (incoming_tx, mut incoming) = mpsc::unbounded_channel();
     let (outgoing, mut outgoing_rx) = mpsc::unbounded_channel::<String>();
     let shared = Arc::new(Shared {
-        client,
+        endpoint,
         url: url.to_owned(),
         session_id: Mutex::new(None),
         protocol_version,
@@ -125,50 +114,33 @@ pub(crate) fn connect(
     })
 }
 
-/// One HTTP client for every connection of the process: its TLS configuration and connection
-/// pool are shared instead of being built again for each plugin session.
-fn shared_client() -> Result<reqwest::Client, String> {
-    static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
-    CLIENT
-        .get_or_init(|| {
-            // Streams stay open for as long as a form waits; idle connections beyond a few
-            // only cost memory.
-            reqwest::Client::builder()
-                .pool_max_idle_per_host(8)
-                .build()
-                .map_err(|err| err.to_string())
-        })
-        .clone()
-}
-
 impl Shared {
-    fn headers(&self) -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        headers.insert(
-            ACCEPT,
-            HeaderValue::from_static("application/json, text/event-stream"),
-        );
+    /// Sends one request with the session's headers; `accept` is the `Accept` header.
+    async fn send(&self, method: &str, accept: &str, body: &str) -> Result<Response, String> {
         let session = self.session_id.lock().ok().and_then(|id| id.clone());
-        if let Some(value) = session.and_then(|id| HeaderValue::from_str(&id).ok()) {
-            headers.insert(SESSION_HEADER, value);
+        let mut headers = vec![("accept", accept)];
+        if !body.is_empty() {
+            headers.push(("content-type", "application/json"));
         }
-        if let Some(value) = self
-            .protocol_version
-            .get()
-            .and_then(|version| HeaderValue::from_str(version).ok())
-        {
-            headers.insert(VERSION_HEADER, value);
+        // Header values the plugin chose are sent only when they cannot break the request line.
+        let printable = |value: &str| value.bytes().all(|b| (0x20..0x7f).contains(&b));
+        if let Some(id) = session.as_deref().filter(|id| printable(id)) {
+            headers.push((SESSION_HEADER, id));
         }
-        headers
-    }
-
-    fn remember_session(&self, headers: &HeaderMap) {
-        if let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok())
+        if let Some(version) = self.protocol_version.get().filter(|v| printable(v)) {
+            headers.push((VERSION_HEADER, version));
+        }
+        let response = self
+            .endpoint
+            .send(method, &headers, body.as_bytes())
+            .await
+            .map_err(|err| format!("the HTTP request to {} failed: {err}", self.url))?;
+        if let Some(id) = &response.session_id
             && let Ok(mut session) = self.session_id.lock()
         {
-            *session = Some(id.to_owned());
+            *session = Some(id.clone());
         }
+        Ok(response)
     }
 
     /// Answers a request of ours with a synthetic error, so that its caller does not wait forever.
@@ -185,27 +157,20 @@ impl Shared {
     }
 }
 
+const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+const ACCEPT_EVENTS: &str = "text/event-stream";
+
 async fn post(shared: &Shared, body: String, request_id: Option<Value>) {
-    let sent = shared
-        .client
-        .post(&shared.url)
-        .headers(shared.headers())
-        .body(body)
-        .send()
-        .await;
-    let response = match sent {
+    let response = match shared.send("POST", ACCEPT_BOTH, &body).await {
         Ok(response) => response,
-        Err(err) => {
-            let _ = shared.incoming.send(Frame::Closed(format!(
-                "the HTTP request to {} failed: {err}",
-                shared.url
-            )));
+        Err(reason) => {
+            let _ = shared.incoming.send(Frame::Closed(reason));
             return;
         }
     };
-    shared.remember_session(response.headers());
-    let status = response.status();
-    if status.as_u16() == 202 || status.as_u16() == 204 {
+    drop(body);
+    let status = response.status;
+    if status == 202 || status == 204 {
         if request_id.is_some() {
             shared.fail_request(
                 request_id.as_ref(),
@@ -214,21 +179,16 @@ async fn post(shared: &Shared, body: String, request_id: Option<Value>) {
         }
         return;
     }
-    if !status.is_success() {
-        let text = response.text().await.unwrap_or_default();
-        let snippet: String = text.chars().take(300).collect();
+    if !(200..300).contains(&status) {
+        let text = response.read_to_end(64 * 1024).await.unwrap_or_default();
+        let snippet: String = String::from_utf8_lossy(&text).chars().take(300).collect();
         shared.fail_request(
             request_id.as_ref(),
             format!("the plugin answered HTTP {status}: {snippet}"),
         );
         return;
     }
-    let content_type = response
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_ascii_lowercase();
+    let content_type = response.content_type.clone();
     if content_type.starts_with("text/event-stream") {
         let answered = read_sse(shared, response, request_id.as_ref()).await;
         if !answered && request_id.is_some() {
@@ -254,57 +214,37 @@ async fn post(shared: &Shared, body: String, request_id: Option<Value>) {
 
 /// Opens the optional GET stream for messages the plugin sends outside any request. `None`
 /// when the plugin offers none (405) or does not answer within a moment.
-async fn open_listener(shared: &Shared) -> Option<reqwest::Response> {
-    let mut headers = shared.headers();
-    headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
-    headers.remove(CONTENT_TYPE);
-    let request = shared.client.get(&shared.url).headers(headers).send();
+async fn open_listener(shared: &Shared) -> Option<Response> {
+    let request = shared.send("GET", ACCEPT_EVENTS, "");
     let response = tokio::time::timeout(LISTENER_WAIT, request)
         .await
         .ok()?
         .ok()?;
-    response.status().is_success().then_some(response)
+    let listening = (200..300).contains(&response.status)
+        && response.content_type.starts_with("text/event-stream");
+    listening.then_some(response)
 }
 
 async fn close_session(shared: &Shared) {
     let session = shared.session_id.lock().ok().and_then(|id| id.clone());
-    if session.is_some() {
-        let _ = shared
-            .client
-            .delete(&shared.url)
-            .headers(shared.headers())
-            .send()
-            .await;
+    if session.is_some()
+        && let Ok(response) = shared.send("DELETE", ACCEPT_BOTH, "").await
+    {
+        let _ = response.read_to_end(64 * 1024).await;
     }
 }
 
-async fn read_limited(response: reqwest::Response) -> Result<String, String> {
-    let mut body = Vec::new();
-    let mut chunks = response.bytes_stream();
-    while let Some(chunk) = chunks.next().await {
-        let chunk = chunk.map_err(|err| format!("reading the plugin's answer failed: {err}"))?;
-        if body.len() + chunk.len() > MAX_FRAME_BYTES {
-            return Err(format!(
-                "the plugin's answer exceeds {MAX_FRAME_BYTES} bytes"
-            ));
-        }
-        body.extend_from_slice(&chunk);
-    }
+async fn read_limited(response: Response) -> Result<String, String> {
+    let body = response.read_to_end(MAX_FRAME_BYTES).await?;
     String::from_utf8(body).map_err(|_| "the plugin's answer is not UTF-8".to_owned())
 }
 
 /// Forwards every `data` event of an SSE stream. Returns whether the response to
 /// `request_id` was among them.
-async fn read_sse(
-    shared: &Shared,
-    response: reqwest::Response,
-    request_id: Option<&Value>,
-) -> bool {
+async fn read_sse(shared: &Shared, mut response: Response, request_id: Option<&Value>) -> bool {
     let mut parser = SseParser::default();
     let mut answered = false;
-    let mut chunks = response.bytes_stream();
-    while let Some(chunk) = chunks.next().await {
-        let Ok(chunk) = chunk else { break };
+    while let Ok(Some(chunk)) = response.chunk().await {
         for event in parser.feed(&chunk) {
             match event {
                 // Empty events only prime the stream for resumption.

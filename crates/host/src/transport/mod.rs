@@ -5,6 +5,7 @@
 //! connection above it sees only whole messages and the moment the plugin goes away.
 
 pub(crate) mod http;
+mod http1;
 pub(crate) mod stdio;
 
 use std::pin::Pin;

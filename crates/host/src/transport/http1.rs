@@ -1,0 +1,544 @@
+//! A small HTTP/1.1 client for the Streamable HTTP transport.
+//!
+//! A pending form holds a plugin's event stream open for as long as the person takes: one
+//! connection for the call's stream and one for the session's listening stream. A general client
+//! keeps tens of kilobytes per connection (fixed read and write buffers, a dispatch channel, a
+//! connection task); here an open stream costs its socket, a 1 KiB read buffer and the reading
+//! task. It speaks only what MCP needs: one request per connection at a time, `Content-Length`,
+//! chunked or until-close bodies, keep-alive reuse of idle connections, TLS through rustls.
+
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+use tokio_rustls::rustls::{self, pki_types::ServerName};
+
+/// Read buffer per connection: an idle event stream holds it for as long as a form is open.
+const READ_BUFFER: usize = 1024;
+/// A response head larger than this is refused.
+const MAX_HEAD_BYTES: usize = 64 * 1024;
+/// Idle keep-alive connections kept per endpoint.
+const MAX_IDLE: usize = 8;
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
+
+type Connection = BufReader<Pin<Box<dyn Io>>>;
+
+/// One plugin endpoint (`http://` or `https://`) and its idle connections.
+pub(crate) struct Endpoint {
+    host: String,
+    port: u16,
+    /// `Host` header value.
+    authority: String,
+    /// Path and query of every request.
+    target: String,
+    tls: Option<(TlsConnector, ServerName<'static>)>,
+    idle: Mutex<Vec<Connection>>,
+}
+
+/// A response whose head has been read; the body is read with [`Response::chunk`].
+pub(crate) struct Response {
+    pub status: u16,
+    /// Lower-cased, parameters kept.
+    pub content_type: String,
+    pub session_id: Option<String>,
+    body: Body,
+}
+
+struct Body {
+    connection: Option<Connection>,
+    framing: Framing,
+    /// Return the connection to the pool once the body is read.
+    reusable: bool,
+    endpoint: Arc<Endpoint>,
+}
+
+enum Framing {
+    Length(u64),
+    /// Bytes left in the current chunk; 0 means a size line comes next.
+    Chunked {
+        left: u64,
+    },
+    UntilClose,
+    Done,
+}
+
+impl Endpoint {
+    pub(crate) fn new(url: &str) -> Result<Arc<Endpoint>, String> {
+        let parsed = url::Url::parse(url).map_err(|err| format!("not a valid URL: {err}"))?;
+        let secure = match parsed.scheme() {
+            "http" => false,
+            "https" => true,
+            _ => return Err("the URL must use http or https".to_owned()),
+        };
+        let host = match parsed.host() {
+            Some(url::Host::Domain(domain)) => domain.to_owned(),
+            Some(url::Host::Ipv4(ip)) => ip.to_string(),
+            Some(url::Host::Ipv6(ip)) => ip.to_string(),
+            None => return Err("the URL has no host".to_owned()),
+        };
+        let port = parsed
+            .port_or_known_default()
+            .ok_or("the URL has no port")?;
+        let authority = match (parsed.host_str(), parsed.port()) {
+            (Some(name), Some(port)) => format!("{name}:{port}"),
+            (Some(name), None) => name.to_owned(),
+            (None, _) => return Err("the URL has no host".to_owned()),
+        };
+        let mut target = parsed.path().to_owned();
+        if let Some(query) = parsed.query() {
+            target.push('?');
+            target.push_str(query);
+        }
+        let tls = if secure {
+            let name = ServerName::try_from(host.clone())
+                .map_err(|err| format!("not a valid TLS server name: {err}"))?;
+            Some((tls_connector()?, name))
+        } else {
+            None
+        };
+        Ok(Arc::new(Endpoint {
+            host,
+            port,
+            authority,
+            target,
+            tls,
+            idle: Mutex::new(Vec::new()),
+        }))
+    }
+
+    /// Sends one request and reads the response head. A kept-alive connection that the server
+    /// closed meanwhile is retried once on a fresh one (nothing of the request was processed).
+    pub(crate) async fn send(
+        self: &Arc<Endpoint>,
+        method: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Result<Response, String> {
+        let request = self.encode(method, headers, body);
+        if let Some(connection) = self.take_idle()
+            && let Ok(Some(response)) = self.exchange(connection, &request).await
+        {
+            return Ok(response);
+        }
+        let connection = self.connect().await?;
+        match self.exchange(connection, &request).await {
+            Ok(Some(response)) => Ok(response),
+            Ok(None) => Err("the plugin closed the connection without answering".to_owned()),
+            Err(err) => Err(err),
+        }
+    }
+
+    fn encode(&self, method: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+        let mut request = Vec::with_capacity(256 + body.len());
+        let mut line = |text: &str| {
+            request.extend_from_slice(text.as_bytes());
+            request.extend_from_slice(b"\r\n");
+        };
+        line(&format!("{method} {} HTTP/1.1", self.target));
+        line(&format!("host: {}", self.authority));
+        for (name, value) in headers {
+            line(&format!("{name}: {value}"));
+        }
+        if !body.is_empty() || method == "POST" {
+            line(&format!("content-length: {}", body.len()));
+        }
+        line("");
+        request.extend_from_slice(body);
+        request
+    }
+
+    fn take_idle(&self) -> Option<Connection> {
+        self.idle.lock().ok()?.pop()
+    }
+
+    fn put_idle(&self, connection: Connection) {
+        if let Ok(mut idle) = self.idle.lock()
+            && idle.len() < MAX_IDLE
+        {
+            idle.push(connection);
+        }
+    }
+
+    async fn connect(&self) -> Result<Connection, String> {
+        let address = (self.host.as_str(), self.port);
+        let tcp = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(address))
+            .await
+            .map_err(|_| format!("connecting to {}:{} timed out", self.host, self.port))?
+            .map_err(|err| format!("connecting to {}:{} failed: {err}", self.host, self.port))?;
+        let _ = tcp.set_nodelay(true);
+        let io: Pin<Box<dyn Io>> = match &self.tls {
+            None => Box::pin(tcp),
+            Some((connector, name)) => Box::pin(
+                connector
+                    .connect(name.clone(), tcp)
+                    .await
+                    .map_err(|err| format!("TLS with {} failed: {err}", self.host))?,
+            ),
+        };
+        Ok(BufReader::with_capacity(READ_BUFFER, io))
+    }
+
+    /// Writes the request and reads the head. `Ok(None)`: the connection closed before a byte
+    /// of the response arrived.
+    async fn exchange(
+        self: &Arc<Endpoint>,
+        mut connection: Connection,
+        request: &[u8],
+    ) -> Result<Option<Response>, String> {
+        let io = connection.get_mut();
+        if io.write_all(request).await.is_err() || io.flush().await.is_err() {
+            return Ok(None);
+        }
+        let mut head = Vec::new();
+        loop {
+            let before = head.len();
+            let read = connection
+                .read_until(b'\n', &mut head)
+                .await
+                .map_err(|err| format!("reading the plugin's answer failed: {err}"))?;
+            if read == 0 {
+                return if head.is_empty() {
+                    Ok(None)
+                } else {
+                    Err("the plugin closed the connection mid-answer".to_owned())
+                };
+            }
+            if head.len() > MAX_HEAD_BYTES {
+                return Err("the plugin's response head is too large".to_owned());
+            }
+            let line = &head[before..];
+            if line == b"\r\n" || line == b"\n" {
+                break;
+            }
+        }
+        let mut fields = [httparse::EMPTY_HEADER; 64];
+        let mut parsed = httparse::Response::new(&mut fields);
+        match parsed.parse(&head) {
+            Ok(httparse::Status::Complete(_)) => {}
+            Ok(httparse::Status::Partial) | Err(_) => {
+                return Err("the plugin sent a malformed HTTP response".to_owned());
+            }
+        }
+        let status = parsed.code.unwrap_or(0);
+        let mut content_type = String::new();
+        let mut session_id = None;
+        let mut length = None;
+        let mut chunked = false;
+        let mut close = parsed.version == Some(0);
+        for field in parsed.headers.iter() {
+            let value = String::from_utf8_lossy(field.value).trim().to_owned();
+            let name = field.name;
+            if name.eq_ignore_ascii_case("content-type") {
+                content_type = value.to_ascii_lowercase();
+            } else if name.eq_ignore_ascii_case("mcp-session-id") {
+                session_id = Some(value);
+            } else if name.eq_ignore_ascii_case("content-length") {
+                length = Some(
+                    value
+                        .parse::<u64>()
+                        .map_err(|_| "the plugin sent a bad Content-Length".to_owned())?,
+                );
+            } else if name.eq_ignore_ascii_case("transfer-encoding") {
+                chunked = value.to_ascii_lowercase().ends_with("chunked");
+            } else if name.eq_ignore_ascii_case("connection") {
+                close = value.eq_ignore_ascii_case("close");
+            }
+        }
+        let no_body = matches!(status, 204 | 304) || (100..200).contains(&status);
+        let framing = if no_body {
+            Framing::Done
+        } else if chunked {
+            Framing::Chunked { left: 0 }
+        } else if let Some(length) = length {
+            if length == 0 {
+                Framing::Done
+            } else {
+                Framing::Length(length)
+            }
+        } else {
+            close = true;
+            Framing::UntilClose
+        };
+        let mut body = Body {
+            connection: Some(connection),
+            framing,
+            reusable: !close,
+            endpoint: Arc::clone(self),
+        };
+        body.finish_if_done();
+        Ok(Some(Response {
+            status,
+            content_type,
+            session_id,
+            body,
+        }))
+    }
+}
+
+impl Response {
+    /// The next piece of the body; `None` at its end.
+    pub(crate) async fn chunk(&mut self) -> Result<Option<Vec<u8>>, String> {
+        self.body.next().await
+    }
+
+    /// The whole body, refused past `limit` bytes.
+    pub(crate) async fn read_to_end(mut self, limit: usize) -> Result<Vec<u8>, String> {
+        let mut all = Vec::new();
+        while let Some(piece) = self.chunk().await? {
+            if all.len() + piece.len() > limit {
+                return Err(format!("the plugin's answer exceeds {limit} bytes"));
+            }
+            all.extend_from_slice(&piece);
+        }
+        Ok(all)
+    }
+}
+
+impl Body {
+    async fn next(&mut self) -> Result<Option<Vec<u8>>, String> {
+        loop {
+            let Some(connection) = self.connection.as_mut() else {
+                return Ok(None);
+            };
+            let piece = match &mut self.framing {
+                Framing::Done => return Ok(None),
+                Framing::Length(left) => {
+                    let piece = read_some(connection, *left).await?;
+                    if piece.is_empty() {
+                        return Err("the plugin closed the connection mid-body".to_owned());
+                    }
+                    *left -= piece.len() as u64;
+                    if *left == 0 {
+                        self.framing = Framing::Done;
+                    }
+                    piece
+                }
+                Framing::UntilClose => {
+                    let piece = read_some(connection, u64::MAX).await?;
+                    if piece.is_empty() {
+                        self.framing = Framing::Done;
+                    }
+                    piece
+                }
+                Framing::Chunked { left: 0 } => {
+                    let size = read_chunk_size(connection).await?;
+                    if size == 0 {
+                        skip_trailers(connection).await?;
+                        self.framing = Framing::Done;
+                    } else {
+                        self.framing = Framing::Chunked { left: size };
+                    }
+                    Vec::new()
+                }
+                Framing::Chunked { left } => {
+                    let piece = read_some(connection, *left).await?;
+                    if piece.is_empty() {
+                        return Err("the plugin closed the connection mid-chunk".to_owned());
+                    }
+                    *left -= piece.len() as u64;
+                    if *left == 0 {
+                        let mut crlf = Vec::new();
+                        connection
+                            .read_until(b'\n', &mut crlf)
+                            .await
+                            .map_err(|err| err.to_string())?;
+                        self.framing = Framing::Chunked { left: 0 };
+                    }
+                    piece
+                }
+            };
+            self.finish_if_done();
+            if !piece.is_empty() {
+                return Ok(Some(piece));
+            }
+        }
+    }
+
+    /// Once the body is whole, the connection goes back to the pool (or is closed).
+    fn finish_if_done(&mut self) {
+        if matches!(self.framing, Framing::Done)
+            && let Some(connection) = self.connection.take()
+            && self.reusable
+            && connection.buffer().is_empty()
+        {
+            self.endpoint.put_idle(connection);
+        }
+    }
+}
+
+/// Up to `limit` bytes, whatever has arrived (waits for at least one); empty at end of stream.
+async fn read_some(connection: &mut Connection, limit: u64) -> Result<Vec<u8>, String> {
+    let available = connection
+        .fill_buf()
+        .await
+        .map_err(|err| format!("reading the plugin's answer failed: {err}"))?;
+    let take = available
+        .len()
+        .min(usize::try_from(limit).unwrap_or(usize::MAX));
+    let piece = available[..take].to_vec();
+    connection.consume(take);
+    Ok(piece)
+}
+
+async fn read_chunk_size(connection: &mut Connection) -> Result<u64, String> {
+    let mut line = Vec::new();
+    let mut limited = (&mut *connection).take(1024);
+    limited
+        .read_until(b'\n', &mut line)
+        .await
+        .map_err(|err| format!("reading the plugin's answer failed: {err}"))?;
+    if line.last() != Some(&b'\n') {
+        return Err("the plugin sent a malformed chunk".to_owned());
+    }
+    let text = String::from_utf8_lossy(&line);
+    let size = text.trim().split(';').next().unwrap_or("").trim();
+    u64::from_str_radix(size, 16).map_err(|_| "the plugin sent a malformed chunk size".to_owned())
+}
+
+async fn skip_trailers(connection: &mut Connection) -> Result<(), String> {
+    loop {
+        let mut line = Vec::new();
+        let mut limited = (&mut *connection).take(MAX_HEAD_BYTES as u64);
+        let read = limited
+            .read_until(b'\n', &mut line)
+            .await
+            .map_err(|err| err.to_string())?;
+        if read == 0 || line == b"\r\n" || line == b"\n" {
+            return Ok(());
+        }
+    }
+}
+
+/// One TLS configuration for the process, with the Mozilla roots.
+fn tls_connector() -> Result<TlsConnector, String> {
+    static CONFIG: OnceLock<Result<Arc<rustls::ClientConfig>, String>> = OnceLock::new();
+    let config = CONFIG.get_or_init(|| {
+        let roots = rustls::RootCertStore {
+            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+        };
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map(|builder| Arc::new(builder.with_root_certificates(roots).with_no_client_auth()))
+            .map_err(|err| format!("TLS is not available: {err}"))
+    });
+    config.clone().map(TlsConnector::from)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use tokio::io::AsyncWriteExt;
+    use tokio::net::TcpListener;
+
+    /// A server that answers each connection's requests with the given raw responses, in order.
+    async fn serve(responses: Vec<&'static str>) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut reader = BufReader::new(&mut socket);
+            let mut pending = responses.into_iter();
+            loop {
+                let mut request = Vec::new();
+                loop {
+                    let before = request.len();
+                    if reader.read_until(b'\n', &mut request).await.unwrap() == 0 {
+                        return;
+                    }
+                    if &request[before..] == b"\r\n" {
+                        break;
+                    }
+                }
+                let text = String::from_utf8_lossy(&request).to_lowercase();
+                let length: usize = text
+                    .lines()
+                    .find_map(|line| line.strip_prefix("content-length: "))
+                    .map_or(0, |n| n.trim().parse().unwrap());
+                let mut body = vec![0; length];
+                reader.read_exact(&mut body).await.unwrap();
+                let Some(response) = pending.next() else {
+                    return;
+                };
+                reader
+                    .get_mut()
+                    .write_all(response.as_bytes())
+                    .await
+                    .unwrap();
+            }
+        });
+        format!("http://{address}/mcp")
+    }
+
+    #[tokio::test]
+    async fn reads_chunked_and_length_bodies_on_one_kept_alive_connection() {
+        let url = serve(vec![
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nmcp-session-id: s1\r\ntransfer-encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n7\r\n, world\r\n0\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nContent-Type: Application/JSON\r\nContent-Length: 4\r\n\r\n{\"a\"",
+            "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n",
+        ])
+        .await;
+        let endpoint = Endpoint::new(&url).unwrap();
+        let response = endpoint.send("POST", &[], b"{}").await.unwrap();
+        assert_eq!(response.status, 200);
+        assert_eq!(response.content_type, "text/event-stream");
+        assert_eq!(response.session_id.as_deref(), Some("s1"));
+        assert_eq!(response.read_to_end(100).await.unwrap(), b"hello, world");
+
+        let response = endpoint.send("POST", &[], b"{}").await.unwrap();
+        assert_eq!(response.content_type, "application/json");
+        assert_eq!(response.read_to_end(100).await.unwrap(), b"{\"a\"");
+
+        let response = endpoint.send("POST", &[], b"{}").await.unwrap();
+        assert_eq!(response.status, 202);
+        assert_eq!(response.read_to_end(100).await.unwrap(), b"");
+        // The same connection served all three: the server accepts only one.
+        assert_eq!(endpoint.idle.lock().unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn refuses_bodies_over_the_limit_and_malformed_heads() {
+        let url = serve(vec![
+            "HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\n0123456789",
+            "NOT HTTP\r\n\r\n",
+        ])
+        .await;
+        let endpoint = Endpoint::new(&url).unwrap();
+        let response = endpoint.send("POST", &[], b"{}").await.unwrap();
+        assert_eq!(
+            response.read_to_end(4).await.unwrap_err(),
+            "the plugin's answer exceeds 4 bytes"
+        );
+        let endpoint = Endpoint::new(&serve(vec!["NOT HTTP\r\n\r\n"]).await).unwrap();
+        assert_eq!(
+            endpoint.send("POST", &[], b"{}").await.err().unwrap(),
+            "the plugin sent a malformed HTTP response"
+        );
+    }
+
+    #[test]
+    fn parses_endpoints() {
+        let endpoint = Endpoint::new("http://[::1]:8080/a/mcp?x=1").unwrap();
+        assert_eq!(
+            (
+                endpoint.host.as_str(),
+                endpoint.port,
+                endpoint.authority.as_str(),
+                endpoint.target.as_str()
+            ),
+            ("::1", 8080, "[::1]:8080", "/a/mcp?x=1")
+        );
+        assert!(Endpoint::new("https://example.com").unwrap().tls.is_some());
+        assert_eq!(
+            Endpoint::new("ftp://x").err().unwrap(),
+            "the URL must use http or https"
+        );
+    }
+}
