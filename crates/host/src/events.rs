@@ -4,6 +4,8 @@
 //! purpose and are documented in `docs/host-api.md`. Every event is also the unit the store
 //! persists, so a reloaded page sees exactly what a live one saw.
 
+use std::sync::Arc;
+
 use formwork_forms::Content;
 use formwork_forms::render::{RenderAnswers, RenderBlock};
 use serde::{Deserialize, Serialize};
@@ -146,8 +148,8 @@ pub enum Role {
 pub enum FormBody {
     /// A form: the render block of `formwork_forms`.
     Form {
-        /// The questions.
-        render: RenderBlock,
+        /// The questions; shared by the card, the session's log and every subscriber.
+        render: Arc<RenderBlock>,
         /// The request's `_meta`, as the plugin sent it.
         #[serde(skip_serializing_if = "Option::is_none")]
         meta: Option<Content>,

@@ -110,10 +110,10 @@ async fn a_thousand_sessions_each_with_an_open_form_all_answered() {
                 panic!("only {} of {SESSIONS} forms were open in time", forms.len())
             })
             .unwrap();
-        match event {
+        match &*event {
             Event::FormRequested { form_id, .. } => {
                 assert!(
-                    forms.insert(session, form_id).is_none(),
+                    forms.insert(session, form_id.clone()).is_none(),
                     "two forms in one session"
                 );
             }
@@ -151,7 +151,7 @@ async fn a_thousand_sessions_each_with_an_open_form_all_answered() {
                 )
             })
             .unwrap();
-        if let Event::ToolCallFinished { result, error, .. } = event {
+        if let Event::ToolCallFinished { result, error, .. } = &*event {
             let text = match (result, error) {
                 (Some(result), _) => result["content"][0]["text"].as_str().unwrap().to_owned(),
                 (None, Some(error)) => panic!("a call failed: {error}"),

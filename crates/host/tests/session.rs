@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use formwork_host::config::Config;
@@ -47,7 +48,7 @@ fn host_with(config: Config, options: HostOptions) -> Host {
 struct Watch {
     host: Host,
     session: String,
-    events: broadcast::Receiver<Event>,
+    events: broadcast::Receiver<Arc<Event>>,
 }
 
 impl Watch {
@@ -532,19 +533,19 @@ async fn after_a_restart_the_transcript_is_intact_and_open_forms_show_as_cancell
         .unwrap();
     assert_eq!(host.sessions(), std::slice::from_ref(&session));
     let (replayed, _) = host.subscribe(&session).unwrap();
-    let kept = |event: &Event| {
+    let kept = |event: &Arc<Event>| {
         !matches!(
-            event,
+            **event,
             Event::TurnStarted { .. } | Event::TurnEnded { .. } | Event::FormShown { .. }
         )
     };
-    let live: Vec<Event> = live.into_iter().filter(kept).collect();
+    let live: Vec<Arc<Event>> = live.into_iter().filter(kept).collect();
     // Everything the live session showed comes back, in order; the form left open ends as
     // cancelled because the host stopped, and its call as failed.
     assert_eq!(replayed[..live.len()], live[..]);
     let rest: Vec<String> = replayed[live.len()..]
         .iter()
-        .map(|event| match event {
+        .map(|event| match event.as_ref() {
             Event::FormResolved {
                 form_id,
                 action,
@@ -553,7 +554,7 @@ async fn after_a_restart_the_transcript_is_intact_and_open_forms_show_as_cancell
             } => {
                 format!(
                     "{} {action} {}",
-                    form_id == &pending,
+                    *form_id == pending,
                     reason.clone().unwrap_or_default()
                 )
             }

@@ -1,5 +1,7 @@
 //! The REST routes: sessions, the tool catalogue, and what the page needs to know at start.
 
+use std::sync::Arc;
+
 use std::collections::HashSet;
 
 use axum::Json;
@@ -70,8 +72,8 @@ pub(crate) async fn not_found() -> Response {
     (StatusCode::NOT_FOUND, "formwork: not found\n").into_response()
 }
 
-fn summary(id: &str, events: &[Event]) -> Value {
-    let title = events.iter().find_map(|event| match event {
+fn summary(id: &str, events: &[Arc<Event>]) -> Value {
+    let title = events.iter().find_map(|event| match event.as_ref() {
         Event::MessageAdded {
             role: Role::User,
             text,
@@ -80,7 +82,7 @@ fn summary(id: &str, events: &[Event]) -> Value {
     });
     let mut open = HashSet::new();
     for event in events {
-        match event {
+        match event.as_ref() {
             Event::FormRequested { form_id, .. } => {
                 open.insert(form_id.as_str());
             }

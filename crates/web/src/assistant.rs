@@ -57,21 +57,21 @@ pub(crate) fn on_message(state: &AppState, session: &str, text: &str) {
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             };
-            match event {
+            match event.as_ref() {
                 Event::ToolCallStarted {
                     call_id: id,
                     server,
                     tool,
                     ..
-                } if call_id.is_none() && server == call.server && tool == call.tool => {
-                    call_id = Some(id);
+                } if call_id.is_none() && *server == call.server && *tool == call.tool => {
+                    call_id = Some(id.clone());
                 }
                 Event::ToolCallFinished {
                     call_id: id,
                     result,
                     ..
                 } if call_id.as_deref() == Some(id.as_str()) => {
-                    if result.is_some_and(|result| !result.is_null()) {
+                    if result.as_ref().is_some_and(|result| !result.is_null()) {
                         add_reply(&state, &session, reply);
                     }
                     return;

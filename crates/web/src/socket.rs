@@ -13,6 +13,8 @@
 //! Page to server: a [`Command`] as JSON. While the socket is open the session counts a UI
 //! attached, so its forms stay open; the host's grace period starts when the last one closes.
 
+use std::sync::Arc;
+
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -25,8 +27,8 @@ use crate::AppState;
 
 /// What a socket starts from: the events so far, and the live stream after them.
 struct Feed {
-    snapshot: Vec<Event>,
-    live: tokio::sync::broadcast::Receiver<Event>,
+    snapshot: Vec<Arc<Event>>,
+    live: tokio::sync::broadcast::Receiver<Arc<Event>>,
 }
 
 impl Feed {

@@ -149,14 +149,14 @@ async fn single_session(url: &str, rounds: usize) -> anyhow::Result<Duration> {
     for n in 0..rounds {
         call(&host, &session, n)?;
         let form = loop {
-            if let Event::FormRequested { form_id, .. } = events.recv().await? {
-                break form_id;
+            if let Event::FormRequested { form_id, .. } = &*events.recv().await? {
+                break form_id.clone();
             }
         };
         let started = Instant::now();
         answer(&host, &session, &form)?;
         loop {
-            if let Event::ToolCallFinished { result, .. } = events.recv().await? {
+            if let Event::ToolCallFinished { result, .. } = &*events.recv().await? {
                 check(result.as_ref(), n)?;
                 break;
             }
@@ -188,7 +188,7 @@ async fn many_sessions(url: &str, size: usize) -> anyhow::Result<LoadRun> {
         tokio::spawn(async move {
             while let Ok(event) = live.recv().await {
                 let interesting = matches!(
-                    event,
+                    *event,
                     Event::FormRequested { .. } | Event::ToolCallFinished { .. }
                 );
                 if interesting && tx.send((id.clone(), event, Instant::now())).is_err() {
@@ -204,9 +204,9 @@ async fn many_sessions(url: &str, size: usize) -> anyhow::Result<LoadRun> {
         let Some((session, event, _)) = events.recv().await else {
             bail!("events ended")
         };
-        match event {
+        match &*event {
             Event::FormRequested { form_id, .. } => {
-                forms.insert(session, form_id);
+                forms.insert(session, form_id.clone());
             }
             Event::ToolCallFinished { error, .. } => {
                 bail!("a call ended before its form: {error:?}")
@@ -230,7 +230,7 @@ async fn many_sessions(url: &str, size: usize) -> anyhow::Result<LoadRun> {
             let Some((from, event, at)) = events.recv().await else {
                 bail!("events ended")
             };
-            if let Event::ToolCallFinished { result, .. } = event {
+            if let Event::ToolCallFinished { result, .. } = &*event {
                 if from != *session {
                     bail!("a call of another session finished first");
                 }
@@ -263,20 +263,25 @@ fn check(result: Option<&serde_json::Value>, n: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Each open form holds a connection, so thousands of them need more descriptors than the usual
-/// soft limit of 1,024. The plugin, started after, inherits the raised limit.
+/// Each open form holds connections, so thousands of them need more descriptors than the usual
+/// soft limit of 1,024. A privileged run also lifts the hard limit; the plugin, started after,
+/// inherits what was raised.
 fn raise_open_files_limit(sessions: usize) -> anyhow::Result<()> {
     use nix::sys::resource::{Resource, getrlimit, setrlimit};
     let wanted = (sessions as u64).saturating_mul(4).saturating_add(1024);
     let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE)?;
-    if soft < wanted {
-        let raised = wanted.min(hard);
-        setrlimit(Resource::RLIMIT_NOFILE, raised, hard)?;
-        if raised < wanted {
-            eprintln!(
-                "load-bench: open files are limited to {raised}; {sessions} sessions may not fit"
-            );
-        }
+    if soft >= wanted {
+        return Ok(());
+    }
+    if hard < wanted && setrlimit(Resource::RLIMIT_NOFILE, wanted, wanted).is_ok() {
+        return Ok(());
+    }
+    let raised = wanted.min(hard);
+    setrlimit(Resource::RLIMIT_NOFILE, raised, hard)?;
+    if raised < wanted {
+        eprintln!(
+            "load-bench: open files are limited to {raised}; {sessions} sessions may not fit"
+        );
     }
     Ok(())
 }

@@ -180,7 +180,7 @@ impl Session {
         match written {
             Ok(config) => {
                 if let Ok(mut slot) = host.config.write() {
-                    *slot = config;
+                    *slot = Arc::new(config);
                 }
             }
             Err(err) => self.diagnostic(

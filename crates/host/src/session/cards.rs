@@ -80,7 +80,7 @@ impl Session {
         let (body, form) = match prompt.kind {
             PromptKind::Form { message, form } => (
                 FormBody::Form {
-                    render: form.render(&message),
+                    render: Arc::new(form.render(&message)),
                     meta: prompt.meta.clone(),
                 },
                 Some(form),
@@ -315,7 +315,7 @@ fn announce(card: &Card, waiting: bool) -> Event {
 pub(super) fn approval_body(card: &ApprovalCard, rendering: CardRendering) -> FormBody {
     match rendering {
         CardRendering::RequestUserInput => FormBody::Form {
-            render: card.render_block(),
+            render: Arc::new(card.render_block()),
             meta: None,
         },
         CardRendering::McpElicitation => {
@@ -327,7 +327,10 @@ pub(super) fn approval_body(card: &ApprovalCard, rendering: CardRendering) -> Fo
                 }
                 _ => card.render_block(),
             };
-            FormBody::Form { render, meta }
+            FormBody::Form {
+                render: Arc::new(render),
+                meta,
+            }
         }
     }
 }

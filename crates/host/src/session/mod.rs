@@ -99,7 +99,8 @@ pub struct Host {
 }
 
 struct HostInner {
-    config: RwLock<Config>,
+    /// Replaced whole when the person's Always allow rewrites it; calls keep the one they began with.
+    config: RwLock<Arc<Config>>,
     options: HostOptions,
     store: Option<Store>,
     sessions: Mutex<HashMap<SessionId, Arc<Session>>>,
@@ -116,8 +117,8 @@ struct Session {
 
 #[derive(Default)]
 struct SessionState {
-    log: Vec<Event>,
-    subscribers: Option<broadcast::Sender<Event>>,
+    log: Vec<Arc<Event>>,
+    subscribers: Option<broadcast::Sender<Arc<Event>>>,
     plugins: HashMap<String, Arc<Plugin>>,
     turn: Option<Turn>,
     cards: FormQueue,
@@ -125,7 +126,7 @@ struct SessionState {
     ui_gone_timer: Option<CancellationToken>,
     approvals: SessionApprovals,
     /// Events not yet written to the store, in order; one task writes them at a time.
-    unsaved: VecDeque<Event>,
+    unsaved: VecDeque<Arc<Event>>,
     saving: bool,
 }
 
@@ -163,7 +164,7 @@ impl Host {
     fn build(config: Config, options: HostOptions, store: Option<Store>) -> Self {
         Host {
             inner: Arc::new(HostInner {
-                config: RwLock::new(config),
+                config: RwLock::new(Arc::new(config)),
                 options,
                 store,
                 sessions: Mutex::new(HashMap::new()),
@@ -185,7 +186,7 @@ impl Host {
     }
 
     /// The configuration in force (it changes when the person chooses Always allow).
-    pub fn config(&self) -> Config {
+    pub fn config(&self) -> Arc<Config> {
         self.inner.config()
     }
 
@@ -213,10 +214,12 @@ impl Host {
     }
 
     /// Everything that happened in the session so far, and the live stream of what follows.
+    /// Events are shared, not copied: a form's render block exists once however many UIs see it.
+    #[allow(clippy::type_complexity)]
     pub fn subscribe(
         &self,
         session: &str,
-    ) -> Result<(Vec<Event>, broadcast::Receiver<Event>), CommandError> {
+    ) -> Result<(Vec<Arc<Event>>, broadcast::Receiver<Arc<Event>>), CommandError> {
         let session = self.inner.session(session)?;
         let mut state = session.lock();
         let sender = state
@@ -369,7 +372,7 @@ impl HostInner {
             host: Arc::downgrade(self),
             me: me.clone(),
             state: Mutex::new(SessionState {
-                log,
+                log: log.into_iter().map(Arc::new).collect(),
                 ..SessionState::default()
             }),
         })
@@ -383,11 +386,11 @@ impl HostInner {
             .ok_or_else(|| CommandError::NoSession(id.to_owned()))
     }
 
-    fn config(&self) -> Config {
+    fn config(&self) -> Arc<Config> {
         self.config
             .read()
-            .map(|config| config.clone())
-            .unwrap_or_else(|poisoned| poisoned.into_inner().clone())
+            .map(|config| Arc::clone(&config))
+            .unwrap_or_else(|poisoned| Arc::clone(&poisoned.into_inner()))
     }
 
     /// How to reach the configured server `name`.
@@ -418,12 +421,13 @@ impl Session {
     }
 
     fn emit_locked(&self, state: &mut SessionState, event: Event) {
+        let event = Arc::new(event);
         if let Some(subscribers) = &state.subscribers {
-            let _ = subscribers.send(event.clone());
+            let _ = subscribers.send(Arc::clone(&event));
         }
         let has_store = self.host.upgrade().is_some_and(|host| host.store.is_some());
         if has_store {
-            state.unsaved.push_back(event.clone());
+            state.unsaved.push_back(Arc::clone(&event));
             if !state.saving
                 && let Some(me) = self.me.upgrade()
             {
