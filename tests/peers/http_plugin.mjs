@@ -1,11 +1,17 @@
-// A Streamable HTTP plugin written with the official TypeScript SDK 1.32.2, one MCP session per
-// client session (the SDK's own pattern: a transport per `Mcp-Session-Id`). Used by the load test
+// A Streamable HTTP plugin written with the official TypeScript SDK 1.32.2. Used by the load test
 // and the load benchmark: many host sessions, each with a form open at the same time.
 //
-//   node http_plugin.mjs [port]      prints "listening <port>" on stdout once it accepts connections
+//   node http_plugin.mjs [port] [--related]
+//
+// prints "listening <port>" on stdout once it accepts connections. It keeps one MCP session per client
+// session (the SDK's own pattern: a transport per `Mcp-Session-Id`). By default its forms go out on the
+// session's listening stream (`elicitInput` with no related request); with `--related` each goes out on the
+// response stream of the call it belongs to (`relatedRequestId`), as the spec recommends, which lets a
+// client serve many of its own sessions over one MCP session.
 //
 // Tool `ask {n}`: asks for a small form and returns `result: <ElicitResult JSON> n=<n>`, so a test can
-// check that every answer reached the call it belongs to.
+// check that every answer reached the call it belongs to. Tool `clients`: how many `initialize` requests
+// the plugin has answered, as the text `initialized: <count>`.
 import http from "node:http";
 import { randomUUID } from "node:crypto";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
@@ -30,18 +36,26 @@ const schema = {
   required: ["strategy"],
 };
 
+const related = process.argv.includes("--related");
+
 function newServer() {
   const server = new McpServer({ name: "http-plugin", version: "0.1.0" });
-  server.registerTool("ask", { description: "Ask for a small form", inputSchema: { n: z.number().int().optional() } }, async ({ n }) => {
+  server.registerTool("ask", { description: "Ask for a small form", inputSchema: { n: z.number().int().optional() } }, async ({ n }, extra) => {
     try {
-      const r = await server.server.elicitInput({ message: "Choose a strategy", requestedSchema: schema });
+      const options = related ? { relatedRequestId: extra.requestId } : undefined;
+      const r = await server.server.elicitInput({ message: "Choose a strategy", requestedSchema: schema }, options);
       return { content: [{ type: "text", text: `result: ${JSON.stringify(r)} n=${n ?? ""}` }] };
     } catch (e) {
       return { isError: true, content: [{ type: "text", text: `error: ${e.message}` }] };
     }
   });
+  server.registerTool("clients", { description: "How many clients initialized" }, async () => ({
+    content: [{ type: "text", text: `initialized: ${initialized}` }],
+  }));
   return server;
 }
+
+let initialized = 0;
 
 const transports = new Map();
 
@@ -54,9 +68,10 @@ async function readBody(req) {
 
 const httpServer = http.createServer(async (req, res) => {
   try {
+    const body = req.method === "POST" ? await readBody(req) : undefined;
+    if (body !== undefined && isInitializeRequest(body)) initialized += 1;
     const sessionId = req.headers["mcp-session-id"];
     if (req.method === "POST") {
-      const body = await readBody(req);
       let transport = sessionId ? transports.get(sessionId) : undefined;
       if (!transport && !sessionId && isInitializeRequest(body)) {
         transport = new StreamableHTTPServerTransport({
@@ -82,10 +97,12 @@ const httpServer = http.createServer(async (req, res) => {
     }
     await transport.handleRequest(req, res);
   } catch (e) {
+    console.error(`http_plugin: ${e?.stack ?? e}`);
     if (!res.headersSent) res.writeHead(500).end(String(e));
   }
 });
 httpServer.keepAliveTimeout = 60_000;
-httpServer.listen(Number(process.argv[2] ?? 0), "127.0.0.1", () => {
+const port = process.argv.slice(2).find((arg) => !arg.startsWith("--")) ?? 0;
+httpServer.listen(Number(port), "127.0.0.1", () => {
   console.log(`listening ${httpServer.address().port}`);
 });

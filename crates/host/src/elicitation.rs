@@ -44,9 +44,10 @@ pub(crate) async fn handle(
     shared: &Shared,
     id: &RawId,
     params: Params,
+    stream_of: Option<u64>,
     cancelled: CancellationToken,
 ) -> Answer {
-    let request = match read(shared, id, params) {
+    let request = match read(shared, id, params, stream_of) {
         Ok(request) => request,
         Err(result) => return Answer { result, form: None },
     };
@@ -81,6 +82,7 @@ pub(crate) async fn handle(
     let prompt = FormPrompt {
         plugin: shared.name.clone(),
         request_id: id.to_value(),
+        call_request: stream_of,
         meta,
         kind,
         cancelled: cancelled.clone(),
@@ -107,6 +109,7 @@ fn read(
     shared: &Shared,
     id: &RawId,
     params: Params,
+    stream_of: Option<u64>,
 ) -> Result<ElicitationRequest, Result<Value, RpcError>> {
     let params = match params {
         Some(Ok(params)) => params,
@@ -136,6 +139,7 @@ fn read(
             shared.responder.declined(&DeclineNotice {
                 plugin: shared.name.clone(),
                 request_id: id.to_value(),
+                call_request: stream_of,
                 reason,
             });
             Err(Ok(FormReply::decline().to_result()))

@@ -233,6 +233,18 @@ impl Plugin {
         &self.server
     }
 
+    /// The id the next request will not take: for a call whose forms must be routed by
+    /// [`FormPrompt::call_request`](crate::FormPrompt::call_request), registered before it is
+    /// sent with [`Plugin::call_tool_with_id`].
+    pub fn reserve_request_id(&self) -> u64 {
+        self.shared.next_id()
+    }
+
+    /// Whether the connection is gone.
+    pub fn is_closed(&self) -> bool {
+        self.shared.closed.is_cancelled()
+    }
+
     /// All tools, every page of `tools/list` merged, each exactly as the plugin sent it.
     pub async fn list_tools(&self) -> Result<Vec<Value>, HostError> {
         let mut tools = Vec::new();
@@ -262,13 +274,31 @@ impl Plugin {
         name: &str,
         arguments: Option<Value>,
     ) -> Result<Value, HostError> {
+        self.call_tool_with_id(self.reserve_request_id(), name, arguments)
+            .await
+    }
+
+    /// [`Plugin::call_tool`] under an id from [`Plugin::reserve_request_id`].
+    pub async fn call_tool_with_id(
+        &self,
+        id: u64,
+        name: &str,
+        arguments: Option<Value>,
+    ) -> Result<Value, HostError> {
         let mut params = serde_json::Map::new();
         params.insert("name".into(), name.into());
         if let Some(arguments) = arguments {
             params.insert("arguments".into(), arguments);
         }
         let result = self
-            .request("tools/call", Some(Value::Object(params)))
+            .shared
+            .request_with_id(
+                id,
+                "tools/call",
+                Some(Value::Object(params)),
+                self.shared.request_timeout,
+                true,
+            )
             .await?;
         if !result.is_object() {
             return Err(HostError::InvalidResponse {
@@ -319,6 +349,10 @@ impl Shared {
         }
     }
 
+    fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
     async fn request(
         &self,
         method: &str,
@@ -326,7 +360,18 @@ impl Shared {
         timeout: Duration,
         pause_for_forms: bool,
     ) -> Result<Value, HostError> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.request_with_id(self.next_id(), method, params, timeout, pause_for_forms)
+            .await
+    }
+
+    async fn request_with_id(
+        &self,
+        id: u64,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+        pause_for_forms: bool,
+    ) -> Result<Value, HostError> {
         let (tx, mut rx) = oneshot::channel();
         if let Ok(mut pending) = self.pending.lock() {
             pending.insert(id, tx);
@@ -447,10 +492,10 @@ async fn read_loop(shared: Arc<Shared>, mut incoming: Frames) {
                 }
             }
             frame = incoming.next() => match frame {
-                Some(Frame::Message(text)) => {
+                Some(Frame::Message(text, stream_of)) => {
                     for message in jsonrpc::parse_frame(&text) {
                         if let Some((id, method, params)) = dispatch(&shared, message) {
-                            let serve = serve_request(Arc::clone(&shared), id, method, params);
+                            let serve = serve_request(Arc::clone(&shared), id, method, params, stream_of);
                             requests.push(AssertUnwindSafe(serve).catch_unwind());
                         }
                     }
@@ -515,7 +560,14 @@ fn dispatch(shared: &Shared, message: Incoming) -> Option<(RawId, String, Params
     None
 }
 
-async fn serve_request(shared: Arc<Shared>, id: RawId, method: String, params: Params) {
+/// `stream_of`: the host's request on whose response stream the request came (HTTP).
+async fn serve_request(
+    shared: Arc<Shared>,
+    id: RawId,
+    method: String,
+    params: Params,
+    stream_of: Option<u64>,
+) {
     let key = id.clone();
     let cancelled = shared.closed.child_token();
     let registered = shared
@@ -538,7 +590,8 @@ async fn serve_request(shared: Arc<Shared>, id: RawId, method: String, params: P
     let (outcome, form) = match method.as_str() {
         "ping" => (Ok(json!({})), None),
         "elicitation/create" => {
-            let answer = elicitation::handle(&shared, &id, params, cancelled.clone()).await;
+            let answer =
+                elicitation::handle(&shared, &id, params, stream_of, cancelled.clone()).await;
             (answer.result, answer.form)
         }
         other => (

@@ -836,9 +836,13 @@ fn describe_server(name: &str, server: &ServerConfig) -> Value {
             url,
             http_headers,
             bearer_token_env_var,
+            share_session,
         } => {
             out.insert("transport".into(), "streamable_http".into());
             out.insert("url".into(), url.clone().into());
+            if *share_session {
+                out.insert("share_session".into(), true.into());
+            }
             if !http_headers.is_empty() {
                 out.insert(
                     "http_headers".into(),

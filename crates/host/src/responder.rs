@@ -30,6 +30,10 @@ pub struct FormPrompt {
     pub plugin: String,
     /// The JSON-RPC id of the plugin's `elicitation/create` request.
     pub request_id: Value,
+    /// The id of the host's request (a `tools/call`) on whose response stream the plugin sent
+    /// this one, which tells whose call it belongs to. `None` on stdio and on HTTP's listening
+    /// stream.
+    pub call_request: Option<u64>,
     /// The request's `_meta`, as the plugin sent it (key order kept).
     pub meta: Option<Content>,
     /// What to show.
@@ -71,6 +75,8 @@ pub struct DeclineNotice {
     pub plugin: String,
     /// The JSON-RPC id of the request.
     pub request_id: Value,
+    /// As [`FormPrompt::call_request`].
+    pub call_request: Option<u64>,
     /// Why it could not be shown.
     pub reason: String,
 }

@@ -247,7 +247,7 @@ fn unknown_keys_in_server_and_tool_tables() {
     check(
         "[mcp_servers.x]\ncommand = \"a\"\ndefault_tool_approval_mode = \"prompt\"\n",
         json!(
-            "formwork.toml:3:1: mcp_servers.x.default_tool_approval_mode: unknown field `default_tool_approval_mode`, expected one of `command`, `args`, `env`, `cwd`, `url`, `http_headers`, `bearer_token_env_var`, `enabled`, `enabled_tools`, `disabled_tools`, `startup_timeout_sec`, `tool_timeout_sec`, `default_tools_approval_mode`, `tools`, `env_vars`, `startup_timeout_ms`, `required`, `scopes`, `oauth_resource`, `supports_parallel_tool_calls`"
+            "formwork.toml:3:1: mcp_servers.x.default_tool_approval_mode: unknown field `default_tool_approval_mode`, expected one of `command`, `args`, `env`, `cwd`, `url`, `http_headers`, `bearer_token_env_var`, `share_session`, `enabled`, `enabled_tools`, `disabled_tools`, `startup_timeout_sec`, `tool_timeout_sec`, `default_tools_approval_mode`, `tools`, `env_vars`, `startup_timeout_ms`, `required`, `scopes`, `oauth_resource`, `supports_parallel_tool_calls`"
         ),
     );
     check(
@@ -260,7 +260,7 @@ fn unknown_keys_in_server_and_tool_tables() {
     check(
         "[mcp_servers.x]\nurl = \"https://x.example.com\"\nenv_http_headers = { A = \"B\" }\n",
         json!(
-            "formwork.toml:3:1: mcp_servers.x.env_http_headers: unknown field `env_http_headers`, expected one of `command`, `args`, `env`, `cwd`, `url`, `http_headers`, `bearer_token_env_var`, `enabled`, `enabled_tools`, `disabled_tools`, `startup_timeout_sec`, `tool_timeout_sec`, `default_tools_approval_mode`, `tools`, `env_vars`, `startup_timeout_ms`, `required`, `scopes`, `oauth_resource`, `supports_parallel_tool_calls`"
+            "formwork.toml:3:1: mcp_servers.x.env_http_headers: unknown field `env_http_headers`, expected one of `command`, `args`, `env`, `cwd`, `url`, `http_headers`, `bearer_token_env_var`, `share_session`, `enabled`, `enabled_tools`, `disabled_tools`, `startup_timeout_sec`, `tool_timeout_sec`, `default_tools_approval_mode`, `tools`, `env_vars`, `startup_timeout_ms`, `required`, `scopes`, `oauth_resource`, `supports_parallel_tool_calls`"
         ),
     );
 }
@@ -341,6 +341,12 @@ fn bad_transports() {
         "[mcp_servers.x]\nurl = \"https://x.example.com\"\nargs = [\"a\"]\n",
         json!(
             "formwork.toml:3:1: mcp_servers.x.args: only a `command` (stdio) server takes this key"
+        ),
+    );
+    check(
+        "[mcp_servers.x]\ncommand = \"a\"\nshare_session = true\n",
+        json!(
+            "formwork.toml:3:1: mcp_servers.x.share_session: only a `url` (Streamable HTTP) server takes this key"
         ),
     );
     check(

@@ -1,6 +1,8 @@
 //! Load: a thousand sessions, each with a form open at the same time, against one Streamable HTTP
-//! plugin written with the official TypeScript SDK (`tests/peers/http_plugin.mjs`). Every form is
-//! answered and every answer reaches the call it belongs to: nothing lost, nothing crossed.
+//! plugin written with the official TypeScript SDK (`tests/peers/http_plugin.mjs`), once with an
+//! MCP session per host session and once with `share_session`, where one connection serves every
+//! host session and each form is routed by the call on whose stream it arrives. Every form is answered and
+//! every answer reaches the call it belongs to: nothing lost, nothing crossed.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::HashMap;
@@ -29,7 +31,7 @@ struct HttpPlugin {
 }
 
 impl HttpPlugin {
-    fn start() -> HttpPlugin {
+    fn start(flags: &[&str]) -> HttpPlugin {
         let node = peers().join("npm/node_modules/.bin/node");
         let node = if node.exists() {
             node
@@ -39,6 +41,7 @@ impl HttpPlugin {
         let mut child = Process::new(node)
             .arg(peers().join("npm/http_plugin.mjs"))
             .arg("0")
+            .args(flags)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -63,11 +66,122 @@ impl Drop for HttpPlugin {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_thousand_sessions_each_with_an_open_form_all_answered() {
-    let plugin = HttpPlugin::start();
+async fn a_thousand_sessions_each_with_its_own_mcp_session() {
+    let plugin = HttpPlugin::start(&[]);
+    let host = a_thousand_forms_all_answered(&plugin, "").await;
+    assert_eq!(
+        clients(&host).await,
+        format!("initialized: {}", SESSIONS + 1)
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_sessions_sharing_one_mcp_session() {
+    let plugin = HttpPlugin::start(&["--related"]);
+    let host = a_thousand_forms_all_answered(&plugin, "share_session = true\n").await;
+    assert_eq!(clients(&host).await, "initialized: 1");
+    host.shutdown().await;
+}
+
+/// A plugin that sends its forms outside its calls' streams, on a shared MCP session: a form
+/// goes to the only call in flight; while two run, it is nobody's, and is declined.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unrelated_forms_on_a_shared_session_go_to_the_only_call_running() {
+    let plugin = HttpPlugin::start(&[]);
     let config = Config::from_toml(
         &format!(
-            "[mcp_servers.http]\nurl = {:?}\ndefault_tools_approval_mode = \"approve\"\n",
+            "[mcp_servers.http]\nurl = {:?}\ndefault_tools_approval_mode = \"approve\"\nshare_session = true\n",
+            plugin.url
+        ),
+        None,
+    )
+    .unwrap();
+    let host = Host::new(config, HostOptions::default());
+    let call = |session: &str, n: usize| {
+        host.command(
+            session,
+            Command::CallTool {
+                server: "http".to_owned(),
+                tool: "ask".to_owned(),
+                arguments: Some(json!({ "n": n })),
+            },
+        )
+        .unwrap();
+    };
+    let first = host.create_session();
+    let (_, mut first_events) = host.subscribe(&first).unwrap();
+    call(&first, 1);
+    let form = loop {
+        if let Event::FormRequested { form_id, .. } = &*first_events.recv().await.unwrap() {
+            break form_id.clone();
+        }
+    };
+    let second = host.create_session();
+    let (_, mut second_events) = host.subscribe(&second).unwrap();
+    call(&second, 2);
+    let declined = loop {
+        match &*second_events.recv().await.unwrap() {
+            Event::FormRequested { .. } => panic!("the second session was shown a form"),
+            Event::ToolCallFinished { result, .. } => break result.clone().unwrap(),
+            _ => {}
+        }
+    };
+    assert_eq!(
+        declined["content"][0]["text"],
+        r#"result: {"action":"decline"} n=2"#
+    );
+    host.command(
+        &first,
+        Command::AnswerForm {
+            form_id: form,
+            answer: FormAnswer::Accept {
+                content: serde_json::Map::new(),
+            },
+        },
+    )
+    .unwrap();
+    let accepted = loop {
+        if let Event::ToolCallFinished { result, .. } = &*first_events.recv().await.unwrap() {
+            break result.clone().unwrap();
+        }
+    };
+    assert_eq!(
+        accepted["content"][0]["text"],
+        r#"result: {"action":"accept","content":{"strategy":"safe","retries":3}} n=1"#
+    );
+    host.shutdown().await;
+}
+
+/// The `clients` tool's text, called from a new session.
+async fn clients(host: &Host) -> String {
+    let session = host.create_session();
+    let (_, mut live) = host.subscribe(&session).unwrap();
+    host.command(
+        &session,
+        Command::CallTool {
+            server: "http".to_owned(),
+            tool: "clients".to_owned(),
+            arguments: None,
+        },
+    )
+    .unwrap();
+    loop {
+        if let Event::ToolCallFinished { result, error, .. } = &*live.recv().await.unwrap() {
+            assert_eq!(error, &None);
+            return result.as_ref().unwrap()["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+        }
+    }
+}
+
+/// `extra_config`: more keys of the server's table.
+async fn a_thousand_forms_all_answered(plugin: &HttpPlugin, extra_config: &str) -> Host {
+    let config = Config::from_toml(
+        &format!(
+            "[mcp_servers.http]\nurl = {:?}\ndefault_tools_approval_mode = \"approve\"\n{extra_config}",
             plugin.url
         ),
         None,
@@ -168,5 +282,5 @@ async fn a_thousand_sessions_each_with_an_open_form_all_answered() {
         );
         assert_eq!(finished[session], expected, "session {n}");
     }
-    host.shutdown().await;
+    host
 }

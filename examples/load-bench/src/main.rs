@@ -4,7 +4,9 @@
 //! It reports the host's memory per pending form (resident set growth while N forms are open,
 //! divided by N) and the answer round trip — from the UI's answer to the tool's result at the
 //! UI, through the plugin — for one session alone, and under load: N forms open, answered one
-//! after another while the others wait.
+//! after another while the others wait. Both ways of reaching the plugin are measured: an MCP
+//! session per host session (the default), and one MCP session shared by all host sessions
+//! (`share_session = true`; the plugin sends each form on its call's stream).
 //!
 //! usage: load-bench <peers dir> [sessions...]   (default: 1000 10000)
 
@@ -20,38 +22,112 @@ use formwork_host::{Command, Event, FormAnswer, Host, HostOptions};
 use serde_json::json;
 use tokio::sync::mpsc;
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() -> anyhow::Result<()> {
-    let mut args = std::env::args().skip(1);
-    let peers = PathBuf::from(
-        args.next()
-            .context("usage: load-bench <peers dir> [sessions...]")?,
-    );
-    let mut sizes: Vec<usize> = args.map(|arg| arg.parse()).collect::<Result<_, _>>()?;
+const USAGE: &str = "usage: load-bench <peers dir> [sessions...]";
+
+/// Runs each measurement in a process of its own (`load-bench --run <peers> <mode> <size>`), so
+/// that memory one run freed does not make the next look small.
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, peers, mode, size] = args.as_slice()
+        && flag == "--run"
+    {
+        let mode = Mode::parse(mode)?;
+        let size: usize = size.parse()?;
+        return tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()?
+            .block_on(measure(Path::new(peers), mode, size));
+    }
+    let (peers, sizes) = args.split_first().context(USAGE)?;
+    let mut sizes: Vec<usize> = sizes
+        .iter()
+        .map(|arg| arg.parse())
+        .collect::<Result<_, _>>()
+        .context(USAGE)?;
     if sizes.is_empty() {
         sizes = vec![1000, 10_000];
     }
-    raise_open_files_limit(sizes.iter().copied().max().unwrap_or(0))?;
-    let plugin = HttpPlugin::start(&peers)?;
-    let baseline = single_session(&plugin.url, 200).await?;
-    println!(
-        "single session: answer round trip median {:.2} ms over 200 forms",
-        ms(baseline)
-    );
-    for size in sizes {
-        let run = many_sessions(&plugin.url, size).await?;
-        let per_form = run.grown_bytes as f64 / size as f64 / 1024.0;
-        let ratio = ms(run.p99) / ms(baseline);
-        println!(
-            "{size} sessions: {:.1} KB host memory per pending form ({}), answer round trip p50 {:.2} ms p99 {:.2} ms, p99 = {ratio:.2}x the single-session median ({}); all {size} answers reached their calls",
-            per_form,
-            verdict(per_form <= 20.0, "<= 20 KB"),
-            ms(run.p50),
-            ms(run.p99),
-            verdict(ratio <= 3.0, "<= 3x"),
-        );
+    let open_files = raise_open_files_limit(sizes.iter().copied().max().unwrap_or(0))?;
+    for mode in [Mode::PerSession, Mode::Shared] {
+        println!("{}:", mode.label());
+        for &size in &sizes {
+            // Each pending form holds its call's stream, and per session also the listening
+            // stream: sockets on both sides, in this process and in the plugin's.
+            let sockets = size as u64 * mode.sockets_per_form() + 512;
+            if sockets > open_files {
+                println!(
+                    "  {size} sessions: not run, {sockets} sockets needed and {open_files} open files allowed per process"
+                );
+                continue;
+            }
+            let status = std::process::Command::new(std::env::current_exe()?)
+                .args(["--run", peers, mode.name(), &size.to_string()])
+                .status()?;
+            if !status.success() {
+                bail!("the run of {size} sessions ({}) failed", mode.name());
+            }
+        }
     }
     Ok(())
+}
+
+/// One plugin, the single-session baseline, then `size` sessions with a form open each.
+async fn measure(peers: &Path, mode: Mode, size: usize) -> anyhow::Result<()> {
+    let plugin = HttpPlugin::start(peers, mode)?;
+    let baseline = single_session(&plugin.url, mode, 200).await?;
+    let run = many_sessions(&plugin.url, mode, size).await?;
+    let per_form = run.grown_bytes as f64 / size as f64 / 1024.0;
+    let ratio = ms(run.p99) / ms(baseline);
+    println!(
+        "  {size} sessions: {:.1} KB host memory per pending form ({}); answer round trip p50 {:.2} ms, p99 {:.2} ms = {ratio:.2}x the single-session median of {:.2} ms ({}); all {size} answers reached their calls",
+        per_form,
+        verdict(per_form <= 20.0, "<= 20 KB"),
+        ms(run.p50),
+        ms(run.p99),
+        ms(baseline),
+        verdict(ratio <= 3.0, "<= 3x"),
+    );
+    Ok(())
+}
+
+#[derive(Clone, Copy)]
+enum Mode {
+    /// An MCP session per host session; the plugin's forms come on the listening stream.
+    PerSession,
+    /// `share_session = true`; the plugin's forms come on their calls' streams.
+    Shared,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::PerSession => "per-session",
+            Mode::Shared => "shared",
+        }
+    }
+
+    fn parse(name: &str) -> anyhow::Result<Mode> {
+        match name {
+            "per-session" => Ok(Mode::PerSession),
+            "shared" => Ok(Mode::Shared),
+            other => bail!("unknown mode `{other}`"),
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Mode::PerSession => "an MCP session per host session (default)",
+            Mode::Shared => "one MCP session shared by the host sessions (share_session = true)",
+        }
+    }
+
+    fn sockets_per_form(self) -> u64 {
+        match self {
+            Mode::PerSession => 2,
+            Mode::Shared => 1,
+        }
+    }
 }
 
 fn verdict(pass: bool, target: &str) -> String {
@@ -69,7 +145,7 @@ struct HttpPlugin {
 }
 
 impl HttpPlugin {
-    fn start(peers: &Path) -> anyhow::Result<HttpPlugin> {
+    fn start(peers: &Path, mode: Mode) -> anyhow::Result<HttpPlugin> {
         let node = peers.join("npm/node_modules/.bin/node");
         let node = if node.exists() {
             node
@@ -79,6 +155,7 @@ impl HttpPlugin {
         let mut child = Process::new(node)
             .arg(peers.join("npm/http_plugin.mjs"))
             .arg("0")
+            .args(matches!(mode, Mode::Shared).then_some("--related"))
             .stdout(Stdio::piped())
             .spawn()
             .context("starting the HTTP plugin")?;
@@ -103,9 +180,12 @@ impl Drop for HttpPlugin {
     }
 }
 
-fn host(url: &str) -> anyhow::Result<Host> {
+fn host(url: &str, mode: Mode) -> anyhow::Result<Host> {
+    let shared = matches!(mode, Mode::Shared);
     let config = Config::from_toml(
-        &format!("[mcp_servers.http]\nurl = {url:?}\ndefault_tools_approval_mode = \"approve\"\n"),
+        &format!(
+            "[mcp_servers.http]\nurl = {url:?}\ndefault_tools_approval_mode = \"approve\"\nshare_session = {shared}\n"
+        ),
         None,
     )?;
     let options = HostOptions {
@@ -141,8 +221,8 @@ fn answer(host: &Host, session: &str, form_id: &str) -> anyhow::Result<()> {
 }
 
 /// The answer round trip of one session, `rounds` times in a row; returns the median.
-async fn single_session(url: &str, rounds: usize) -> anyhow::Result<Duration> {
-    let host = host(url)?;
+async fn single_session(url: &str, mode: Mode, rounds: usize) -> anyhow::Result<Duration> {
+    let host = host(url, mode)?;
     let session = host.create_session();
     let (_, mut events) = host.subscribe(&session)?;
     let mut samples = Vec::with_capacity(rounds);
@@ -175,8 +255,8 @@ struct LoadRun {
 }
 
 /// `size` sessions, all with a form open at once; then all answered at once.
-async fn many_sessions(url: &str, size: usize) -> anyhow::Result<LoadRun> {
-    let host = host(url)?;
+async fn many_sessions(url: &str, mode: Mode, size: usize) -> anyhow::Result<LoadRun> {
+    let host = host(url, mode)?;
     let before = resident_bytes()?;
     let (tx, mut events) = mpsc::unbounded_channel();
     let mut sessions = Vec::with_capacity(size);
@@ -265,25 +345,19 @@ fn check(result: Option<&serde_json::Value>, n: usize) -> anyhow::Result<()> {
 
 /// Each open form holds connections, so thousands of them need more descriptors than the usual
 /// soft limit of 1,024. A privileged run also lifts the hard limit; the plugin, started after,
-/// inherits what was raised.
-fn raise_open_files_limit(sessions: usize) -> anyhow::Result<()> {
+/// inherits what was raised. Returns the limit now in force.
+fn raise_open_files_limit(sessions: usize) -> anyhow::Result<u64> {
     use nix::sys::resource::{Resource, getrlimit, setrlimit};
-    let wanted = (sessions as u64).saturating_mul(4).saturating_add(1024);
+    let wanted = (sessions as u64).saturating_mul(2).saturating_add(1024);
     let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE)?;
     if soft >= wanted {
-        return Ok(());
+        return Ok(soft);
     }
     if hard < wanted && setrlimit(Resource::RLIMIT_NOFILE, wanted, wanted).is_ok() {
-        return Ok(());
+        return Ok(wanted);
     }
-    let raised = wanted.min(hard);
-    setrlimit(Resource::RLIMIT_NOFILE, raised, hard)?;
-    if raised < wanted {
-        eprintln!(
-            "load-bench: open files are limited to {raised}; {sessions} sessions may not fit"
-        );
-    }
-    Ok(())
+    setrlimit(Resource::RLIMIT_NOFILE, hard, hard)?;
+    Ok(hard)
 }
 
 /// The process's resident set, from /proc.

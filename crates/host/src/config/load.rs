@@ -214,6 +214,7 @@ struct RawServer {
     url: Option<String>,
     http_headers: Option<IndexMap<String, String>>,
     bearer_token_env_var: Option<String>,
+    share_session: Option<bool>,
     enabled: Option<bool>,
     enabled_tools: Option<Vec<String>>,
     disabled_tools: Option<Vec<String>>,
@@ -351,6 +352,7 @@ fn build_server(
             for (key, present) in [
                 ("http_headers", raw.http_headers.is_some()),
                 ("bearer_token_env_var", raw.bearer_token_env_var.is_some()),
+                ("share_session", raw.share_session.is_some()),
             ] {
                 if present {
                     return Err(ctx.error(
@@ -388,6 +390,7 @@ fn build_server(
                 url,
                 http_headers: raw.http_headers.unwrap_or_default(),
                 bearer_token_env_var: raw.bearer_token_env_var,
+                share_session: raw.share_session.unwrap_or(false),
             }
         }
         (None, None) => match builtin {
@@ -398,6 +401,7 @@ fn build_server(
                     ("cwd", raw.cwd.is_some()),
                     ("http_headers", raw.http_headers.is_some()),
                     ("bearer_token_env_var", raw.bearer_token_env_var.is_some()),
+                    ("share_session", raw.share_session.is_some()),
                 ] {
                     if present {
                         return Err(ctx.error(

@@ -207,6 +207,9 @@ pub enum Transport {
         http_headers: IndexMap<String, String>,
         /// The environment variable whose value is sent as `Authorization: Bearer <value>`.
         bearer_token_env_var: Option<String>,
+        /// formwork's own key: one connection (one MCP session) serves every formwork session,
+        /// and each form is routed by the call on whose response stream it arrives.
+        share_session: bool,
     },
     /// A built-in server whose table names no `command` or `url`: the running formwork
     /// binary, started with these arguments.

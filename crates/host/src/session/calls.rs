@@ -11,12 +11,12 @@ use tokio_util::sync::CancellationToken;
 use crate::broker::{Card, Waiter};
 use crate::config::{Config, Transport};
 use crate::events::Event;
-use crate::plugin::{ConnectOptions, Plugin, PluginTarget};
+use crate::plugin::{Plugin, PluginTarget};
 use crate::policy::{
     self, ApprovalAnswer, ApprovalCard, ApprovalNeed, ApprovalRequest, CardRendering,
 };
 
-use super::cards::{SessionResponder, approval_body};
+use super::cards::approval_body;
 use super::{CommandError, HostInner, Session, Turn, reason};
 
 impl Session {
@@ -86,10 +86,11 @@ impl Session {
         tool: &str,
         arguments: Option<Value>,
     ) -> Result<Value, String> {
-        let plugin = self
-            .plugin(server, target)
+        let connection = self
+            .connection(server, target)
             .await
             .map_err(|err| err.to_string())?;
+        let plugin = &connection.plugin;
         let host = self
             .host
             .upgrade()
@@ -100,7 +101,7 @@ impl Session {
         let listed = if mode == crate::config::ApprovalMode::Approve {
             Value::Null
         } else {
-            listed_tool(&plugin, tool).await
+            listed_tool(plugin, tool).await
         };
         let verdict = policy::tool_approval(&config, server, tool, listed.get("annotations"));
         let verdict = self.lock().approvals.apply(verdict);
@@ -126,8 +127,9 @@ impl Session {
                 }
             }
         }
+        let (request, _route) = connection.route(self, call_id);
         plugin
-            .call_tool(tool, arguments)
+            .call_tool_with_id(request, tool, arguments)
             .await
             .map_err(|err| err.to_string())
     }
@@ -221,35 +223,6 @@ impl Session {
                 },
             );
         }
-    }
-
-    /// The session's connection to the server `name`, connected on first use.
-    pub(super) async fn plugin(
-        self: &Arc<Self>,
-        name: &str,
-        target: &PluginTarget,
-    ) -> Result<Arc<Plugin>, crate::HostError> {
-        if let Some(plugin) = self.lock().plugins.get(name) {
-            return Ok(Arc::clone(plugin));
-        }
-        let host = self
-            .host
-            .upgrade()
-            .ok_or_else(|| crate::HostError::Connect {
-                target: target.to_string(),
-                reason: "the host is shutting down".to_owned(),
-            })?;
-        let responder = Arc::new(SessionResponder {
-            session: Arc::downgrade(self),
-            server: name.to_owned(),
-        });
-        let mut options = ConnectOptions::new(name.to_owned(), responder);
-        options.request_timeout = host.options.request_timeout;
-        options.inherit_stderr = host.options.inherit_stderr;
-        let plugin = Arc::new(Plugin::connect(target, options).await?);
-        let mut state = self.lock();
-        let plugin = state.plugins.entry(name.to_owned()).or_insert(plugin);
-        Ok(Arc::clone(plugin))
     }
 
     /// Cancels the turn's forms and abandons its calls; the turn ends when they have.

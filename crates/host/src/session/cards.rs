@@ -1,6 +1,6 @@
 //! The cards of a session: plugin forms and approval cards, queued, answered and ended.
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -8,7 +8,7 @@ use tokio::sync::oneshot;
 use crate::broker::{Card, Waiter};
 use crate::events::{Event, FormAnswer, FormBody};
 use crate::policy::{self, ApprovalAnswer, ApprovalCard, ApprovalChoice, CardRendering};
-use crate::responder::{BoxFuture, FormPrompt, FormReply, FormResponder, PromptKind};
+use crate::responder::{BoxFuture, FormPrompt, FormReply, PromptKind};
 
 use super::{CommandError, Session, SessionState, reason};
 
@@ -50,8 +50,14 @@ impl Session {
         });
     }
 
-    /// The elicitation path: policy, routing, then the queue.
-    pub(super) fn ask(self: &Arc<Self>, server: &str, prompt: FormPrompt) -> BoxFuture<FormReply> {
+    /// The elicitation path: policy, routing, then the queue. `call_id`: the call the form
+    /// belongs to, when the connection knows; else the turn's only call, if it has one.
+    pub(super) fn ask(
+        self: &Arc<Self>,
+        server: &str,
+        prompt: FormPrompt,
+        call_id: Option<String>,
+    ) -> BoxFuture<FormReply> {
         let Some(host) = self.host.upgrade() else {
             return Box::pin(async { FormReply::cancel() });
         };
@@ -104,10 +110,12 @@ impl Session {
             }
         };
         let form_id = self.new_id("f");
-        let call_id = self.lock().turn.as_ref().and_then(|turn| {
-            (turn.calls.len() == 1)
-                .then(|| turn.calls.keys().next().cloned())
-                .flatten()
+        let call_id = call_id.or_else(|| {
+            self.lock().turn.as_ref().and_then(|turn| {
+                (turn.calls.len() == 1)
+                    .then(|| turn.calls.keys().next().cloned())
+                    .flatten()
+            })
         });
         self.push_card(Card {
             id: form_id.clone(),
@@ -379,32 +387,5 @@ fn reply_for(
             .content_from_typed(&content)
             .map(FormReply::accept)
             .map_err(invalid),
-    }
-}
-
-/// Routes a session's plugin's forms into the session's queue.
-pub(super) struct SessionResponder {
-    pub(super) session: Weak<Session>,
-    pub(super) server: String,
-}
-
-impl FormResponder for SessionResponder {
-    fn respond(&self, prompt: FormPrompt) -> BoxFuture<FormReply> {
-        match self.session.upgrade() {
-            Some(session) => session.ask(&self.server, prompt),
-            None => Box::pin(async { FormReply::cancel() }),
-        }
-    }
-
-    fn declined(&self, notice: &crate::responder::DeclineNotice) {
-        if let Some(session) = self.session.upgrade() {
-            session.diagnostic(
-                "form-declined",
-                format!(
-                    "{}: the form could not be shown: {}",
-                    notice.plugin, notice.reason
-                ),
-            );
-        }
     }
 }

@@ -1,11 +1,13 @@
 //! Sessions: a transcript, the plugins connected for it, the running turn, and its form queue.
 //!
 //! A UI drives a session only through [`Host::command`] and the events of [`Host::subscribe`].
-//! Plugin connections are per session, so a plugin's elicitation is routed by the connection it
-//! arrives on, and forms of different sessions never wait on each other.
+//! A plugin's elicitation is routed by the connection it arrives on (a session's own), or by the
+//! call whose stream carried it (a connection shared by sessions, see `connections.rs`); forms
+//! of different sessions never wait on each other.
 
 mod calls;
 mod cards;
+mod connections;
 
 pub use calls::server_target;
 
@@ -21,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::broker::FormQueue;
 use crate::config::Config;
 use crate::events::{Command, Event, Role, SessionId};
-use crate::plugin::{Plugin, PluginTarget};
+use crate::plugin::PluginTarget;
 use crate::policy::SessionApprovals;
 use crate::store::Store;
 
@@ -105,6 +107,8 @@ struct HostInner {
     store: Option<Store>,
     sessions: Mutex<HashMap<SessionId, Arc<Session>>>,
     ids: AtomicU64,
+    /// Connections of `share_session` servers, by name and URL: one serves every session.
+    shared_connections: tokio::sync::Mutex<HashMap<String, connections::Connection>>,
 }
 
 struct Session {
@@ -119,7 +123,7 @@ struct Session {
 struct SessionState {
     log: Vec<Arc<Event>>,
     subscribers: Option<broadcast::Sender<Arc<Event>>>,
-    plugins: HashMap<String, Arc<Plugin>>,
+    plugins: HashMap<String, connections::Connection>,
     turn: Option<Turn>,
     cards: FormQueue,
     attached_uis: usize,
@@ -169,6 +173,7 @@ impl Host {
                 store,
                 sessions: Mutex::new(HashMap::new()),
                 ids: AtomicU64::new(1),
+                shared_connections: tokio::sync::Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -302,14 +307,22 @@ impl Host {
             .lock()
             .map(|mut sessions| sessions.drain().map(|(_, session)| session).collect())
             .unwrap_or_default();
+        let mut connections = Vec::new();
         for session in &sessions {
             session.cancel_cards(reason::HOST_STOPPED);
-            let plugins: Vec<Arc<Plugin>> =
-                session.lock().plugins.drain().map(|(_, p)| p).collect();
-            for plugin in plugins {
-                if let Ok(plugin) = Arc::try_unwrap(plugin) {
-                    plugin.close().await;
-                }
+            connections.extend(session.lock().plugins.drain().map(|(_, c)| c));
+        }
+        connections.extend(
+            self.inner
+                .shared_connections
+                .lock()
+                .await
+                .drain()
+                .map(|(_, connection)| connection),
+        );
+        for connection in connections {
+            if let Ok(plugin) = Arc::try_unwrap(connection.plugin) {
+                plugin.close().await;
             }
         }
         if let Some(store) = &self.inner.store {
@@ -394,6 +407,19 @@ impl HostInner {
     }
 
     /// How to reach the configured server `name`.
+    /// Whether the server `name` is configured with `share_session = true`.
+    fn shares_session(&self, name: &str) -> bool {
+        self.config().server(name).is_some_and(|server| {
+            matches!(
+                server.transport,
+                crate::config::Transport::StreamableHttp {
+                    share_session: true,
+                    ..
+                }
+            )
+        })
+    }
+
     fn target(&self, name: &str) -> Result<PluginTarget, CommandError> {
         let config = self.config();
         let server = config

@@ -150,7 +150,7 @@ impl Shared {
                 let id = jsonrpc::RawId::from_value(id);
                 let frame =
                     jsonrpc::error_response(id.as_ref(), jsonrpc::code::INTERNAL_ERROR, &reason);
-                let _ = self.incoming.send(Frame::Message(frame));
+                let _ = self.incoming.send(Frame::Message(frame, None));
             }
             None => tracing::warn!(target: "formwork::transport", %reason, "HTTP delivery failed"),
         }
@@ -200,7 +200,7 @@ async fn post(shared: &Shared, body: String, request_id: Option<Value>) {
     } else if content_type.starts_with("application/json") {
         match read_limited(response).await {
             Ok(body) => {
-                let _ = shared.incoming.send(Frame::Message(body));
+                let _ = shared.incoming.send(Frame::Message(body, None));
             }
             Err(reason) => shared.fail_request(request_id.as_ref(), reason),
         }
@@ -244,6 +244,7 @@ async fn read_limited(response: Response) -> Result<String, String> {
 async fn read_sse(shared: &Shared, mut response: Response, request_id: Option<&Value>) -> bool {
     let mut parser = SseParser::default();
     let mut answered = false;
+    let stream_of = request_id.and_then(Value::as_u64);
     while let Ok(Some(chunk)) = response.chunk().await {
         for event in parser.feed(&chunk) {
             match event {
@@ -257,7 +258,11 @@ async fn read_sse(shared: &Shared, mut response: Response, request_id: Option<&V
                     {
                         answered = true;
                     }
-                    if shared.incoming.send(Frame::Message(data)).is_err() {
+                    if shared
+                        .incoming
+                        .send(Frame::Message(data, stream_of))
+                        .is_err()
+                    {
                         return answered;
                     }
                 }

@@ -20,8 +20,9 @@ pub const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
 /// What a transport delivers to the connection.
 #[derive(Debug)]
 pub(crate) enum Frame {
-    /// One JSON-RPC message (or batch) as text.
-    Message(String),
+    /// One JSON-RPC message (or batch) as text, and the id of the host's request whose response
+    /// stream carried it (HTTP only: a plugin's request that belongs to that call).
+    Message(String, Option<u64>),
     /// A message exceeded [`MAX_FRAME_BYTES`] and was discarded.
     Oversized,
     /// The plugin is gone; no frame follows.

@@ -203,7 +203,7 @@ fn frames(stdout: ChildStdout) -> Frames {
         let closed = loop {
             match lines.next().await {
                 Some(Ok(line)) if line.trim().is_empty() => {}
-                Some(Ok(line)) => return Some((Frame::Message(line), Some(lines))),
+                Some(Ok(line)) => return Some((Frame::Message(line, None), Some(lines))),
                 // The codec discards the rest of the line and goes on with the next one.
                 Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
                     return Some((Frame::Oversized, Some(lines)));

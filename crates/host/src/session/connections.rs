@@ -1,0 +1,168 @@
+//! Plugin connections of sessions, and how a plugin's forms find their session.
+//!
+//! By default each session has its own connection (its own MCP session) to a server, so a form
+//! is routed by the connection it arrives on, and a plugin that keeps state per client keeps it
+//! per formwork session. A Streamable HTTP server configured with `share_session = true` gets one
+//! connection for every session of the host instead: each form is routed by the `tools/call` on
+//! whose response stream it arrives (the spec's SHOULD for requests that belong to a call). A
+//! waiting form then costs one socket instead of two (its call's stream and its own session's
+//! listening stream), and the plugin one client instead of thousands.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+
+use crate::plugin::{ConnectOptions, Plugin, PluginTarget};
+use crate::responder::{BoxFuture, DeclineNotice, FormPrompt, FormReply, FormResponder};
+
+use super::{HostInner, Session};
+
+/// A connection and the router that serves its forms.
+#[derive(Clone)]
+pub(super) struct Connection {
+    pub plugin: Arc<Plugin>,
+    router: Arc<CallRouter>,
+}
+
+/// Sends each form of one connection to the session whose call it belongs to.
+struct CallRouter {
+    server: String,
+    /// The session that owns the connection; `None` for a shared one.
+    owner: Option<Weak<Session>>,
+    /// Calls in flight on the connection: the id of their `tools/call`, their session and call.
+    calls: Mutex<HashMap<u64, (Weak<Session>, String)>>,
+}
+
+/// Keeps a call routable while it runs.
+pub(super) struct Route {
+    router: Arc<CallRouter>,
+    request: u64,
+}
+
+impl Drop for Route {
+    fn drop(&mut self) {
+        if let Ok(mut calls) = self.router.calls.lock() {
+            calls.remove(&self.request);
+        }
+    }
+}
+
+impl Connection {
+    /// Registers the call `call_id` of `session` under a fresh request id, to send with
+    /// [`Plugin::call_tool_with_id`] while the returned route is held.
+    pub fn route(&self, session: &Arc<Session>, call_id: &str) -> (u64, Route) {
+        let request = self.plugin.reserve_request_id();
+        if let Ok(mut calls) = self.router.calls.lock() {
+            calls.insert(request, (Arc::downgrade(session), call_id.to_owned()));
+        }
+        let route = Route {
+            router: Arc::clone(&self.router),
+            request,
+        };
+        (request, route)
+    }
+}
+
+impl CallRouter {
+    /// The session and call a form belongs to: the call whose stream carried it; else the
+    /// connection's owner; else, on a shared connection, the one call in flight, if only one is.
+    fn find(&self, call_request: Option<u64>) -> Option<(Arc<Session>, Option<String>)> {
+        let calls = self.calls.lock().ok()?;
+        let (session, call_id) = match call_request.and_then(|request| calls.get(&request)) {
+            Some(call) => call.clone(),
+            None => {
+                if let Some(owner) = &self.owner {
+                    return owner.upgrade().map(|session| (session, None));
+                }
+                let mut in_flight = calls.values();
+                match (in_flight.next(), in_flight.next()) {
+                    (Some(only), None) => only.clone(),
+                    _ => return None,
+                }
+            }
+        };
+        session.upgrade().map(|session| (session, Some(call_id)))
+    }
+}
+
+impl FormResponder for CallRouter {
+    fn respond(&self, prompt: FormPrompt) -> BoxFuture<FormReply> {
+        match self.find(prompt.call_request) {
+            Some((session, call_id)) => session.ask(&self.server, prompt, call_id),
+            None => {
+                tracing::warn!(target: "formwork::form", marker = "declined", plugin = %self.server, request = %prompt.request_id, "a form outside any call's stream, while several sessions share the connection: it is nobody's to show; declined (send it with the call's request as related request)");
+                Box::pin(async { FormReply::decline() })
+            }
+        }
+    }
+
+    fn declined(&self, notice: &DeclineNotice) {
+        if let Some((session, _)) = self.find(notice.call_request) {
+            session.diagnostic(
+                "form-declined",
+                format!(
+                    "{}: the form could not be shown: {}",
+                    notice.plugin, notice.reason
+                ),
+            );
+        }
+    }
+}
+
+impl Session {
+    /// The connection this session uses for the server `name`, connected on first use.
+    pub(super) async fn connection(
+        self: &Arc<Self>,
+        name: &str,
+        target: &PluginTarget,
+    ) -> Result<Connection, crate::HostError> {
+        if let Some(connection) = self.lock().plugins.get(name) {
+            return Ok(connection.clone());
+        }
+        let host = self
+            .host
+            .upgrade()
+            .ok_or_else(|| crate::HostError::Connect {
+                target: target.to_string(),
+                reason: "the host is shutting down".to_owned(),
+            })?;
+        if let PluginTarget::Url(url) = target
+            && host.shares_session(name)
+        {
+            let key = format!("{name} {url}");
+            // Held while the shared connection is made, so that sessions starting together
+            // wait for it instead of each connecting.
+            let mut shared = host.shared_connections.lock().await;
+            if let Some(connection) = shared.get(&key)
+                && !connection.plugin.is_closed()
+            {
+                return Ok(connection.clone());
+            }
+            let connection = connect(&host, name, target, None).await?;
+            shared.insert(key, connection.clone());
+            return Ok(connection);
+        }
+        let connection = connect(&host, name, target, Some(Arc::downgrade(self))).await?;
+        let mut state = self.lock();
+        let connection = state.plugins.entry(name.to_owned()).or_insert(connection);
+        Ok(connection.clone())
+    }
+}
+
+/// Connects to `target`; forms go to `owner`, or (shared) by call.
+async fn connect(
+    host: &HostInner,
+    name: &str,
+    target: &PluginTarget,
+    owner: Option<Weak<Session>>,
+) -> Result<Connection, crate::HostError> {
+    let router = Arc::new(CallRouter {
+        server: name.to_owned(),
+        owner,
+        calls: Mutex::new(HashMap::new()),
+    });
+    let mut options = ConnectOptions::new(name.to_owned(), Arc::clone(&router) as _);
+    options.request_timeout = host.options.request_timeout;
+    options.inherit_stderr = host.options.inherit_stderr;
+    let plugin = Arc::new(Plugin::connect(target, options).await?);
+    Ok(Connection { plugin, router })
+}
