@@ -1,6 +1,6 @@
 //! The parsed form model: a [`Form`] is an ordered list of [`Field`]s, each of one [`FieldKind`].
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::{Map, Number, Value};
 
@@ -67,7 +67,7 @@ impl Form {
                 *properties = Value::Object(
                     self.fields
                         .iter()
-                        .map(|field| (field.key.clone(), field.schema.clone()))
+                        .map(|field| (field.key.clone(), Value::clone(&field.schema)))
                         .collect(),
                 );
             }
@@ -93,8 +93,9 @@ pub struct Field {
     /// The property's `default`, checked against the field's constraints. Integer defaults such as
     /// `3.0` are stored as the JSON integer `3`.
     pub default: Option<Value>,
-    /// The property schema exactly as sent, unknown keywords (`pattern`, `x-openai-*`, ...) included.
-    pub schema: Value,
+    /// The property schema exactly as sent, unknown keywords (`pattern`, `x-openai-*`, ...) included;
+    /// shared with the render block's question.
+    pub schema: Arc<Value>,
 }
 
 /// What a field accepts.

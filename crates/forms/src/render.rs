@@ -6,6 +6,8 @@
 //! kind, option values, constraints, the default and the original property schema.
 
 pub use indexmap::IndexMap;
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Number, Value};
 
@@ -93,8 +95,9 @@ pub struct Question {
     /// Proposed values of a text question (`x-openai-suggestions`); free text stays allowed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suggestions: Option<Vec<QuestionOption>>,
-    /// The property schema exactly as the server sent it, unknown keywords included.
-    pub schema: Value,
+    /// The property schema exactly as the server sent it, unknown keywords included (shared with
+    /// the form's field, not copied).
+    pub schema: Arc<Value>,
 }
 
 /// One choice of a question.
@@ -207,7 +210,7 @@ fn question_for(field: &Field) -> Question {
         format: None,
         pattern: None,
         suggestions: None,
-        schema: field.schema.clone(),
+        schema: Arc::clone(&field.schema),
     };
     match &field.kind {
         FieldKind::Text(rules) => fill_text(&mut q, rules),

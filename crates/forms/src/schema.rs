@@ -9,6 +9,7 @@
 //! server's own JSON Schema check.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -325,7 +326,7 @@ impl FieldParts {
             required: self.required,
             kind: self.kind,
             default: self.default,
-            schema,
+            schema: Arc::new(schema),
         }
     }
 }

@@ -274,7 +274,7 @@ proptest! {
         prop_assert_eq!(block.questions.len(), fields.len());
         for (question, (key, prop, required)) in block.questions.iter().zip(&fields) {
             prop_assert_eq!(&question.id, key);
-            prop_assert_eq!(&question.schema, &prop.schema);
+            prop_assert_eq!(&*question.schema, &prop.schema);
             prop_assert_eq!(question.required, *required);
             prop_assert!(!question.is_secret);
             prop_assert_eq!(question.multi_select, question.input == InputKind::MultiSelect);

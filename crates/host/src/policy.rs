@@ -596,7 +596,7 @@ impl ApprovalCard {
                 format: None,
                 pattern: None,
                 suggestions: None,
-                schema: json!({ "type": "string", "enum": labels }),
+                schema: std::sync::Arc::new(json!({ "type": "string", "enum": labels })),
             }],
         }
     }

@@ -86,8 +86,9 @@ impl Session {
         tool: &str,
         arguments: Option<Value>,
     ) -> Result<Value, String> {
-        let connection = self
-            .connection(server, target)
+        // The steps before the call are boxed: the call's own wait, which may last as long as
+        // a person takes, then holds only what it needs.
+        let connection = Box::pin(self.connection(server, target))
             .await
             .map_err(|err| err.to_string())?;
         let plugin = &connection.plugin;
@@ -101,7 +102,7 @@ impl Session {
         let listed = if mode == crate::config::ApprovalMode::Approve {
             Value::Null
         } else {
-            listed_tool(plugin, tool).await
+            Box::pin(listed_tool(plugin, tool)).await
         };
         let verdict = policy::tool_approval(&config, server, tool, listed.get("annotations"));
         let verdict = self.lock().approvals.apply(verdict);
@@ -117,9 +118,12 @@ impl Session {
                     arguments: arguments.as_ref(),
                 };
                 if let Some(card) = verdict.card(&request) {
-                    let answer = self
-                        .ask_approval(call_id, card.clone(), policy::card_rendering(&config))
-                        .await;
+                    let answer = Box::pin(self.ask_approval(
+                        call_id,
+                        card.clone(),
+                        policy::card_rendering(&config),
+                    ))
+                    .await;
                     self.settle_approval(&host, &card, &answer);
                     if let Some(message) = answer.failure_message() {
                         return Err(message.to_owned());

@@ -161,7 +161,9 @@ const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 const ACCEPT_EVENTS: &str = "text/event-stream";
 
 async fn post(shared: &Shared, body: String, request_id: Option<Value>) {
-    let response = match shared.send("POST", ACCEPT_BOTH, &body).await {
+    // Boxed: sending (a connect, maybe a TLS handshake) is short, and the task lives on as long
+    // as the call's stream; unboxed, its state would be held all that time.
+    let response = match Box::pin(shared.send("POST", ACCEPT_BOTH, &body)).await {
         Ok(response) => response,
         Err(reason) => {
             let _ = shared.incoming.send(Frame::Closed(reason));

@@ -126,7 +126,8 @@ impl Endpoint {
         {
             return Ok(response);
         }
-        let connection = self.connect().await?;
+        // Boxed: a connect (maybe a TLS handshake) needs a large state, briefly.
+        let connection = Box::pin(self.connect()).await?;
         match self.exchange(connection, &request).await {
             Ok(Some(response)) => Ok(response),
             Ok(None) => Err("the plugin closed the connection without answering".to_owned()),
