@@ -173,6 +173,8 @@ async fn post(shared: &Shared, body: String, request_id: Option<Value>) {
     drop(body);
     let status = response.status;
     if status == 202 || status == 204 {
+        // Read to its (empty) end, so that the connection goes back to the pool.
+        let _ = response.read_to_end(64 * 1024).await;
         if request_id.is_some() {
             shared.fail_request(
                 request_id.as_ref(),
