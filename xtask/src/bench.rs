@@ -121,7 +121,8 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
 }
 
 /// The host under load (`examples/load-bench`): memory per pending form and the answer round
-/// trip with many forms open, against the Streamable HTTP plugin of `tests/peers`.
+/// trip with many forms open, against a Streamable HTTP plugin on the TS SDK (`tests/peers`) and
+/// one on the Rust SDK, each with an MCP session per host session and with `share_session`.
 fn load_bench(root: &Path, sessions: &[usize]) -> Result<()> {
     let target = target_dir(root);
     let npm_dir = target.join("peers/npm");
@@ -145,9 +146,7 @@ fn load_bench(root: &Path, sessions: &[usize]) -> Result<()> {
         bail!("building the load bench failed");
     }
     println!();
-    println!(
-        "host under load: sessions with a form open at once, one Streamable HTTP plugin (TS SDK)"
-    );
+    println!("host under load: sessions with a form open at once, one Streamable HTTP plugin");
     let status = Command::new(target.join("release/load-bench"))
         .arg(target.join("peers"))
         .args(sessions.iter().map(ToString::to_string))

@@ -1,5 +1,6 @@
 //! The host under load, for `cargo xtask bench`: many sessions against one Streamable HTTP
-//! plugin written with the official TypeScript SDK (`tests/peers/http_plugin.mjs`).
+//! plugin, written with the official TypeScript SDK (`tests/peers/http_plugin.mjs`) or with the
+//! official Rust SDK ([`rust_plugin`], which has no garbage collector to add its pauses).
 //!
 //! It reports the host's memory per pending form (resident set growth while N forms are open,
 //! divided by N) and the answer round trip — from the UI's answer to the tool's result at the
@@ -9,6 +10,8 @@
 //! (`share_session = true`; the plugin sends each form on its call's stream).
 //!
 //! usage: load-bench <peers dir> [sessions...]   (default: 1000 10000)
+
+mod rust_plugin;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
@@ -24,20 +27,28 @@ use tokio::sync::mpsc;
 
 const USAGE: &str = "usage: load-bench <peers dir> [sessions...]";
 
-/// Runs each measurement in a process of its own (`load-bench --run <peers> <mode> <size>`), so
-/// that memory one run freed does not make the next look small.
+/// Runs each measurement in a process of its own (`load-bench --run <peers> <plugin> <mode>
+/// <size>`), so that memory one run freed does not make the next look small.
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if let [flag, peers, mode, size] = args.as_slice()
-        && flag == "--run"
-    {
-        let mode = Mode::parse(mode)?;
-        let size: usize = size.parse()?;
-        return tokio::runtime::Builder::new_multi_thread()
+    let runtime = || {
+        tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
-            .build()?
-            .block_on(measure(Path::new(peers), mode, size));
+            .build()
+    };
+    if let [flag] = args.as_slice()
+        && flag == "--serve-plugin"
+    {
+        return runtime()?.block_on(rust_plugin::serve());
+    }
+    if let [flag, peers, plugin, mode, size] = args.as_slice()
+        && flag == "--run"
+    {
+        let plugin = PluginKind::parse(plugin)?;
+        let mode = Mode::parse(mode)?;
+        let size: usize = size.parse()?;
+        return runtime()?.block_on(measure(Path::new(peers), plugin, mode, size));
     }
     let (peers, sizes) = args.split_first().context(USAGE)?;
     let mut sizes: Vec<usize> = sizes
@@ -49,8 +60,13 @@ fn main() -> anyhow::Result<()> {
         sizes = vec![1000, 10_000];
     }
     let open_files = raise_open_files_limit(sizes.iter().copied().max().unwrap_or(0))?;
-    for mode in [Mode::PerSession, Mode::Shared] {
-        println!("{}:", mode.label());
+    for (plugin, mode) in [
+        (PluginKind::TypeScript, Mode::PerSession),
+        (PluginKind::TypeScript, Mode::Shared),
+        (PluginKind::Rust, Mode::PerSession),
+        (PluginKind::Rust, Mode::Shared),
+    ] {
+        println!("{}, {}:", plugin.label(), mode.label());
         for &size in &sizes {
             // Each pending form holds its call's stream, and per session also the listening
             // stream: sockets on both sides, in this process and in the plugin's.
@@ -62,10 +78,20 @@ fn main() -> anyhow::Result<()> {
                 continue;
             }
             let status = std::process::Command::new(std::env::current_exe()?)
-                .args(["--run", peers, mode.name(), &size.to_string()])
+                .args([
+                    "--run",
+                    peers,
+                    plugin.name(),
+                    mode.name(),
+                    &size.to_string(),
+                ])
                 .status()?;
             if !status.success() {
-                bail!("the run of {size} sessions ({}) failed", mode.name());
+                bail!(
+                    "the run of {size} sessions ({}, {}) failed",
+                    plugin.name(),
+                    mode.name()
+                );
             }
         }
     }
@@ -73,8 +99,8 @@ fn main() -> anyhow::Result<()> {
 }
 
 /// One plugin, the single-session baseline, then `size` sessions with a form open each.
-async fn measure(peers: &Path, mode: Mode, size: usize) -> anyhow::Result<()> {
-    let plugin = HttpPlugin::start(peers, mode)?;
+async fn measure(peers: &Path, kind: PluginKind, mode: Mode, size: usize) -> anyhow::Result<()> {
+    let plugin = HttpPlugin::start(peers, kind, mode)?;
     let baseline = single_session(&plugin.url, mode, 200).await?;
     let run = many_sessions(&plugin.url, mode, size).await?;
     let per_form = run.grown_bytes as f64 / size as f64 / 1024.0;
@@ -89,6 +115,38 @@ async fn measure(peers: &Path, mode: Mode, size: usize) -> anyhow::Result<()> {
         verdict(ratio <= 3.0, "<= 3x"),
     );
     Ok(())
+}
+
+#[derive(Clone, Copy)]
+enum PluginKind {
+    /// `tests/peers/http_plugin.mjs`, on node.
+    TypeScript,
+    /// [`rust_plugin`], this binary with `--serve-plugin`.
+    Rust,
+}
+
+impl PluginKind {
+    fn name(self) -> &'static str {
+        match self {
+            PluginKind::TypeScript => "ts",
+            PluginKind::Rust => "rust",
+        }
+    }
+
+    fn parse(name: &str) -> anyhow::Result<PluginKind> {
+        match name {
+            "ts" => Ok(PluginKind::TypeScript),
+            "rust" => Ok(PluginKind::Rust),
+            other => bail!("unknown plugin `{other}`"),
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            PluginKind::TypeScript => "TS SDK plugin",
+            PluginKind::Rust => "Rust SDK plugin",
+        }
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -145,17 +203,29 @@ struct HttpPlugin {
 }
 
 impl HttpPlugin {
-    fn start(peers: &Path, mode: Mode) -> anyhow::Result<HttpPlugin> {
-        let node = peers.join("npm/node_modules/.bin/node");
-        let node = if node.exists() {
-            node
-        } else {
-            PathBuf::from("node")
+    fn start(peers: &Path, kind: PluginKind, mode: Mode) -> anyhow::Result<HttpPlugin> {
+        let mut command = match kind {
+            PluginKind::TypeScript => {
+                let node = peers.join("npm/node_modules/.bin/node");
+                let node = if node.exists() {
+                    node
+                } else {
+                    PathBuf::from("node")
+                };
+                let mut command = Process::new(node);
+                command
+                    .arg(peers.join("npm/http_plugin.mjs"))
+                    .arg("0")
+                    .args(matches!(mode, Mode::Shared).then_some("--related"));
+                command
+            }
+            PluginKind::Rust => {
+                let mut command = Process::new(std::env::current_exe()?);
+                command.arg("--serve-plugin");
+                command
+            }
         };
-        let mut child = Process::new(node)
-            .arg(peers.join("npm/http_plugin.mjs"))
-            .arg("0")
-            .args(matches!(mode, Mode::Shared).then_some("--related"))
+        let mut child = command
             .stdout(Stdio::piped())
             .spawn()
             .context("starting the HTTP plugin")?;
