@@ -19,6 +19,8 @@ use crate::{CallArgs, Choice, Outcome};
 struct Resolved {
     target: PluginTarget,
     name: String,
+    /// A configured HTTP server's headers (`http_headers`, bearer token).
+    http_headers: Vec<(String, String)>,
     /// Whether the config's approval settings apply (a `--server`), or the person named the
     /// plugin on the command line and so asked for the call themselves.
     configured: bool,
@@ -29,6 +31,7 @@ fn resolve(choice: Choice, config: &Config) -> anyhow::Result<Resolved> {
         Choice::Adhoc(target) => Ok(Resolved {
             name: plugin_name(&target),
             target,
+            http_headers: Vec::new(),
             configured: false,
         }),
         Choice::Configured(name) => {
@@ -40,8 +43,13 @@ fn resolve(choice: Choice, config: &Config) -> anyhow::Result<Resolved> {
                 format!("no server `{name}` in {file} (add [mcp_servers.{name}])")
             })?;
             let exe = std::env::current_exe().context("cannot find formwork's own path")?;
+            let http_headers = server
+                .transport
+                .http_headers()
+                .map_err(|reason| anyhow::anyhow!("server `{name}`: {reason}"))?;
             Ok(Resolved {
                 target: formwork_host::server_target(&server.transport, Some(&exe)),
+                http_headers,
                 name,
                 configured: true,
             })
@@ -54,7 +62,8 @@ pub async fn tools(choice: Choice, config: &ConfigArgs) -> anyhow::Result<Outcom
     let config = config.load()?;
     let resolved = resolve(choice, &config)?;
     let responder = Arc::new(CliResponder::new(AnswerSource::Unavailable));
-    let options = ConnectOptions::new(resolved.name, responder);
+    let mut options = ConnectOptions::new(resolved.name, responder);
+    options.http_headers = resolved.http_headers;
     let plugin = Plugin::connect(&resolved.target, options).await?;
     let tools = plugin.list_tools().await;
     plugin.close().await;
@@ -87,6 +96,7 @@ pub async fn call(
     let responder = Arc::new(CliResponder::new(source).with_gate(gate));
     let mut options = ConnectOptions::new(resolved.name.clone(), responder.clone());
     options.request_timeout = Duration::from_secs(args.timeout);
+    options.http_headers = resolved.http_headers.clone();
     let plugin = Plugin::connect(&resolved.target, options).await?;
     let result = match approve(
         &plugin,

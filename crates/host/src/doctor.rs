@@ -333,6 +333,10 @@ pub async fn diagnose(target: &PluginTarget, config: &Config, options: DoctorOpt
     let mut connect = ConnectOptions::new(options.server.clone(), responder);
     connect.request_timeout = options.request_timeout;
     connect.inherit_stderr = options.inherit_stderr;
+    let headers = config
+        .server(&options.server)
+        .map(|server| server.transport.http_headers())
+        .transpose();
     let observer = Arc::clone(&recorder);
     connect.on_request = Some(Arc::new(move |request: &ServedRequest| {
         observer.observe(request)
@@ -364,6 +368,14 @@ pub async fn diagnose(target: &PluginTarget, config: &Config, options: DoctorOpt
         other_requests: Vec::new(),
         symptoms: Vec::new(),
     };
+    match headers {
+        Ok(headers) => connect.http_headers = headers.unwrap_or_default(),
+        Err(reason) => {
+            connection.error = Some(format!("could not connect to plugin {target}: {reason}"));
+            report.connection = connection;
+            return report;
+        }
+    }
     let plugin = match Plugin::connect(target, connect).await {
         Ok(plugin) => plugin,
         Err(err) => {

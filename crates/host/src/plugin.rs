@@ -60,6 +60,8 @@ pub struct ConnectOptions {
     pub client_info: (String, String),
     /// Told of every request the plugin sends, with formwork's answer (`formwork doctor`).
     pub on_request: Option<crate::doctor::RequestObserver>,
+    /// Headers for every HTTP request (`http_headers`, bearer token); ignored on stdio.
+    pub http_headers: Vec<(String, String)>,
 }
 
 impl ConnectOptions {
@@ -72,6 +74,7 @@ impl ConnectOptions {
             inherit_stderr: true,
             client_info: ("formwork".to_owned(), env!("CARGO_PKG_VERSION").to_owned()),
             on_request: None,
+            http_headers: Vec::new(),
         }
     }
 }
@@ -149,7 +152,7 @@ impl Plugin {
     /// Starts or reaches the plugin and performs the `initialize` handshake.
     pub async fn connect(
         target: &PluginTarget,
-        options: ConnectOptions,
+        mut options: ConnectOptions,
     ) -> Result<Plugin, HostError> {
         let negotiated = Arc::new(OnceLock::new());
         let Transport {
@@ -160,7 +163,11 @@ impl Plugin {
             PluginTarget::Command(command) => {
                 transport::stdio::spawn(command, options.inherit_stderr)?
             }
-            PluginTarget::Url(url) => transport::http::connect(url, Arc::clone(&negotiated))?,
+            PluginTarget::Url(url) => transport::http::connect(
+                url,
+                Arc::clone(&negotiated),
+                std::mem::take(&mut options.http_headers),
+            )?,
         };
         let shared = Arc::new(Shared {
             name: options.name,

@@ -704,3 +704,27 @@ fn edits_work_on_inline_and_dotted_tables() {
         Config::load(&path).expect("still loads");
     }
 }
+
+#[test]
+fn http_headers_and_the_bearer_token_from_the_environment() {
+    let config = Config::from_toml(
+        "[mcp_servers.x]\nurl = \"https://x.example.com/mcp\"\nhttp_headers = { X-Team = \"forms\" }\nbearer_token_env_var = \"PATH\"\n\n[mcp_servers.y]\nurl = \"https://y.example.com/mcp\"\nbearer_token_env_var = \"FORMWORK_TEST_UNSET_TOKEN\"\n",
+        None,
+    )
+    .expect("a valid config");
+    let path = std::env::var("PATH").expect("PATH is set");
+    assert_eq!(
+        config.server("x").expect("server x").transport.http_headers(),
+        Ok(vec![
+            ("X-Team".to_owned(), "forms".to_owned()),
+            ("authorization".to_owned(), format!("Bearer {path}")),
+        ])
+    );
+    assert_eq!(
+        config.server("y").expect("server y").transport.http_headers(),
+        Err(
+            "the environment variable `FORMWORK_TEST_UNSET_TOKEN` (bearer_token_env_var) is not set"
+                .to_owned()
+        )
+    );
+}

@@ -83,7 +83,8 @@ impl Catalogue {
 
     async fn fetch(&self, name: &str, server: &ServerConfig) -> Result<Vec<Value>, String> {
         let target = server_target(&server.transport, self.builtin_exe.as_deref());
-        let options = ConnectOptions::new(name.to_owned(), Arc::new(DeclineAll));
+        let mut options = ConnectOptions::new(name.to_owned(), Arc::new(DeclineAll));
+        options.http_headers = server.transport.http_headers()?;
         let plugin = Plugin::connect(&target, options)
             .await
             .map_err(|err| err.to_string())?;

@@ -219,6 +219,37 @@ pub enum Transport {
     },
 }
 
+impl Transport {
+    /// The headers sent with every HTTP request: `http_headers`, then `Authorization: Bearer`
+    /// with the value of `bearer_token_env_var`. None for other transports.
+    pub fn http_headers(&self) -> Result<Vec<(String, String)>, String> {
+        let Transport::StreamableHttp {
+            http_headers,
+            bearer_token_env_var,
+            ..
+        } = self
+        else {
+            return Ok(Vec::new());
+        };
+        let mut headers: Vec<(String, String)> = http_headers
+            .iter()
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect();
+        if let Some(variable) = bearer_token_env_var {
+            let token = std::env::var(variable)
+                .ok()
+                .filter(|token| !token.is_empty())
+                .ok_or_else(|| {
+                    format!(
+                        "the environment variable `{variable}` (bearer_token_env_var) is not set"
+                    )
+                })?;
+            headers.push(("authorization".to_owned(), format!("Bearer {token}")));
+        }
+        Ok(headers)
+    }
+}
+
 /// One `[mcp_servers.<name>.tools.<tool>]` table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(deny_unknown_fields)]

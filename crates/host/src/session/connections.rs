@@ -163,6 +163,16 @@ async fn connect(
     let mut options = ConnectOptions::new(name.to_owned(), Arc::clone(&router) as _);
     options.request_timeout = host.options.request_timeout;
     options.inherit_stderr = host.options.inherit_stderr;
+    if let Some(server) = host.config().server(name) {
+        options.http_headers =
+            server
+                .transport
+                .http_headers()
+                .map_err(|reason| crate::HostError::Connect {
+                    target: target.to_string(),
+                    reason,
+                })?;
+    }
     let plugin = Arc::new(Plugin::connect(target, options).await?);
     Ok(Connection { plugin, router })
 }

@@ -27,6 +27,8 @@ struct Shared {
     session_id: Mutex<Option<String>>,
     protocol_version: Arc<OnceLock<String>>,
     incoming: mpsc::UnboundedSender<Frame>,
+    /// The configured headers (`http_headers`, bearer token), checked at connect.
+    extra_headers: Vec<(String, String)>,
 }
 
 /// The parts of an outgoing message the transport needs to know.
@@ -53,11 +55,16 @@ struct IncomingHead {
 pub(crate) fn connect(
     url: &str,
     protocol_version: Arc<OnceLock<String>>,
+    extra_headers: Vec<(String, String)>,
 ) -> Result<Transport, HostError> {
-    let endpoint = Endpoint::new(url).map_err(|reason| HostError::Connect {
+    let failed = |reason| HostError::Connect {
         target: url.to_owned(),
         reason,
-    })?;
+    };
+    let endpoint = Endpoint::new(url).map_err(failed)?;
+    for (name, value) in &extra_headers {
+        check_header(name, value).map_err(failed)?;
+    }
     let (incoming_tx, mut incoming) = mpsc::unbounded_channel();
     let (outgoing, mut outgoing_rx) = mpsc::unbounded_channel::<String>();
     let shared = Arc::new(Shared {
@@ -66,6 +73,7 @@ pub(crate) fn connect(
         session_id: Mutex::new(None),
         protocol_version,
         incoming: incoming_tx,
+        extra_headers,
     });
 
     let driver = tokio::spawn(async move {
@@ -130,6 +138,9 @@ impl Shared {
         if let Some(version) = self.protocol_version.get().filter(|v| printable(v)) {
             headers.push((VERSION_HEADER, version));
         }
+        for (name, value) in &self.extra_headers {
+            headers.push((name, value));
+        }
         let response = self
             .endpoint
             .send(method, &headers, body.as_bytes())
@@ -155,6 +166,38 @@ impl Shared {
             None => tracing::warn!(target: "formwork::transport", %reason, "HTTP delivery failed"),
         }
     }
+}
+
+/// Headers the transport sets itself; configuration may not replace them.
+const OWN_HEADERS: [&str; 8] = [
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "accept",
+    "content-type",
+    SESSION_HEADER,
+    VERSION_HEADER,
+];
+
+/// A configured header must be a valid name and value, and not one the transport sets itself.
+fn check_header(name: &str, value: &str) -> Result<(), String> {
+    let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+    if name.is_empty() || !name.bytes().all(token) {
+        return Err(format!("`{name}` is not a valid HTTP header name"));
+    }
+    if OWN_HEADERS.iter().any(|own| own.eq_ignore_ascii_case(name)) {
+        return Err(format!("the header `{name}` is set by formwork itself"));
+    }
+    if !value
+        .bytes()
+        .all(|b| b == b'\t' || (0x20..0x7f).contains(&b))
+    {
+        return Err(format!(
+            "the value of the header `{name}` has characters HTTP does not allow"
+        ));
+    }
+    Ok(())
 }
 
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
@@ -357,7 +400,9 @@ impl SseParser {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
+    use tokio::io::AsyncBufReadExt;
 
     fn events(chunks: &[&str]) -> Vec<String> {
         let mut parser = SseParser::default();
@@ -383,5 +428,51 @@ mod tests {
             vec!["{\"a\":1}".to_owned(), "x\ny".to_owned()]
         );
         assert_eq!(events(&["id: 1\nretry: 500\n\n"]), Vec::<String>::new());
+    }
+
+    #[tokio::test]
+    async fn configured_headers_ride_every_request() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let headers = vec![
+            ("X-Team".to_owned(), "forms".to_owned()),
+            ("authorization".to_owned(), "Bearer t0ken".to_owned()),
+        ];
+        let transport = connect(&url, Arc::new(OnceLock::new()), headers).unwrap();
+        transport
+            .outgoing
+            .send(r#"{"jsonrpc":"2.0","method":"notifications/x"}"#.to_owned());
+        let (socket, _) = listener.accept().await.unwrap();
+        let mut lines = tokio::io::BufReader::new(socket).lines();
+        let mut head = Vec::new();
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.is_empty() {
+                break;
+            }
+            head.push(line);
+        }
+        assert_eq!(head[0], "POST /mcp HTTP/1.1");
+        assert!(head.contains(&"X-Team: forms".to_owned()), "{head:?}");
+        assert!(
+            head.contains(&"authorization: Bearer t0ken".to_owned()),
+            "{head:?}"
+        );
+    }
+
+    #[test]
+    fn refuses_headers_it_cannot_send_or_sets_itself() {
+        assert_eq!(check_header("X-Team", "a b\tc"), Ok(()));
+        assert_eq!(
+            check_header("X Team", "a"),
+            Err("`X Team` is not a valid HTTP header name".to_owned())
+        );
+        assert_eq!(
+            check_header("Mcp-Session-Id", "a"),
+            Err("the header `Mcp-Session-Id` is set by formwork itself".to_owned())
+        );
+        assert_eq!(
+            check_header("X-Team", "a\r\nX-Evil: 1"),
+            Err("the value of the header `X-Team` has characters HTTP does not allow".to_owned())
+        );
     }
 }
