@@ -714,7 +714,11 @@ fn http_headers_and_the_bearer_token_from_the_environment() {
     .expect("a valid config");
     let path = std::env::var("PATH").expect("PATH is set");
     assert_eq!(
-        config.server("x").expect("server x").transport.http_headers(),
+        config
+            .server("x")
+            .expect("server x")
+            .transport
+            .http_headers(),
         Ok(vec![
             ("X-Team".to_owned(), "forms".to_owned()),
             ("authorization".to_owned(), format!("Bearer {path}")),
