@@ -6,9 +6,10 @@
 
 use std::sync::{Arc, Mutex, OnceLock};
 
+use futures::StreamExt;
+use futures::channel::mpsc;
 use serde::Deserialize;
 use serde_json::Value;
-use tokio::sync::mpsc;
 
 use super::http1::{Endpoint, Response};
 use super::{Frame, MAX_FRAME_BYTES, Outgoing, Transport};
@@ -61,12 +62,14 @@ pub(crate) fn connect(
         target: url.to_owned(),
         reason,
     };
-    let endpoint = Endpoint::new(url).map_err(failed)?;
+    let endpoint = Endpoint::shared(url).map_err(failed)?;
     for (name, value) in &extra_headers {
         check_header(name, value).map_err(failed)?;
     }
-    let (incoming_tx, mut incoming) = mpsc::unbounded_channel();
-    let (outgoing, mut outgoing_rx) = mpsc::unbounded_channel::<String>();
+    // futures' channels allocate per message; tokio's reserve a block of 32 up front, which
+    // every idle session would hold.
+    let (incoming_tx, incoming) = mpsc::unbounded();
+    let (outgoing, mut outgoing_rx) = mpsc::unbounded::<String>();
     let shared = Arc::new(Shared {
         endpoint,
         url: url.to_owned(),
@@ -79,7 +82,7 @@ pub(crate) fn connect(
     let driver = tokio::spawn(async move {
         // Request streams and the listener live here, so closing the connection ends them.
         let mut streams = tokio::task::JoinSet::new();
-        while let Some(message) = outgoing_rx.recv().await {
+        while let Some(message) = outgoing_rx.next().await {
             while streams.try_join_next().is_some() {}
             let head: OutgoingHead = serde_json::from_str(&message).unwrap_or(OutgoingHead {
                 id: None,
@@ -112,12 +115,12 @@ pub(crate) fn connect(
         close_session(&shared).await;
         let _ = shared
             .incoming
-            .send(Frame::Closed("the connection was closed".to_owned()));
+            .unbounded_send(Frame::Closed("the connection was closed".to_owned()));
     });
 
     Ok(Transport {
         outgoing: Outgoing::Channel(outgoing),
-        incoming: Box::pin(futures::stream::poll_fn(move |cx| incoming.poll_recv(cx))),
+        incoming: Box::pin(incoming),
         tasks: vec![driver],
     })
 }
@@ -161,7 +164,7 @@ impl Shared {
                 let id = jsonrpc::RawId::from_value(id);
                 let frame =
                     jsonrpc::error_response(id.as_ref(), jsonrpc::code::INTERNAL_ERROR, &reason);
-                let _ = self.incoming.send(Frame::Message(frame, None));
+                let _ = self.incoming.unbounded_send(Frame::Message(frame, None));
             }
             None => tracing::warn!(target: "formwork::transport", %reason, "HTTP delivery failed"),
         }
@@ -209,7 +212,7 @@ async fn post(shared: &Shared, body: String, request_id: Option<Value>) {
     let response = match Box::pin(shared.send("POST", ACCEPT_BOTH, &body)).await {
         Ok(response) => response,
         Err(reason) => {
-            let _ = shared.incoming.send(Frame::Closed(reason));
+            let _ = shared.incoming.unbounded_send(Frame::Closed(reason));
             return;
         }
     };
@@ -247,7 +250,7 @@ async fn post(shared: &Shared, body: String, request_id: Option<Value>) {
     } else if content_type.starts_with("application/json") {
         match read_limited(response).await {
             Ok(body) => {
-                let _ = shared.incoming.send(Frame::Message(body, None));
+                let _ = shared.incoming.unbounded_send(Frame::Message(body, None));
             }
             Err(reason) => shared.fail_request(request_id.as_ref(), reason),
         }
@@ -307,14 +310,14 @@ async fn read_sse(shared: &Shared, mut response: Response, request_id: Option<&V
                     }
                     if shared
                         .incoming
-                        .send(Frame::Message(data, stream_of))
+                        .unbounded_send(Frame::Message(data, stream_of))
                         .is_err()
                     {
                         return answered;
                     }
                 }
                 SseEvent::Oversized => {
-                    let _ = shared.incoming.send(Frame::Oversized);
+                    let _ = shared.incoming.unbounded_send(Frame::Oversized);
                 }
             }
         }

@@ -7,8 +7,9 @@
 //! task. It speaks only what MCP needs: one request per connection at a time, `Content-Length`,
 //! chunked or until-close bodies, keep-alive reuse of idle connections, TLS through rustls.
 
+use std::collections::HashMap;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
@@ -20,7 +21,7 @@ use tokio_rustls::rustls::{self, pki_types::ServerName};
 const READ_BUFFER: usize = 1024;
 /// A response head larger than this is refused.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
-/// Idle keep-alive connections kept per endpoint.
+/// Idle keep-alive connections kept per endpoint (shared by all connections to it).
 const MAX_IDLE: usize = 8;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -69,6 +70,23 @@ enum Framing {
 }
 
 impl Endpoint {
+    /// The endpoint of `url`, shared by every connection of the process to it while any is
+    /// open, so that they draw on one pool of idle connections instead of each keeping its own.
+    pub(crate) fn shared(url: &str) -> Result<Arc<Endpoint>, String> {
+        static ENDPOINTS: OnceLock<Mutex<HashMap<String, Weak<Endpoint>>>> = OnceLock::new();
+        let endpoints = ENDPOINTS.get_or_init(Mutex::default);
+        let mut endpoints = endpoints
+            .lock()
+            .map_err(|_| "the endpoint table is poisoned")?;
+        if let Some(endpoint) = endpoints.get(url).and_then(Weak::upgrade) {
+            return Ok(endpoint);
+        }
+        let endpoint = Endpoint::new(url)?;
+        endpoints.retain(|_, endpoint| endpoint.strong_count() > 0);
+        endpoints.insert(url.to_owned(), Arc::downgrade(&endpoint));
+        Ok(endpoint)
+    }
+
     pub(crate) fn new(url: &str) -> Result<Arc<Endpoint>, String> {
         let parsed = url::Url::parse(url).map_err(|err| format!("not a valid URL: {err}"))?;
         let secure = match parsed.scheme() {

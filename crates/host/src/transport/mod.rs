@@ -11,7 +11,7 @@ pub(crate) mod stdio;
 use std::pin::Pin;
 
 use futures::Stream;
-use tokio::sync::mpsc;
+use futures::channel::mpsc;
 use tokio::task::JoinHandle;
 
 /// The largest single message accepted from a plugin. Larger ones are discarded and reported.
@@ -45,7 +45,7 @@ impl Outgoing {
     pub(crate) fn send(&self, message: String) {
         match self {
             Outgoing::Channel(channel) => {
-                let _ = channel.send(message);
+                let _ = channel.unbounded_send(message);
             }
             Outgoing::Pipe(pipe) => pipe.send(message),
         }
