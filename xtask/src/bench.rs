@@ -490,12 +490,15 @@ const CLIENT_CPU: usize = 1;
 /// plugin and the client each keep a core of their own in every round, whichever the client.
 struct Pinning {
     taskset: Option<PathBuf>,
+    /// The CPUs to give back, counted before pinning (which narrows what the count sees).
+    cpus: usize,
 }
 
 impl Pinning {
     fn start(setup: &Setup) -> Pinning {
         let pinned = Pinning {
             taskset: setup.taskset.clone(),
+            cpus: cpu_count(),
         };
         pinned.set(&CLIENT_CPU.to_string());
         pinned
@@ -517,7 +520,7 @@ impl Pinning {
 
 impl Drop for Pinning {
     fn drop(&mut self) {
-        self.set(&format!("0-{}", cpu_count() - 1));
+        self.set(&format!("0-{}", self.cpus - 1));
     }
 }
 
