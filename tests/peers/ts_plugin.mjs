@@ -188,6 +188,25 @@ server.registerTool("last_outcome", { description: "What the form of ask_later g
   content: [{ type: "text", text: "result: " + JSON.stringify(lastOutcome) }],
 }));
 
+// Runs until the client cancels it; `last_abort` tells what the cancellation said.
+let lastAbort = null;
+server.registerTool("hold", { description: "Run until cancelled" }, async (extra) => {
+  lastAbort = null;
+  await new Promise((resolve) => {
+    const aborted = () => {
+      lastAbort = String(extra.signal.reason);
+      resolve();
+    };
+    // The cancellation may come before this handler runs.
+    if (extra.signal.aborted) aborted();
+    else extra.signal.addEventListener("abort", aborted);
+  });
+  return { content: [{ type: "text", text: "cancelled" }] };
+});
+server.registerTool("last_abort", { description: "The reason the last `hold` was cancelled with" }, async () => ({
+  content: [{ type: "text", text: "aborted: " + JSON.stringify(lastAbort) }],
+}));
+
 server.registerTool("fail", { description: "Return a tool error without asking anything" }, async () => ({
   content: [{ type: "text", text: "this tool always fails" }],
   isError: true,

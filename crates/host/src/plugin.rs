@@ -388,6 +388,11 @@ impl Shared {
             return Err(self.gone());
         }
         self.send(jsonrpc::request(id, method, params));
+        let mut abandoned = Abandoned {
+            shared: self,
+            id,
+            armed: method != "initialize",
+        };
 
         // The deadline is only checked when it comes: then the time forms were open since the
         // request was sent (waiting for the last one to close first) moves it on.
@@ -415,16 +420,16 @@ impl Shared {
                     let paused = self.forms.borrow().paused_until(now).saturating_sub(paused_before);
                     deadline = later(started, timeout.saturating_add(paused));
                     if deadline <= now {
-                        self.forget(id);
-                        self.notify(
-                            "notifications/cancelled",
-                            Some(json!({"requestId": id, "reason": "timed out"})),
-                        );
+                        abandoned.armed = false;
+                        if self.forget(id) {
+                            self.cancel(id, "timed out");
+                        }
                         return Err(HostError::Timeout { method: method.to_owned(), after: timeout });
                     }
                 }
             }
         };
+        abandoned.armed = false;
         match outcome {
             Err(_) => Err(self.gone()),
             Ok(Err(error)) => Err(HostError::Rpc {
@@ -466,9 +471,35 @@ impl Shared {
         });
     }
 
-    fn forget(&self, id: u64) {
-        if let Ok(mut pending) = self.pending.lock() {
-            pending.remove(&id);
+    /// Frees the answer slot of request `id`; whether it was still waiting.
+    fn forget(&self, id: u64) -> bool {
+        self.pending
+            .lock()
+            .is_ok_and(|mut pending| pending.remove(&id).is_some())
+    }
+
+    fn cancel(&self, id: u64, reason: &str) {
+        self.notify(
+            "notifications/cancelled",
+            Some(json!({"requestId": id, "reason": reason})),
+        );
+    }
+}
+
+/// A request whose caller stopped waiting (a stopped turn, a session shutting down): the
+/// plugin is told, and the answer slot does not outlive it on a connection that stays open.
+struct Abandoned<'a> {
+    shared: &'a Shared,
+    id: u64,
+    /// `initialize` is never cancelled (the spec forbids it), nor a request that ended.
+    armed: bool,
+}
+
+impl Drop for Abandoned<'_> {
+    fn drop(&mut self) {
+        if self.armed && !self.shared.closed.is_cancelled() && self.shared.forget(self.id) {
+            self.shared
+                .cancel(self.id, "the host no longer waits for it");
         }
     }
 }

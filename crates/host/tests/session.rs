@@ -262,6 +262,27 @@ async fn stopping_the_turn_cancels_its_forms_and_calls() {
     host.shutdown().await;
 }
 
+/// A stopped call is cancelled at the plugin too (`notifications/cancelled`), so a tool that
+/// would run on does not.
+#[tokio::test]
+async fn stopping_a_turn_cancels_its_calls_at_the_plugin() {
+    let host = host(config("", approve()));
+    let mut s = Watch::open(&host);
+    // Connected first, so that `hold` goes out at once.
+    s.call("last_abort");
+    assert_eq!(s.finished().await.unwrap(), "aborted: null");
+    s.call("hold");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    s.send(Command::StopTurn);
+    assert_eq!(s.finished().await.unwrap_err(), "the turn was stopped");
+    s.call("last_abort");
+    assert_eq!(
+        s.finished().await.unwrap(),
+        r#"aborted: "the host no longer waits for it""#
+    );
+    host.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_plugin_that_exits_cancels_its_form() {
     let host = host(config("", approve()));
