@@ -62,41 +62,51 @@ impl Connection {
     }
 }
 
+/// Why a form has no session to go to.
+enum Unrouted {
+    /// The session that owned the connection is gone.
+    OwnerGone,
+    /// On a shared connection, the form came on no running call's stream.
+    NoCall,
+}
+
 impl CallRouter {
-    /// The session and call a form belongs to: the call whose stream carried it; else the
-    /// connection's owner; else, on a shared connection, the one call in flight, if only one is.
-    fn find(&self, call_request: Option<u64>) -> Option<(Arc<Session>, Option<String>)> {
-        let calls = self.calls.lock().ok()?;
-        let (session, call_id) = match call_request.and_then(|request| calls.get(&request)) {
-            Some(call) => call.clone(),
-            None => {
-                if let Some(owner) = &self.owner {
-                    return owner.upgrade().map(|session| (session, None));
-                }
-                let mut in_flight = calls.values();
-                match (in_flight.next(), in_flight.next()) {
-                    (Some(only), None) => only.clone(),
-                    _ => return None,
-                }
-            }
-        };
-        session.upgrade().map(|session| (session, Some(call_id)))
+    /// The session and call a form belongs to: the call on whose stream it came; else the
+    /// connection's owner. On a shared connection a form that came on no running call's stream
+    /// is nobody's: guessing could show one session's form to another.
+    fn find(&self, call_request: Option<u64>) -> Result<(Arc<Session>, Option<String>), Unrouted> {
+        let call = call_request.and_then(|request| {
+            let calls = self.calls.lock().ok()?;
+            calls.get(&request).cloned()
+        });
+        match (call, &self.owner) {
+            (Some((session, call_id)), _) => session
+                .upgrade()
+                .map(|session| (session, Some(call_id)))
+                .ok_or(Unrouted::OwnerGone),
+            (None, Some(owner)) => owner
+                .upgrade()
+                .map(|session| (session, None))
+                .ok_or(Unrouted::OwnerGone),
+            (None, None) => Err(Unrouted::NoCall),
+        }
     }
 }
 
 impl FormResponder for CallRouter {
     fn respond(&self, prompt: FormPrompt) -> BoxFuture<FormReply> {
         match self.find(prompt.call_request) {
-            Some((session, call_id)) => session.ask(&self.server, prompt, call_id),
-            None => {
-                tracing::warn!(target: "formwork::form", marker = "declined", plugin = %self.server, request = %prompt.request_id, "a form outside any call's stream, while several sessions share the connection: it is nobody's to show; declined (send it with the call's request as related request)");
+            Ok((session, call_id)) => session.ask(&self.server, prompt, call_id),
+            Err(Unrouted::OwnerGone) => Box::pin(async { FormReply::cancel() }),
+            Err(Unrouted::NoCall) => {
+                tracing::warn!(target: "formwork::form", marker = "declined", plugin = %self.server, request = %prompt.request_id, "a form on a connection shared by sessions came on no running call's stream: it is nobody's to show; declined (a plugin must send it on the call's stream, e.g. with relatedRequestId)");
                 Box::pin(async { FormReply::decline() })
             }
         }
     }
 
     fn declined(&self, notice: &DeclineNotice) {
-        if let Some((session, _)) = self.find(notice.call_request) {
+        if let Ok((session, _)) = self.find(notice.call_request) {
             session.diagnostic(
                 "form-declined",
                 format!(

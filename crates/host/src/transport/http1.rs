@@ -10,7 +10,9 @@
 use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use futures::FutureExt;
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
@@ -23,6 +25,9 @@ const READ_BUFFER: usize = 1024;
 const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// Idle keep-alive connections kept per endpoint (shared by all connections to it).
 const MAX_IDLE: usize = 8;
+/// An idle connection older than this is not reused: servers close idle ones (node after 5 s),
+/// and a request written into a closing connection may or may not have been taken.
+const MAX_IDLE_AGE: Duration = Duration::from_secs(4);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
 trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
@@ -39,7 +44,7 @@ pub(crate) struct Endpoint {
     /// Path and query of every request.
     target: String,
     tls: Option<(TlsConnector, ServerName<'static>)>,
-    idle: Mutex<Vec<Connection>>,
+    idle: Mutex<Vec<(Connection, Instant)>>,
 }
 
 /// A response whose head has been read; the body is read with [`Response::chunk`].
@@ -89,6 +94,12 @@ impl Endpoint {
 
     pub(crate) fn new(url: &str) -> Result<Arc<Endpoint>, String> {
         let parsed = url::Url::parse(url).map_err(|err| format!("not a valid URL: {err}"))?;
+        if !parsed.username().is_empty() || parsed.password().is_some() {
+            return Err(
+                "credentials in the URL are not sent; use `bearer_token_env_var` or `http_headers`"
+                    .to_owned(),
+            );
+        }
         let secure = match parsed.scheme() {
             "http" => false,
             "https" => true,
@@ -130,8 +141,10 @@ impl Endpoint {
         }))
     }
 
-    /// Sends one request and reads the response head. A kept-alive connection that the server
-    /// closed meanwhile is retried once on a fresh one (nothing of the request was processed).
+    /// Sends one request and reads the response head. An idle connection is reused only while
+    /// it is young and quiet; if the server closed it anyway before a byte of an answer came (a
+    /// close racing our write), the request is sent once more on a fresh connection. An answer
+    /// that broke off is never retried: the server had the request.
     pub(crate) async fn send(
         self: &Arc<Endpoint>,
         method: &str,
@@ -139,10 +152,12 @@ impl Endpoint {
         body: &[u8],
     ) -> Result<Response, String> {
         let request = self.encode(method, headers, body);
-        if let Some(connection) = self.take_idle()
-            && let Ok(Some(response)) = self.exchange(connection, &request).await
-        {
-            return Ok(response);
+        if let Some(connection) = self.take_idle() {
+            match self.exchange(connection, &request).await {
+                Ok(Some(response)) => return Ok(response),
+                Ok(None) => {}
+                Err(err) => return Err(err),
+            }
         }
         // Boxed: a connect (maybe a TLS handshake) needs a large state, briefly.
         let connection = Box::pin(self.connect()).await?;
@@ -172,15 +187,24 @@ impl Endpoint {
         request
     }
 
+    /// The newest idle connection that is young and has nothing to read (a closed one reads
+    /// its end at once, a broken one stray bytes); older or noisy ones are dropped.
     fn take_idle(&self) -> Option<Connection> {
-        self.idle.lock().ok()?.pop()
+        let mut idle = self.idle.lock().ok()?;
+        while let Some((mut connection, since)) = idle.pop() {
+            let quiet = connection.fill_buf().now_or_never().is_none();
+            if quiet && since.elapsed() < MAX_IDLE_AGE {
+                return Some(connection);
+            }
+        }
+        None
     }
 
     fn put_idle(&self, connection: Connection) {
         if let Ok(mut idle) = self.idle.lock()
             && idle.len() < MAX_IDLE
         {
-            idle.push(connection);
+            idle.push((connection, Instant::now()));
         }
     }
 
@@ -214,41 +238,35 @@ impl Endpoint {
         if io.write_all(request).await.is_err() || io.flush().await.is_err() {
             return Ok(None);
         }
-        let mut head = Vec::new();
-        loop {
-            let before = head.len();
-            let read = connection
-                .read_until(b'\n', &mut head)
-                .await
-                .map_err(|err| format!("reading the plugin's answer failed: {err}"))?;
-            if read == 0 {
-                return if head.is_empty() {
-                    Ok(None)
-                } else {
-                    Err("the plugin closed the connection mid-answer".to_owned())
-                };
+        let mut answered = false;
+        // Interim answers (100 Continue, 103 Early Hints) come before the final one.
+        let (head, status) = loop {
+            let Some(head) = read_head(&mut connection, answered).await? else {
+                return Ok(None);
+            };
+            answered = true;
+            let mut fields = [httparse::EMPTY_HEADER; 64];
+            let mut parsed = httparse::Response::new(&mut fields);
+            let status = match parsed.parse(&head) {
+                Ok(httparse::Status::Complete(_)) => parsed.code.unwrap_or(0),
+                Ok(httparse::Status::Partial) | Err(_) => {
+                    return Err("the plugin sent a malformed HTTP response".to_owned());
+                }
+            };
+            if !(100..200).contains(&status) || status == 101 {
+                break (head, status);
             }
-            if head.len() > MAX_HEAD_BYTES {
-                return Err("the plugin's response head is too large".to_owned());
-            }
-            let line = &head[before..];
-            if line == b"\r\n" || line == b"\n" {
-                break;
-            }
-        }
+        };
         let mut fields = [httparse::EMPTY_HEADER; 64];
         let mut parsed = httparse::Response::new(&mut fields);
-        match parsed.parse(&head) {
-            Ok(httparse::Status::Complete(_)) => {}
-            Ok(httparse::Status::Partial) | Err(_) => {
-                return Err("the plugin sent a malformed HTTP response".to_owned());
-            }
+        if parsed.parse(&head).is_err() {
+            return Err("the plugin sent a malformed HTTP response".to_owned());
         }
-        let status = parsed.code.unwrap_or(0);
         let mut content_type = String::new();
         let mut session_id = None;
         let mut length = None;
         let mut chunked = false;
+        let mut encoded = false;
         let mut close = parsed.version == Some(0);
         for field in parsed.headers.iter() {
             let value = String::from_utf8_lossy(field.value).trim().to_owned();
@@ -264,9 +282,15 @@ impl Endpoint {
                         .map_err(|_| "the plugin sent a bad Content-Length".to_owned())?,
                 );
             } else if name.eq_ignore_ascii_case("transfer-encoding") {
-                chunked = value.to_ascii_lowercase().ends_with("chunked");
+                encoded = true;
+                chunked = value
+                    .rsplit(',')
+                    .next()
+                    .is_some_and(|last| last.trim().eq_ignore_ascii_case("chunked"));
             } else if name.eq_ignore_ascii_case("connection") {
-                close = value.eq_ignore_ascii_case("close");
+                close |= value
+                    .split(',')
+                    .any(|token| token.trim().eq_ignore_ascii_case("close"));
             }
         }
         let no_body = matches!(status, 204 | 304) || (100..200).contains(&status);
@@ -274,6 +298,10 @@ impl Endpoint {
             Framing::Done
         } else if chunked {
             Framing::Chunked { left: 0 }
+        } else if encoded {
+            // Some other final coding: the body runs until the server closes.
+            close = true;
+            Framing::UntilClose
         } else if let Some(length) = length {
             if length == 0 {
                 Framing::Done
@@ -348,7 +376,9 @@ impl Body {
                 Framing::Chunked { left: 0 } => {
                     let size = read_chunk_size(connection).await?;
                     if size == 0 {
-                        skip_trailers(connection).await?;
+                        if !skip_trailers(connection).await? {
+                            self.reusable = false;
+                        }
                         self.framing = Framing::Done;
                     } else {
                         self.framing = Framing::Chunked { left: size };
@@ -362,11 +392,14 @@ impl Body {
                     }
                     *left -= piece.len() as u64;
                     if *left == 0 {
-                        let mut crlf = Vec::new();
+                        let mut crlf = [0; 2];
                         connection
-                            .read_until(b'\n', &mut crlf)
+                            .read_exact(&mut crlf)
                             .await
-                            .map_err(|err| err.to_string())?;
+                            .map_err(|err| format!("reading the plugin's answer failed: {err}"))?;
+                        if crlf != *b"\r\n" {
+                            return Err("the plugin sent a malformed chunk".to_owned());
+                        }
                         self.framing = Framing::Chunked { left: 0 };
                     }
                     piece
@@ -420,16 +453,51 @@ async fn read_chunk_size(connection: &mut Connection) -> Result<u64, String> {
     u64::from_str_radix(size, 16).map_err(|_| "the plugin sent a malformed chunk size".to_owned())
 }
 
-async fn skip_trailers(connection: &mut Connection) -> Result<(), String> {
+/// Reads the trailer section; whether it ended properly (else the connection is not reused).
+async fn skip_trailers(connection: &mut Connection) -> Result<bool, String> {
+    let mut total = 0;
     loop {
         let mut line = Vec::new();
         let mut limited = (&mut *connection).take(MAX_HEAD_BYTES as u64);
         let read = limited
             .read_until(b'\n', &mut line)
             .await
-            .map_err(|err| err.to_string())?;
-        if read == 0 || line == b"\r\n" || line == b"\n" {
-            return Ok(());
+            .map_err(|err| format!("reading the plugin's answer failed: {err}"))?;
+        total += read;
+        if read == 0 || line.last() != Some(&b'\n') || total > MAX_HEAD_BYTES {
+            return Ok(false);
+        }
+        if line == b"\r\n" || line == b"\n" {
+            return Ok(true);
+        }
+    }
+}
+
+/// One response head, up to its empty line, at most [`MAX_HEAD_BYTES`]. `None`: the connection
+/// ended before a byte of it (only allowed before the first head of an exchange).
+async fn read_head(connection: &mut Connection, answered: bool) -> Result<Option<Vec<u8>>, String> {
+    let mut head = Vec::new();
+    loop {
+        let before = head.len();
+        let room = (MAX_HEAD_BYTES + 1).saturating_sub(head.len()) as u64;
+        let read = (&mut *connection)
+            .take(room)
+            .read_until(b'\n', &mut head)
+            .await
+            .map_err(|err| format!("reading the plugin's answer failed: {err}"))?;
+        if head.len() > MAX_HEAD_BYTES {
+            return Err("the plugin's response head is too large".to_owned());
+        }
+        if read == 0 {
+            return if head.is_empty() && !answered {
+                Ok(None)
+            } else {
+                Err("the plugin closed the connection mid-answer".to_owned())
+            };
+        }
+        let line = &head[before..];
+        if line == b"\r\n" || line == b"\n" {
+            return Ok(Some(head));
         }
     }
 }
@@ -457,48 +525,70 @@ mod tests {
     use tokio::io::AsyncWriteExt;
     use tokio::net::TcpListener;
 
-    /// A server that answers each connection's requests with the given raw responses, in order.
-    async fn serve(responses: Vec<&'static str>) -> String {
+    /// A server that answers requests with the given raw responses, in order, on whatever
+    /// connection they come; after a response ending in `CLOSE` (not sent) it closes that
+    /// connection. Returns the URL and a count of the connections accepted.
+    async fn serve(responses: Vec<&'static str>) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+        use std::sync::atomic::{AtomicUsize, Ordering};
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&accepted);
+        let pending = Arc::new(Mutex::new(responses.into_iter()));
         tokio::spawn(async move {
-            let (mut socket, _) = listener.accept().await.unwrap();
-            let mut reader = BufReader::new(&mut socket);
-            let mut pending = responses.into_iter();
             loop {
-                let mut request = Vec::new();
-                loop {
-                    let before = request.len();
-                    if reader.read_until(b'\n', &mut request).await.unwrap() == 0 {
-                        return;
+                let (mut socket, _) = listener.accept().await.unwrap();
+                counter.fetch_add(1, Ordering::SeqCst);
+                let pending = Arc::clone(&pending);
+                tokio::spawn(async move {
+                    let mut reader = BufReader::new(&mut socket);
+                    loop {
+                        let mut request = Vec::new();
+                        loop {
+                            let before = request.len();
+                            if reader.read_until(b'\n', &mut request).await.unwrap_or(0) == 0 {
+                                return;
+                            }
+                            if &request[before..] == b"\r\n" {
+                                break;
+                            }
+                        }
+                        let text = String::from_utf8_lossy(&request).to_lowercase();
+                        let length: usize = text
+                            .lines()
+                            .find_map(|line| line.strip_prefix("content-length: "))
+                            .map_or(0, |n| n.trim().parse().unwrap());
+                        let mut body = vec![0; length];
+                        reader.read_exact(&mut body).await.unwrap();
+                        let Some(response) = pending.lock().unwrap().next() else {
+                            return;
+                        };
+                        let (response, close) = match response.strip_suffix("CLOSE") {
+                            Some(response) => (response, true),
+                            None => (response, false),
+                        };
+                        reader
+                            .get_mut()
+                            .write_all(response.as_bytes())
+                            .await
+                            .unwrap();
+                        if close {
+                            return;
+                        }
                     }
-                    if &request[before..] == b"\r\n" {
-                        break;
-                    }
-                }
-                let text = String::from_utf8_lossy(&request).to_lowercase();
-                let length: usize = text
-                    .lines()
-                    .find_map(|line| line.strip_prefix("content-length: "))
-                    .map_or(0, |n| n.trim().parse().unwrap());
-                let mut body = vec![0; length];
-                reader.read_exact(&mut body).await.unwrap();
-                let Some(response) = pending.next() else {
-                    return;
-                };
-                reader
-                    .get_mut()
-                    .write_all(response.as_bytes())
-                    .await
-                    .unwrap();
+                });
             }
         });
-        format!("http://{address}/mcp")
+        (format!("http://{address}/mcp"), accepted)
+    }
+
+    fn accepted(count: &std::sync::atomic::AtomicUsize) -> usize {
+        count.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     #[tokio::test]
     async fn reads_chunked_and_length_bodies_on_one_kept_alive_connection() {
-        let url = serve(vec![
+        let (url, connections) = serve(vec![
             "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nmcp-session-id: s1\r\ntransfer-encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n7\r\n, world\r\n0\r\n\r\n",
             "HTTP/1.1 200 OK\r\nContent-Type: Application/JSON\r\nContent-Length: 4\r\n\r\n{\"a\"",
             "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n",
@@ -518,15 +608,18 @@ mod tests {
         let response = endpoint.send("POST", &[], b"{}").await.unwrap();
         assert_eq!(response.status, 202);
         assert_eq!(response.read_to_end(100).await.unwrap(), b"");
-        // The same connection served all three: the server accepts only one.
+        assert_eq!(
+            accepted(&connections),
+            1,
+            "one kept-alive connection served all three"
+        );
         assert_eq!(endpoint.idle.lock().unwrap().len(), 1);
     }
 
     #[tokio::test]
     async fn refuses_bodies_over_the_limit_and_malformed_heads() {
-        let url = serve(vec![
+        let (url, _) = serve(vec![
             "HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\n0123456789",
-            "NOT HTTP\r\n\r\n",
         ])
         .await;
         let endpoint = Endpoint::new(&url).unwrap();
@@ -535,10 +628,112 @@ mod tests {
             response.read_to_end(4).await.unwrap_err(),
             "the plugin's answer exceeds 4 bytes"
         );
-        let endpoint = Endpoint::new(&serve(vec!["NOT HTTP\r\n\r\n"]).await).unwrap();
+        let (url, _) = serve(vec!["NOT HTTP\r\n\r\n"]).await;
+        assert_eq!(
+            Endpoint::new(&url)
+                .unwrap()
+                .send("POST", &[], b"{}")
+                .await
+                .err()
+                .unwrap(),
+            "the plugin sent a malformed HTTP response"
+        );
+        // A head line that never ends is cut off at the limit, not buffered without end.
+        let endless: &'static str = Box::leak(
+            format!(
+                "HTTP/1.1 200 OK\r\nx-filler: {}",
+                "a".repeat(MAX_HEAD_BYTES)
+            )
+            .into_boxed_str(),
+        );
+        let (url, _) = serve(vec![endless]).await;
+        assert_eq!(
+            Endpoint::new(&url)
+                .unwrap()
+                .send("POST", &[], b"{}")
+                .await
+                .err()
+                .unwrap(),
+            "the plugin's response head is too large"
+        );
+        let (url, _) = serve(vec![
+            "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nabXY",
+        ])
+        .await;
+        let response = Endpoint::new(&url)
+            .unwrap()
+            .send("POST", &[], b"{}")
+            .await
+            .unwrap();
+        assert_eq!(
+            response.read_to_end(100).await.unwrap_err(),
+            "the plugin sent a malformed chunk"
+        );
+    }
+
+    #[tokio::test]
+    async fn skips_interim_answers_and_reads_trailers() {
+        let (url, connections) = serve(vec![
+            "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nlink: </a>\r\n\r\nHTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nx-checksum: 1\r\n\r\n",
+            "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n",
+        ])
+        .await;
+        let endpoint = Endpoint::new(&url).unwrap();
+        let response = endpoint.send("POST", &[], b"{}").await.unwrap();
+        assert_eq!(response.status, 200);
+        assert_eq!(response.read_to_end(100).await.unwrap(), b"ok");
+        let response = endpoint.send("POST", &[], b"{}").await.unwrap();
+        assert_eq!(response.status, 202);
+        assert_eq!(accepted(&connections), 1);
+    }
+
+    #[tokio::test]
+    async fn a_connection_the_server_closes_is_not_reused() {
+        let (url, connections) = serve(vec![
+            // Closed by the server after answering, without saying so.
+            "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\nCLOSE",
+            "HTTP/1.1 202 Accepted\r\nconnection: keep-alive, close\r\ncontent-length: 0\r\n\r\nCLOSE",
+            "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n",
+        ])
+        .await;
+        let endpoint = Endpoint::new(&url).unwrap();
+        let response = endpoint.send("POST", &[], b"{}").await.unwrap();
+        assert_eq!(response.read_to_end(100).await.unwrap(), b"");
+        assert_eq!(endpoint.idle.lock().unwrap().len(), 1);
+        // Once the close has arrived, the pooled connection reads its end and is dropped
+        // instead of taking the next request.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(endpoint.take_idle().is_none());
+        let response = endpoint.send("POST", &[], b"{}").await.unwrap();
+        assert_eq!(response.read_to_end(100).await.unwrap(), b"");
+        assert!(
+            endpoint.idle.lock().unwrap().is_empty(),
+            "`close` among the tokens"
+        );
+        let response = endpoint.send("POST", &[], b"{}").await.unwrap();
+        assert_eq!(response.status, 202);
+        assert_eq!(accepted(&connections), 3);
+    }
+
+    #[tokio::test]
+    async fn an_answer_that_breaks_off_is_not_sent_again() {
+        let (url, connections) = serve(vec![
+            "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n",
+            "HTTP/1.1 200 OK\r\ncontent-CLOSE",
+            "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n",
+        ])
+        .await;
+        let endpoint = Endpoint::new(&url).unwrap();
+        let response = endpoint.send("POST", &[], b"{}").await.unwrap();
+        assert_eq!(response.read_to_end(100).await.unwrap(), b"");
         assert_eq!(
             endpoint.send("POST", &[], b"{}").await.err().unwrap(),
-            "the plugin sent a malformed HTTP response"
+            "the plugin closed the connection mid-answer"
+        );
+        assert_eq!(
+            accepted(&connections),
+            1,
+            "no second try of a request the server had"
         );
     }
 
@@ -558,6 +753,10 @@ mod tests {
         assert_eq!(
             Endpoint::new("ftp://x").err().unwrap(),
             "the URL must use http or https"
+        );
+        assert_eq!(
+            Endpoint::new("http://me:secret@x/mcp").err().unwrap(),
+            "credentials in the URL are not sent; use `bearer_token_env_var` or `http_headers`"
         );
     }
 }
