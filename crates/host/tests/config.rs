@@ -140,7 +140,7 @@ approval_mode = "prompt"
 
 [mcp_servers.docs]
 url = "https://docs.example.com/mcp"
-http_headers = { Authorization = "Bearer secret" }
+http_headers = { X-Api-Key = "secret" }
 bearer_token_env_var = "DOCS_TOKEN"
 default_tools_approval_mode = "writes"
 enabled = false
@@ -154,7 +154,7 @@ enabled = false
                          "tools": {"refund": "prompt"},
                          "enabled_tools": ["refund", "browse"], "disabled_tools": ["browse"]},
                 "docs": {"enabled": false, "transport": "streamable_http",
-                         "url": "https://docs.example.com/mcp", "http_headers": ["Authorization"],
+                         "url": "https://docs.example.com/mcp", "http_headers": ["X-Api-Key"],
                          "bearer_token_env_var": "DOCS_TOKEN", "default_tools_approval_mode": "writes"},
                 "demo": {"builtin": true}
             }
@@ -341,6 +341,12 @@ fn bad_transports() {
         "[mcp_servers.x]\nurl = \"https://x.example.com\"\nargs = [\"a\"]\n",
         json!(
             "formwork.toml:3:1: mcp_servers.x.args: only a `command` (stdio) server takes this key"
+        ),
+    );
+    check(
+        "[mcp_servers.x]\nurl = \"https://x.example.com\"\nhttp_headers = { authorization = \"Basic a\" }\nbearer_token_env_var = \"T\"\n",
+        json!(
+            "formwork.toml:4:1: mcp_servers.x.bearer_token_env_var: `http_headers` already has an Authorization header; keep one of the two"
         ),
     );
     check(

@@ -313,6 +313,9 @@ async fn a_plugin_that_exits_cancels_its_form() {
     );
     let error = error.unwrap();
     assert!(error.contains("went away"), "{error}");
+    // The session's next call starts the plugin again.
+    s.call("last_abort");
+    assert_eq!(s.finished().await.unwrap(), "aborted: null");
     host.shutdown().await;
 }
 

@@ -386,9 +386,20 @@ fn build_server(
             if !(url.starts_with("http://") || url.starts_with("https://")) {
                 return Err(ctx.error(&at("url"), "expected an http:// or https:// URL"));
             }
+            let http_headers = raw.http_headers.unwrap_or_default();
+            if raw.bearer_token_env_var.is_some()
+                && http_headers
+                    .keys()
+                    .any(|name| name.eq_ignore_ascii_case("authorization"))
+            {
+                return Err(ctx.error(
+                    &at("bearer_token_env_var"),
+                    "`http_headers` already has an Authorization header; keep one of the two",
+                ));
+            }
             Transport::StreamableHttp {
                 url,
-                http_headers: raw.http_headers.unwrap_or_default(),
+                http_headers,
                 bearer_token_env_var: raw.bearer_token_env_var,
                 share_session: raw.share_session.unwrap_or(false),
             }

@@ -125,7 +125,9 @@ impl Session {
         name: &str,
         target: &PluginTarget,
     ) -> Result<Connection, crate::HostError> {
-        if let Some(connection) = self.lock().plugins.get(name) {
+        if let Some(connection) = self.lock().plugins.get(name)
+            && !connection.plugin.is_closed()
+        {
             return Ok(connection.clone());
         }
         let host = self
@@ -138,23 +140,34 @@ impl Session {
         if let PluginTarget::Url(url) = target
             && host.shares_session(name)
         {
-            let key = format!("{name} {url}");
-            // Held while the shared connection is made, so that sessions starting together
-            // wait for it instead of each connecting.
-            let mut shared = host.shared_connections.lock().await;
-            if let Some(connection) = shared.get(&key)
-                && !connection.plugin.is_closed()
-            {
-                return Ok(connection.clone());
-            }
-            let connection = connect(&host, name, target, None).await?;
-            shared.insert(key, connection.clone());
-            return Ok(connection);
+            // One cell per server: sessions starting together wait for its one connect, and
+            // other servers do not wait on it. A closed connection is replaced.
+            let cell = {
+                let mut shared = host
+                    .shared_connections
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                let cell = shared.entry(format!("{name} {url}")).or_default();
+                if cell.get().is_some_and(|c| c.plugin.is_closed()) {
+                    *cell = Arc::default();
+                }
+                Arc::clone(cell)
+            };
+            let connection = cell
+                .get_or_try_init(|| connect(&host, name, target, None))
+                .await?;
+            return Ok(connection.clone());
         }
         let connection = connect(&host, name, target, Some(Arc::downgrade(self))).await?;
         let mut state = self.lock();
-        let connection = state.plugins.entry(name.to_owned()).or_insert(connection);
-        Ok(connection.clone())
+        let slot = state
+            .plugins
+            .entry(name.to_owned())
+            .or_insert_with(|| connection.clone());
+        if slot.plugin.is_closed() {
+            *slot = connection;
+        }
+        Ok(slot.clone())
     }
 }
 

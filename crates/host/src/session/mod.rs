@@ -108,7 +108,7 @@ struct HostInner {
     sessions: Mutex<HashMap<SessionId, Arc<Session>>>,
     ids: AtomicU64,
     /// Connections of `share_session` servers, by name and URL: one serves every session.
-    shared_connections: tokio::sync::Mutex<HashMap<String, connections::Connection>>,
+    shared_connections: Mutex<HashMap<String, Arc<tokio::sync::OnceCell<connections::Connection>>>>,
 }
 
 struct Session {
@@ -173,7 +173,7 @@ impl Host {
                 store,
                 sessions: Mutex::new(HashMap::new()),
                 ids: AtomicU64::new(1),
-                shared_connections: tokio::sync::Mutex::new(HashMap::new()),
+                shared_connections: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -312,14 +312,13 @@ impl Host {
             session.cancel_cards(reason::HOST_STOPPED);
             connections.extend(session.lock().plugins.drain().map(|(_, c)| c));
         }
-        connections.extend(
-            self.inner
-                .shared_connections
-                .lock()
-                .await
-                .drain()
-                .map(|(_, connection)| connection),
-        );
+        let shared: Vec<_> = self
+            .inner
+            .shared_connections
+            .lock()
+            .map(|mut shared| shared.drain().map(|(_, cell)| cell).collect())
+            .unwrap_or_default();
+        connections.extend(shared.iter().filter_map(|cell| cell.get().cloned()));
         for connection in connections {
             if let Ok(plugin) = Arc::try_unwrap(connection.plugin) {
                 plugin.close().await;

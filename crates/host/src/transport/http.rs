@@ -4,6 +4,7 @@
 //! stream that may carry requests from the plugin (an elicitation, say) before the response
 //! itself. Messages the plugin sends outside a request arrive on an optional GET stream.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use futures::StreamExt;
@@ -20,6 +21,8 @@ const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
 /// How long to wait for the listening stream's headers before going on without it.
 const LISTENER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+/// How long a notification or response may wait for the plugin's acknowledgement (202).
+const ACKNOWLEDGE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// State shared by the POST tasks of one connection.
 struct Shared {
@@ -39,6 +42,12 @@ struct OutgoingHead {
     id: Option<Value>,
     #[serde(default)]
     method: Option<String>,
+}
+
+/// The `requestId` of a `notifications/cancelled` the host sends (its own ids are numbers).
+fn cancelled_request(message: &str) -> Option<u64> {
+    let message: Value = serde_json::from_str(message).ok()?;
+    message.pointer("/params/requestId")?.as_u64()
 }
 
 /// The parts of an incoming message the transport needs to know.
@@ -82,22 +91,48 @@ pub(crate) fn connect(
     let driver = tokio::spawn(async move {
         // Request streams and the listener live here, so closing the connection ends them.
         let mut streams = tokio::task::JoinSet::new();
+        // The stream of each request still open, to end it when the request is cancelled.
+        let mut open: HashMap<u64, tokio::task::AbortHandle> = HashMap::new();
+        let mut requests: HashMap<tokio::task::Id, u64> = HashMap::new();
         while let Some(message) = outgoing_rx.next().await {
-            while streams.try_join_next().is_some() {}
+            while let Some(ended) = streams.try_join_next_with_id() {
+                let task = ended.map_or_else(|err| err.id(), |(task, ())| task);
+                if let Some(request) = requests.remove(&task) {
+                    open.remove(&request);
+                }
+            }
             let head: OutgoingHead = serde_json::from_str(&message).unwrap_or(OutgoingHead {
                 id: None,
                 method: None,
             });
             let request_id = head.id.filter(|_| head.method.is_some());
             let opens_listener = head.method.as_deref() == Some("notifications/initialized");
-            if request_id.is_some() {
+            if head.method.as_deref() == Some("notifications/cancelled")
+                && let Some(stream) = cancelled_request(&message).and_then(|id| open.remove(&id))
+            {
+                // The answer is not wanted any more: stop reading it, and free the socket.
+                stream.abort();
+            }
+            if let Some(id) = request_id {
                 // A request's answer may be a long event stream: read it beside the others.
                 let shared = Arc::clone(&shared);
-                streams.spawn(async move { post(&shared, message, request_id).await });
+                let number = id.as_u64();
+                let stream = streams.spawn(async move { post(&shared, message, Some(id)).await });
+                if let Some(number) = number {
+                    requests.insert(stream.id(), number);
+                    open.insert(number, stream);
+                }
             } else {
                 // Notifications and responses are acknowledged at once (202). Sending them in
                 // order matters: `notifications/initialized` must arrive before the next call.
-                post(&shared, message, None).await;
+                // A server that never acknowledges would hold up everything after: it gets
+                // a time limit.
+                if tokio::time::timeout(ACKNOWLEDGE_WAIT, post(&shared, message, None))
+                    .await
+                    .is_err()
+                {
+                    tracing::warn!(target: "formwork::transport", url = %shared.url, "the plugin did not acknowledge a message within {} s", ACKNOWLEDGE_WAIT.as_secs());
+                }
                 if opens_listener {
                     // Open the listening stream before anything else is sent: a server may put
                     // a request that belongs to no call (an elicitation, say) on it, and drops
@@ -171,12 +206,19 @@ impl Shared {
     }
 }
 
-/// Headers the transport sets itself; configuration may not replace them.
-const OWN_HEADERS: [&str; 8] = [
+/// Headers the transport sets itself, or whose meaning it does not implement (`expect` would
+/// ask for an interim answer first); configuration may not set them.
+const OWN_HEADERS: [&str; 14] = [
     "host",
     "content-length",
     "transfer-encoding",
     "connection",
+    "keep-alive",
+    "proxy-connection",
+    "upgrade",
+    "te",
+    "trailer",
+    "expect",
     "accept",
     "content-type",
     SESSION_HEADER,
