@@ -6,6 +6,8 @@
 // what the plugin really received. `cargo xtask peers` copies this file next to the pinned node_modules.
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { writeFileSync } from "node:fs";
+import { z } from "zod";
 
 const server = new McpServer({ name: "ts-plugin", version: "0.1.0" });
 
@@ -188,10 +190,12 @@ server.registerTool("last_outcome", { description: "What the form of ask_later g
   content: [{ type: "text", text: "result: " + JSON.stringify(lastOutcome) }],
 }));
 
-// Runs until the client cancels it; `last_abort` tells what the cancellation said.
+// Runs until the client cancels it (writing the file `marker` once running); `last_abort` tells what
+// the cancellation said.
 let lastAbort = null;
-server.registerTool("hold", { description: "Run until cancelled" }, async (extra) => {
+server.registerTool("hold", { description: "Run until cancelled", inputSchema: { marker: z.string().optional() } }, async ({ marker }, extra) => {
   lastAbort = null;
+  if (marker) writeFileSync(marker, "running");
   await new Promise((resolve) => {
     const aborted = () => {
       lastAbort = String(extra.signal.reason);

@@ -268,11 +268,19 @@ async fn stopping_the_turn_cancels_its_forms_and_calls() {
 async fn stopping_a_turn_cancels_its_calls_at_the_plugin() {
     let host = host(config("", approve()));
     let mut s = Watch::open(&host);
-    // Connected first, so that `hold` goes out at once.
-    s.call("last_abort");
-    assert_eq!(s.finished().await.unwrap(), "aborted: null");
-    s.call("hold");
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("running");
+    s.send(Command::CallTool {
+        server: "ts".to_owned(),
+        tool: "hold".to_owned(),
+        arguments: Some(json!({ "marker": marker })),
+    });
+    // Stopped only once the tool runs in the plugin.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !marker.exists() {
+        assert!(tokio::time::Instant::now() < deadline, "`hold` never ran");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     s.send(Command::StopTurn);
     assert_eq!(s.finished().await.unwrap_err(), "the turn was stopped");
     s.call("last_abort");
