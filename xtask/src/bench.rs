@@ -225,11 +225,12 @@ struct Setup {
     formwork: PathBuf,
     node: PathBuf,
     npm_dir: PathBuf,
-    /// How every client starts the plugin: pinned to [`PLUGIN_CPU`] when `taskset` is there, node with
+    /// How every client starts the plugin: pinned to its own CPU when `taskset` is there, node with
     /// [`INSTRUMENT_FLAGS`], the plugin file.
     plugin_command: Vec<String>,
     ts_client: PathBuf,
-    taskset: Option<PathBuf>,
+    /// Where the plugin and the clients run, when they can be pinned.
+    cpus: Option<Cpus>,
 }
 
 impl Setup {
@@ -266,10 +267,14 @@ impl Setup {
         } else {
             PathBuf::from("node")
         };
-        let taskset = find_program("taskset").filter(|_| cpu_count() >= 2);
+        let cpus = Cpus::find();
         let mut plugin_command = Vec::new();
-        if let Some(taskset) = &taskset {
-            plugin_command.extend([display(taskset), "-c".to_owned(), PLUGIN_CPU.to_string()]);
+        if let Some(cpus) = &cpus {
+            plugin_command.extend([
+                display(&cpus.taskset),
+                "-c".to_owned(),
+                cpus.plugin.to_string(),
+            ]);
         }
         plugin_command.push(display(&node));
         plugin_command.extend(INSTRUMENT_FLAGS.iter().map(|flag| (*flag).to_owned()));
@@ -280,7 +285,7 @@ impl Setup {
             plugin_command,
             ts_client: npm_dir.join(TS_CLIENT),
             npm_dir,
-            taskset,
+            cpus,
         })
     }
 }
@@ -479,53 +484,91 @@ fn display(path: &Path) -> String {
     path.display().to_string()
 }
 
-/// The plugin's CPU; the clients run on [`CLIENT_CPU`].
-const PLUGIN_CPU: usize = 0;
-const CLIENT_CPU: usize = 1;
+/// The CPUs of the run: the first two this process may use, one for the plugin and one for the
+/// clients, and the whole list to give back after.
+struct Cpus {
+    taskset: PathBuf,
+    plugin: usize,
+    client: usize,
+    /// This process's affinity list before pinning, as `taskset` prints it (`0-3,6`).
+    original: String,
+}
 
-/// While alive, this process (the floor client, and every client it starts) runs on [`CLIENT_CPU`].
+impl Cpus {
+    fn find() -> Option<Cpus> {
+        let taskset = find_program("taskset")?;
+        let output = Command::new(&taskset)
+            .args(["-cp", &std::process::id().to_string()])
+            .output()
+            .ok()?;
+        let text = String::from_utf8_lossy(&output.stdout);
+        let original = text.rsplit(':').next()?.trim().to_owned();
+        let mut allowed = cpu_list(&original).into_iter();
+        let (plugin, client) = (allowed.next()?, allowed.next()?);
+        Some(Cpus {
+            taskset,
+            plugin,
+            client,
+            original,
+        })
+    }
+}
+
+/// The CPUs of an affinity list such as `0-3,6`.
+fn cpu_list(list: &str) -> Vec<usize> {
+    let mut cpus = Vec::new();
+    for part in list.split(',') {
+        let mut ends = part.trim().splitn(2, '-').map(str::parse::<usize>);
+        match (ends.next(), ends.next()) {
+            (Some(Ok(first)), None) => cpus.push(first),
+            (Some(Ok(first)), Some(Ok(last))) => cpus.extend(first..=last),
+            _ => {}
+        }
+    }
+    cpus
+}
+
+/// While alive, this process (the floor client, and every client it starts) runs on the
+/// clients' CPU; dropped, it gets back the CPUs it had.
 ///
 /// A round trip between two processes costs differently when the scheduler puts them on one core or on two, and
 /// it moves them between rounds: medians of one client differed by 1.6x from round to round unpinned. Pinned, the
 /// plugin and the client each keep a core of their own in every round, whichever the client.
-struct Pinning {
-    taskset: Option<PathBuf>,
-    /// The CPUs to give back, counted before pinning (which narrows what the count sees).
-    cpus: usize,
+struct Pinning<'a> {
+    cpus: Option<&'a Cpus>,
 }
 
-impl Pinning {
-    fn start(setup: &Setup) -> Pinning {
+impl<'a> Pinning<'a> {
+    fn start(setup: &'a Setup) -> Pinning<'a> {
         let pinned = Pinning {
-            taskset: setup.taskset.clone(),
-            cpus: cpu_count(),
+            cpus: setup.cpus.as_ref(),
         };
-        pinned.set(&CLIENT_CPU.to_string());
+        if let Some(cpus) = pinned.cpus {
+            pinned.set(&cpus.client.to_string());
+        }
         pinned
     }
 
-    fn set(&self, cpus: &str) {
-        if let Some(taskset) = &self.taskset {
+    fn set(&self, list: &str) {
+        if let Some(cpus) = self.cpus {
             let pid = std::process::id().to_string();
-            let status = Command::new(taskset)
-                .args(["-cp", cpus, &pid])
+            let status = Command::new(&cpus.taskset)
+                .args(["-a", "-cp", list, &pid])
                 .stdout(std::process::Stdio::null())
                 .status();
             if !matches!(status, Ok(status) if status.success()) {
-                eprintln!("xtask: could not set this process's CPUs to {cpus}");
+                eprintln!("xtask: could not set this process's CPUs to {list}");
             }
         }
     }
 }
 
-impl Drop for Pinning {
+impl Drop for Pinning<'_> {
     fn drop(&mut self) {
-        self.set(&format!("0-{}", self.cpus - 1));
+        if let Some(cpus) = self.cpus {
+            self.set(&cpus.original);
+        }
     }
-}
-
-fn cpu_count() -> usize {
-    std::thread::available_parallelism().map_or(1, usize::from)
 }
 
 /// `name` on the PATH, if there.
@@ -538,7 +581,14 @@ fn find_program(name: &str) -> Option<PathBuf> {
 
 #[cfg(test)]
 mod tests {
-    use super::percentile;
+    use super::{cpu_list, percentile};
+
+    #[test]
+    fn reads_affinity_lists() {
+        assert_eq!(cpu_list("0-3,6"), vec![0, 1, 2, 3, 6]);
+        assert_eq!(cpu_list("1"), vec![1]);
+        assert_eq!(cpu_list(" 4-5 , x"), vec![4, 5]);
+    }
 
     #[test]
     fn percentile_is_nearest_rank() {
