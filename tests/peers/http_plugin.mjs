@@ -42,7 +42,8 @@ function newServer() {
   const server = new McpServer({ name: "http-plugin", version: "0.1.0" });
   server.registerTool("ask", { description: "Ask for a small form", inputSchema: { n: z.number().int().optional() } }, async ({ n }, extra) => {
     try {
-      const options = related ? { relatedRequestId: extra.requestId } : undefined;
+      // A person may take minutes; the SDK's default of 60 s would end forms a load test still holds open.
+      const options = { timeout: 600_000, ...(related ? { relatedRequestId: extra.requestId } : {}) };
       const r = await server.server.elicitInput({ message: "Choose a strategy", requestedSchema: schema }, options);
       return { content: [{ type: "text", text: `result: ${JSON.stringify(r)} n=${n ?? ""}` }] };
     } catch (e) {

@@ -358,8 +358,12 @@ async fn many_sessions(url: &str, mode: Mode, size: usize) -> anyhow::Result<Loa
             Event::FormRequested { form_id, .. } => {
                 forms.insert(session, form_id.clone());
             }
-            Event::ToolCallFinished { error, .. } => {
-                bail!("a call ended before its form: {error:?}")
+            Event::ToolCallFinished { result, error, .. } => {
+                let result = result.as_ref().map(|result| result.to_string());
+                bail!(
+                    "a call ended before its form ({} of {size} open): error {error:?}, result {result:?}",
+                    forms.len()
+                )
             }
             _ => {}
         }
