@@ -7,7 +7,7 @@ mod common;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::{EverythingHttp, Output, formwork, node_plugin};
+use common::{EverythingHttp, Output, formwork, node_bin_dir, node_plugin, peers_dir};
 use serde_json::{Value, json};
 
 /// The rows of the symptom table, in order, by id.
@@ -441,6 +441,82 @@ fn streamable_http_plugin() {
         false,
         "{output}"
     );
+}
+
+/// `tests/peers/http_plugin.mjs` (TS SDK, Streamable HTTP) with `flags`, killed on drop.
+struct HttpPlugin {
+    child: std::process::Child,
+    url: String,
+}
+
+impl HttpPlugin {
+    fn start(flags: &[&str]) -> Self {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(node_bin_dir().join("node"))
+            .arg(peers_dir().join("npm/http_plugin.mjs"))
+            .arg("0")
+            .args(flags)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("starting http_plugin.mjs");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("its stdout"))
+            .read_line(&mut line)
+            .expect("its first line");
+        let port = line
+            .trim()
+            .strip_prefix("listening ")
+            .expect("`listening <port>`");
+        let url = format!("http://127.0.0.1:{port}/mcp");
+        HttpPlugin { child, url }
+    }
+}
+
+impl Drop for HttpPlugin {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn forms_off_the_call_stream_of_a_shared_session() {
+    for (flags, on_call_stream) in [(&[][..], false), (&["--related"][..], true)] {
+        let plugin = HttpPlugin::start(flags);
+        let config = Toml::new(&format!(
+            "[mcp_servers.http]\nurl = {:?}\ndefault_tools_approval_mode = \"approve\"\nshare_session = true\n",
+            plugin.url
+        ));
+        let output = formwork(
+            &[
+                "doctor",
+                "--url",
+                &plugin.url,
+                "--config",
+                &config.arg(),
+                "--tool",
+                "ask",
+            ],
+            None,
+        );
+        let report = if on_call_stream {
+            output.assert_code(0);
+            output.json()
+        } else {
+            assert_only(
+                &output,
+                "declined-before-ui",
+                &[
+                    "`share_session = true` for `http`",
+                    "1 form(s) on another stream",
+                ],
+            )
+        };
+        assert_eq!(
+            report["forms"][0]["on_call_stream"], on_call_stream,
+            "{output}"
+        );
+    }
 }
 
 // ---- failure to connect ----

@@ -44,6 +44,9 @@ pub struct ServedRequest {
     /// The result or the JSON-RPC error formwork sent; `None` when nothing was sent because
     /// the plugin cancelled the request or went away.
     pub answer: Option<Result<Value, RpcError>>,
+    /// Whether it came on the response stream of one of formwork's requests (HTTP), and so
+    /// belongs to that call.
+    pub on_call_stream: bool,
 }
 
 /// Watches every request a plugin sends (see [`ConnectOptions::on_request`]). Called on the
@@ -208,6 +211,9 @@ pub struct FormRecord {
     /// Whether the `--tool` call was running when it arrived. A session declines a form that
     /// arrives outside a tool call (no active turn).
     pub during_call: bool,
+    /// Whether it came on the `tools/call` response stream (HTTP only). With `share_session`,
+    /// a form that does not is declined: it cannot be tied to a call.
+    pub on_call_stream: bool,
     /// `params.mode` as sent (`"form"` when absent).
     pub mode: Value,
     /// `params.message`, when it is a string.
@@ -583,6 +589,7 @@ fn form_record(
     FormRecord {
         request_id: request.id.clone(),
         during_call,
+        on_call_stream: request.on_call_stream,
         mode,
         message,
         supported: decline.is_none(),

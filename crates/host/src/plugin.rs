@@ -650,6 +650,7 @@ async fn serve_request(
             method: method.clone(),
             params,
             answer: (!cancelled.is_cancelled()).then(|| outcome.clone()),
+            on_call_stream: stream_of.is_some(),
         });
     }
     // A request the plugin cancelled gets no answer; one whose plugin is gone cannot get one.

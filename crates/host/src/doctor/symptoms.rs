@@ -249,6 +249,26 @@ fn declined_before_ui(config: &Config, report: &Report) -> Symptom {
                 .to_owned(),
         );
     }
+    let unrouted = report
+        .forms
+        .iter()
+        .filter(|f| f.during_call && !f.on_call_stream)
+        .count();
+    if unrouted > 0 && shares_session(config, &report.connection.server) {
+        causes.push(format!(
+            "`share_session = true` for `{}` in {}: one connection serves every session, and a \
+             form is routed by the tools/call on whose response stream it arrives; the plugin sent \
+             {unrouted} form(s) on another stream, which no call can own, so formwork declines them",
+            report.connection.server,
+            file(config)
+        ));
+        actions.push(
+            "send each form on its call's stream (TS SDK: `elicitInput(params, { relatedRequestId: \
+             extra.requestId })` or `extra.sendRequest`; rmcp and the Python SDK do it inside a \
+             handler), or remove `share_session`"
+                .to_owned(),
+        );
+    }
     if !causes.is_empty() {
         return row(1, Some(true), causes.join("; "), actions.join("; "));
     }
@@ -280,6 +300,19 @@ fn declined_before_ui(config: &Config, report: &Report) -> Symptom {
             String::new(),
         ),
     }
+}
+
+/// Whether the configured server `name` shares one MCP session among formwork's sessions.
+fn shares_session(config: &Config, name: &str) -> bool {
+    config.server(name).is_some_and(|server| {
+        matches!(
+            server.transport,
+            crate::config::Transport::StreamableHttp {
+                share_session: true,
+                ..
+            }
+        )
+    })
 }
 
 fn schema_unsupported(report: &Report) -> Symptom {
@@ -618,6 +651,7 @@ mod tests {
         FormRecord {
             request_id: json!(0),
             during_call: true,
+            on_call_stream: false,
             mode: json!("form"),
             message: Some("m".to_owned()),
             supported: decline.is_none(),
@@ -676,6 +710,26 @@ mod tests {
         assert!(rows[1].cause.contains("approval_policy = \"never\""));
         assert!(rows[1].action.contains("elicitations_auto_deny = false"));
         assert!(rows[1].action.contains("mcp_elicitations = true"));
+    }
+
+    #[test]
+    fn a_form_off_the_call_stream_of_a_shared_session_is_named() {
+        let config =
+            config("[mcp_servers.p]\nurl = \"http://127.0.0.1:1/mcp\"\nshare_session = true\n");
+        let mut report = report();
+        report.forms = vec![form(json!({"action": "decline"}), None)];
+        report.call = Some(call("returned", None));
+        let rows = symptoms(&config, &report);
+        assert_eq!(applies(&rows), ["declined-before-ui"]);
+        assert!(
+            rows[1].cause.contains("`share_session = true` for `p`"),
+            "{}",
+            rows[1].cause
+        );
+        assert!(rows[1].action.contains("relatedRequestId"));
+        // On the call's stream, the same form is routed: not the symptom.
+        report.forms[0].on_call_stream = true;
+        assert_eq!(applies(&symptoms(&config, &report)), Vec::<&str>::new());
     }
 
     #[test]
