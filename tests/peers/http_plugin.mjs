@@ -11,7 +11,8 @@
 //
 // Tool `ask {n}`: asks for a small form and returns `result: <ElicitResult JSON> n=<n>`, so a test can
 // check that every answer reached the call it belongs to. Tool `clients`: how many `initialize` requests
-// the plugin has answered, as the text `initialized: <count>`.
+// the plugin has answered, as the text `initialized: <count>`. `GET /stats` (not MCP): `{"open": <MCP
+// sessions open>}`.
 import http from "node:http";
 import { randomUUID } from "node:crypto";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
@@ -68,6 +69,11 @@ async function readBody(req) {
 }
 
 const httpServer = http.createServer(async (req, res) => {
+  if (req.url === "/stats") {
+    // Outside MCP, for tests: the MCP sessions open now.
+    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ open: transports.size }));
+    return;
+  }
   try {
     const body = req.method === "POST" ? await readBody(req) : undefined;
     if (body !== undefined && isInitializeRequest(body)) initialized += 1;

@@ -58,6 +58,26 @@ impl HttpPlugin {
     }
 }
 
+impl HttpPlugin {
+    /// The plugin's `GET /stats`.
+    fn stats(&self) -> serde_json::Value {
+        use std::io::{Read, Write};
+        let address = self
+            .url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_owned();
+        let mut socket = std::net::TcpStream::connect(address).unwrap();
+        socket
+            .write_all(b"GET /stats HTTP/1.0\r\nhost: localhost\r\n\r\n")
+            .unwrap();
+        let mut response = String::new();
+        socket.read_to_string(&mut response).unwrap();
+        let body = response.split("\r\n\r\n").nth(1).unwrap();
+        serde_json::from_str(body).unwrap()
+    }
+}
+
 impl Drop for HttpPlugin {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -81,7 +101,10 @@ async fn a_thousand_sessions_sharing_one_mcp_session() {
     let plugin = HttpPlugin::start(&["--related"]);
     let host = a_thousand_forms_all_answered(&plugin, "share_session = true\n").await;
     assert_eq!(clients(&host).await, "initialized: 1");
+    assert_eq!(plugin.stats()["open"], 1);
+    // Shutting down ends the shared MCP session at the plugin (DELETE).
     host.shutdown().await;
+    assert_eq!(plugin.stats()["open"], 0);
 }
 
 /// A plugin that sends its forms outside its calls' streams, on a shared MCP session: no call

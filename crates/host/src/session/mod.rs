@@ -318,7 +318,12 @@ impl Host {
             .lock()
             .map(|mut shared| shared.drain().map(|(_, cell)| cell).collect())
             .unwrap_or_default();
-        connections.extend(shared.iter().filter_map(|cell| cell.get().cloned()));
+        // Out of their cells, so that each connection is held once and can be closed.
+        connections.extend(
+            shared
+                .into_iter()
+                .filter_map(|cell| Arc::into_inner(cell)?.into_inner()),
+        );
         for connection in connections {
             if let Ok(plugin) = Arc::try_unwrap(connection.plugin) {
                 plugin.close().await;
