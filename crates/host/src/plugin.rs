@@ -240,9 +240,9 @@ impl Plugin {
         &self.server
     }
 
-    /// The id the next request will not take: for a call whose forms must be routed by
-    /// [`FormPrompt::call_request`](crate::FormPrompt::call_request), registered before it is
-    /// sent with [`Plugin::call_tool_with_id`].
+    /// A fresh request id, taken now so that a call can be registered under it before it is
+    /// sent with [`Plugin::call_tool_with_id`] (forms are routed by it: see
+    /// [`FormPrompt::call_request`](crate::FormPrompt::call_request)).
     pub fn reserve_request_id(&self) -> u64 {
         self.shared.next_id()
     }
