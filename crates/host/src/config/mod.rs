@@ -78,6 +78,19 @@ impl Config {
     pub fn server(&self, name: &str) -> Option<&ServerConfig> {
         self.mcp_servers.get(name)
     }
+
+    /// Whether the server `name` is a Streamable HTTP server with `share_session = true`.
+    pub fn shares_session(&self, name: &str) -> bool {
+        self.server(name).is_some_and(|server| {
+            matches!(
+                server.transport,
+                Transport::StreamableHttp {
+                    share_session: true,
+                    ..
+                }
+            )
+        })
+    }
 }
 
 /// The configuration file a command uses: the `--config` value when given, else

@@ -254,7 +254,7 @@ fn declined_before_ui(config: &Config, report: &Report) -> Symptom {
         .iter()
         .filter(|f| f.during_call && !f.on_call_stream)
         .count();
-    if unrouted > 0 && shares_session(config, &report.connection.server) {
+    if unrouted > 0 && config.shares_session(&report.connection.server) {
         causes.push(format!(
             "`share_session = true` for `{}` in {}: one connection serves every session, and a \
              form is routed by the tools/call on whose response stream it arrives; the plugin sent \
@@ -300,19 +300,6 @@ fn declined_before_ui(config: &Config, report: &Report) -> Symptom {
             String::new(),
         ),
     }
-}
-
-/// Whether the configured server `name` shares one MCP session among formwork's sessions.
-fn shares_session(config: &Config, name: &str) -> bool {
-    config.server(name).is_some_and(|server| {
-        matches!(
-            server.transport,
-            crate::config::Transport::StreamableHttp {
-                share_session: true,
-                ..
-            }
-        )
-    })
 }
 
 fn schema_unsupported(report: &Report) -> Symptom {

@@ -138,7 +138,7 @@ impl Session {
                 reason: "the host is shutting down".to_owned(),
             })?;
         if let PluginTarget::Url(url) = target
-            && host.shares_session(name)
+            && host.config().shares_session(name)
         {
             // One cell per server: sessions starting together wait for its one connect, and
             // other servers do not wait on it. A closed connection is replaced.

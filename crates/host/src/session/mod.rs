@@ -411,19 +411,6 @@ impl HostInner {
     }
 
     /// How to reach the configured server `name`.
-    /// Whether the server `name` is configured with `share_session = true`.
-    fn shares_session(&self, name: &str) -> bool {
-        self.config().server(name).is_some_and(|server| {
-            matches!(
-                server.transport,
-                crate::config::Transport::StreamableHttp {
-                    share_session: true,
-                    ..
-                }
-            )
-        })
-    }
-
     fn target(&self, name: &str) -> Result<PluginTarget, CommandError> {
         let config = self.config();
         let server = config

@@ -168,12 +168,11 @@ impl Shared {
         if !body.is_empty() {
             headers.push(("content-type", "application/json"));
         }
-        // Header values the plugin chose are sent only when they cannot break the request line.
-        let printable = |value: &str| value.bytes().all(|b| (0x20..0x7f).contains(&b));
-        if let Some(id) = session.as_deref().filter(|id| printable(id)) {
+        // Header values the plugin chose are sent only when they cannot break the request.
+        if let Some(id) = session.as_deref().filter(|id| valid_value(id)) {
             headers.push((SESSION_HEADER, id));
         }
-        if let Some(version) = self.protocol_version.get().filter(|v| printable(v)) {
+        if let Some(version) = self.protocol_version.get().filter(|v| valid_value(v)) {
             headers.push((VERSION_HEADER, version));
         }
         for (name, value) in &self.extra_headers {
@@ -234,15 +233,19 @@ fn check_header(name: &str, value: &str) -> Result<(), String> {
     if OWN_HEADERS.iter().any(|own| own.eq_ignore_ascii_case(name)) {
         return Err(format!("the header `{name}` is set by formwork itself"));
     }
-    if !value
-        .bytes()
-        .all(|b| b == b'\t' || (0x20..0x7f).contains(&b))
-    {
+    if !valid_value(value) {
         return Err(format!(
             "the value of the header `{name}` has characters HTTP does not allow"
         ));
     }
     Ok(())
+}
+
+/// Visible ASCII, spaces and tabs: nothing that could end a header line.
+fn valid_value(value: &str) -> bool {
+    value
+        .bytes()
+        .all(|b| b == b'\t' || (0x20..0x7f).contains(&b))
 }
 
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
