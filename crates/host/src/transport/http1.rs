@@ -240,59 +240,25 @@ impl Endpoint {
         }
         let mut answered = false;
         // Interim answers (100 Continue, 103 Early Hints) come before the final one.
-        let (head, status) = loop {
-            let Some(head) = read_head(&mut connection, answered).await? else {
+        let head = loop {
+            let Some(bytes) = read_head(&mut connection, answered).await? else {
                 return Ok(None);
             };
             answered = true;
-            let mut fields = [httparse::EMPTY_HEADER; 64];
-            let mut parsed = httparse::Response::new(&mut fields);
-            let status = match parsed.parse(&head) {
-                Ok(httparse::Status::Complete(_)) => parsed.code.unwrap_or(0),
-                Ok(httparse::Status::Partial) | Err(_) => {
-                    return Err("the plugin sent a malformed HTTP response".to_owned());
-                }
-            };
-            if !(100..200).contains(&status) || status == 101 {
-                break (head, status);
+            let head = Head::parse(&bytes)?;
+            if !(100..200).contains(&head.status) || head.status == 101 {
+                break head;
             }
         };
-        let mut fields = [httparse::EMPTY_HEADER; 64];
-        let mut parsed = httparse::Response::new(&mut fields);
-        if parsed.parse(&head).is_err() {
-            return Err("the plugin sent a malformed HTTP response".to_owned());
-        }
-        let mut content_type = String::new();
-        let mut session_id = None;
-        let mut length = None;
-        let mut chunked = false;
-        let mut encoded = false;
-        let mut close = parsed.version == Some(0);
-        for field in parsed.headers.iter() {
-            let value = String::from_utf8_lossy(field.value).trim().to_owned();
-            let name = field.name;
-            if name.eq_ignore_ascii_case("content-type") {
-                content_type = value.to_ascii_lowercase();
-            } else if name.eq_ignore_ascii_case("mcp-session-id") {
-                session_id = Some(value);
-            } else if name.eq_ignore_ascii_case("content-length") {
-                length = Some(
-                    value
-                        .parse::<u64>()
-                        .map_err(|_| "the plugin sent a bad Content-Length".to_owned())?,
-                );
-            } else if name.eq_ignore_ascii_case("transfer-encoding") {
-                encoded = true;
-                chunked = value
-                    .rsplit(',')
-                    .next()
-                    .is_some_and(|last| last.trim().eq_ignore_ascii_case("chunked"));
-            } else if name.eq_ignore_ascii_case("connection") {
-                close |= value
-                    .split(',')
-                    .any(|token| token.trim().eq_ignore_ascii_case("close"));
-            }
-        }
+        let Head {
+            status,
+            content_type,
+            session_id,
+            length,
+            chunked,
+            encoded,
+            mut close,
+        } = head;
         let no_body = matches!(status, 204 | 304) || (100..200).contains(&status);
         let framing = if no_body {
             Framing::Done
@@ -325,6 +291,65 @@ impl Endpoint {
             session_id,
             body,
         }))
+    }
+}
+
+/// What a response head says that the client acts on.
+struct Head {
+    status: u16,
+    /// Lower-cased, parameters kept.
+    content_type: String,
+    session_id: Option<String>,
+    length: Option<u64>,
+    /// The final transfer coding is `chunked`.
+    chunked: bool,
+    /// Some transfer coding is named at all.
+    encoded: bool,
+    /// HTTP/1.0, or `close` among the `Connection` tokens.
+    close: bool,
+}
+
+impl Head {
+    fn parse(bytes: &[u8]) -> Result<Head, String> {
+        let mut fields = [httparse::EMPTY_HEADER; 64];
+        let mut parsed = httparse::Response::new(&mut fields);
+        if !matches!(parsed.parse(bytes), Ok(httparse::Status::Complete(_))) {
+            return Err("the plugin sent a malformed HTTP response".to_owned());
+        }
+        let mut head = Head {
+            status: parsed.code.unwrap_or(0),
+            content_type: String::new(),
+            session_id: None,
+            length: None,
+            chunked: false,
+            encoded: false,
+            close: parsed.version == Some(0),
+        };
+        for field in parsed.headers.iter() {
+            let value = String::from_utf8_lossy(field.value).trim().to_owned();
+            let name = field.name;
+            if name.eq_ignore_ascii_case("content-type") {
+                head.content_type = value.to_ascii_lowercase();
+            } else if name.eq_ignore_ascii_case("mcp-session-id") {
+                head.session_id = Some(value);
+            } else if name.eq_ignore_ascii_case("content-length") {
+                let length = value
+                    .parse::<u64>()
+                    .map_err(|_| "the plugin sent a bad Content-Length".to_owned())?;
+                head.length = Some(length);
+            } else if name.eq_ignore_ascii_case("transfer-encoding") {
+                head.encoded = true;
+                head.chunked = value
+                    .rsplit(',')
+                    .next()
+                    .is_some_and(|last| last.trim().eq_ignore_ascii_case("chunked"));
+            } else if name.eq_ignore_ascii_case("connection") {
+                head.close |= value
+                    .split(',')
+                    .any(|token| token.trim().eq_ignore_ascii_case("close"));
+            }
+        }
+        Ok(head)
     }
 }
 
