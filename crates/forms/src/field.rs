@@ -2,7 +2,9 @@
 
 use std::sync::{Arc, OnceLock};
 
-use serde_json::{Map, Number, Value};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
+use serde_json::{Number, Value};
 
 use crate::pattern::Pattern;
 
@@ -17,7 +19,7 @@ pub struct Form {
     pub(crate) description: Option<String>,
     /// The `requestedSchema`'s top-level members in order, with `null` in place of `properties`:
     /// each property schema is held once, by its field.
-    pub(crate) root: Map<String, Value>,
+    pub(crate) root: SchemaText,
     /// The whole `requestedSchema`, put back together from `root` and the fields on first use.
     pub(crate) schema: OnceLock<Value>,
 }
@@ -28,7 +30,7 @@ impl Form {
         fields: Vec<Field>,
         title: Option<String>,
         description: Option<String>,
-        root: Map<String, Value>,
+        root: SchemaText,
     ) -> Self {
         Form {
             fields,
@@ -62,16 +64,16 @@ impl Form {
     /// The `requestedSchema` exactly as the server sent it, unknown keywords included.
     pub fn schema(&self) -> &Value {
         self.schema.get_or_init(|| {
-            let mut root = self.root.clone();
+            let mut root = self.root.to_value();
             if let Some(properties) = root.get_mut("properties") {
                 *properties = Value::Object(
                     self.fields
                         .iter()
-                        .map(|field| (field.key.clone(), Value::clone(&field.schema)))
+                        .map(|field| (field.key.clone(), field.schema.to_value()))
                         .collect(),
                 );
             }
-            Value::Object(root)
+            root
         })
     }
 }
@@ -93,9 +95,68 @@ pub struct Field {
     /// The property's `default`, checked against the field's constraints. Integer defaults such as
     /// `3.0` are stored as the JSON integer `3`.
     pub default: Option<Value>,
-    /// The property schema exactly as sent, unknown keywords (`pattern`, `x-openai-*`, ...) included;
+    /// The property schema as sent, unknown keywords (`pattern`, `x-openai-*`, ...) included;
     /// shared with the render block's question.
-    pub schema: Arc<Value>,
+    pub schema: SchemaText,
+}
+
+/// A schema as compact JSON text: every member as the server sent it, in its order.
+///
+/// Text rather than a [`Value`]: a pending form holds its schema for as long as the person
+/// takes, and a parsed tree (a map with its index per object) costs several times the text.
+/// Clones share the text.
+#[derive(Clone)]
+pub struct SchemaText(Arc<RawValue>);
+
+impl SchemaText {
+    /// The text of `value`.
+    pub fn new(value: &Value) -> SchemaText {
+        SchemaText::of(value)
+    }
+
+    /// The text of a JSON value built from parts of a schema (a `Value`, or a map of them).
+    pub(crate) fn of(value: &impl Serialize) -> SchemaText {
+        // Serializing values cannot fail: their keys are strings and their numbers finite.
+        let raw =
+            serde_json::value::to_raw_value(value).unwrap_or_else(|_| RawValue::NULL.to_owned());
+        SchemaText(Arc::from(raw))
+    }
+
+    /// The JSON text.
+    pub fn as_str(&self) -> &str {
+        self.0.get()
+    }
+
+    /// The schema parsed again.
+    pub fn to_value(&self) -> Value {
+        // The text was written from a `Value`, so it reads back.
+        serde_json::from_str(self.0.get()).unwrap_or(Value::Null)
+    }
+}
+
+impl PartialEq for SchemaText {
+    fn eq(&self, other: &SchemaText) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl std::fmt::Debug for SchemaText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for SchemaText {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for SchemaText {
+    /// Through a [`Value`], so that any deserializer will do (`serde_json::from_value` too).
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<SchemaText, D::Error> {
+        Value::deserialize(deserializer).map(|value| SchemaText::new(&value))
+    }
 }
 
 /// What a field accepts.

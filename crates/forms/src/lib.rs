@@ -38,13 +38,12 @@ mod validate;
 
 pub use decline::{Decline, DeclineRule};
 pub use field::{
-    Choice, Field, FieldKind, Form, MultiSelect, NumberRules, SingleSelect, StringFormat, TextRules,
+    Choice, Field, FieldKind, Form, MultiSelect, NumberRules, SchemaText, SingleSelect,
+    StringFormat, TextRules,
 };
 pub use pattern::Pattern;
-pub use request::{
-    ElicitationRequest, FormRequest, UrlRequest, parse_request, parse_request_owned,
-};
-pub use schema::{parse_schema, parse_schema_owned};
+pub use request::{ElicitationRequest, FormRequest, UrlRequest, parse_request};
+pub use schema::parse_schema;
 pub use validate::{FieldError, ValidationErrors};
 
 /// The `content` of an accepted elicitation result: property key to value, in property order.

@@ -6,12 +6,11 @@
 //! kind, option values, constraints, the default and the original property schema.
 
 pub use indexmap::IndexMap;
-use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Number, Value};
 
-use crate::field::{Choice, Field, FieldKind, Form, NumberRules, TextRules};
+use crate::field::{Choice, Field, FieldKind, Form, NumberRules, SchemaText, TextRules};
 
 /// The block a UI renders for one form: `{"type": "request_user_input", "message", "questions"}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -95,9 +94,9 @@ pub struct Question {
     /// Proposed values of a text question (`x-openai-suggestions`); free text stays allowed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suggestions: Option<Vec<QuestionOption>>,
-    /// The property schema exactly as the server sent it, unknown keywords included (shared with
-    /// the form's field, not copied).
-    pub schema: Arc<Value>,
+    /// The property schema as the server sent it, unknown keywords included (shared with the
+    /// form's field, not copied).
+    pub schema: SchemaText,
 }
 
 /// One choice of a question.
@@ -210,7 +209,7 @@ fn question_for(field: &Field) -> Question {
         format: None,
         pattern: None,
         suggestions: None,
-        schema: Arc::clone(&field.schema),
+        schema: field.schema.clone(),
     };
     match &field.kind {
         FieldKind::Text(rules) => fill_text(&mut q, rules),

@@ -7,7 +7,7 @@ use crate::decline::{Decline, DeclineRule};
 use crate::field::Form;
 use crate::limits::{MAX_TEXT_BYTES, MAX_URL_BYTES};
 use crate::schema::Members;
-use crate::schema::{parse_sized_schema, parse_sized_schema_owned};
+use crate::schema::parse_sized_schema;
 use crate::size::{self, kind_of, show};
 
 /// The params of an `elicitation/create` request, parsed. An absent `mode` means form.
@@ -63,33 +63,6 @@ pub fn parse_request(params: &Value) -> Result<ElicitationRequest, Decline> {
             Ok(ElicitationRequest::Form(FormRequest {
                 message,
                 form,
-                meta,
-            }))
-        }
-        Mode::Url => parse_url(
-            params.get("url"),
-            params.get("elicitationId"),
-            message,
-            meta,
-        ),
-    }
-}
-
-/// [`parse_request`] for params the caller owns: the same request or the same decline, but a
-/// form's schema moves into the [`Form`] instead of being copied (see [`crate::parse_schema_owned`]).
-pub fn parse_request_owned(mut params: Value) -> Result<ElicitationRequest, Decline> {
-    let (message, meta, mode) = read_header(&params)?;
-    let (message, meta) = (message.clone(), meta.cloned());
-    match mode {
-        Mode::Form => {
-            let schema = params
-                .get_mut("requestedSchema")
-                .map(Value::take)
-                .ok_or_else(no_schema)?;
-            Ok(ElicitationRequest::Form(FormRequest {
-                message,
-                // Within the size limits as part of the params.
-                form: parse_sized_schema_owned(schema)?,
                 meta,
             }))
         }

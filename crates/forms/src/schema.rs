@@ -9,12 +9,11 @@
 //! server's own JSON Schema check.
 
 use std::collections::HashSet;
-use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
 use crate::decline::{Decline, DeclineRule};
-use crate::field::{Field, FieldKind, Form};
+use crate::field::{Field, FieldKind, Form, SchemaText};
 use crate::kinds::{
     parse_array, parse_number_rules, parse_string, reject_format, reject_options, text,
 };
@@ -100,48 +99,30 @@ pub(crate) fn parse_sized_schema(requested_schema: &Value) -> Result<Form, Decli
     let fields = parts
         .into_iter()
         .zip(properties)
-        .map(|(parts, (key, schema))| parts.into_field(key.clone(), schema.clone()))
+        .map(|(parts, (key, schema))| parts.into_field(key.clone(), schema))
         .collect();
-    let root = root
-        .iter()
-        .map(|(key, value)| {
+    Ok(Form::new(
+        fields,
+        title,
+        description,
+        SchemaText::of(&RootWithoutProperties(root)),
+    ))
+}
+
+/// A schema's top level with `null` in place of `properties`, which the fields hold.
+struct RootWithoutProperties<'a>(&'a Map<String, Value>);
+
+impl serde::Serialize for RootWithoutProperties<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.iter().map(|(key, value)| {
             let value = if key == "properties" {
-                Value::Null
+                &Value::Null
             } else {
-                value.clone()
+                value
             };
-            (key.clone(), value)
-        })
-        .collect();
-    Ok(Form::new(fields, title, description, root))
-}
-
-/// [`parse_schema`] for a schema the caller owns: the same form or the same decline, but the
-/// property schemas move into the fields instead of being copied.
-pub fn parse_schema_owned(requested_schema: Value) -> Result<Form, Decline> {
-    size::check(&requested_schema, "requestedSchema")?;
-    parse_sized_schema_owned(requested_schema)
-}
-
-/// [`parse_schema_owned`] for a schema already known to be within the size limits.
-pub(crate) fn parse_sized_schema_owned(requested_schema: Value) -> Result<Form, Decline> {
-    let mut root = match requested_schema {
-        Value::Object(root) => root,
-        other => return Err(not_an_object(&other)),
-    };
-    let (title, description) = check_root(&root)?;
-    // `check_root` does not look at `properties`, so it can be taken out first; `null` keeps its place.
-    let properties = match root.get_mut("properties").map(Value::take) {
-        Some(Value::Object(properties)) => properties,
-        other => return Err(no_properties(other.as_ref())),
-    };
-    let parts = parse_properties(&root, &properties)?;
-    let fields = parts
-        .into_iter()
-        .zip(properties)
-        .map(|(parts, (key, schema))| parts.into_field(key, schema))
-        .collect();
-    Ok(Form::new(fields, title, description, root))
+            (key, value)
+        }))
+    }
 }
 
 fn not_an_object(requested_schema: &Value) -> Decline {
@@ -308,7 +289,7 @@ fn parse_required<'a>(root: &'a Object, properties: &Object) -> Result<HashSet<&
     Ok(names)
 }
 
-/// A parsed property, all but its key and schema, which [`FieldParts::into_field`] moves or copies in.
+/// A parsed property, all but its key and schema, which [`FieldParts::into_field`] adds.
 struct FieldParts {
     title: Option<String>,
     description: Option<String>,
@@ -318,7 +299,7 @@ struct FieldParts {
 }
 
 impl FieldParts {
-    fn into_field(self, key: String, schema: Value) -> Field {
+    fn into_field(self, key: String, schema: &Value) -> Field {
         Field {
             key,
             title: self.title,
@@ -326,7 +307,7 @@ impl FieldParts {
             required: self.required,
             kind: self.kind,
             default: self.default,
-            schema: Arc::new(schema),
+            schema: SchemaText::new(schema),
         }
     }
 }

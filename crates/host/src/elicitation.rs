@@ -1,12 +1,11 @@
 //! Serving `elicitation/create`: raw params in, a form for the responder, an `ElicitResult` out.
 //!
 //! The params are read from the JSON of the request as is, so the exact mode, every schema
-//! keyword, the property order and the request `_meta` reach `formwork_forms` untouched; the
-//! parsed form takes them over without a copy.
+//! keyword, the property order and the request `_meta` reach `formwork_forms` untouched.
 
 use std::sync::Arc;
 
-use formwork_forms::{ElicitationRequest, Form, parse_request_owned};
+use formwork_forms::{ElicitationRequest, Form, parse_request};
 use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -131,7 +130,7 @@ fn read(
     }
     tracing::info!(target: "formwork::form", marker = "request-received", plugin = %shared.name, %id, "elicitation received");
 
-    match parse_request_owned(params) {
+    match parse_request(&params) {
         Ok(request) => Ok(request),
         Err(decline) => {
             let reason = decline.to_string();

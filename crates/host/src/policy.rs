@@ -596,7 +596,9 @@ impl ApprovalCard {
                 format: None,
                 pattern: None,
                 suggestions: None,
-                schema: std::sync::Arc::new(json!({ "type": "string", "enum": labels })),
+                schema: formwork_forms::SchemaText::new(
+                    &json!({ "type": "string", "enum": labels }),
+                ),
             }],
         }
     }
