@@ -96,11 +96,12 @@ pub(crate) fn parse_sized_schema(requested_schema: &Value) -> Result<Form, Decli
         other => return Err(no_properties(other)),
     };
     let parts = parse_properties(root, properties)?;
-    let fields = parts
-        .into_iter()
-        .zip(properties)
-        .map(|(parts, (key, schema))| parts.into_field(key.clone(), schema))
-        .collect();
+    // Sized exactly: `collect` on this zip would leave room for four fields or more, which a
+    // pending form would hold.
+    let mut fields = Vec::with_capacity(parts.len());
+    for (parts, (key, schema)) in parts.into_iter().zip(properties) {
+        fields.push(parts.into_field(key.clone(), schema));
+    }
     Ok(Form::new(
         fields,
         title,

@@ -440,7 +440,7 @@ pub async fn diagnose(target: &PluginTarget, config: &Config, options: DoctorOpt
 
 fn describe_server(connection: &mut Connection, server: &ServerInfo) {
     connection.protocol_version = Some(server.protocol_version.clone());
-    let result = &server.initialize_result;
+    let result = server.initialize_result_value();
     connection.server_info = result.get("serverInfo").cloned().unwrap_or(Value::Null);
     connection.server_capabilities = result.get("capabilities").cloned().unwrap_or(Value::Null);
 }

@@ -84,8 +84,24 @@ impl ConnectOptions {
 pub struct ServerInfo {
     /// The negotiated protocol version.
     pub protocol_version: String,
-    /// The whole `initialize` result as the plugin sent it.
-    pub initialize_result: Value,
+    /// The whole `initialize` result, the JSON text as the plugin sent it (kept as text: a
+    /// connection per session holds it all its life).
+    pub initialize_result: Box<RawValue>,
+}
+
+/// The part of the `initialize` result the connection reads itself.
+#[derive(serde::Deserialize)]
+struct Handshake {
+    #[serde(rename = "protocolVersion", default)]
+    protocol_version: Option<String>,
+}
+
+impl ServerInfo {
+    /// The `initialize` result as a JSON value.
+    pub fn initialize_result_value(&self) -> Value {
+        // The text was read as JSON when it arrived.
+        serde_json::from_str(self.initialize_result.get()).unwrap_or(Value::Null)
+    }
 }
 
 /// A live connection to a plugin.
@@ -191,8 +207,9 @@ impl Plugin {
             "capabilities": {"elicitation": {"form": {}, "url": {}}},
             "clientInfo": {"name": client_name, "version": client_version},
         });
+        let id = shared.next_id();
         let result = shared
-            .request("initialize", Some(params), INITIALIZE_TIMEOUT, false)
+            .request_raw(id, "initialize", Some(params), INITIALIZE_TIMEOUT, false)
             .await
             .map_err(|err| match err {
                 HostError::PluginGone { reason, .. } => HostError::Connect {
@@ -201,11 +218,10 @@ impl Plugin {
                 },
                 other => other,
             })?;
-        let protocol_version = result
-            .get("protocolVersion")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
+        let protocol_version = serde_json::from_str::<Handshake>(result.get())
+            .ok()
+            .and_then(|handshake| handshake.protocol_version)
+            .unwrap_or_default();
         let known = ProtocolVersion::KNOWN_VERSIONS
             .iter()
             .any(|version| version.has_initialize() && version.as_str() == protocol_version);
@@ -379,6 +395,24 @@ impl Shared {
         timeout: Duration,
         pause_for_forms: bool,
     ) -> Result<Value, HostError> {
+        let raw = self
+            .request_raw(id, method, params, timeout, pause_for_forms)
+            .await?;
+        serde_json::from_str(raw.get()).map_err(|err| HostError::InvalidResponse {
+            method: method.to_owned(),
+            reason: err.to_string(),
+        })
+    }
+
+    /// A request whose result is kept as the JSON text the plugin sent.
+    async fn request_raw(
+        &self,
+        id: u64,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+        pause_for_forms: bool,
+    ) -> Result<Box<RawValue>, HostError> {
         let (tx, mut rx) = oneshot::channel();
         if let Ok(mut pending) = self.pending.lock() {
             pending.insert(id, tx);
@@ -436,12 +470,7 @@ impl Shared {
                 method: method.to_owned(),
                 error: Box::new(error),
             }),
-            Ok(Ok(raw)) => {
-                serde_json::from_str(raw.get()).map_err(|err| HostError::InvalidResponse {
-                    method: method.to_owned(),
-                    reason: err.to_string(),
-                })
-            }
+            Ok(Ok(raw)) => Ok(raw),
         }
     }
 
@@ -534,7 +563,8 @@ async fn read_loop(shared: Arc<Shared>, mut incoming: Frames) {
                     for message in jsonrpc::parse_frame(&text) {
                         if let Some((id, method, params)) = dispatch(&shared, message) {
                             let serve = serve_request(Arc::clone(&shared), id, method, params, stream_of);
-                            requests.push(AssertUnwindSafe(serve).catch_unwind());
+                            // Boxed: the set keeps a spare node the size of its future.
+                            requests.push(Box::pin(AssertUnwindSafe(serve).catch_unwind()));
                         }
                     }
                 }

@@ -127,7 +127,10 @@ pub(crate) fn connect(
                 // order matters: `notifications/initialized` must arrive before the next call.
                 // A server that never acknowledges would hold up everything after: it gets
                 // a time limit.
-                if tokio::time::timeout(ACKNOWLEDGE_WAIT, post(&shared, message, None))
+                // Boxed, like the listener's opening and the session's closing below: the
+                // driver lives as long as the connection and would otherwise hold room for
+                // them all the time.
+                if tokio::time::timeout(ACKNOWLEDGE_WAIT, Box::pin(post(&shared, message, None)))
                     .await
                     .is_err()
                 {
@@ -137,7 +140,7 @@ pub(crate) fn connect(
                     // Open the listening stream before anything else is sent: a server may put
                     // a request that belongs to no call (an elicitation, say) on it, and drops
                     // it if the stream is not there yet.
-                    if let Some(response) = open_listener(&shared).await {
+                    if let Some(response) = Box::pin(open_listener(&shared)).await {
                         let shared = Arc::clone(&shared);
                         streams.spawn(async move {
                             read_sse(&shared, response, None).await;
@@ -147,7 +150,7 @@ pub(crate) fn connect(
             }
         }
         streams.abort_all();
-        close_session(&shared).await;
+        Box::pin(close_session(&shared)).await;
         let _ = shared
             .incoming
             .unbounded_send(Frame::Closed("the connection was closed".to_owned()));

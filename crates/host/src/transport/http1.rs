@@ -14,13 +14,13 @@ use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::rustls::{self, pki_types::ServerName};
 
-/// Read buffer per connection: an idle event stream holds it for as long as a form is open.
-const READ_BUFFER: usize = 1024;
+use super::buffered::Buffered;
+
 /// A response head larger than this is refused.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// Idle keep-alive connections kept per endpoint (shared by all connections to it).
@@ -33,7 +33,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 
-type Connection = BufReader<Pin<Box<dyn Io>>>;
+/// Buffered only while unread bytes wait: an event stream may idle for as long as a form is open.
+type Connection = Buffered<Pin<Box<dyn Io>>>;
 
 /// One plugin endpoint (`http://` or `https://`) and its idle connections.
 pub(crate) struct Endpoint {
@@ -224,7 +225,7 @@ impl Endpoint {
                     .map_err(|err| format!("TLS with {} failed: {err}", self.host))?,
             ),
         };
-        Ok(BufReader::with_capacity(READ_BUFFER, io))
+        Ok(Buffered::new(io))
     }
 
     /// Writes the request and reads the head. `Ok(None)`: the connection closed before a byte
@@ -451,16 +452,11 @@ impl Body {
 
 /// Up to `limit` bytes, whatever has arrived (waits for at least one); empty at end of stream.
 async fn read_some(connection: &mut Connection, limit: u64) -> Result<Vec<u8>, String> {
-    let available = connection
+    connection
         .fill_buf()
         .await
         .map_err(|err| format!("reading the plugin's answer failed: {err}"))?;
-    let take = available
-        .len()
-        .min(usize::try_from(limit).unwrap_or(usize::MAX));
-    let piece = available[..take].to_vec();
-    connection.consume(take);
-    Ok(piece)
+    Ok(connection.take_buffered(usize::try_from(limit).unwrap_or(usize::MAX)))
 }
 
 async fn read_chunk_size(connection: &mut Connection) -> Result<u64, String> {
@@ -547,7 +543,7 @@ fn tls_connector() -> Result<TlsConnector, String> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use tokio::io::AsyncWriteExt;
+    use tokio::io::{AsyncWriteExt, BufReader};
     use tokio::net::TcpListener;
 
     /// A server that answers requests with the given raw responses, in order, on whatever
