@@ -8,8 +8,7 @@
 //! The flow:
 //!
 //! 1. [`parse_request`] reads the whole params; [`parse_schema`] reads only a `requestedSchema`.
-//!    [`parse_request_owned`] and [`parse_schema_owned`] do the same with input the caller owns,
-//!    moving the schema into the form instead of copying it.
+//!    The form keeps each property schema as JSON text ([`SchemaText`]).
 //!    Anything outside the supported grammar is declined as a whole with a [`Decline`] that names the
 //!    property and the rule: a form is never partly rendered.
 //! 2. [`Form::render`] builds a [`render::RenderBlock`], one question per property, in property order.
