@@ -52,6 +52,11 @@ pub(crate) async fn handle(
     };
 
     let _open = OpenForm::enter(shared);
+    // A URL flow waits for `notifications/elicitation/complete` only if the person accepted.
+    let url_flow = match &request {
+        ElicitationRequest::Url(request) => request.elicitation_id.clone(),
+        ElicitationRequest::Form(_) => None,
+    };
     let (kind, meta, form) = match request {
         ElicitationRequest::Form(request) => {
             let form = Arc::new(request.form);
@@ -95,6 +100,12 @@ pub(crate) async fn handle(
         () = cancelled.cancelled() => FormReply::cancel(),
     };
     let reply = checked(reply, form.as_deref(), shared, id);
+    if let Some(elicitation_id) = url_flow
+        && reply.action != FormAction::Accept
+        && let Ok(mut flows) = shared.url_flows.lock()
+    {
+        flows.remove(&elicitation_id);
+    }
     tracing::info!(target: "formwork::form", marker = "result-sent", plugin = %shared.name, %id, action = reply.action.as_str(), "form answered");
     Answer {
         result: Ok(reply.to_result()),
