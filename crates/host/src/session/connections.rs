@@ -11,6 +11,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
+use tokio::sync::OnceCell;
+
 use crate::plugin::{ConnectOptions, Plugin, PluginTarget};
 use crate::responder::{BoxFuture, DeclineNotice, FormPrompt, FormReply, FormResponder};
 
@@ -125,11 +127,6 @@ impl Session {
         name: &str,
         target: &PluginTarget,
     ) -> Result<Connection, crate::HostError> {
-        if let Some(connection) = self.lock().plugins.get(name)
-            && !connection.plugin.is_closed()
-        {
-            return Ok(connection.clone());
-        }
         let host = self
             .host
             .upgrade()
@@ -137,38 +134,37 @@ impl Session {
                 target: target.to_string(),
                 reason: "the host is shutting down".to_owned(),
             })?;
-        if let PluginTarget::Url(url) = target
-            && host.config().shares_session(name)
-        {
-            // One cell per server: sessions starting together wait for its one connect, and
-            // other servers do not wait on it. A closed connection is replaced.
-            let cell = {
+        // A shared server has one cell for all sessions, else each session has its own: calls
+        // starting together wait for one connect, and other servers do not wait on it.
+        let (cell, owner) = match target {
+            PluginTarget::Url(url) if host.config().shares_session(name) => {
                 let mut shared = host
                     .shared_connections
                     .lock()
                     .unwrap_or_else(|poisoned| poisoned.into_inner());
-                let cell = shared.entry(format!("{name} {url}")).or_default();
-                if cell.get().is_some_and(|c| c.plugin.is_closed()) {
-                    *cell = Arc::default();
-                }
-                Arc::clone(cell)
-            };
-            let connection = cell
-                .get_or_try_init(|| connect(&host, name, target, None))
-                .await?;
-            return Ok(connection.clone());
-        }
-        let connection = connect(&host, name, target, Some(Arc::downgrade(self))).await?;
-        let mut state = self.lock();
-        let slot = state
-            .plugins
-            .entry(name.to_owned())
-            .or_insert_with(|| connection.clone());
-        if slot.plugin.is_closed() {
-            *slot = connection;
-        }
-        Ok(slot.clone())
+                (live_cell(&mut shared, format!("{name} {url}")), None)
+            }
+            _ => (
+                live_cell(&mut self.lock().plugins, name.to_owned()),
+                Some(Arc::downgrade(self)),
+            ),
+        };
+        cell.get_or_try_init(|| connect(&host, name, target, owner))
+            .await
+            .cloned()
     }
+}
+
+/// Connections by key, each connected once by whoever asks first.
+pub(super) type ConnectionCells = HashMap<String, Arc<OnceCell<Connection>>>;
+
+/// The cell for `key`; a fresh one in place of a connection that has closed.
+fn live_cell(cells: &mut ConnectionCells, key: String) -> Arc<OnceCell<Connection>> {
+    let cell = cells.entry(key).or_default();
+    if cell.get().is_some_and(|c| c.plugin.is_closed()) {
+        *cell = Arc::default();
+    }
+    Arc::clone(cell)
 }
 
 /// Connects to `target`; forms go to `owner`, or (shared) by call.

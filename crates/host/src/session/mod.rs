@@ -108,7 +108,7 @@ struct HostInner {
     sessions: Mutex<HashMap<SessionId, Arc<Session>>>,
     ids: AtomicU64,
     /// Connections of `share_session` servers, by name and URL: one serves every session.
-    shared_connections: Mutex<HashMap<String, Arc<tokio::sync::OnceCell<connections::Connection>>>>,
+    shared_connections: Mutex<connections::ConnectionCells>,
 }
 
 struct Session {
@@ -123,7 +123,7 @@ struct Session {
 struct SessionState {
     log: Vec<Arc<Event>>,
     subscribers: Option<broadcast::Sender<Arc<Event>>>,
-    plugins: HashMap<String, connections::Connection>,
+    plugins: connections::ConnectionCells,
     turn: Option<Turn>,
     cards: FormQueue,
     attached_uis: usize,
@@ -307,23 +307,18 @@ impl Host {
             .lock()
             .map(|mut sessions| sessions.drain().map(|(_, session)| session).collect())
             .unwrap_or_default();
-        let mut connections = Vec::new();
+        let mut cells = Vec::new();
         for session in &sessions {
             session.cancel_cards(reason::HOST_STOPPED);
-            connections.extend(session.lock().plugins.drain().map(|(_, c)| c));
+            cells.extend(session.lock().plugins.drain().map(|(_, cell)| cell));
         }
-        let shared: Vec<_> = self
-            .inner
-            .shared_connections
-            .lock()
-            .map(|mut shared| shared.drain().map(|(_, cell)| cell).collect())
-            .unwrap_or_default();
+        if let Ok(mut shared) = self.inner.shared_connections.lock() {
+            cells.extend(shared.drain().map(|(_, cell)| cell));
+        }
         // Out of their cells, so that each connection is held once and can be closed.
-        connections.extend(
-            shared
-                .into_iter()
-                .filter_map(|cell| Arc::into_inner(cell)?.into_inner()),
-        );
+        let connections = cells
+            .into_iter()
+            .filter_map(|cell| Arc::into_inner(cell)?.into_inner());
         for connection in connections {
             if let Ok(plugin) = Arc::try_unwrap(connection.plugin) {
                 plugin.close().await;
