@@ -50,6 +50,8 @@ const INSTRUMENT_FLAGS: &[&str] = &[
 /// The fixtures this command copies next to the pinned node_modules.
 const PLUGIN: &str = "bench_plugin.mjs";
 const TS_CLIENT: &str = "bench_ts_client.mjs";
+/// The TS SDK plugin of the load part (`examples/load-bench`).
+const LOAD_PLUGIN: &str = "http_plugin.mjs";
 
 pub fn run(root: &Path, args: &[String]) -> Result<()> {
     if args.iter().any(|arg| arg == "-h" || arg == "--help") {
@@ -125,37 +127,26 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
 /// one on the Rust SDK, each with an MCP session per host session and with `share_session`.
 fn load_bench(root: &Path, sessions: &[usize]) -> Result<()> {
     let target = target_dir(root);
-    let npm_dir = target.join("peers/npm");
-    std::fs::copy(
-        root.join("tests/peers/http_plugin.mjs"),
-        npm_dir.join("http_plugin.mjs"),
+    run_command(
+        cargo()
+            .args([
+                "build",
+                "--release",
+                "--quiet",
+                "--package",
+                "formwork-load-bench",
+            ])
+            .current_dir(root),
     )
-    .context("copying http_plugin.mjs")?;
-    let status = Command::new(env!("CARGO"))
-        .current_dir(root)
-        .args([
-            "build",
-            "--release",
-            "--quiet",
-            "--package",
-            "formwork-load-bench",
-        ])
-        .status()
-        .context("building the load bench")?;
-    if !status.success() {
-        bail!("building the load bench failed");
-    }
+    .context("building the load bench")?;
     println!();
     println!("host under load: sessions with a form open at once, one Streamable HTTP plugin");
-    let status = Command::new(target.join("release/load-bench"))
-        .arg(target.join("peers"))
-        .args(sessions.iter().map(ToString::to_string))
-        .status()
-        .context("running the load bench")?;
-    if !status.success() {
-        bail!("the load bench failed");
-    }
-    Ok(())
+    run_command(
+        Command::new(target.join("release/load-bench"))
+            .arg(target.join("peers"))
+            .args(sessions.iter().map(ToString::to_string)),
+    )
+    .context("running the load bench")
 }
 
 struct Options {
@@ -244,7 +235,7 @@ impl Setup {
             peers::install(root)?;
         }
         // Copied every run, so that the imports resolve against the pinned SDK and edits take effect.
-        for name in [PLUGIN, TS_CLIENT] {
+        for name in [PLUGIN, TS_CLIENT, LOAD_PLUGIN] {
             let source = root.join("tests/peers").join(name);
             std::fs::copy(&source, npm_dir.join(name))
                 .with_context(|| format!("copying {}", source.display()))?;

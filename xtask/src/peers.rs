@@ -38,7 +38,7 @@ pub fn install(root: &Path) -> Result<PathBuf> {
 }
 
 /// The browser the browser tests drive, from Debian's packages.
-const CHROMIUM: &str = "/usr/bin/chromium";
+pub(crate) const CHROMIUM: &str = "/usr/bin/chromium";
 
 /// `apt-get install chromium` when `/usr/bin/chromium` is missing: as root, without questions.
 fn install_chromium() -> Result<()> {

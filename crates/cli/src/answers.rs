@@ -40,27 +40,16 @@ struct Inner {
 }
 
 impl CliResponder {
-    pub fn new(source: AnswerSource) -> Self {
+    /// `gate`: declines every plugin form for this reason (the approval policy's verdict).
+    pub fn new(source: AnswerSource, gate: Option<String>) -> Self {
         CliResponder {
             inner: Arc::new(Inner {
                 source: Mutex::new(source),
-                gate: None,
+                gate,
                 failed: AtomicBool::new(false),
                 forms_seen: AtomicUsize::new(0),
                 terminal: tokio::sync::Mutex::new(()),
             }),
-        }
-    }
-
-    /// Declines every plugin form for `reason` (the approval policy's verdict), when given.
-    pub fn with_gate(self, reason: Option<String>) -> Self {
-        let mut inner = match Arc::try_unwrap(self.inner) {
-            Ok(inner) => inner,
-            Err(shared) => return CliResponder { inner: shared },
-        };
-        inner.gate = reason;
-        CliResponder {
-            inner: Arc::new(inner),
         }
     }
 

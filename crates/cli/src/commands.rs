@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use formwork_host::config::Config;
+use formwork_host::config::{ApprovalMode, Config, ServerConfig};
 use formwork_host::policy::{self, ApprovalNeed, ApprovalRequest};
 use formwork_host::{ConnectOptions, Plugin, PluginTarget};
 use serde_json::{Value, json};
@@ -35,13 +35,7 @@ fn resolve(choice: Choice, config: &Config) -> anyhow::Result<Resolved> {
             configured: false,
         }),
         Choice::Configured(name) => {
-            let server = config.server(&name).with_context(|| {
-                let file = config.path.as_ref().map_or_else(
-                    || "the built-in default config".to_owned(),
-                    |path| path.display().to_string(),
-                );
-                format!("no server `{name}` in {file} (add [mcp_servers.{name}])")
-            })?;
+            let server = configured_server(config, &name)?;
             let exe = std::env::current_exe().context("cannot find formwork's own path")?;
             let http_headers = server
                 .transport
@@ -57,11 +51,35 @@ fn resolve(choice: Choice, config: &Config) -> anyhow::Result<Resolved> {
     }
 }
 
+/// The configured server `name`, or an error that says where to add it.
+pub(crate) fn configured_server<'a>(
+    config: &'a Config,
+    name: &str,
+) -> anyhow::Result<&'a ServerConfig> {
+    config.server(name).with_context(|| {
+        let file = config.path.as_ref().map_or_else(
+            || "the built-in default config".to_owned(),
+            |path| path.display().to_string(),
+        );
+        format!("no server `{name}` in {file} (add [mcp_servers.{name}])")
+    })
+}
+
+/// The tool arguments given with `--args`: a JSON object.
+pub(crate) fn tool_arguments(text: Option<&str>) -> anyhow::Result<Option<Value>> {
+    let Some(text) = text else {
+        return Ok(None);
+    };
+    let value: Value = serde_json::from_str(text).context("--args is not valid JSON")?;
+    anyhow::ensure!(value.is_object(), "--args must be a JSON object");
+    Ok(Some(value))
+}
+
 /// `formwork tools`: every tool of the plugin as one JSON array.
 pub async fn tools(choice: Choice, config: &ConfigArgs) -> anyhow::Result<Outcome> {
     let config = config.load()?;
     let resolved = resolve(choice, &config)?;
-    let responder = Arc::new(CliResponder::new(AnswerSource::Unavailable));
+    let responder = Arc::new(CliResponder::new(AnswerSource::Unavailable, None));
     let mut options = ConnectOptions::new(resolved.name, responder);
     options.http_headers = resolved.http_headers;
     let plugin = Plugin::connect(&resolved.target, options).await?;
@@ -81,19 +99,12 @@ pub async fn call(
 ) -> anyhow::Result<Outcome> {
     let config = config.load()?;
     let resolved = resolve(choice, &config)?;
-    let arguments = match &args.args {
-        Some(text) => {
-            let value: Value = serde_json::from_str(text).context("--args is not valid JSON")?;
-            anyhow::ensure!(value.is_object(), "--args must be a JSON object");
-            Some(value)
-        }
-        None => None,
-    };
+    let arguments = tool_arguments(args.args.as_deref())?;
     let source = answer_source(args, is_demo)?;
     let gate = policy::elicitation_gate(&config)
         .err()
         .map(|declined| declined.to_string());
-    let responder = Arc::new(CliResponder::new(source).with_gate(gate));
+    let responder = Arc::new(CliResponder::new(source, gate));
     let mut options = ConnectOptions::new(resolved.name.clone(), responder.clone());
     options.request_timeout = Duration::from_secs(args.timeout);
     options.http_headers = resolved.http_headers.clone();
@@ -139,12 +150,13 @@ async fn approve(
     if !resolved.configured {
         return Ok(());
     }
-    let tools = plugin.list_tools().await?;
-    let listed = tools
-        .iter()
-        .find(|listed| listed.get("name").and_then(Value::as_str) == Some(tool))
-        .cloned()
-        .unwrap_or(Value::Null);
+    // The tool's annotations matter unless the mode approves every call anyway.
+    let (mode, _) = policy::approval_mode(config, &resolved.name, tool);
+    let listed = if mode == ApprovalMode::Approve {
+        Value::Null
+    } else {
+        plugin.listed_tool(tool).await?
+    };
     let verdict = policy::tool_approval(config, &resolved.name, tool, listed.get("annotations"));
     tracing::info!(target: "formwork::policy", marker = "policy-decision", server = %resolved.name, tool, reason = %verdict.reason, "tool approval");
     let request = ApprovalRequest {
@@ -162,10 +174,7 @@ async fn approve(
                 anyhow::bail!("{message}");
             }
             if answer.writes_config() {
-                let path = config
-                    .path
-                    .clone()
-                    .unwrap_or_else(|| formwork_host::config::writable_path(None));
+                let path = formwork_host::config::writable_path(config.path.as_deref());
                 formwork_host::config::remember_always_allow(&path, &resolved.name, tool)?;
                 eprintln!(
                     "formwork: always allowed: wrote the tool's approval_mode to {}",

@@ -13,8 +13,8 @@ use clap::Args;
 use formwork_host::PluginTarget;
 use formwork_host::config::Config;
 use formwork_host::doctor::{self, DoctorOptions};
-use serde_json::Value;
 
+use crate::commands::{configured_server, tool_arguments};
 use crate::config_cmd::ConfigArgs;
 use crate::{Choice, Outcome, PluginArgs};
 
@@ -43,14 +43,7 @@ pub struct DoctorArgs {
 /// Runs `formwork doctor`.
 pub async fn run(args: &DoctorArgs) -> anyhow::Result<Outcome> {
     let config = args.config.load()?;
-    let arguments = match &args.args {
-        Some(text) => {
-            let value: Value = serde_json::from_str(text).context("--args is not valid JSON")?;
-            anyhow::ensure!(value.is_object(), "--args must be a JSON object");
-            Some(value)
-        }
-        None => None,
-    };
+    let arguments = tool_arguments(args.args.as_deref())?;
     let (target, server) = resolve(args.plugin.choice(), &config)?;
     let mut options = DoctorOptions::new(server);
     options.tool = args.tool.clone().map(|tool| (tool, arguments));
@@ -90,13 +83,7 @@ fn resolve(choice: Choice, config: &Config) -> anyhow::Result<(PluginTarget, Str
     let exe = std::env::current_exe().context("cannot find formwork's own path")?;
     match choice {
         Choice::Configured(name) => {
-            let server = config.server(&name).with_context(|| {
-                let file = config.path.as_ref().map_or_else(
-                    || "the built-in default config".to_owned(),
-                    |path| path.display().to_string(),
-                );
-                format!("no server `{name}` in {file} (add [mcp_servers.{name}])")
-            })?;
+            let server = configured_server(config, &name)?;
             let target = formwork_host::server_target(&server.transport, Some(&exe));
             Ok((target, name))
         }

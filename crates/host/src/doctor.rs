@@ -53,11 +53,7 @@ pub struct ServedRequest {
 /// connection's task: it must return quickly and never block.
 pub type RequestObserver = Arc<dyn Fn(&ServedRequest) + Send + Sync>;
 
-/// What formwork declares in `initialize` (kept in step with `Plugin::connect`): form and URL
-/// elicitation, and no `openai/form` extension.
-pub fn client_capabilities() -> Value {
-    json!({"elicitation": {"form": {}, "url": {}}})
-}
+pub use crate::plugin::client_capabilities;
 
 /// How to run the doctor.
 #[derive(Debug, Clone)]

@@ -119,7 +119,6 @@ struct Envelope<'a, P> {
     id: Option<&'a RawValue>,
     #[serde(default)]
     method: Option<Value>,
-    #[serde(default = "none")]
     params: Option<P>,
     #[serde(default)]
     result: Option<Box<RawValue>>,
@@ -127,8 +126,16 @@ struct Envelope<'a, P> {
     error: Option<Box<RawValue>>,
 }
 
-fn none<P>() -> Option<P> {
-    None
+impl<'a, P> Envelope<'a, P> {
+    fn map_params<Q>(self, read: impl FnOnce(P) -> Q) -> Envelope<'a, Q> {
+        Envelope {
+            id: self.id,
+            method: self.method,
+            params: self.params.map(read),
+            result: self.result,
+            error: self.error,
+        }
+    }
 }
 
 fn present<'de, D: serde::Deserializer<'de>>(
@@ -156,34 +163,10 @@ pub fn parse_frame(frame: &str) -> Vec<Incoming> {
 
 fn classify(text: &str) -> Incoming {
     let envelope = match serde_json::from_str::<Envelope<Value>>(text) {
-        Ok(Envelope {
-            id,
-            method,
-            params,
-            result,
-            error,
-        }) => Envelope {
-            id,
-            method,
-            params: params.map(Ok),
-            result,
-            error,
-        },
+        Ok(envelope) => envelope.map_params(Ok),
         // Read the envelope alone; the `params` keep the reason they cannot be read.
         Err(_) => match serde_json::from_str::<Envelope<Box<RawValue>>>(text) {
-            Ok(Envelope {
-                id,
-                method,
-                params,
-                result,
-                error,
-            }) => Envelope {
-                id,
-                method,
-                params: params.map(|raw| serde_json::from_str::<Value>(raw.get())),
-                result,
-                error,
-            },
+            Ok(envelope) => envelope.map_params(|raw| serde_json::from_str::<Value>(raw.get())),
             Err(err) => {
                 return Incoming::Invalid {
                     id: None,

@@ -79,6 +79,12 @@ impl ConnectOptions {
     }
 }
 
+/// What formwork declares in `initialize`: form and URL elicitation, and no `openai/form`
+/// extension.
+pub fn client_capabilities() -> Value {
+    json!({"elicitation": {"form": {}, "url": {}}})
+}
+
 /// What the plugin said about itself in the handshake.
 #[derive(Debug, Clone)]
 pub struct ServerInfo {
@@ -204,12 +210,12 @@ impl Plugin {
         let (client_name, client_version) = options.client_info;
         let params = json!({
             "protocolVersion": PROTOCOL_VERSION.as_str(),
-            "capabilities": {"elicitation": {"form": {}, "url": {}}},
+            "capabilities": client_capabilities(),
             "clientInfo": {"name": client_name, "version": client_version},
         });
         let id = shared.next_id();
         let result = shared
-            .request_raw(id, "initialize", Some(params), INITIALIZE_TIMEOUT, false)
+            .request_raw(id, "initialize", Some(params))
             .await
             .map_err(|err| match err {
                 HostError::PluginGone { reason, .. } => HostError::Connect {
@@ -291,6 +297,17 @@ impl Plugin {
         }
     }
 
+    /// The tool's entry in `tools/list` (annotations, title, description), or `null` when the
+    /// plugin does not list it.
+    pub async fn listed_tool(&self, tool: &str) -> Result<Value, HostError> {
+        Ok(self
+            .list_tools()
+            .await?
+            .into_iter()
+            .find(|listed| listed.get("name").and_then(Value::as_str) == Some(tool))
+            .unwrap_or(Value::Null))
+    }
+
     /// Calls a tool and returns its `CallToolResult` exactly as the plugin sent it.
     pub async fn call_tool(
         &self,
@@ -315,13 +332,7 @@ impl Plugin {
         }
         let result = self
             .shared
-            .request_with_id(
-                id,
-                "tools/call",
-                Some(Value::Object(params)),
-                self.shared.request_timeout,
-                true,
-            )
+            .request_with_id(id, "tools/call", Some(Value::Object(params)))
             .await?;
         if !result.is_object() {
             return Err(HostError::InvalidResponse {
@@ -335,7 +346,7 @@ impl Plugin {
     /// Sends any request; the request timeout pauses while a form is open.
     pub async fn request(&self, method: &str, params: Option<Value>) -> Result<Value, HostError> {
         self.shared
-            .request(method, params, self.shared.request_timeout, true)
+            .request_with_id(self.shared.next_id(), method, params)
             .await
     }
 
@@ -376,43 +387,34 @@ impl Shared {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    async fn request(
-        &self,
-        method: &str,
-        params: Option<Value>,
-        timeout: Duration,
-        pause_for_forms: bool,
-    ) -> Result<Value, HostError> {
-        self.request_with_id(self.next_id(), method, params, timeout, pause_for_forms)
-            .await
-    }
-
+    /// A request with the connection's timeout, which pauses while a form is open.
     async fn request_with_id(
         &self,
         id: u64,
         method: &str,
         params: Option<Value>,
-        timeout: Duration,
-        pause_for_forms: bool,
     ) -> Result<Value, HostError> {
-        let raw = self
-            .request_raw(id, method, params, timeout, pause_for_forms)
-            .await?;
+        let raw = self.request_raw(id, method, params).await?;
         serde_json::from_str(raw.get()).map_err(|err| HostError::InvalidResponse {
             method: method.to_owned(),
             reason: err.to_string(),
         })
     }
 
-    /// A request whose result is kept as the JSON text the plugin sent.
+    /// A request whose result is kept as the JSON text the plugin sent. `initialize` has a
+    /// timeout of its own that forms do not pause, and is never cancelled (the spec forbids it).
     async fn request_raw(
         &self,
         id: u64,
         method: &str,
         params: Option<Value>,
-        timeout: Duration,
-        pause_for_forms: bool,
     ) -> Result<Box<RawValue>, HostError> {
+        let handshake = method == "initialize";
+        let timeout = if handshake {
+            INITIALIZE_TIMEOUT
+        } else {
+            self.request_timeout
+        };
         let (tx, mut rx) = oneshot::channel();
         if let Ok(mut pending) = self.pending.lock() {
             pending.insert(id, tx);
@@ -425,7 +427,7 @@ impl Shared {
         let mut abandoned = Abandoned {
             shared: self,
             id,
-            armed: method != "initialize",
+            armed: !handshake,
         };
 
         // The deadline is only checked when it comes: then the time forms were open since the
@@ -436,26 +438,25 @@ impl Shared {
         let outcome = loop {
             let due = async {
                 tokio::time::sleep_until(deadline).await;
-                if pause_for_forms {
-                    let mut forms = self.forms.subscribe();
-                    forms.wait_for(|clock| clock.open == 0).await.is_ok()
-                } else {
-                    true
+                if !handshake {
+                    // Cannot fail: the sender lives in `self`.
+                    let _ = self
+                        .forms
+                        .subscribe()
+                        .wait_for(|clock| clock.open == 0)
+                        .await;
                 }
             };
             tokio::select! {
                 biased;
                 outcome = &mut rx => break outcome,
-                open = due => {
-                    if !open {
-                        return Err(self.gone());
-                    }
+                () = due => {
                     let now = Instant::now();
                     let paused = self.forms.borrow().paused_until(now).saturating_sub(paused_before);
                     deadline = later(started, timeout.saturating_add(paused));
                     if deadline <= now {
                         abandoned.armed = false;
-                        if self.forget(id) {
+                        if self.forget(id) && !handshake {
                             self.cancel(id, "timed out");
                         }
                         return Err(HostError::Timeout { method: method.to_owned(), after: timeout });

@@ -11,10 +11,8 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-use crate::{peers, target_dir};
-
-/// The browser the page runs in, from Debian's packages (as for `crates/cli/tests/browser.rs`).
-const CHROMIUM: &str = "/usr/bin/chromium";
+use crate::peers::{self, CHROMIUM};
+use crate::target_dir;
 
 /// Runs `tests/browser/bench.mjs` with `forms` measured forms; its table goes straight to stdout.
 pub fn run(root: &Path, formwork: &Path, node: &Path, forms: usize) -> Result<()> {

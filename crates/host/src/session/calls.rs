@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use crate::broker::{Card, Waiter};
 use crate::config::{Config, Transport};
 use crate::events::Event;
-use crate::plugin::{Plugin, PluginTarget};
+use crate::plugin::PluginTarget;
 use crate::policy::{
     self, ApprovalAnswer, ApprovalCard, ApprovalNeed, ApprovalRequest, CardRendering,
 };
@@ -102,7 +102,9 @@ impl Session {
         let listed = if mode == crate::config::ApprovalMode::Approve {
             Value::Null
         } else {
-            Box::pin(listed_tool(plugin, tool)).await
+            Box::pin(plugin.listed_tool(tool))
+                .await
+                .unwrap_or(Value::Null)
         };
         let verdict = policy::tool_approval(&config, server, tool, listed.get("annotations"));
         let verdict = self.lock().approvals.apply(verdict);
@@ -176,11 +178,7 @@ impl Session {
         if !answer.writes_config() {
             return;
         }
-        let path = host
-            .config()
-            .path
-            .clone()
-            .unwrap_or_else(|| crate::config::writable_path(None));
+        let path = crate::config::writable_path(host.config().path.as_deref());
         let written = crate::config::remember_always_allow(&path, &card.server, &card.tool)
             .and_then(|_| Config::load(&path));
         match written {
@@ -287,15 +285,4 @@ pub fn server_target(transport: &Transport, builtin_exe: Option<&std::path::Path
 /// Quotes a word for `sh -c`.
 fn shell_quote(word: &str) -> String {
     format!("'{}'", word.replace('\'', r"'\''"))
-}
-
-/// The tool's entry in `tools/list` (annotations, title, description), or `null`.
-async fn listed_tool(plugin: &Plugin, tool: &str) -> Value {
-    match plugin.list_tools().await {
-        Ok(tools) => tools
-            .into_iter()
-            .find(|t| t.get("name").and_then(Value::as_str) == Some(tool))
-            .unwrap_or(Value::Null),
-        Err(_) => Value::Null,
-    }
 }

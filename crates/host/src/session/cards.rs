@@ -37,10 +37,7 @@ impl Session {
         else {
             return;
         };
-        let Some(host) = self.host.upgrade() else {
-            return;
-        };
-        let Ok(session) = host.session(&self.id) else {
+        let Some(session) = self.me.upgrade() else {
             return;
         };
         let card_id = card_id.to_owned();
@@ -125,11 +122,14 @@ impl Session {
             waiter: Waiter::Elicitation { form, reply },
         });
         if let Some(mut completed) = completion {
-            // Ends when the plugin reports completion, or with the connection (sender dropped).
-            let session = Arc::clone(self);
+            // Ends when the plugin reports completion, or when no completion can come any more
+            // (sender dropped: the flow was not accepted, or the connection closed).
+            let session = Arc::downgrade(self);
             let form_id = form_id.clone();
             tokio::spawn(async move {
-                if completed.wait_for(|done| *done).await.is_ok() {
+                if completed.wait_for(|done| *done).await.is_ok()
+                    && let Some(session) = session.upgrade()
+                {
                     session.emit(Event::FormCompleted { form_id });
                 }
             });
@@ -161,7 +161,7 @@ impl Session {
             let state = self.lock();
             let card = match state.cards.shown() {
                 Some(card) if card.id == form_id => card,
-                _ => return Err(self.not_open_error(&state, form_id)),
+                _ => return Err(Self::not_open_error(&state, form_id)),
             };
             match &card.waiter {
                 Waiter::Elicitation { form, .. } => {
@@ -194,15 +194,14 @@ impl Session {
                         "`{approval_id}` is a form; answer it with answer_form"
                     )));
                 }
-                _ => return Err(self.not_open_error(&state, approval_id)),
+                _ => return Err(Self::not_open_error(&state, approval_id)),
             }
         };
         self.end_card(approval_id, EndBy::Approved(answer));
         Ok(())
     }
 
-    pub(super) fn not_open_error(&self, state: &SessionState, id: &str) -> CommandError {
-        let _ = self;
+    fn not_open_error(state: &SessionState, id: &str) -> CommandError {
         if state.cards.len() > 1 && state.cards.shown().is_some_and(|card| card.id != id) {
             // It may be waiting; only the card on screen can be answered.
             CommandError::NotShown(id.to_owned())

@@ -153,20 +153,16 @@ impl Endpoint {
         body: &[u8],
     ) -> Result<Response, String> {
         let request = self.encode(method, headers, body);
-        if let Some(connection) = self.take_idle() {
-            match self.exchange(connection, &request).await {
-                Ok(Some(response)) => return Ok(response),
-                Ok(None) => {}
-                Err(err) => return Err(err),
-            }
+        if let Some(connection) = self.take_idle()
+            && let Some(response) = self.exchange(connection, &request).await?
+        {
+            return Ok(response);
         }
         // Boxed: a connect (maybe a TLS handshake) needs a large state, briefly.
         let connection = Box::pin(self.connect()).await?;
-        match self.exchange(connection, &request).await {
-            Ok(Some(response)) => Ok(response),
-            Ok(None) => Err("the plugin closed the connection without answering".to_owned()),
-            Err(err) => Err(err),
-        }
+        self.exchange(connection, &request)
+            .await?
+            .ok_or_else(|| "the plugin closed the connection without answering".to_owned())
     }
 
     fn encode(&self, method: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
