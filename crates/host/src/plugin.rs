@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::jsonrpc::{self, Incoming, Params, RawId, RpcError};
 use crate::responder::FormResponder;
-use crate::transport::{self, Frame, Frames, Transport};
+use crate::transport::{self, Frame, Frames, Sent, Transport};
 use crate::{HostError, elicitation};
 
 /// The protocol version formwork asks for in `initialize`.
@@ -235,7 +235,10 @@ impl Plugin {
             return Err(HostError::UnsupportedVersion(protocol_version));
         }
         let _ = negotiated.set(protocol_version.clone());
-        shared.notify("notifications/initialized", None);
+        shared.outgoing.send(
+            jsonrpc::notification("notifications/initialized", None),
+            Sent::Initialized,
+        );
         tracing::info!(
             target: "formwork::plugin",
             plugin = %shared.name,
@@ -363,12 +366,9 @@ impl Plugin {
 }
 
 impl Shared {
+    /// Sends a response (or another message no transport needs to tell apart).
     pub(crate) fn send(&self, message: String) {
-        self.outgoing.send(message);
-    }
-
-    fn notify(&self, method: &str, params: Option<Value>) {
-        self.send(jsonrpc::notification(method, params));
+        self.outgoing.send(message, Sent::Other);
     }
 
     fn gone(&self) -> HostError {
@@ -423,7 +423,8 @@ impl Shared {
             self.forget(id);
             return Err(self.gone());
         }
-        self.send(jsonrpc::request(id, method, params));
+        self.outgoing
+            .send(jsonrpc::request(id, method, params), Sent::Request(id));
         let mut abandoned = Abandoned {
             shared: self,
             id,
@@ -509,9 +510,10 @@ impl Shared {
     }
 
     fn cancel(&self, id: u64, reason: &str) {
-        self.notify(
-            "notifications/cancelled",
-            Some(json!({"requestId": id, "reason": reason})),
+        let params = json!({"requestId": id, "reason": reason});
+        self.outgoing.send(
+            jsonrpc::notification("notifications/cancelled", Some(params)),
+            Sent::Cancel(id),
         );
     }
 }

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::http1::{Endpoint, Response};
-use super::{Frame, MAX_FRAME_BYTES, Outgoing, Transport};
+use super::{Frame, MAX_FRAME_BYTES, Outgoing, Sent, Transport};
 use crate::HostError;
 use crate::jsonrpc;
 
@@ -33,21 +33,6 @@ struct Shared {
     incoming: mpsc::UnboundedSender<Frame>,
     /// The configured headers (`http_headers`, bearer token), checked at connect.
     extra_headers: Vec<(String, String)>,
-}
-
-/// The parts of an outgoing message the transport needs to know.
-#[derive(Deserialize)]
-struct OutgoingHead {
-    #[serde(default)]
-    id: Option<Value>,
-    #[serde(default)]
-    method: Option<String>,
-}
-
-/// The `requestId` of a `notifications/cancelled` the host sends (its own ids are numbers).
-fn cancelled_request(message: &str) -> Option<u64> {
-    let message: Value = serde_json::from_str(message).ok()?;
-    message.pointer("/params/requestId")?.as_u64()
 }
 
 /// The parts of an incoming message the transport needs to know.
@@ -78,7 +63,7 @@ pub(crate) fn connect(
     // futures' channels allocate per message; tokio's reserve a block of 32 up front, which
     // every idle session would hold.
     let (incoming_tx, incoming) = mpsc::unbounded();
-    let (outgoing, mut outgoing_rx) = mpsc::unbounded::<String>();
+    let (outgoing, mut outgoing_rx) = mpsc::unbounded::<(String, Sent)>();
     let shared = Arc::new(Shared {
         endpoint,
         url: url.to_owned(),
@@ -94,34 +79,25 @@ pub(crate) fn connect(
         // The stream of each request still open, to end it when the request is cancelled.
         let mut open: HashMap<u64, tokio::task::AbortHandle> = HashMap::new();
         let mut requests: HashMap<tokio::task::Id, u64> = HashMap::new();
-        while let Some(message) = outgoing_rx.next().await {
+        while let Some((message, kind)) = outgoing_rx.next().await {
             while let Some(ended) = streams.try_join_next_with_id() {
                 let task = ended.map_or_else(|err| err.id(), |(task, ())| task);
                 if let Some(request) = requests.remove(&task) {
                     open.remove(&request);
                 }
             }
-            let head: OutgoingHead = serde_json::from_str(&message).unwrap_or(OutgoingHead {
-                id: None,
-                method: None,
-            });
-            let request_id = head.id.filter(|_| head.method.is_some());
-            let opens_listener = head.method.as_deref() == Some("notifications/initialized");
-            if head.method.as_deref() == Some("notifications/cancelled")
-                && let Some(stream) = cancelled_request(&message).and_then(|id| open.remove(&id))
+            if let Sent::Cancel(id) = kind
+                && let Some(stream) = open.remove(&id)
             {
                 // The answer is not wanted any more: stop reading it, and free the socket.
                 stream.abort();
             }
-            if let Some(id) = request_id {
+            if let Sent::Request(id) = kind {
                 // A request's answer may be a long event stream: read it beside the others.
                 let shared = Arc::clone(&shared);
-                let number = id.as_u64();
                 let stream = streams.spawn(async move { post(&shared, message, Some(id)).await });
-                if let Some(number) = number {
-                    requests.insert(stream.id(), number);
-                    open.insert(number, stream);
-                }
+                requests.insert(stream.id(), id);
+                open.insert(id, stream);
             } else {
                 // Notifications and responses are acknowledged at once (202). Sending them in
                 // order matters: `notifications/initialized` must arrive before the next call.
@@ -136,7 +112,7 @@ pub(crate) fn connect(
                 {
                     tracing::warn!(target: "formwork::transport", url = %shared.url, "the plugin did not acknowledge a message within {} s", ACKNOWLEDGE_WAIT.as_secs());
                 }
-                if opens_listener {
+                if kind == Sent::Initialized {
                     // Open the listening stream before anything else is sent: a server may put
                     // a request that belongs to no call (an elicitation, say) on it, and drops
                     // it if the stream is not there yet.
@@ -195,10 +171,10 @@ impl Shared {
     }
 
     /// Answers a request of ours with a synthetic error, so that its caller does not wait forever.
-    fn fail_request(&self, request_id: Option<&Value>, reason: String) {
+    fn fail_request(&self, request_id: Option<u64>, reason: String) {
         match request_id {
             Some(id) => {
-                let id = jsonrpc::RawId::from_value(id);
+                let id = jsonrpc::RawId::from_value(&Value::from(id));
                 let frame =
                     jsonrpc::error_response(id.as_ref(), jsonrpc::code::INTERNAL_ERROR, &reason);
                 let _ = self.incoming.unbounded_send(Frame::Message(frame, None));
@@ -254,7 +230,7 @@ fn valid_value(value: &str) -> bool {
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 const ACCEPT_EVENTS: &str = "text/event-stream";
 
-async fn post(shared: &Shared, body: String, request_id: Option<Value>) {
+async fn post(shared: &Shared, body: String, request_id: Option<u64>) {
     // Boxed: sending (a connect, maybe a TLS handshake) is short, and the task lives on as long
     // as the call's stream; unboxed, its state would be held all that time.
     let response = match Box::pin(shared.send("POST", ACCEPT_BOTH, &body)).await {
@@ -271,7 +247,7 @@ async fn post(shared: &Shared, body: String, request_id: Option<Value>) {
         let _ = response.read_to_end(64 * 1024).await;
         if request_id.is_some() {
             shared.fail_request(
-                request_id.as_ref(),
+                request_id,
                 format!("the plugin answered a request with HTTP {status} and no body"),
             );
         }
@@ -281,17 +257,17 @@ async fn post(shared: &Shared, body: String, request_id: Option<Value>) {
         let text = response.read_to_end(64 * 1024).await.unwrap_or_default();
         let snippet: String = String::from_utf8_lossy(&text).chars().take(300).collect();
         shared.fail_request(
-            request_id.as_ref(),
+            request_id,
             format!("the plugin answered HTTP {status}: {snippet}"),
         );
         return;
     }
     let content_type = response.content_type.clone();
     if content_type.starts_with("text/event-stream") {
-        let answered = read_sse(shared, response, request_id.as_ref()).await;
+        let answered = read_sse(shared, response, request_id).await;
         if !answered && request_id.is_some() {
             shared.fail_request(
-                request_id.as_ref(),
+                request_id,
                 "the plugin closed its event stream before answering".to_owned(),
             );
         }
@@ -300,11 +276,11 @@ async fn post(shared: &Shared, body: String, request_id: Option<Value>) {
             Ok(body) => {
                 let _ = shared.incoming.unbounded_send(Frame::Message(body, None));
             }
-            Err(reason) => shared.fail_request(request_id.as_ref(), reason),
+            Err(reason) => shared.fail_request(request_id, reason),
         }
     } else {
         shared.fail_request(
-            request_id.as_ref(),
+            request_id,
             format!("the plugin answered with content type `{content_type}`"),
         );
     }
@@ -339,10 +315,10 @@ async fn read_limited(response: Response) -> Result<String, String> {
 
 /// Forwards every `data` event of an SSE stream. Returns whether the response to
 /// `request_id` was among them.
-async fn read_sse(shared: &Shared, mut response: Response, request_id: Option<&Value>) -> bool {
+async fn read_sse(shared: &Shared, mut response: Response, request_id: Option<u64>) -> bool {
     let mut parser = SseParser::default();
     let mut answered = false;
-    let stream_of = request_id.and_then(Value::as_u64);
+
     while let Ok(Some(chunk)) = response.chunk().await {
         for event in parser.feed(&chunk) {
             match event {
@@ -351,14 +327,14 @@ async fn read_sse(shared: &Shared, mut response: Response, request_id: Option<&V
                 SseEvent::Data(data) => {
                     if let Some(id) = request_id
                         && let Ok(head) = serde_json::from_str::<IncomingHead>(&data)
-                        && head.id.as_ref() == Some(id)
+                        && head.id.as_ref().and_then(Value::as_u64) == Some(id)
                         && (head.result.is_some() || head.error.is_some())
                     {
                         answered = true;
                     }
                     if shared
                         .incoming
-                        .unbounded_send(Frame::Message(data, stream_of))
+                        .unbounded_send(Frame::Message(data, request_id))
                         .is_err()
                     {
                         return answered;
@@ -490,9 +466,10 @@ mod tests {
             ("authorization".to_owned(), "Bearer t0ken".to_owned()),
         ];
         let transport = connect(&url, Arc::new(OnceLock::new()), headers).unwrap();
-        transport
-            .outgoing
-            .send(r#"{"jsonrpc":"2.0","method":"notifications/x"}"#.to_owned());
+        transport.outgoing.send(
+            r#"{"jsonrpc":"2.0","method":"notifications/x"}"#.to_owned(),
+            Sent::Other,
+        );
         let (socket, _) = listener.accept().await.unwrap();
         let mut lines = tokio::io::BufReader::new(socket).lines();
         let mut head = Vec::new();

@@ -33,20 +33,35 @@ pub(crate) enum Frame {
 /// The frames a transport delivers, in order; after `Frame::Closed` it ends.
 pub(crate) type Frames = Pin<Box<dyn Stream<Item = Frame> + Send>>;
 
+/// What an outgoing message is, as far as a transport cares; the connection knows it when it
+/// writes the message, so no transport reads it back. (HTTP: a request's answer is read from
+/// its own POST, a cancel ends that read, `initialized` opens the listening stream.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sent {
+    /// A request of the host's, under this id.
+    Request(u64),
+    /// `notifications/cancelled` for the host's request with this id.
+    Cancel(u64),
+    /// `notifications/initialized`.
+    Initialized,
+    /// Any other notification, or a response to the plugin.
+    Other,
+}
+
 /// Where the connection's messages go, each whole and in order.
 pub(crate) enum Outgoing {
     /// To a task that sends them (HTTP: a POST each).
-    Channel(mpsc::UnboundedSender<String>),
+    Channel(mpsc::UnboundedSender<(String, Sent)>),
     /// Into a child's stdin, at once when the pipe takes them.
     Pipe(stdio::Writer),
 }
 
 impl Outgoing {
     /// Sends or queues `message`; once the transport is gone, it is dropped.
-    pub(crate) fn send(&self, message: String) {
+    pub(crate) fn send(&self, message: String, kind: Sent) {
         match self {
             Outgoing::Channel(channel) => {
-                let _ = channel.unbounded_send(message);
+                let _ = channel.unbounded_send((message, kind));
             }
             Outgoing::Pipe(pipe) => pipe.send(message),
         }
