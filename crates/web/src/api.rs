@@ -38,10 +38,7 @@ pub(crate) async fn list_sessions(State(state): State<AppState>) -> Json<Value> 
         .host
         .sessions()
         .into_iter()
-        .filter_map(|id| {
-            let (events, _) = state.host.subscribe(&id).ok()?;
-            Some(summary(&id, &events))
-        })
+        .filter_map(|id| Some(summary(&id, &state.host.events(&id).ok()?)))
         .collect();
     Json(json!({ "sessions": sessions }))
 }

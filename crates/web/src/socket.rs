@@ -20,6 +20,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use formwork_host::{Command, CommandError, Event};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
@@ -50,7 +51,7 @@ pub(crate) async fn upgrade(
     Path(session): Path<String>,
     ws: WebSocketUpgrade,
 ) -> Response {
-    if !state.host.sessions().contains(&session) {
+    if !state.host.has_session(&session) {
         return (StatusCode::NOT_FOUND, "formwork: no such session\n").into_response();
     }
     ws.max_message_size(MAX_MESSAGE_BYTES)
@@ -151,7 +152,7 @@ fn handle(state: &AppState, session: &str, text: &str) -> Option<Value> {
             ));
         }
     };
-    let command: Command = match serde_json::from_value(raw.clone()) {
+    let command = match Command::deserialize(&raw) {
         Ok(command) => command,
         Err(err) => {
             let message = format!("not a command: {err}");

@@ -218,6 +218,16 @@ impl Host {
         id
     }
 
+    /// Whether the session exists.
+    pub fn has_session(&self, session: &str) -> bool {
+        self.inner.session(session).is_ok()
+    }
+
+    /// Everything that happened in the session so far, without following it.
+    pub fn events(&self, session: &str) -> Result<Vec<Arc<Event>>, CommandError> {
+        Ok(self.inner.session(session)?.lock().log.clone())
+    }
+
     /// Everything that happened in the session so far, and the live stream of what follows.
     /// Events are shared, not copied: a form's render block exists once however many UIs see it.
     #[allow(clippy::type_complexity)]
