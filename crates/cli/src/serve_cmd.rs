@@ -49,7 +49,7 @@ pub async fn run(args: &ServeArgs) -> anyhow::Result<Outcome> {
     };
     let exe = std::env::current_exe().context("cannot find formwork's own path")?;
     let options = HostOptions {
-        builtin_exe: Some(exe.clone()),
+        builtin_exe: Some(exe),
         ..HostOptions::default()
     };
     let host = Host::with_store(config, options, store).await?;
@@ -61,7 +61,6 @@ pub async fn run(args: &ServeArgs) -> anyhow::Result<Outcome> {
         WebOptions {
             port: args.port,
             model,
-            builtin_exe: Some(exe),
             token: None,
         },
     )

@@ -26,7 +26,6 @@ mod tools;
 
 use std::future::Future;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::Router;
@@ -46,9 +45,6 @@ pub struct WebOptions {
     pub port: u16,
     /// The scripted model that answers messages; `None` records messages only.
     pub model: Option<ScriptedModel>,
-    /// The formwork binary that built-in servers run as (the same as the host's
-    /// `HostOptions::builtin_exe`), used to list their tools.
-    pub builtin_exe: Option<PathBuf>,
     /// The access token; `None` mints a random one (what `formwork serve` does).
     pub token: Option<String>,
 }
@@ -93,7 +89,7 @@ impl Workbench {
             host,
             access: Arc::new(access::Access::new(token, addr.port())),
             model: options.model.map(Arc::new),
-            tools: Arc::new(tools::Catalogue::new(options.builtin_exe)),
+            tools: Arc::new(tools::Catalogue::default()),
             shutdown: CancellationToken::new(),
         };
         let warm = state.clone();

@@ -5,13 +5,12 @@
 //! sessions' connections; its forms are declined, since listing asks nothing. The result is
 //! kept until the page asks for a refresh.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use formwork_host::config::ServerConfig;
 use formwork_host::{
-    BoxFuture, ConnectOptions, FormPrompt, FormReply, FormResponder, Host, Plugin, server_target,
+    BoxFuture, ConnectOptions, FormPrompt, FormReply, FormResponder, Host, Plugin,
 };
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
@@ -20,19 +19,12 @@ use tokio::sync::Mutex;
 const LIST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The cached catalogue.
+#[derive(Default)]
 pub(crate) struct Catalogue {
-    builtin_exe: Option<PathBuf>,
     cached: Mutex<Option<Arc<Value>>>,
 }
 
 impl Catalogue {
-    pub(crate) fn new(builtin_exe: Option<PathBuf>) -> Catalogue {
-        Catalogue {
-            builtin_exe,
-            cached: Mutex::new(None),
-        }
-    }
-
     /// `{"servers": [{"name", "tools": [...], "error"}]}`, listed anew when `refresh` or on
     /// first use. Concurrent callers wait for one listing.
     pub(crate) async fn list(&self, host: &Host, refresh: bool) -> Arc<Value> {
@@ -45,53 +37,53 @@ impl Catalogue {
             .mcp_servers
             .iter()
             .filter(|(_, server)| server.enabled)
-            .map(|(name, server)| self.list_server(name, server));
+            .map(|(name, server)| list_server(host, name, server));
         let servers: Vec<Value> = futures::future::join_all(servers).await;
         let value = Arc::new(json!({ "servers": servers }));
         *cached = Some(Arc::clone(&value));
         value
     }
+}
 
-    async fn list_server(&self, name: &str, server: &ServerConfig) -> Value {
-        let limit = server
-            .startup_timeout_sec
-            .filter(|secs| secs.is_finite() && *secs > 0.0)
-            .map_or(LIST_TIMEOUT, Duration::from_secs_f64);
-        let listed = tokio::time::timeout(limit, self.fetch(name, server)).await;
-        let (tools, error) = match listed {
-            Ok(Ok(tools)) => (tools, None),
-            Ok(Err(err)) => (Vec::new(), Some(err)),
-            Err(_) => (
-                Vec::new(),
-                Some(format!(
-                    "listing the tools took longer than {}s",
-                    limit.as_secs_f64()
-                )),
-            ),
-        };
-        let tools: Vec<Value> = tools
-            .into_iter()
-            .filter(|tool| {
-                tool.get("name")
-                    .and_then(Value::as_str)
-                    .is_some_and(|tool| server.exposes_tool(tool))
-            })
-            .map(describe)
-            .collect();
-        json!({ "name": name, "tools": tools, "error": error })
-    }
+async fn list_server(host: &Host, name: &str, server: &ServerConfig) -> Value {
+    let limit = server
+        .startup_timeout_sec
+        .filter(|secs| secs.is_finite() && *secs > 0.0)
+        .map_or(LIST_TIMEOUT, Duration::from_secs_f64);
+    let listed = tokio::time::timeout(limit, fetch(host, name, server)).await;
+    let (tools, error) = match listed {
+        Ok(Ok(tools)) => (tools, None),
+        Ok(Err(err)) => (Vec::new(), Some(err)),
+        Err(_) => (
+            Vec::new(),
+            Some(format!(
+                "listing the tools took longer than {}s",
+                limit.as_secs_f64()
+            )),
+        ),
+    };
+    let tools: Vec<Value> = tools
+        .into_iter()
+        .filter(|tool| {
+            tool.get("name")
+                .and_then(Value::as_str)
+                .is_some_and(|tool| server.exposes_tool(tool))
+        })
+        .map(describe)
+        .collect();
+    json!({ "name": name, "tools": tools, "error": error })
+}
 
-    async fn fetch(&self, name: &str, server: &ServerConfig) -> Result<Vec<Value>, String> {
-        let target = server_target(&server.transport, self.builtin_exe.as_deref());
-        let mut options = ConnectOptions::new(name.to_owned(), Arc::new(DeclineAll));
-        options.http_headers = server.transport.http_headers()?;
-        let plugin = Plugin::connect(&target, options)
-            .await
-            .map_err(|err| err.to_string())?;
-        let tools = plugin.list_tools().await.map_err(|err| err.to_string());
-        plugin.close().await;
-        tools
-    }
+async fn fetch(host: &Host, name: &str, server: &ServerConfig) -> Result<Vec<Value>, String> {
+    let target = host.server_target(name).map_err(|err| err.to_string())?;
+    let mut options = ConnectOptions::new(name.to_owned(), Arc::new(DeclineAll));
+    options.http_headers = server.transport.http_headers()?;
+    let plugin = Plugin::connect(&target, options)
+        .await
+        .map_err(|err| err.to_string())?;
+    let tools = plugin.list_tools().await.map_err(|err| err.to_string());
+    plugin.close().await;
+    tools
 }
 
 /// One tool as the palette needs it: the listing's fields, plus `render` (the block for its

@@ -218,6 +218,12 @@ impl Host {
         id
     }
 
+    /// How to reach the enabled server `name` (built-in servers run as
+    /// [`HostOptions::builtin_exe`]).
+    pub fn server_target(&self, name: &str) -> Result<PluginTarget, CommandError> {
+        self.inner.target(name)
+    }
+
     /// Whether the session exists.
     pub fn has_session(&self, session: &str) -> bool {
         self.inner.session(session).is_ok()
