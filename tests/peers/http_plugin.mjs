@@ -18,6 +18,7 @@ import { randomUUID } from "node:crypto";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import { z } from "zod";
 
 const schema = {
@@ -39,8 +40,14 @@ const schema = {
 
 const related = process.argv.includes("--related");
 
+// The SDK checks each accepted answer against the requested schema with ajv, which compiles the schema
+// into code (that node then compiles again) and caches it per ajv instance. Each `Server` makes its own
+// instance unless given one, so with a server per session every answer paid for a compile: one
+// validator for the process compiles once (the bench's median answer round trip halved).
+const validator = new AjvJsonSchemaValidator();
+
 function newServer() {
-  const server = new McpServer({ name: "http-plugin", version: "0.1.0" });
+  const server = new McpServer({ name: "http-plugin", version: "0.1.0" }, { jsonSchemaValidator: validator });
   server.registerTool("ask", { description: "Ask for a small form", inputSchema: { n: z.number().int().optional() } }, async ({ n }, extra) => {
     try {
       // A person may take minutes; the SDK's default of 60 s would end forms a load test still holds open.

@@ -210,8 +210,10 @@ fn serve_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("FORMWORK_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    // Colours only for a person: a log file or a test reading stderr gets plain text.
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .init();
 }

@@ -231,6 +231,7 @@ const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 const ACCEPT_EVENTS: &str = "text/event-stream";
 
 async fn post(shared: &Shared, body: String, request_id: Option<u64>) {
+    super::trace_out(&body);
     // Boxed: sending (a connect, maybe a TLS handshake) is short, and the task lives on as long
     // as the call's stream; unboxed, its state would be held all that time.
     let response = match Box::pin(shared.send("POST", ACCEPT_BOTH, &body)).await {
@@ -274,6 +275,7 @@ async fn post(shared: &Shared, body: String, request_id: Option<u64>) {
     } else if content_type.starts_with("application/json") {
         match read_limited(response).await {
             Ok(body) => {
+                super::trace_in(&body);
                 let _ = shared.incoming.unbounded_send(Frame::Message(body, None));
             }
             Err(reason) => shared.fail_request(request_id, reason),
@@ -325,6 +327,7 @@ async fn read_sse(shared: &Shared, mut response: Response, request_id: Option<u6
                 // Empty events only prime the stream for resumption.
                 SseEvent::Data(data) if data.trim().is_empty() => {}
                 SseEvent::Data(data) => {
+                    super::trace_in(&data);
                     if let Some(id) = request_id
                         && let Ok(head) = serde_json::from_str::<IncomingHead>(&data)
                         && head.id.as_ref().and_then(Value::as_u64) == Some(id)

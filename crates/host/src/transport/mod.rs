@@ -18,6 +18,18 @@ use tokio::task::JoinHandle;
 /// The largest single message accepted from a plugin. Larger ones are discarded and reported.
 pub const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
 
+/// Logs a message as it leaves for the plugin: target `formwork::wire`, trace level, the text
+/// whole (answers included, so it is for debugging only). Logged just before the write, so that
+/// the time to it is the host's own.
+pub(crate) fn trace_out(message: &str) {
+    tracing::trace!(target: "formwork::wire", direction = "out", body = %message, "to the plugin");
+}
+
+/// Logs a message as soon as it is read from the plugin, like [`trace_out`].
+pub(crate) fn trace_in(message: &str) {
+    tracing::trace!(target: "formwork::wire", direction = "in", body = %message, "from the plugin");
+}
+
 /// What a transport delivers to the connection.
 #[derive(Debug)]
 pub(crate) enum Frame {

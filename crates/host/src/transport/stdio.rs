@@ -115,6 +115,7 @@ impl Writer {
     /// Writes `message` and a newline, or as much as the pipe takes, at once when nothing waits
     /// before it; the rest waits for the writer task.
     pub(crate) fn send(&self, message: String) {
+        super::trace_out(&message);
         let mut bytes = message.into_bytes();
         bytes.push(b'\n');
         let Ok(mut queue) = self.0.queue.lock() else {
@@ -203,7 +204,10 @@ fn frames(stdout: ChildStdout) -> Frames {
         let closed = loop {
             match lines.next().await {
                 Some(Ok(line)) if line.trim().is_empty() => {}
-                Some(Ok(line)) => return Some((Frame::Message(line, None), Some(lines))),
+                Some(Ok(line)) => {
+                    super::trace_in(&line);
+                    return Some((Frame::Message(line, None), Some(lines)));
+                }
                 // The codec discards the rest of the line and goes on with the next one.
                 Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
                     return Some((Frame::Oversized, Some(lines)));
