@@ -11,8 +11,8 @@
 //
 // Tool `ask {n}`: asks for a small form and returns `result: <ElicitResult JSON> n=<n>`, so a test can
 // check that every answer reached the call it belongs to. Tool `clients`: how many `initialize` requests
-// the plugin has answered, as the text `initialized: <count>`. `GET /stats` (not MCP): `{"open": <MCP
-// sessions open>}`.
+// the plugin has answered, as the text `initialized: <count>`. Tool `wait {ms}`: returns `waited <ms> ms`
+// after that long. `GET /stats` (not MCP): `{"open": <MCP sessions open>}`.
 import http from "node:http";
 import { randomUUID } from "node:crypto";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
@@ -57,6 +57,10 @@ function newServer() {
     } catch (e) {
       return { isError: true, content: [{ type: "text", text: `error: ${e.message}` }] };
     }
+  });
+  server.registerTool("wait", { description: "Return after `ms` milliseconds", inputSchema: { ms: z.number().int() } }, async ({ ms }) => {
+    await new Promise((resolve) => setTimeout(resolve, ms));
+    return { content: [{ type: "text", text: `waited ${ms} ms` }] };
   });
   server.registerTool("clients", { description: "How many clients initialized" }, async () => ({
     content: [{ type: "text", text: `initialized: ${initialized}` }],

@@ -14,19 +14,26 @@ use crate::jsonrpc::{self, Params, RawId, RpcError};
 use crate::plugin::Shared;
 use crate::responder::{DeclineNotice, FormAction, FormPrompt, FormReply, PromptKind};
 
-/// Counts a form as open until it ends, however it ends.
-struct OpenForm<'a>(&'a Shared);
+/// Counts a form as open until it ends, however it ends, against the timeout of the host's
+/// request whose stream carried it (see [`Shared::form_opened`]).
+struct OpenForm<'a> {
+    shared: &'a Shared,
+    counted_against: Option<u64>,
+}
 
 impl<'a> OpenForm<'a> {
-    fn enter(shared: &'a Shared) -> Self {
-        shared.form_opened();
-        OpenForm(shared)
+    fn enter(shared: &'a Shared, stream_of: Option<u64>) -> Self {
+        let counted_against = shared.form_opened(stream_of);
+        OpenForm {
+            shared,
+            counted_against,
+        }
     }
 }
 
 impl Drop for OpenForm<'_> {
     fn drop(&mut self) {
-        self.0.form_closed();
+        self.shared.form_closed(self.counted_against);
     }
 }
 
@@ -51,7 +58,7 @@ pub(crate) async fn handle(
         Err(result) => return Answer { result, form: None },
     };
 
-    let _open = OpenForm::enter(shared);
+    let _open = OpenForm::enter(shared, stream_of);
     // A URL flow waits for `notifications/elicitation/complete` only if the person accepted.
     let url_flow = match &request {
         ElicitationRequest::Url(request) => request.elicitation_id.clone(),

@@ -130,8 +130,8 @@ pub(crate) struct Shared {
     /// Cancelled when the transport is gone; every open form is a child of it.
     pub(crate) closed: CancellationToken,
     closed_reason: Mutex<Option<String>>,
-    /// The open forms and the time forms have been open; request timeouts do not count that time.
-    forms: watch::Sender<FormClock>,
+    /// The open forms and the time they have been open; request timeouts do not count that time.
+    forms: watch::Sender<FormClocks>,
     /// Requests from the plugin being handled, by id, so `notifications/cancelled` can end them.
     pub(crate) in_flight: Mutex<HashMap<RawId, CancellationToken>>,
     /// URL-mode flows waiting for `notifications/elicitation/complete`, by elicitation id.
@@ -140,10 +140,38 @@ pub(crate) struct Shared {
     on_request: Option<crate::doctor::RequestObserver>,
 }
 
-/// A plugin's open forms, and how long at least one of them has been open in all.
+/// The forms open on a connection, as request timeouts see them. A form that came on the stream
+/// of one of the host's requests (Streamable HTTP: the call it belongs to) pauses that request's
+/// timeout only, so that with `share_session` one session's form does not hold up the time limit
+/// of another's call. A form that came any other way (stdio, the listening stream) pauses every
+/// request on the connection.
+#[derive(Debug, Default)]
+struct FormClocks {
+    /// Forms open that belong to no request of ours.
+    unattributed: usize,
+    /// The clock of each request that has a timeout, by id.
+    requests: HashMap<u64, FormClock>,
+}
+
+impl FormClocks {
+    /// A request starts: it is paused at once if a form of the whole connection is open.
+    fn start(&mut self, id: u64) {
+        let now = Instant::now();
+        self.requests.insert(
+            id,
+            FormClock {
+                open: self.unattributed,
+                since: now,
+                ended: Duration::ZERO,
+            },
+        );
+    }
+}
+
+/// How long at least one form concerning a request has been open since it was sent.
 #[derive(Debug, Clone, Copy)]
 struct FormClock {
-    /// How many forms are open right now.
+    /// How many such forms are open right now.
     open: usize,
     /// When the latest stretch with a form open began.
     since: Instant,
@@ -152,14 +180,6 @@ struct FormClock {
 }
 
 impl FormClock {
-    fn new() -> Self {
-        FormClock {
-            open: 0,
-            since: Instant::now(),
-            ended: Duration::ZERO,
-        }
-    }
-
     /// How long at least one form has been open, up to `now`.
     fn paused_until(&self, now: Instant) -> Duration {
         if self.open > 0 {
@@ -167,6 +187,26 @@ impl FormClock {
         } else {
             self.ended
         }
+    }
+
+    fn open(&mut self, now: Instant) {
+        if self.open == 0 {
+            self.since = now;
+        }
+        self.open += 1;
+    }
+
+    /// Whether that was the last open form.
+    fn close(&mut self, now: Instant) -> bool {
+        if self.open == 0 {
+            return false;
+        }
+        self.open -= 1;
+        if self.open > 0 {
+            return false;
+        }
+        self.ended += now.saturating_duration_since(self.since);
+        true
     }
 }
 
@@ -199,7 +239,7 @@ impl Plugin {
             next_id: AtomicU64::new(0),
             closed: CancellationToken::new(),
             closed_reason: Mutex::new(None),
-            forms: watch::Sender::new(FormClock::new()),
+            forms: watch::Sender::new(FormClocks::default()),
             in_flight: Mutex::new(HashMap::new()),
             url_flows: Mutex::new(HashMap::new()),
             request_timeout: options.request_timeout,
@@ -423,6 +463,8 @@ impl Shared {
             self.forget(id);
             return Err(self.gone());
         }
+        // Before sending: a form may come on the request's stream at once.
+        let _clock = (!handshake).then(|| RequestClock::start(self, id));
         self.outgoing
             .send(jsonrpc::request(id, method, params), Sent::Request(id));
         let mut abandoned = Abandoned {
@@ -431,10 +473,9 @@ impl Shared {
             armed: !handshake,
         };
 
-        // The deadline is only checked when it comes: then the time forms were open since the
-        // request was sent (waiting for the last one to close first) moves it on.
+        // The deadline is only checked when it comes: then the time forms concerning this
+        // request were open since it was sent (waiting for the last one to close first) moves it on.
         let started = Instant::now();
-        let paused_before = self.forms.borrow().paused_until(started);
         let mut deadline = later(started, timeout);
         let outcome = loop {
             let due = async {
@@ -444,7 +485,7 @@ impl Shared {
                     let _ = self
                         .forms
                         .subscribe()
-                        .wait_for(|clock| clock.open == 0)
+                        .wait_for(|clocks| clocks.requests.get(&id).is_none_or(|c| c.open == 0))
                         .await;
                 }
             };
@@ -453,7 +494,12 @@ impl Shared {
                 outcome = &mut rx => break outcome,
                 () = due => {
                     let now = Instant::now();
-                    let paused = self.forms.borrow().paused_until(now).saturating_sub(paused_before);
+                    let paused = self
+                        .forms
+                        .borrow()
+                        .requests
+                        .get(&id)
+                        .map_or(Duration::ZERO, |clock| clock.paused_until(now));
                     deadline = later(started, timeout.saturating_add(paused));
                     if deadline <= now {
                         abandoned.armed = false;
@@ -476,29 +522,49 @@ impl Shared {
         }
     }
 
-    /// A form of this plugin opens: request timeouts stop counting.
-    pub(crate) fn form_opened(&self) {
-        self.forms.send_if_modified(|clock| {
-            if clock.open == 0 {
-                clock.since = Instant::now();
+    /// A form opens on the stream of `request` (or of none): the timeouts it concerns stop
+    /// counting. Returns the request it was counted against, for [`Shared::form_closed`]: none
+    /// when it came on no stream, or on one whose request no longer waits.
+    pub(crate) fn form_opened(&self, request: Option<u64>) -> Option<u64> {
+        let mut counted_against = None;
+        self.forms.send_if_modified(|clocks| {
+            let now = Instant::now();
+            match request.and_then(|id| clocks.requests.get_mut(&id).map(|clock| (id, clock))) {
+                Some((id, clock)) => {
+                    clock.open(now);
+                    counted_against = Some(id);
+                }
+                None => {
+                    clocks.unattributed += 1;
+                    for clock in clocks.requests.values_mut() {
+                        clock.open(now);
+                    }
+                }
             }
-            clock.open += 1;
-            false // only the last form closing is waited for
+            false // only a clock's last form closing is waited for
         });
+        counted_against
     }
 
-    /// A form of this plugin closes: when it was the last, request timeouts count again.
-    pub(crate) fn form_closed(&self) {
-        self.forms.send_if_modified(|clock| {
-            if clock.open == 0 {
-                return false;
+    /// A form closes: the timeouts whose last open form it was count again.
+    pub(crate) fn form_closed(&self, counted_against: Option<u64>) {
+        self.forms.send_if_modified(|clocks| {
+            let now = Instant::now();
+            match counted_against {
+                // Gone if its request ended first.
+                Some(id) => clocks
+                    .requests
+                    .get_mut(&id)
+                    .is_some_and(|clock| clock.close(now)),
+                None => {
+                    clocks.unattributed = clocks.unattributed.saturating_sub(1);
+                    let mut running = false;
+                    for clock in clocks.requests.values_mut() {
+                        running |= clock.close(now);
+                    }
+                    running
+                }
             }
-            clock.open -= 1;
-            if clock.open > 0 {
-                return false;
-            }
-            clock.ended += clock.since.elapsed();
-            true
         });
     }
 
@@ -533,6 +599,31 @@ impl Drop for Abandoned<'_> {
             self.shared
                 .cancel(self.id, "the host no longer waits for it");
         }
+    }
+}
+
+/// Keeps a request's form clock while the request waits.
+struct RequestClock<'a> {
+    shared: &'a Shared,
+    id: u64,
+}
+
+impl<'a> RequestClock<'a> {
+    fn start(shared: &'a Shared, id: u64) -> Self {
+        shared.forms.send_if_modified(|clocks| {
+            clocks.start(id);
+            false
+        });
+        RequestClock { shared, id }
+    }
+}
+
+impl Drop for RequestClock<'_> {
+    fn drop(&mut self) {
+        self.shared.forms.send_if_modified(|clocks| {
+            clocks.requests.remove(&self.id);
+            false
+        });
     }
 }
 

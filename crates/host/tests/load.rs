@@ -147,6 +147,91 @@ async fn forms_outside_any_call_stream_on_a_shared_session_are_declined() {
     host.shutdown().await;
 }
 
+/// On a shared MCP session a form pauses only the timeout of the call whose stream carried it:
+/// one session's open form does not keep another session's stuck call waiting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_shared_session_a_form_pauses_only_its_own_calls_timeout() {
+    let plugin = HttpPlugin::start(&["--related"]);
+    let config = Config::from_toml(
+        &format!(
+            "[mcp_servers.http]\nurl = {:?}\ndefault_tools_approval_mode = \"approve\"\nshare_session = true\n",
+            plugin.url
+        ),
+        None,
+    )
+    .unwrap();
+    let options = HostOptions {
+        request_timeout: Duration::from_millis(1000),
+        ..HostOptions::default()
+    };
+    let host = Host::new(config, options);
+    let call = |session: &str, tool: &str, arguments: serde_json::Value| {
+        host.command(
+            session,
+            Command::CallTool {
+                server: "http".to_owned(),
+                tool: tool.to_owned(),
+                arguments: Some(arguments),
+            },
+        )
+        .unwrap();
+    };
+    let asking = host.create_session();
+    let (_, mut asking_events) = host.subscribe(&asking).unwrap();
+    call(&asking, "ask", json!({ "n": 7 }));
+    let form = loop {
+        if let Event::FormRequested { form_id, .. } = &*asking_events.recv().await.unwrap() {
+            break form_id.clone();
+        }
+    };
+
+    let waiting = host.create_session();
+    let (_, mut waiting_events) = host.subscribe(&waiting).unwrap();
+    let started = std::time::Instant::now();
+    call(&waiting, "wait", json!({ "ms": 20_000 }));
+    let error = loop {
+        if let Event::ToolCallFinished { error, .. } = &*waiting_events.recv().await.unwrap() {
+            break error.clone();
+        }
+    };
+    let waited = started.elapsed();
+    assert!(
+        error
+            .as_deref()
+            .is_some_and(|error| error.contains("timed out")),
+        "{error:?}"
+    );
+    assert!(
+        waited < Duration::from_secs(5),
+        "timed out only after {waited:?}"
+    );
+
+    // The form's own call kept waiting for the person all that time, and ends with the answer.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    host.command(
+        &asking,
+        Command::AnswerForm {
+            form_id: form,
+            answer: FormAnswer::Accept {
+                content: serde_json::Map::new(),
+            },
+        },
+    )
+    .unwrap();
+    let result = loop {
+        if let Event::ToolCallFinished { result, error, .. } = &*asking_events.recv().await.unwrap()
+        {
+            assert_eq!(error, &None);
+            break result.clone().unwrap();
+        }
+    };
+    assert_eq!(
+        result["content"][0]["text"],
+        r#"result: {"action":"accept","content":{"strategy":"safe","retries":3}} n=7"#
+    );
+    host.shutdown().await;
+}
+
 /// The `clients` tool's text, called from a new session.
 async fn clients(host: &Host) -> String {
     let session = host.create_session();
