@@ -207,7 +207,21 @@ server.registerTool("hold", { description: "Run until cancelled", inputSchema: {
   });
   return { content: [{ type: "text", text: "cancelled" }] };
 });
-server.registerTool("last_abort", { description: "The reason the last `hold` was cancelled with" }, async () => ({
+// Asks for agreement, then runs until cancelled like `hold`: a form, then a call that never ends.
+server.registerTool("ask_then_hold", { description: "Ask for agreement, then run until cancelled" }, async (extra) => {
+  lastAbort = null;
+  await server.server.elicitInput({ message: "Agree, then wait", requestedSchema: singleKindSchema("ask_boolean") });
+  await new Promise((resolve) => {
+    const aborted = () => {
+      lastAbort = String(extra.signal.reason);
+      resolve();
+    };
+    if (extra.signal.aborted) aborted();
+    else extra.signal.addEventListener("abort", aborted);
+  });
+  return { content: [{ type: "text", text: "cancelled" }] };
+});
+server.registerTool("last_abort", { description: "The reason the last `hold` or `ask_then_hold` was cancelled with" }, async () => ({
   content: [{ type: "text", text: "aborted: " + JSON.stringify(lastAbort) }],
 }));
 

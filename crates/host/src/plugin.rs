@@ -12,7 +12,7 @@ use futures::{FutureExt, StreamExt};
 use rmcp::model::ProtocolVersion;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::{Notify, oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -131,7 +131,7 @@ pub(crate) struct Shared {
     pub(crate) closed: CancellationToken,
     closed_reason: Mutex<Option<String>>,
     /// The open forms and the time they have been open; request timeouts do not count that time.
-    forms: watch::Sender<FormClocks>,
+    forms: Mutex<FormClocks>,
     /// Requests from the plugin being handled, by id, so `notifications/cancelled` can end them.
     pub(crate) in_flight: Mutex<HashMap<RawId, CancellationToken>>,
     /// URL-mode flows waiting for `notifications/elicitation/complete`, by elicitation id.
@@ -155,21 +155,24 @@ struct FormClocks {
 
 impl FormClocks {
     /// A request starts: it is paused at once if a form of the whole connection is open.
-    fn start(&mut self, id: u64) {
-        let now = Instant::now();
+    /// Returns what wakes it when its last form closes.
+    fn start(&mut self, id: u64) -> Arc<Notify> {
+        let all_closed = Arc::new(Notify::new());
         self.requests.insert(
             id,
             FormClock {
                 open: self.unattributed,
-                since: now,
+                since: Instant::now(),
                 ended: Duration::ZERO,
+                all_closed: Arc::clone(&all_closed),
             },
         );
+        all_closed
     }
 }
 
 /// How long at least one form concerning a request has been open since it was sent.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 struct FormClock {
     /// How many such forms are open right now.
     open: usize,
@@ -177,6 +180,8 @@ struct FormClock {
     since: Instant,
     /// The length of the stretches with a form open that have ended.
     ended: Duration,
+    /// Notified when `open` drops to zero; a request past its deadline waits for it.
+    all_closed: Arc<Notify>,
 }
 
 impl FormClock {
@@ -196,17 +201,15 @@ impl FormClock {
         self.open += 1;
     }
 
-    /// Whether that was the last open form.
-    fn close(&mut self, now: Instant) -> bool {
+    fn close(&mut self, now: Instant) {
         if self.open == 0 {
-            return false;
+            return;
         }
         self.open -= 1;
-        if self.open > 0 {
-            return false;
+        if self.open == 0 {
+            self.ended += now.saturating_duration_since(self.since);
+            self.all_closed.notify_waiters();
         }
-        self.ended += now.saturating_duration_since(self.since);
-        true
     }
 }
 
@@ -239,7 +242,7 @@ impl Plugin {
             next_id: AtomicU64::new(0),
             closed: CancellationToken::new(),
             closed_reason: Mutex::new(None),
-            forms: watch::Sender::new(FormClocks::default()),
+            forms: Mutex::new(FormClocks::default()),
             in_flight: Mutex::new(HashMap::new()),
             url_flows: Mutex::new(HashMap::new()),
             request_timeout: options.request_timeout,
@@ -464,7 +467,7 @@ impl Shared {
             return Err(self.gone());
         }
         // Before sending: a form may come on the request's stream at once.
-        let _clock = (!handshake).then(|| RequestClock::start(self, id));
+        let clock = (!handshake).then(|| RequestClock::start(self, id));
         self.outgoing
             .send(jsonrpc::request(id, method, params), Sent::Request(id));
         let mut abandoned = Abandoned {
@@ -480,13 +483,8 @@ impl Shared {
         let outcome = loop {
             let due = async {
                 tokio::time::sleep_until(deadline).await;
-                if !handshake {
-                    // Cannot fail: the sender lives in `self`.
-                    let _ = self
-                        .forms
-                        .subscribe()
-                        .wait_for(|clocks| clocks.requests.get(&id).is_none_or(|c| c.open == 0))
-                        .await;
+                if let Some(clock) = &clock {
+                    clock.all_closed().await;
                 }
             };
             tokio::select! {
@@ -494,12 +492,7 @@ impl Shared {
                 outcome = &mut rx => break outcome,
                 () = due => {
                     let now = Instant::now();
-                    let paused = self
-                        .forms
-                        .borrow()
-                        .requests
-                        .get(&id)
-                        .map_or(Duration::ZERO, |clock| clock.paused_until(now));
+                    let paused = clock.as_ref().map_or(Duration::ZERO, |clock| clock.paused_until(now));
                     deadline = later(started, timeout.saturating_add(paused));
                     if deadline <= now {
                         abandoned.armed = false;
@@ -526,46 +519,43 @@ impl Shared {
     /// counting. Returns the request it was counted against, for [`Shared::form_closed`]: none
     /// when it came on no stream, or on one whose request no longer waits.
     pub(crate) fn form_opened(&self, request: Option<u64>) -> Option<u64> {
-        let mut counted_against = None;
-        self.forms.send_if_modified(|clocks| {
-            let now = Instant::now();
-            match request.and_then(|id| clocks.requests.get_mut(&id).map(|clock| (id, clock))) {
-                Some((id, clock)) => {
-                    clock.open(now);
-                    counted_against = Some(id);
-                }
-                None => {
-                    clocks.unattributed += 1;
-                    for clock in clocks.requests.values_mut() {
-                        clock.open(now);
-                    }
-                }
-            }
-            false // only a clock's last form closing is waited for
-        });
-        counted_against
+        let Ok(mut clocks) = self.forms.lock() else {
+            return None;
+        };
+        let now = Instant::now();
+        if let Some(id) = request
+            && let Some(clock) = clocks.requests.get_mut(&id)
+        {
+            clock.open(now);
+            return Some(id);
+        }
+        clocks.unattributed += 1;
+        for clock in clocks.requests.values_mut() {
+            clock.open(now);
+        }
+        None
     }
 
     /// A form closes: the timeouts whose last open form it was count again.
     pub(crate) fn form_closed(&self, counted_against: Option<u64>) {
-        self.forms.send_if_modified(|clocks| {
-            let now = Instant::now();
-            match counted_against {
-                // Gone if its request ended first.
-                Some(id) => clocks
-                    .requests
-                    .get_mut(&id)
-                    .is_some_and(|clock| clock.close(now)),
-                None => {
-                    clocks.unattributed = clocks.unattributed.saturating_sub(1);
-                    let mut running = false;
-                    for clock in clocks.requests.values_mut() {
-                        running |= clock.close(now);
-                    }
-                    running
+        let Ok(mut clocks) = self.forms.lock() else {
+            return;
+        };
+        let now = Instant::now();
+        match counted_against {
+            // Gone if its request ended first.
+            Some(id) => {
+                if let Some(clock) = clocks.requests.get_mut(&id) {
+                    clock.close(now);
                 }
             }
-        });
+            None => {
+                clocks.unattributed = clocks.unattributed.saturating_sub(1);
+                for clock in clocks.requests.values_mut() {
+                    clock.close(now);
+                }
+            }
+        }
     }
 
     /// Frees the answer slot of request `id`; whether it was still waiting.
@@ -602,28 +592,62 @@ impl Drop for Abandoned<'_> {
     }
 }
 
-/// Keeps a request's form clock while the request waits.
+/// A request's form clock, kept while the request waits.
 struct RequestClock<'a> {
     shared: &'a Shared,
     id: u64,
+    all_closed: Arc<Notify>,
 }
 
 impl<'a> RequestClock<'a> {
     fn start(shared: &'a Shared, id: u64) -> Self {
-        shared.forms.send_if_modified(|clocks| {
-            clocks.start(id);
-            false
-        });
-        RequestClock { shared, id }
+        let all_closed = match shared.forms.lock() {
+            Ok(mut clocks) => clocks.start(id),
+            Err(_) => Arc::new(Notify::new()),
+        };
+        RequestClock {
+            shared,
+            id,
+            all_closed,
+        }
+    }
+
+    /// How long forms concerning the request have been open since it was sent, up to `now`.
+    fn paused_until(&self, now: Instant) -> Duration {
+        self.shared
+            .forms
+            .lock()
+            .ok()
+            .map_or(Duration::ZERO, |clocks| {
+                clocks
+                    .requests
+                    .get(&self.id)
+                    .map_or(Duration::ZERO, |clock| clock.paused_until(now))
+            })
+    }
+
+    /// Returns once no form concerning the request is open.
+    async fn all_closed(&self) {
+        loop {
+            // Registered before looking, so a close in between is not missed.
+            let mut notified = std::pin::pin!(self.all_closed.notified());
+            notified.as_mut().enable();
+            let open = self.shared.forms.lock().ok().map_or(0, |clocks| {
+                clocks.requests.get(&self.id).map_or(0, |clock| clock.open)
+            });
+            if open == 0 {
+                return;
+            }
+            notified.await;
+        }
     }
 }
 
 impl Drop for RequestClock<'_> {
     fn drop(&mut self) {
-        self.shared.forms.send_if_modified(|clocks| {
+        if let Ok(mut clocks) = self.shared.forms.lock() {
             clocks.requests.remove(&self.id);
-            false
-        });
+        }
     }
 }
 

@@ -116,6 +116,45 @@ async fn request_timeout_does_not_count_while_a_form_is_open() {
     plugin.close().await;
 }
 
+/// A call past its deadline while its form is open times out once the form closes, after the
+/// rest of its time: 800 ms in all, the 1.5 s of the form not counted.
+#[tokio::test]
+async fn request_timeout_resumes_when_the_form_closes() {
+    let plugin = connect(ts_plugin(), Duration::from_millis(800), |prompt| {
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            match prompt.kind {
+                PromptKind::Form { form, .. } => {
+                    let mut content = formwork_forms::Content::new();
+                    content.insert("agree".into(), json!(true));
+                    FormReply::accept(form.content_from_typed(&content).unwrap())
+                }
+                PromptKind::Url { .. } => FormReply::cancel(),
+            }
+        })
+    })
+    .await;
+    let started = Instant::now();
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(10),
+        plugin.call_tool("ask_then_hold", None),
+    )
+    .await
+    .expect("the call never timed out");
+    let elapsed = started.elapsed();
+    assert!(
+        matches!(outcome, Err(HostError::Timeout { .. })),
+        "{outcome:?}"
+    );
+    assert!(
+        elapsed >= Duration::from_millis(2200) && elapsed < Duration::from_millis(4000),
+        "timed out after {elapsed:?}"
+    );
+    let abort = plugin.call_tool("last_abort", None).await.unwrap();
+    assert_eq!(text_of(&abort), r#"aborted: "timed out""#);
+    plugin.close().await;
+}
+
 #[tokio::test]
 async fn request_timeout_counts_without_a_form() {
     let plugin = connect(everything(), Duration::from_millis(500), |_| {
