@@ -106,6 +106,12 @@ tool("ask_then_hang", "Ask the strategy form; only an accepted answer lets the c
   await new Promise(() => {});
 });
 
+tool("ask_then_exit", "Ask the strategy form; exit without answering the call unless it was accepted", async () => {
+  const r = await server.server.elicitInput(strategyForm);
+  if (r.action === "accept") return text("result: " + JSON.stringify(r));
+  process.exit(0);
+});
+
 // What the client declared in initialize, as the SDK saw it.
 tool("client_capabilities", "Report the client capabilities", async () =>
   text("result: " + JSON.stringify(server.server.getClientCapabilities() ?? null)),

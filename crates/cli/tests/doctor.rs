@@ -404,6 +404,17 @@ fn plugin_stuck_after_cancel() {
     assert!(output.elapsed < Duration::from_secs(30), "{output}");
 }
 
+#[test]
+fn plugin_gone_after_cancel() {
+    let output = doctor("", &["--tool", "ask_then_exit"]);
+    let report = assert_only(
+        &output,
+        "no-continue-after-answer",
+        &["`cancel`", "went away without finishing the call"],
+    );
+    assert_eq!(report["call"]["outcome"], "gone", "{output}");
+}
+
 // ---- over Streamable HTTP ----
 
 #[test]

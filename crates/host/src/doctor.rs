@@ -168,15 +168,10 @@ pub struct ApprovalReport {
     pub need: &'static str,
     /// Why, in words.
     pub reason: String,
-}
-
-impl ApprovalReport {
     /// Whether a call of this tool asks the person, or fails because it would have to under
-    /// policy `never`.
-    pub fn needs_approval(&self) -> bool {
-        self.need == "card"
-            || (self.need == "fail" && self.reason.starts_with(policy::NEVER_POLICY_MESSAGE))
-    }
+    /// policy `never` (and not because the tool is disabled).
+    #[serde(skip)]
+    pub needs_approval: bool,
 }
 
 /// How the `--tool` call went.
@@ -186,8 +181,9 @@ pub struct CallReport {
     pub tool: String,
     /// The arguments sent.
     pub arguments: Value,
-    /// `returned` (a `CallToolResult`), `error` (the request failed), `stuck` (no answer
-    /// within the wait after the plugin got its last form answer) or `timed-out`.
+    /// `returned` (a `CallToolResult`), `error` (the request failed), `gone` (the plugin went
+    /// away before answering), `stuck` (no answer within the wait after the plugin got its last
+    /// form answer) or `timed-out`.
     pub outcome: &'static str,
     /// The `CallToolResult`, exactly as sent.
     pub result: Option<Value>,
@@ -449,10 +445,10 @@ fn tool_report(config: &Config, server: &str, tool: &Value) -> ToolReport {
         .to_owned();
     let annotations = tool.get("annotations").cloned().unwrap_or(Value::Null);
     let verdict = policy::tool_approval(config, server, &name, tool.get("annotations"));
-    let need = match verdict.need {
-        ApprovalNeed::Run => "run",
-        ApprovalNeed::Card(_) => "card",
-        ApprovalNeed::Fail(_) => "fail",
+    let (need, needs_approval) = match &verdict.need {
+        ApprovalNeed::Run => ("run", false),
+        ApprovalNeed::Card(_) => ("card", true),
+        ApprovalNeed::Fail(message) => ("fail", message == policy::NEVER_POLICY_MESSAGE),
     };
     ToolReport {
         approval: ApprovalReport {
@@ -460,6 +456,7 @@ fn tool_report(config: &Config, server: &str, tool: &Value) -> ToolReport {
             source: verdict.mode_source.describe(server, &name),
             need,
             reason: verdict.reason,
+            needs_approval,
         },
         name,
         annotations,
@@ -525,6 +522,10 @@ async fn call(
         Some(Ok(result)) => report.result = Some(result),
         Some(Err(err @ HostError::Timeout { .. })) => {
             report.outcome = "timed-out";
+            report.error = Some(err.to_string());
+        }
+        Some(Err(err @ HostError::PluginGone { .. })) => {
+            report.outcome = "gone";
             report.error = Some(err.to_string());
         }
         Some(Err(err)) => {

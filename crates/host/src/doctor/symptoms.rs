@@ -407,7 +407,7 @@ fn tool_approval(config: &Config, report: &Report) -> Symptom {
     }
     let needing: Vec<&ToolReport> = tools
         .iter()
-        .filter(|tool| tool.approval.needs_approval())
+        .filter(|tool| tool.approval.needs_approval)
         .collect();
     let unconfigured = if report.connection.configured {
         String::new()
@@ -543,24 +543,16 @@ fn no_continue(report: &Report) -> Symptom {
             ),
             String::new(),
         ),
-        "error"
-            if !call
-                .error
-                .as_deref()
-                .unwrap_or_default()
-                .contains("went away") =>
-        {
-            row(
-                4,
-                Some(false),
-                format!(
-                    "the plugin continued after its last answer ({answer}) and failed the call{after}: {}",
-                    call.error.as_deref().unwrap_or_default()
-                ),
-                String::new(),
-            )
-        }
         "error" => row(
+            4,
+            Some(false),
+            format!(
+                "the plugin continued after its last answer ({answer}) and failed the call{after}: {}",
+                call.error.as_deref().unwrap_or_default()
+            ),
+            String::new(),
+        ),
+        "gone" => row(
             4,
             Some(true),
             format!(
@@ -665,6 +657,7 @@ mod tests {
                 source: String::new(),
                 need,
                 reason: reason.to_owned(),
+                needs_approval: need == "card",
             },
         }
     }
@@ -739,14 +732,33 @@ mod tests {
     #[test]
     fn a_never_policy_failure_counts_as_needing_approval() {
         let mut report = report();
-        let reason = format!(
-            "{}: approval mode \"prompt\" always asks",
-            policy::NEVER_POLICY_MESSAGE
+        let config = config(
+            "approval_policy = \"never\"\n[mcp_servers.p]\ncommand = \"p\"\ndefault_tools_approval_mode = \"prompt\"\n",
         );
-        report.tools = vec![tool("t", "fail", &reason)];
-        let rows = symptoms(&config("approval_policy = \"never\"\n"), &report);
+        report.tools = vec![crate::doctor::tool_report(
+            &config,
+            "p",
+            &json!({"name": "t"}),
+        )];
+        assert_eq!(report.tools[0].approval.need, "fail");
+        let rows = symptoms(&config, &report);
         assert_eq!(rows[3].applies, Some(true));
         assert!(rows[3].cause.contains("instead of showing the card"));
+    }
+
+    #[test]
+    fn a_disabled_tool_does_not_count_as_needing_approval() {
+        let mut report = report();
+        let config = config(
+            "approval_policy = \"never\"\n[mcp_servers.p]\ncommand = \"p\"\ndisabled_tools = [\"t\"]\n",
+        );
+        report.tools = vec![crate::doctor::tool_report(
+            &config,
+            "p",
+            &json!({"name": "t"}),
+        )];
+        assert_eq!(report.tools[0].approval.need, "fail");
+        assert_eq!(symptoms(&config, &report)[3].applies, Some(false));
     }
 
     #[test]
@@ -764,7 +776,7 @@ mod tests {
             Some(false)
         );
         report.call = Some(call(
-            "error",
+            "gone",
             Some("plugin p went away: it closed its stdout"),
         ));
         assert_eq!(
