@@ -193,33 +193,28 @@ server.registerTool("last_outcome", { description: "What the form of ask_later g
 // Runs until the client cancels it (writing the file `marker` once running); `last_abort` tells what
 // the cancellation said.
 let lastAbort = null;
-server.registerTool("hold", { description: "Run until cancelled", inputSchema: { marker: z.string().optional() } }, async ({ marker }, extra) => {
-  lastAbort = null;
-  if (marker) writeFileSync(marker, "running");
+async function untilCancelled(extra) {
   await new Promise((resolve) => {
     const aborted = () => {
       lastAbort = String(extra.signal.reason);
       resolve();
     };
-    // The cancellation may come before this handler runs.
+    // The cancellation may come before the handler runs.
     if (extra.signal.aborted) aborted();
     else extra.signal.addEventListener("abort", aborted);
   });
   return { content: [{ type: "text", text: "cancelled" }] };
+}
+server.registerTool("hold", { description: "Run until cancelled", inputSchema: { marker: z.string().optional() } }, async ({ marker }, extra) => {
+  lastAbort = null;
+  if (marker) writeFileSync(marker, "running");
+  return untilCancelled(extra);
 });
 // Asks for agreement, then runs until cancelled like `hold`: a form, then a call that never ends.
 server.registerTool("ask_then_hold", { description: "Ask for agreement, then run until cancelled" }, async (extra) => {
   lastAbort = null;
   await server.server.elicitInput({ message: "Agree, then wait", requestedSchema: singleKindSchema("ask_boolean") });
-  await new Promise((resolve) => {
-    const aborted = () => {
-      lastAbort = String(extra.signal.reason);
-      resolve();
-    };
-    if (extra.signal.aborted) aborted();
-    else extra.signal.addEventListener("abort", aborted);
-  });
-  return { content: [{ type: "text", text: "cancelled" }] };
+  return untilCancelled(extra);
 });
 server.registerTool("last_abort", { description: "The reason the last `hold` or `ask_then_hold` was cancelled with" }, async () => ({
   content: [{ type: "text", text: "aborted: " + JSON.stringify(lastAbort) }],

@@ -92,11 +92,11 @@ fn text_of(result: &Value) -> String {
         .to_owned()
 }
 
-#[tokio::test]
-async fn request_timeout_does_not_count_while_a_form_is_open() {
-    let plugin = connect(ts_plugin(), Duration::from_millis(800), |prompt| {
+/// Answers a form `agree: true` after `delay`; cancels a URL.
+fn agree_after(delay: Duration) -> impl Fn(FormPrompt) -> BoxFuture<FormReply> {
+    move |prompt| {
         Box::pin(async move {
-            tokio::time::sleep(Duration::from_millis(2000)).await;
+            tokio::time::sleep(delay).await;
             match prompt.kind {
                 PromptKind::Form { form, .. } => {
                     let mut content = formwork_forms::Content::new();
@@ -106,7 +106,16 @@ async fn request_timeout_does_not_count_while_a_form_is_open() {
                 PromptKind::Url { .. } => FormReply::cancel(),
             }
         })
-    })
+    }
+}
+
+#[tokio::test]
+async fn request_timeout_does_not_count_while_a_form_is_open() {
+    let plugin = connect(
+        ts_plugin(),
+        Duration::from_millis(800),
+        agree_after(Duration::from_millis(2000)),
+    )
     .await;
     let result = plugin.call_tool("ask_boolean", None).await.unwrap();
     assert_eq!(
@@ -120,19 +129,11 @@ async fn request_timeout_does_not_count_while_a_form_is_open() {
 /// rest of its time: 800 ms in all, the 1.5 s of the form not counted.
 #[tokio::test]
 async fn request_timeout_resumes_when_the_form_closes() {
-    let plugin = connect(ts_plugin(), Duration::from_millis(800), |prompt| {
-        Box::pin(async move {
-            tokio::time::sleep(Duration::from_millis(1500)).await;
-            match prompt.kind {
-                PromptKind::Form { form, .. } => {
-                    let mut content = formwork_forms::Content::new();
-                    content.insert("agree".into(), json!(true));
-                    FormReply::accept(form.content_from_typed(&content).unwrap())
-                }
-                PromptKind::Url { .. } => FormReply::cancel(),
-            }
-        })
-    })
+    let plugin = connect(
+        ts_plugin(),
+        Duration::from_millis(800),
+        agree_after(Duration::from_millis(1500)),
+    )
     .await;
     let started = Instant::now();
     let outcome = tokio::time::timeout(

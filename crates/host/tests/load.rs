@@ -59,6 +59,20 @@ impl HttpPlugin {
 }
 
 impl HttpPlugin {
+    /// A host with this plugin as server `http` (no approval cards); `extra_config`: more keys
+    /// of its table.
+    fn host(&self, extra_config: &str, options: HostOptions) -> Host {
+        let config = Config::from_toml(
+            &format!(
+                "[mcp_servers.http]\nurl = {:?}\ndefault_tools_approval_mode = \"approve\"\n{extra_config}",
+                self.url
+            ),
+            None,
+        )
+        .unwrap();
+        Host::new(config, options)
+    }
+
     /// The plugin's `GET /stats`.
     fn stats(&self) -> serde_json::Value {
         use std::io::{Read, Write};
@@ -113,15 +127,7 @@ async fn a_thousand_sessions_sharing_one_mcp_session() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forms_outside_any_call_stream_on_a_shared_session_are_declined() {
     let plugin = HttpPlugin::start(&[]);
-    let config = Config::from_toml(
-        &format!(
-            "[mcp_servers.http]\nurl = {:?}\ndefault_tools_approval_mode = \"approve\"\nshare_session = true\n",
-            plugin.url
-        ),
-        None,
-    )
-    .unwrap();
-    let host = Host::new(config, HostOptions::default());
+    let host = plugin.host("share_session = true\n", HostOptions::default());
     let session = host.create_session();
     let (_, mut events) = host.subscribe(&session).unwrap();
     host.command(
@@ -152,19 +158,11 @@ async fn forms_outside_any_call_stream_on_a_shared_session_are_declined() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_a_shared_session_a_form_pauses_only_its_own_calls_timeout() {
     let plugin = HttpPlugin::start(&["--related"]);
-    let config = Config::from_toml(
-        &format!(
-            "[mcp_servers.http]\nurl = {:?}\ndefault_tools_approval_mode = \"approve\"\nshare_session = true\n",
-            plugin.url
-        ),
-        None,
-    )
-    .unwrap();
     let options = HostOptions {
         request_timeout: Duration::from_millis(1000),
         ..HostOptions::default()
     };
-    let host = Host::new(config, options);
+    let host = plugin.host("share_session = true\n", options);
     let call = |session: &str, tool: &str, arguments: serde_json::Value| {
         host.command(
             session,
@@ -258,15 +256,7 @@ async fn clients(host: &Host) -> String {
 
 /// `extra_config`: more keys of the server's table.
 async fn a_thousand_forms_all_answered(plugin: &HttpPlugin, extra_config: &str) -> Host {
-    let config = Config::from_toml(
-        &format!(
-            "[mcp_servers.http]\nurl = {:?}\ndefault_tools_approval_mode = \"approve\"\n{extra_config}",
-            plugin.url
-        ),
-        None,
-    )
-    .unwrap();
-    let host = Host::new(config, HostOptions::default());
+    let host = plugin.host(extra_config, HostOptions::default());
     let (events_tx, mut events) = tokio::sync::mpsc::unbounded_channel();
     let mut sessions = Vec::new();
     for n in 0..SESSIONS {
