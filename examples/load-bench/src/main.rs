@@ -447,10 +447,11 @@ async fn many_sessions(url: &str, mode: Mode, size: usize) -> anyhow::Result<Loa
     })
 }
 
-/// When the host's `formwork::wire` trace events happened: `true` for a message leaving for
-/// the plugin, `false` for one read from it. Answers are timed one at a time, so each answer's
-/// events are the ones since its start.
-static WIRE: Mutex<Vec<(bool, Instant)>> = Mutex::new(Vec::new());
+/// When the host's `formwork::wire` trace events happened during the answer being timed: `true`
+/// for a message leaving for the plugin, `false` for one read from it. Answers are timed one at
+/// a time; `None` between them, so that nothing is kept while forms open (memory is measured
+/// then).
+static WIRE: Mutex<Option<Vec<(bool, Instant)>>> = Mutex::new(None);
 
 /// A tracing layer that notes the time of each wire event, and nothing else.
 struct WireClock;
@@ -462,18 +463,20 @@ impl WireClock {
         Ok(())
     }
 
-    /// Forgets earlier events; returns the start of an answer.
+    /// Starts noting events; returns the start of an answer.
     fn start() -> Instant {
-        WIRE.lock()
-            .unwrap_or_else(|poison| poison.into_inner())
-            .clear();
+        *WIRE.lock().unwrap_or_else(|poison| poison.into_inner()) = Some(Vec::new());
         Instant::now()
     }
 
     /// The host's part of the answer that started at `started` and whose result reached the
     /// UI at `finished`: up to the first message out, and from the last message in.
     fn host_part(started: Instant, finished: Instant) -> anyhow::Result<Duration> {
-        let wire = WIRE.lock().unwrap_or_else(|poison| poison.into_inner());
+        let wire = WIRE
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .take()
+            .unwrap_or_default();
         let out = wire.iter().find(|(out, _)| *out).map(|&(_, at)| at);
         let back = wire
             .iter()
@@ -503,10 +506,13 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for WireClock {
         let at = Instant::now();
         let mut direction = Direction(None);
         event.record(&mut direction);
-        if let Some(out) = direction.0 {
-            WIRE.lock()
+        if let Some(out) = direction.0
+            && let Some(wire) = WIRE
+                .lock()
                 .unwrap_or_else(|poison| poison.into_inner())
-                .push((out, at));
+                .as_mut()
+        {
+            wire.push((out, at));
         }
     }
 }

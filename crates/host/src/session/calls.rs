@@ -17,6 +17,7 @@ use crate::policy::{
 };
 
 use super::cards::approval_body;
+use super::connections::Connection;
 use super::{CommandError, HostInner, Session, Turn, reason};
 
 impl Session {
@@ -78,6 +79,7 @@ impl Session {
         Ok(call_id)
     }
 
+    /// Connects, applies the approval policy (maybe asking the person), then calls the tool.
     pub(super) async fn run_call(
         self: &Arc<Self>,
         server: &str,
@@ -86,8 +88,27 @@ impl Session {
         tool: &str,
         arguments: Option<Value>,
     ) -> Result<Value, String> {
-        // The steps before the call are boxed: the call's own wait, which may last as long as
-        // a person takes, then holds only what it needs.
+        // Everything before the call is boxed and gone once it is done: the call's own wait,
+        // which may last as long as a person takes, holds only what it needs.
+        let connection =
+            Box::pin(self.prepare_call(server, target, call_id, tool, arguments.as_ref())).await?;
+        let (request, _route) = connection.route(self, call_id);
+        connection
+            .plugin
+            .call_tool_with_id(request, tool, arguments)
+            .await
+            .map_err(|err| err.to_string())
+    }
+
+    /// The connection for a call the policy allows, once any approval card was answered.
+    async fn prepare_call(
+        self: &Arc<Self>,
+        server: &str,
+        target: &PluginTarget,
+        call_id: &str,
+        tool: &str,
+        arguments: Option<&Value>,
+    ) -> Result<Connection, String> {
         let connection = Box::pin(self.connection(server, target))
             .await
             .map_err(|err| err.to_string())?;
@@ -117,7 +138,7 @@ impl Session {
                     call_id,
                     tool_title: listed.get("title").and_then(Value::as_str),
                     tool_description: listed.get("description").and_then(Value::as_str),
-                    arguments: arguments.as_ref(),
+                    arguments,
                 };
                 if let Some(card) = verdict.card(&request) {
                     let answer = Box::pin(self.ask_approval(
@@ -133,11 +154,7 @@ impl Session {
                 }
             }
         }
-        let (request, _route) = connection.route(self, call_id);
-        plugin
-            .call_tool_with_id(request, tool, arguments)
-            .await
-            .map_err(|err| err.to_string())
+        Ok(connection)
     }
 
     /// Shows the approval card and waits for the person.
