@@ -12,7 +12,8 @@
 // Tool `ask {n}`: asks for a small form and returns `result: <ElicitResult JSON> n=<n>`, so a test can
 // check that every answer reached the call it belongs to. Tool `clients`: how many `initialize` requests
 // the plugin has answered, as the text `initialized: <count>`. Tool `wait {ms}`: returns `waited <ms> ms`
-// after that long. `GET /stats` (not MCP): `{"open": <MCP sessions open>}`.
+// after that long. Tool `ask_then_exit`: asks, and unless the answer was accept exits the whole process 100 ms later,
+// the call unanswered. Tool `ask_then_hang`: asks, then never returns. `GET /stats` (not MCP): `{"open": <MCP sessions open>}`.
 import http from "node:http";
 import { randomUUID } from "node:crypto";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
@@ -57,6 +58,19 @@ function newServer() {
     } catch (e) {
       return { isError: true, content: [{ type: "text", text: `error: ${e.message}` }] };
     }
+  });
+  server.registerTool("ask_then_exit", { description: "Ask; exit the process unless the answer was accept" }, async (extra) => {
+    const options = related ? { relatedRequestId: extra.requestId } : {};
+    const r = await server.server.elicitInput({ message: "Choose a strategy", requestedSchema: schema }, options);
+    if (r.action === "accept") return { content: [{ type: "text", text: `result: ${JSON.stringify(r)}` }] };
+    // A moment later, so that the answer's POST has been acknowledged: the call's stream breaks.
+    setTimeout(() => process.exit(0), 100);
+    await new Promise(() => {});
+  });
+  server.registerTool("ask_then_hang", { description: "Ask, then never return" }, async (extra) => {
+    const options = related ? { relatedRequestId: extra.requestId } : {};
+    await server.server.elicitInput({ message: "Choose a strategy", requestedSchema: schema }, options);
+    await new Promise(() => {});
   });
   server.registerTool("wait", { description: "Return after `ms` milliseconds", inputSchema: { ms: z.number().int() } }, async ({ ms }) => {
     await new Promise((resolve) => setTimeout(resolve, ms));

@@ -530,6 +530,35 @@ fn forms_off_the_call_stream_of_a_shared_session() {
     }
 }
 
+/// Over HTTP a plugin that dies shows first as a broken event stream; the doctor still tells it
+/// went away (it no longer answers a ping) from a call that failed.
+#[test]
+fn plugin_gone_after_cancel_over_http() {
+    let plugin = HttpPlugin::start(&[]);
+    let config = Toml::new(&format!(
+        "[mcp_servers.http]\nurl = {:?}\ndefault_tools_approval_mode = \"approve\"\n",
+        plugin.url
+    ));
+    let output = formwork(
+        &[
+            "doctor",
+            "--url",
+            &plugin.url,
+            "--config",
+            &config.arg(),
+            "--tool",
+            "ask_then_exit",
+        ],
+        None,
+    );
+    let report = assert_only(
+        &output,
+        "no-continue-after-answer",
+        &["`cancel`", "went away without finishing the call"],
+    );
+    assert_eq!(report["call"]["outcome"], "gone", "{output}");
+}
+
 // ---- failure to connect ----
 
 #[test]

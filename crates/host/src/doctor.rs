@@ -29,6 +29,10 @@ use crate::policy::{self, ApprovalNeed};
 use crate::responder::{BoxFuture, DeclineNotice, FormPrompt, FormReply, FormResponder};
 use crate::{HostError, ServerInfo};
 
+/// How long a plugin whose call failed gets to answer a `ping` before it is taken to be alive
+/// but slow (the call's outcome stays `error`).
+const PING_WAIT: Duration = Duration::from_secs(5);
+
 pub use symptoms::{SYMPTOMS, SymptomRow, symptoms};
 
 /// A request the plugin sent, and what formwork answered; given to
@@ -181,9 +185,10 @@ pub struct CallReport {
     pub tool: String,
     /// The arguments sent.
     pub arguments: Value,
-    /// `returned` (a `CallToolResult`), `error` (the request failed), `gone` (the plugin went
-    /// away before answering), `stuck` (no answer within the wait after the plugin got its last
-    /// form answer) or `timed-out`.
+    /// `returned` (a `CallToolResult`), `error` (the request failed and the plugin still
+    /// answers a `ping`), `gone` (the plugin went away before answering: its process or
+    /// connection ended, or it no longer answers), `stuck` (no answer within the wait after the
+    /// plugin got its last form answer) or `timed-out`.
     pub outcome: &'static str,
     /// The `CallToolResult`, exactly as sent.
     pub result: Option<Value>,
@@ -529,7 +534,13 @@ async fn call(
             report.error = Some(err.to_string());
         }
         Some(Err(err)) => {
-            report.outcome = "error";
+            // Over HTTP a plugin that died shows first as a broken event stream, like a call
+            // that failed; whether it still answers a ping tells the two apart.
+            let alive = tokio::time::timeout(PING_WAIT, plugin.request("ping", None)).await;
+            report.outcome = match alive {
+                Ok(Err(HostError::PluginGone { .. } | HostError::Connect { .. })) => "gone",
+                _ => "error",
+            };
             report.error = Some(err.to_string());
         }
         None => {

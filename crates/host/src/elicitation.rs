@@ -11,14 +11,14 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::jsonrpc::{self, Params, RawId, RpcError};
-use crate::plugin::Shared;
+use crate::plugin::{CountedAgainst, Shared};
 use crate::responder::{DeclineNotice, FormAction, FormPrompt, FormReply, PromptKind};
 
 /// Counts a form as open until it ends, however it ends, against the timeout of the host's
 /// request whose stream carried it (see [`Shared::form_opened`]).
 struct OpenForm<'a> {
     shared: &'a Shared,
-    counted_against: Option<u64>,
+    counted_against: CountedAgainst,
 }
 
 impl<'a> OpenForm<'a> {

@@ -143,8 +143,8 @@ pub(crate) struct Shared {
 /// The forms open on a connection, as request timeouts see them. A form that came on the stream
 /// of one of the host's requests (Streamable HTTP: the call it belongs to) pauses that request's
 /// timeout only, so that with `share_session` one session's form does not hold up the time limit
-/// of another's call. A form that came any other way (stdio, the listening stream) pauses every
-/// request on the connection.
+/// of another's call; if that request has already ended, it pauses nothing. A form that came any
+/// other way (stdio, the listening stream) pauses every request on the connection.
 #[derive(Debug, Default)]
 struct FormClocks {
     /// Forms open that belong to no request of ours.
@@ -169,6 +169,17 @@ impl FormClocks {
         );
         all_closed
     }
+}
+
+/// Whose timeout an open form pauses.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum CountedAgainst {
+    /// The request on whose stream it came.
+    Request(u64),
+    /// Every request of the connection: it came on no request's stream.
+    Connection,
+    /// None: the request on whose stream it came had already ended.
+    Nothing,
 }
 
 /// How long at least one form concerning a request has been open since it was sent.
@@ -516,45 +527,51 @@ impl Shared {
     }
 
     /// A form opens on the stream of `request` (or of none): the timeouts it concerns stop
-    /// counting. Returns the request it was counted against, for [`Shared::form_closed`]: none
-    /// when it came on no stream, or on one whose request no longer waits.
-    pub(crate) fn form_opened(&self, request: Option<u64>) -> Option<u64> {
+    /// counting. Returns what it was counted against, for [`Shared::form_closed`].
+    pub(crate) fn form_opened(&self, request: Option<u64>) -> CountedAgainst {
         let Ok(mut clocks) = self.forms.lock() else {
-            return None;
+            return CountedAgainst::Nothing;
         };
         let now = Instant::now();
-        if let Some(id) = request
-            && let Some(clock) = clocks.requests.get_mut(&id)
-        {
-            clock.open(now);
-            return Some(id);
+        match request {
+            Some(id) => match clocks.requests.get_mut(&id) {
+                Some(clock) => {
+                    clock.open(now);
+                    CountedAgainst::Request(id)
+                }
+                // Its request ended (or timed out) already: nothing waits on this form.
+                None => CountedAgainst::Nothing,
+            },
+            None => {
+                clocks.unattributed += 1;
+                for clock in clocks.requests.values_mut() {
+                    clock.open(now);
+                }
+                CountedAgainst::Connection
+            }
         }
-        clocks.unattributed += 1;
-        for clock in clocks.requests.values_mut() {
-            clock.open(now);
-        }
-        None
     }
 
     /// A form closes: the timeouts whose last open form it was count again.
-    pub(crate) fn form_closed(&self, counted_against: Option<u64>) {
+    pub(crate) fn form_closed(&self, counted_against: CountedAgainst) {
         let Ok(mut clocks) = self.forms.lock() else {
             return;
         };
         let now = Instant::now();
         match counted_against {
             // Gone if its request ended first.
-            Some(id) => {
+            CountedAgainst::Request(id) => {
                 if let Some(clock) = clocks.requests.get_mut(&id) {
                     clock.close(now);
                 }
             }
-            None => {
+            CountedAgainst::Connection => {
                 clocks.unattributed = clocks.unattributed.saturating_sub(1);
                 for clock in clocks.requests.values_mut() {
                     clock.close(now);
                 }
             }
+            CountedAgainst::Nothing => {}
         }
     }
 

@@ -159,20 +159,12 @@ async fn forms_outside_any_call_stream_on_a_shared_session_are_declined() {
 async fn on_a_shared_session_a_form_pauses_only_its_own_calls_timeout() {
     let plugin = HttpPlugin::start(&["--related"]);
     let options = HostOptions {
-        request_timeout: Duration::from_millis(1000),
+        request_timeout: Duration::from_millis(2000),
         ..HostOptions::default()
     };
     let host = plugin.host("share_session = true\n", options);
     let call = |session: &str, tool: &str, arguments: serde_json::Value| {
-        host.command(
-            session,
-            Command::CallTool {
-                server: "http".to_owned(),
-                tool: tool.to_owned(),
-                arguments: Some(arguments),
-            },
-        )
-        .unwrap();
+        call(&host, session, tool, arguments)
     };
     let asking = host.create_session();
     let (_, mut asking_events) = host.subscribe(&asking).unwrap();
@@ -200,7 +192,7 @@ async fn on_a_shared_session_a_form_pauses_only_its_own_calls_timeout() {
         "{error:?}"
     );
     assert!(
-        waited < Duration::from_secs(5),
+        waited < Duration::from_secs(6),
         "timed out only after {waited:?}"
     );
 
@@ -228,6 +220,69 @@ async fn on_a_shared_session_a_form_pauses_only_its_own_calls_timeout() {
         r#"result: {"action":"accept","content":{"strategy":"safe","retries":3}} n=7"#
     );
     host.shutdown().await;
+}
+
+/// On a shared MCP session, a call past its deadline while its own form is open times out once
+/// that form closes, after the rest of its time: 2 s in all, the 2.5 s of the form not counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_shared_session_a_call_times_out_once_its_own_form_closes() {
+    let plugin = HttpPlugin::start(&["--related"]);
+    let options = HostOptions {
+        request_timeout: Duration::from_millis(2000),
+        ..HostOptions::default()
+    };
+    let host = plugin.host("share_session = true\n", options);
+    let session = host.create_session();
+    let (_, mut events) = host.subscribe(&session).unwrap();
+    let started = std::time::Instant::now();
+    call(&host, &session, "ask_then_hang", json!({}));
+    let form = loop {
+        if let Event::FormRequested { form_id, .. } = &*events.recv().await.unwrap() {
+            break form_id.clone();
+        }
+    };
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    host.command(
+        &session,
+        Command::AnswerForm {
+            form_id: form,
+            answer: FormAnswer::Decline,
+        },
+    )
+    .unwrap();
+    let error = tokio::time::timeout(Duration::from_secs(15), async {
+        loop {
+            if let Event::ToolCallFinished { error, .. } = &*events.recv().await.unwrap() {
+                break error.clone();
+            }
+        }
+    })
+    .await
+    .expect("the call never timed out after its form closed");
+    let elapsed = started.elapsed();
+    assert!(
+        error
+            .as_deref()
+            .is_some_and(|error| error.contains("timed out")),
+        "{error:?}"
+    );
+    assert!(
+        elapsed >= Duration::from_millis(4200) && elapsed < Duration::from_secs(8),
+        "timed out after {elapsed:?}"
+    );
+    host.shutdown().await;
+}
+
+fn call(host: &Host, session: &str, tool: &str, arguments: serde_json::Value) {
+    host.command(
+        session,
+        Command::CallTool {
+            server: "http".to_owned(),
+            tool: tool.to_owned(),
+            arguments: Some(arguments),
+        },
+    )
+    .unwrap();
 }
 
 /// The `clients` tool's text, called from a new session.

@@ -19,8 +19,9 @@ use tokio::task::JoinHandle;
 pub const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
 
 /// Logs a message as it leaves for the plugin: target `formwork::wire`, trace level, the text
-/// whole (answers included, so it is for debugging only). Logged just before the write, so that
-/// the time to it is the host's own.
+/// whole (answers included, so it is for debugging only). Logged as the transport takes it to
+/// send (stdio: just before the write; HTTP: just before its POST takes a pooled connection or
+/// opens one), so that the time to it is the host's own.
 pub(crate) fn trace_out(message: &str) {
     tracing::trace!(target: "formwork::wire", direction = "out", body = %message, "to the plugin");
 }
