@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use formwork_forms::{ElicitationRequest, Form, parse_request};
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -53,8 +54,8 @@ pub(crate) async fn handle(
     stream_of: Option<u64>,
     cancelled: CancellationToken,
 ) -> Answer {
-    let request = match read(shared, id, params, stream_of) {
-        Ok(request) => request,
+    let (request, params) = match read(shared, id, params, stream_of) {
+        Ok(read) => read,
         Err(result) => return Answer { result, form: None },
     };
 
@@ -95,6 +96,7 @@ pub(crate) async fn handle(
         request_id: id.to_value(),
         call_request: stream_of,
         meta,
+        params,
         kind,
         cancelled: cancelled.clone(),
     };
@@ -120,14 +122,14 @@ pub(crate) async fn handle(
     }
 }
 
-/// Reads the params into a request, or gives the result at once: an error for params that
-/// cannot be read, `decline` for a request that cannot be shown.
+/// Reads the params into a request (and keeps them as text), or gives the result at once: an
+/// error for params that cannot be read, `decline` for a request that cannot be shown.
 fn read(
     shared: &Shared,
     id: &RawId,
     params: Params,
     stream_of: Option<u64>,
-) -> Result<ElicitationRequest, Result<Value, RpcError>> {
+) -> Result<(ElicitationRequest, Box<RawValue>), Result<Value, RpcError>> {
     let params = match params {
         Some(Ok(params)) => params,
         Some(Err(err)) => {
@@ -149,7 +151,11 @@ fn read(
     tracing::info!(target: "formwork::form", marker = "request-received", plugin = %shared.name, %id, "elicitation received");
 
     match parse_request(&params) {
-        Ok(request) => Ok(request),
+        // Serializing a `Value` cannot fail.
+        Ok(request) => Ok((
+            request,
+            serde_json::value::to_raw_value(&params).unwrap_or_default(),
+        )),
         Err(decline) => {
             let reason = decline.to_string();
             tracing::info!(target: "formwork::form", marker = "declined", plugin = %shared.name, %id, %reason, "form declined");

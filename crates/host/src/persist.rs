@@ -13,8 +13,14 @@ use crate::store::{
     PlainEntryKind, Store, StoreError, ToolResult,
 };
 
-/// Writes one event of `session`. Returns after the store committed it.
-pub(crate) async fn write(store: &Store, session: &str, event: &Event) -> Result<(), StoreError> {
+/// Writes one event of `session`; `request` is the plugin's params of a `FormRequested`.
+/// Returns after the store committed it.
+pub(crate) async fn write(
+    store: &Store,
+    session: &str,
+    event: &Event,
+    request: Option<&RawValue>,
+) -> Result<(), StoreError> {
     match event {
         Event::MessageAdded { role, text } => {
             let kind = match role {
@@ -76,7 +82,8 @@ pub(crate) async fn write(store: &Store, session: &str, event: &Event) -> Result
                     session,
                     invocation: call_id.as_deref(),
                     plugin,
-                    request: &body,
+                    // What the plugin sent, and what the person was shown.
+                    request: request.unwrap_or(&body),
                     render: Some(&body),
                 })
                 .await

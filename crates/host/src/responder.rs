@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use formwork_forms::{Content, Form};
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -36,6 +37,8 @@ pub struct FormPrompt {
     pub call_request: Option<u64>,
     /// The request's `_meta`, as the plugin sent it (key order kept).
     pub meta: Option<Content>,
+    /// The request's params as JSON text (key order kept), for a record of what was asked.
+    pub params: Box<RawValue>,
     /// What to show.
     pub kind: PromptKind,
     /// Fires when the form ends without the person: the plugin went away or cancelled.

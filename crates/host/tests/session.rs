@@ -599,6 +599,18 @@ async fn after_a_restart_the_transcript_is_intact_and_open_forms_show_as_cancell
     assert_eq!(rest[0], "true cancel host-stopped");
     assert!(rest[1].starts_with("call "), "{rest:?}");
     host.shutdown().await;
+
+    // The store keeps what the plugin asked (its params, in its key order; the TS SDK adds
+    // `mode` last) apart from what the person was shown.
+    let store = formwork_host::store::Store::open(&path).unwrap();
+    let form = store.form(&answered).await.unwrap().unwrap();
+    assert_eq!(
+        form.request.get(),
+        r#"{"message":"Please give color","requestedSchema":{"type":"object","properties":{"color":{"type":"string","title":"Color","enum":["red","green","blue"]}},"required":["color"]},"mode":"form"}"#
+    );
+    let shown: Value = serde_json::from_str(form.render.unwrap().get()).unwrap();
+    assert_eq!(shown["mode"], "form", "{shown}");
+    assert_eq!(shown["render"]["type"], "request_user_input", "{shown}");
 }
 
 #[tokio::test]

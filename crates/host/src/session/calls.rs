@@ -168,16 +168,19 @@ impl Session {
         let approval_id = self.new_id("a");
         let body = approval_body(&card, rendering);
         let fallback = card.clone();
-        self.push_card(Card {
-            id: approval_id,
-            call_id: Some(call_id.to_owned()),
-            plugin: card.server.clone(),
-            body,
-            waiter: Waiter::Approval {
-                card: Box::new(card),
-                reply,
+        self.push_card(
+            Card {
+                id: approval_id,
+                call_id: Some(call_id.to_owned()),
+                plugin: card.server.clone(),
+                body,
+                waiter: Waiter::Approval {
+                    card: Box::new(card),
+                    reply,
+                },
             },
-        });
+            None,
+        );
         answer
             .await
             .unwrap_or_else(|_| fallback.cancel(reason::STOPPED))

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 
 use crate::broker::{Card, Waiter};
@@ -13,15 +14,16 @@ use crate::responder::{BoxFuture, FormPrompt, FormReply, PromptKind};
 use super::{CommandError, Session, SessionState, reason};
 
 impl Session {
-    /// Puts a card in the queue and announces it.
-    pub(super) fn push_card(&self, card: Card) {
+    /// Puts a card in the queue and announces it; `request` is a plugin form's params, for the
+    /// store.
+    pub(super) fn push_card(&self, card: Card, request: Option<Box<RawValue>>) {
         let mut state = self.lock();
         let waiting = state.cards.shown().is_some();
         // Announced at once, shown maybe later: the transcript keeps the order of arrival.
         let event = announce(&card, waiting);
         let id = card.id.clone();
         state.cards.push(card);
-        self.emit_locked(&mut state, event);
+        self.emit_locked_with(&mut state, event, request);
         drop(state);
         if !waiting {
             tracing::info!(target: "formwork::form", marker = "form-shown", session = %self.id, form = %id, "card shown");
@@ -114,13 +116,16 @@ impl Session {
                     .flatten()
             })
         });
-        self.push_card(Card {
-            id: form_id.clone(),
-            call_id,
-            plugin: server.to_owned(),
-            body,
-            waiter: Waiter::Elicitation { form, reply },
-        });
+        self.push_card(
+            Card {
+                id: form_id.clone(),
+                call_id,
+                plugin: server.to_owned(),
+                body,
+                waiter: Waiter::Elicitation { form, reply },
+            },
+            Some(prompt.params),
+        );
         if let Some(mut completed) = completion {
             // Ends when the plugin reports completion, or when no completion can come any more
             // (sender dropped: the flow was not accepted, or the connection closed).

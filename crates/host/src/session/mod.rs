@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
+use serde_json::value::RawValue;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
@@ -129,8 +130,9 @@ struct SessionState {
     attached_uis: usize,
     ui_gone_timer: Option<CancellationToken>,
     approvals: SessionApprovals,
-    /// Events not yet written to the store, in order; one task writes them at a time.
-    unsaved: VecDeque<Arc<Event>>,
+    /// Events not yet written to the store, in order, each with the plugin's request when it
+    /// announces a plugin form; one task writes them at a time.
+    unsaved: VecDeque<(Arc<Event>, Option<Box<RawValue>>)>,
     saving: bool,
 }
 
@@ -449,13 +451,23 @@ impl Session {
     }
 
     fn emit_locked(&self, state: &mut SessionState, event: Event) {
+        self.emit_locked_with(state, event, None);
+    }
+
+    /// Emits `event`; `request` (a plugin form's params) is kept only until the event is stored.
+    fn emit_locked_with(
+        &self,
+        state: &mut SessionState,
+        event: Event,
+        request: Option<Box<RawValue>>,
+    ) {
         let event = Arc::new(event);
         if let Some(subscribers) = &state.subscribers {
             let _ = subscribers.send(Arc::clone(&event));
         }
         let has_store = self.host.upgrade().is_some_and(|host| host.store.is_some());
         if has_store {
-            state.unsaved.push_back(Arc::clone(&event));
+            state.unsaved.push_back((Arc::clone(&event), request));
             if !state.saving
                 && let Some(me) = self.me.upgrade()
             {
@@ -495,8 +507,12 @@ impl Session {
                 }
                 next
             };
-            let Some(event) = next else { return };
-            if let Err(err) = crate::persist::write(&store, &self.id, &event).await {
+            let Some((event, request)) = next else {
+                return;
+            };
+            if let Err(err) =
+                crate::persist::write(&store, &self.id, &event, request.as_deref()).await
+            {
                 tracing::error!(target: "formwork::store", session = %self.id, %err, "event not stored");
             }
         }

@@ -283,9 +283,9 @@ pub struct NewForm<'a> {
     pub invocation: Option<&'a str>,
     /// The plugin that asked.
     pub plugin: &'a str,
-    /// The `elicitation/create` params, verbatim.
+    /// The `elicitation/create` params, as JSON text in the plugin's key order.
     pub request: &'a RawValue,
-    /// The render block shown to the user (absent for URL-mode forms).
+    /// What the person was shown (the host's `FormBody`: the render block, or the URL).
     pub render: Option<&'a RawValue>,
 }
 
@@ -320,9 +320,9 @@ pub struct FormRecord {
     pub invocation: Option<String>,
     /// The plugin that asked.
     pub plugin: String,
-    /// The `elicitation/create` params, verbatim.
+    /// The `elicitation/create` params, as JSON text in the plugin's key order.
     pub request: Box<RawValue>,
-    /// The render block, verbatim.
+    /// What the person was shown, verbatim.
     pub render: Option<Box<RawValue>>,
     /// Where it stands.
     pub status: FormStatus,
