@@ -103,6 +103,10 @@ fn main() -> anyhow::Result<()> {
             }
         }
     }
+    println!(
+        "A round trip includes the plugin's own time: under load the TS SDK plugin's tail is node's own pauses (JIT\n\
+         compiles, garbage collection), which the Rust SDK plugin does not have; the host's own part is under each."
+    );
     Ok(())
 }
 
