@@ -32,6 +32,8 @@ use crate::{HostError, ServerInfo};
 /// How long a plugin whose call failed gets to answer a `ping` before it is taken to be alive
 /// but slow (the call's outcome stays `error`).
 const PING_WAIT: Duration = Duration::from_secs(5);
+/// The pause before that `ping`.
+const PING_SETTLE: Duration = Duration::from_millis(500);
 
 pub use symptoms::{SYMPTOMS, SymptomRow, symptoms};
 
@@ -535,7 +537,10 @@ async fn call(
         }
         Some(Err(err)) => {
             // Over HTTP a plugin that died shows first as a broken event stream, like a call
-            // that failed; whether it still answers a ping tells the two apart.
+            // that failed; whether it still answers a ping tells the two apart. The ping waits
+            // a moment: a process that is exiting may still accept a connection, and the
+            // transport tells the connection gone once it no longer does.
+            tokio::time::sleep(PING_SETTLE).await;
             let alive = tokio::time::timeout(PING_WAIT, plugin.request("ping", None)).await;
             report.outcome = match alive {
                 Ok(Err(HostError::PluginGone { .. } | HostError::Connect { .. })) => "gone",

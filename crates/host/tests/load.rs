@@ -273,6 +273,52 @@ async fn on_a_shared_session_a_call_times_out_once_its_own_form_closes() {
     host.shutdown().await;
 }
 
+/// A Streamable HTTP plugin that dies while its form is open: the form ends as `cancel` and
+/// the call fails, in every mode.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_that_dies_mid_form_ends_the_form_and_the_call() {
+    for (flags, extra) in [
+        (&[][..], ""),
+        (&["--related"][..], "share_session = true\n"),
+    ] {
+        let mut plugin = HttpPlugin::start(flags);
+        let host = plugin.host(extra, HostOptions::default());
+        let session = host.create_session();
+        let (_, mut events) = host.subscribe(&session).unwrap();
+        call(&host, &session, "ask", json!({ "n": 3 }));
+        let form = loop {
+            if let Event::FormRequested { form_id, .. } = &*events.recv().await.unwrap() {
+                break form_id.clone();
+            }
+        };
+        plugin.child.kill().unwrap();
+        plugin.child.wait().unwrap();
+        let ended = tokio::time::timeout(Duration::from_secs(10), async {
+            let mut ended = Vec::new();
+            while ended.len() < 2 {
+                match &*events.recv().await.unwrap() {
+                    Event::FormResolved {
+                        form_id, action, ..
+                    } => {
+                        assert_eq!(*form_id, form);
+                        ended.push(format!("form {action}"));
+                    }
+                    Event::ToolCallFinished { error, .. } => {
+                        ended.push(format!("call failed: {}", error.is_some()));
+                    }
+                    _ => {}
+                }
+            }
+            ended
+        })
+        .await
+        .unwrap_or_else(|_| panic!("the form or the call never ended ({extra:?})"));
+        assert!(ended.contains(&"form cancel".to_owned()), "{ended:?}");
+        assert!(ended.contains(&"call failed: true".to_owned()), "{ended:?}");
+        host.shutdown().await;
+    }
+}
+
 fn call(host: &Host, session: &str, tool: &str, arguments: serde_json::Value) {
     host.command(
         session,

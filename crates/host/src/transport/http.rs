@@ -12,7 +12,7 @@ use futures::channel::mpsc;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::http1::{Endpoint, Response};
+use super::http1::{Endpoint, Response, SendError};
 use super::{Frame, MAX_FRAME_BYTES, Outgoing, Sent, Transport};
 use crate::HostError;
 use crate::jsonrpc;
@@ -21,6 +21,10 @@ const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
 /// How long to wait for the listening stream's headers before going on without it.
 const LISTENER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+/// The pause before the listening stream, ended by the server, is opened again.
+const LISTENER_REOPEN: std::time::Duration = std::time::Duration::from_secs(1);
+/// How long after a broken stream the plugin's endpoint is tried, to tell a plugin gone.
+const EXIT_SETTLE: std::time::Duration = std::time::Duration::from_millis(200);
 /// How long a notification or response may wait for the plugin's acknowledgement (202).
 const ACKNOWLEDGE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
@@ -118,9 +122,7 @@ pub(crate) fn connect(
                     // it if the stream is not there yet.
                     if let Some(response) = Box::pin(open_listener(&shared)).await {
                         let shared = Arc::clone(&shared);
-                        streams.spawn(async move {
-                            read_sse(&shared, response, None).await;
-                        });
+                        streams.spawn(async move { listen(&shared, response).await });
                     }
                 }
             }
@@ -141,7 +143,7 @@ pub(crate) fn connect(
 
 impl Shared {
     /// Sends one request with the session's headers; `accept` is the `Accept` header.
-    async fn send(&self, method: &str, accept: &str, body: &str) -> Result<Response, String> {
+    async fn send(&self, method: &str, accept: &str, body: &str) -> Result<Response, SendError> {
         let session = self.session_id.lock().ok().and_then(|id| id.clone());
         let mut headers = vec![("accept", accept)];
         if !body.is_empty() {
@@ -161,13 +163,32 @@ impl Shared {
             .endpoint
             .send(method, &headers, body.as_bytes())
             .await
-            .map_err(|err| format!("the HTTP request to {} failed: {err}", self.url))?;
+            .map_err(|err| {
+                let reason = format!("the HTTP request to {} failed: {err}", self.url);
+                match err {
+                    SendError::Unreachable(_) => SendError::Unreachable(reason),
+                    SendError::Failed(_) => SendError::Failed(reason),
+                }
+            })?;
         if let Some(id) = &response.session_id
             && let Ok(mut session) = self.session_id.lock()
         {
             *session = Some(id.clone());
         }
         Ok(response)
+    }
+
+    /// After a request or a stream broke: if the plugin cannot be reached any more, the
+    /// connection is over (its forms end, its calls fail), not only that one exchange.
+    async fn check_reachable(&self, what: &str) {
+        // A process that is exiting may still hold its listening socket for a moment after
+        // its connections closed.
+        tokio::time::sleep(EXIT_SETTLE).await;
+        if let Err(reason) = self.endpoint.reachable().await {
+            let _ = self
+                .incoming
+                .unbounded_send(Frame::Closed(format!("{what}, and {reason}")));
+        }
     }
 
     /// Answers a request of ours with a synthetic error, so that its caller does not wait forever.
@@ -236,8 +257,14 @@ async fn post(shared: &Shared, body: String, request_id: Option<u64>) {
     // as the call's stream; unboxed, its state would be held all that time.
     let response = match Box::pin(shared.send("POST", ACCEPT_BOTH, &body)).await {
         Ok(response) => response,
-        Err(reason) => {
+        Err(SendError::Unreachable(reason)) => {
             let _ = shared.incoming.unbounded_send(Frame::Closed(reason));
+            return;
+        }
+        // One exchange broke; the plugin may still be there for the others.
+        Err(SendError::Failed(reason)) => {
+            shared.fail_request(request_id, reason.clone());
+            Box::pin(shared.check_reachable(&reason)).await;
             return;
         }
     };
@@ -267,10 +294,9 @@ async fn post(shared: &Shared, body: String, request_id: Option<u64>) {
     if content_type.starts_with("text/event-stream") {
         let answered = read_sse(shared, response, request_id).await;
         if !answered && request_id.is_some() {
-            shared.fail_request(
-                request_id,
-                "the plugin closed its event stream before answering".to_owned(),
-            );
+            let reason = "the plugin closed its event stream before answering";
+            shared.fail_request(request_id, reason.to_owned());
+            Box::pin(shared.check_reachable(reason)).await;
         }
     } else if content_type.starts_with("application/json") {
         match read_limited(response).await {
@@ -296,9 +322,36 @@ async fn open_listener(shared: &Shared) -> Option<Response> {
         .await
         .ok()?
         .ok()?;
+    listening(response)
+}
+
+fn listening(response: Response) -> Option<Response> {
     let listening = (200..300).contains(&response.status)
         && response.content_type.starts_with("text/event-stream");
     listening.then_some(response)
+}
+
+/// Reads the listening stream; when the server ends it, opens it again (the spec lets a server
+/// end it at any time), unless the plugin is gone: with no call running, that is where it shows.
+async fn listen(shared: &Shared, mut response: Response) {
+    loop {
+        read_sse(shared, response, None).await;
+        tokio::time::sleep(LISTENER_REOPEN).await;
+        let reopened = tokio::time::timeout(LISTENER_WAIT, shared.send("GET", ACCEPT_EVENTS, ""));
+        response = match Box::pin(reopened).await {
+            Ok(Ok(reopened)) => match listening(reopened) {
+                Some(reopened) => reopened,
+                None => return,
+            },
+            Ok(Err(SendError::Unreachable(reason))) => {
+                let _ = shared.incoming.unbounded_send(Frame::Closed(format!(
+                    "its listening stream ended, and {reason}"
+                )));
+                return;
+            }
+            Ok(Err(SendError::Failed(_))) | Err(_) => return,
+        };
+    }
 }
 
 async fn close_session(shared: &Shared) {

@@ -36,6 +36,23 @@ impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 /// Buffered only while unread bytes wait: an event stream may idle for as long as a form is open.
 type Connection = Buffered<Pin<Box<dyn Io>>>;
 
+/// Why a request got no response.
+#[derive(Debug)]
+pub(crate) enum SendError {
+    /// No connection could be made: nobody listens there (any more).
+    Unreachable(String),
+    /// The request may have gone out, but no response came back.
+    Failed(String),
+}
+
+impl std::fmt::Display for SendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SendError::Unreachable(reason) | SendError::Failed(reason) => f.write_str(reason),
+        }
+    }
+}
+
 /// One plugin endpoint (`http://` or `https://`) and its idle connections.
 pub(crate) struct Endpoint {
     host: String,
@@ -151,18 +168,31 @@ impl Endpoint {
         method: &str,
         headers: &[(&str, &str)],
         body: &[u8],
-    ) -> Result<Response, String> {
+    ) -> Result<Response, SendError> {
         let request = self.encode(method, headers, body);
         if let Some(connection) = self.take_idle()
-            && let Some(response) = self.exchange(connection, &request).await?
+            && let Some(response) = self
+                .exchange(connection, &request)
+                .await
+                .map_err(SendError::Failed)?
         {
             return Ok(response);
         }
         // Boxed: a connect (maybe a TLS handshake) needs a large state, briefly.
-        let connection = Box::pin(self.connect()).await?;
+        let connection = Box::pin(self.connect())
+            .await
+            .map_err(SendError::Unreachable)?;
         self.exchange(connection, &request)
-            .await?
-            .ok_or_else(|| "the plugin closed the connection without answering".to_owned())
+            .await
+            .map_err(SendError::Failed)?
+            .ok_or_else(|| {
+                SendError::Failed("the plugin closed the connection without answering".to_owned())
+            })
+    }
+
+    /// Whether a connection to the endpoint can be made now (it is dropped at once).
+    pub(crate) async fn reachable(&self) -> Result<(), String> {
+        Box::pin(self.connect()).await.map(drop)
     }
 
     fn encode(&self, method: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
@@ -497,11 +527,16 @@ async fn read_head(connection: &mut Connection, answered: bool) -> Result<Option
     loop {
         let before = head.len();
         let room = (MAX_HEAD_BYTES + 1).saturating_sub(head.len()) as u64;
-        let read = (&mut *connection)
+        let read = match (&mut *connection)
             .take(room)
             .read_until(b'\n', &mut head)
             .await
-            .map_err(|err| format!("reading the plugin's answer failed: {err}"))?;
+        {
+            Ok(read) => read,
+            // Reset before a byte of an answer: like a close, the request was not taken.
+            Err(err) if head.is_empty() && !answered && closed_by_peer(&err) => 0,
+            Err(err) => return Err(format!("reading the plugin's answer failed: {err}")),
+        };
         if head.len() > MAX_HEAD_BYTES {
             return Err("the plugin's response head is too large".to_owned());
         }
@@ -517,6 +552,14 @@ async fn read_head(connection: &mut Connection, answered: bool) -> Result<Option
             return Ok(Some(head));
         }
     }
+}
+
+fn closed_by_peer(err: &std::io::Error) -> bool {
+    use std::io::ErrorKind;
+    matches!(
+        err.kind(),
+        ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted | ErrorKind::BrokenPipe
+    )
 }
 
 /// One TLS configuration for the process, with the Mozilla roots.
@@ -580,6 +623,11 @@ mod tests {
                         let Some(response) = pending.lock().unwrap().next() else {
                             return;
                         };
+                        if response == "RESET" {
+                            // Closed with unread data: the peer sees a reset, not an end.
+                            let _ = reader.get_ref().set_zero_linger();
+                            return;
+                        }
                         let (response, close) = match response.strip_suffix("CLOSE") {
                             Some(response) => (response, true),
                             None => (response, false),
@@ -652,7 +700,8 @@ mod tests {
                 .send("POST", &[], b"{}")
                 .await
                 .err()
-                .unwrap(),
+                .unwrap()
+                .to_string(),
             "the plugin sent a malformed HTTP response"
         );
         // A head line that never ends is cut off at the limit, not buffered without end.
@@ -670,7 +719,8 @@ mod tests {
                 .send("POST", &[], b"{}")
                 .await
                 .err()
-                .unwrap(),
+                .unwrap()
+                .to_string(),
             "the plugin's response head is too large"
         );
         let (url, _) = serve(vec![
@@ -733,6 +783,35 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_pooled_connection_reset_before_answering_is_tried_once_more() {
+        let (url, connections) = serve(vec![
+            "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n",
+            "RESET",
+            "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n",
+            "RESET",
+        ])
+        .await;
+        let endpoint = Endpoint::new(&url).unwrap();
+        let response = endpoint.send("POST", &[], b"{}").await.unwrap();
+        assert_eq!(response.read_to_end(100).await.unwrap(), b"");
+        let response = endpoint.send("POST", &[], b"{}").await.unwrap();
+        assert_eq!(response.status, 202);
+        assert_eq!(accepted(&connections), 2);
+        // On a fresh connection a reset is the answer: the request fails, and is not sent again.
+        let fresh = Endpoint::new(&url).unwrap();
+        assert_eq!(
+            fresh
+                .send("POST", &[], b"{}")
+                .await
+                .err()
+                .unwrap()
+                .to_string(),
+            "the plugin closed the connection without answering"
+        );
+        assert_eq!(accepted(&connections), 3);
+    }
+
+    #[tokio::test]
     async fn an_answer_that_breaks_off_is_not_sent_again() {
         let (url, connections) = serve(vec![
             "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n",
@@ -744,7 +823,12 @@ mod tests {
         let response = endpoint.send("POST", &[], b"{}").await.unwrap();
         assert_eq!(response.read_to_end(100).await.unwrap(), b"");
         assert_eq!(
-            endpoint.send("POST", &[], b"{}").await.err().unwrap(),
+            endpoint
+                .send("POST", &[], b"{}")
+                .await
+                .err()
+                .unwrap()
+                .to_string(),
             "the plugin closed the connection mid-answer"
         );
         assert_eq!(
