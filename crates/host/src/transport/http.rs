@@ -255,7 +255,16 @@ async fn post(shared: &Shared, body: String, request_id: Option<u64>) {
     super::trace_out(&body);
     // Boxed: sending (a connect, maybe a TLS handshake) is short, and the task lives on as long
     // as the call's stream; unboxed, its state would be held all that time.
-    let response = match Box::pin(shared.send("POST", ACCEPT_BOTH, &body)).await {
+    // A request's answer may be a stream held open for as long as a person takes: only its
+    // opening counts against the endpoint's limit. Responses and notifications are answered at
+    // once (202) and never wait behind it, so an answer always gets through.
+    let permit = match request_id {
+        Some(_) => shared.endpoint.opening.acquire().await.ok(),
+        None => None,
+    };
+    let sent = Box::pin(shared.send("POST", ACCEPT_BOTH, &body)).await;
+    drop(permit);
+    let response = match sent {
         Ok(response) => response,
         Err(SendError::Unreachable(reason)) => {
             let _ = shared.incoming.unbounded_send(Frame::Closed(reason));
@@ -541,6 +550,94 @@ mod tests {
             head.contains(&"authorization: Bearer t0ken".to_owned()),
             "{head:?}"
         );
+    }
+
+    /// Thousands of calls started at once reach the plugin at most `MAX_OPENING` at a time
+    /// (the rest wait their turn, none is lost), while an answer to the plugin never waits.
+    #[tokio::test]
+    async fn calls_started_at_once_open_a_bounded_number_at_a_time() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use tokio::io::AsyncWriteExt;
+        const CALLS: u64 = 600;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let waiting = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let server = {
+            let (waiting, most) = (Arc::clone(&waiting), Arc::clone(&most));
+            tokio::spawn(async move {
+                loop {
+                    let (socket, _) = listener.accept().await.unwrap();
+                    let (waiting, most) = (Arc::clone(&waiting), Arc::clone(&most));
+                    tokio::spawn(async move {
+                        let mut socket = tokio::io::BufReader::new(socket);
+                        let mut head = String::new();
+                        loop {
+                            let mut line = String::new();
+                            if socket.read_line(&mut line).await.unwrap_or(0) == 0 {
+                                return;
+                            }
+                            if line == "\r\n" {
+                                break;
+                            }
+                            head.push_str(&line);
+                        }
+                        let length: usize = head
+                            .lines()
+                            .find_map(|line| line.strip_prefix("content-length: "))
+                            .map_or(0, |n| n.trim().parse().unwrap());
+                        let mut body = vec![0; length];
+                        tokio::io::AsyncReadExt::read_exact(&mut socket, &mut body)
+                            .await
+                            .unwrap();
+                        let message: Value = serde_json::from_slice(&body).unwrap();
+                        let Some(id) = message.get("method").and(message.get("id")) else {
+                            let ack = "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n";
+                            socket.get_mut().write_all(ack.as_bytes()).await.unwrap();
+                            return;
+                        };
+                        let now = waiting.fetch_add(1, Ordering::SeqCst) + 1;
+                        most.fetch_max(now, Ordering::SeqCst);
+                        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                        waiting.fetch_sub(1, Ordering::SeqCst);
+                        let answer = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#);
+                        let response = format!(
+                            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{answer}",
+                            answer.len()
+                        );
+                        socket
+                            .get_mut()
+                            .write_all(response.as_bytes())
+                            .await
+                            .unwrap();
+                    });
+                }
+            })
+        };
+        let mut transport = connect(&url, Arc::new(OnceLock::new()), Vec::new()).unwrap();
+        for id in 0..CALLS {
+            transport.outgoing.send(
+                jsonrpc::request(id, "tools/call", Some(serde_json::json!({"name": "t"}))),
+                Sent::Request(id),
+            );
+        }
+        let mut answered = std::collections::HashSet::new();
+        while (answered.len() as u64) < CALLS {
+            match transport.incoming.next().await.unwrap() {
+                Frame::Message(text, _) => {
+                    let message: Value = serde_json::from_str(&text).unwrap();
+                    assert!(message.get("result").is_some(), "{text}");
+                    answered.insert(message["id"].as_u64().unwrap());
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert!(
+            most.load(Ordering::SeqCst) <= super::super::http1::MAX_OPENING,
+            "{} requests waited at once",
+            most.load(Ordering::SeqCst)
+        );
+        server.abort();
     }
 
     #[test]

@@ -23,6 +23,8 @@ use super::buffered::Buffered;
 
 /// A response head larger than this is refused.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
+/// Requests per endpoint that may wait for their response head at once (see `Endpoint::opening`).
+pub(crate) const MAX_OPENING: usize = 128;
 /// Idle keep-alive connections kept per endpoint (shared by all connections to it).
 const MAX_IDLE: usize = 8;
 /// An idle connection older than this is not reused: servers close idle ones (node after 5 s),
@@ -63,6 +65,10 @@ pub(crate) struct Endpoint {
     target: String,
     tls: Option<(TlsConnector, ServerName<'static>)>,
     idle: Mutex<Vec<(Connection, Instant)>>,
+    /// Requests sent and not yet answered with a head, across every connection to the endpoint.
+    /// A server accepts connections at its own pace and drops what overflows its listen queue
+    /// (node's holds 511); thousands of calls started at once would overflow it.
+    pub(crate) opening: tokio::sync::Semaphore,
 }
 
 /// A response whose head has been read; the body is read with [`Response::chunk`].
@@ -156,6 +162,7 @@ impl Endpoint {
             target,
             tls,
             idle: Mutex::new(Vec::new()),
+            opening: tokio::sync::Semaphore::new(MAX_OPENING),
         }))
     }
 
