@@ -483,6 +483,29 @@ impl HttpPlugin {
     }
 }
 
+impl HttpPlugin {
+    /// `formwork doctor --url` on this plugin calling `tool`, configured as server `http` (no
+    /// approval cards) with `extra_config` keys.
+    fn doctor(&self, extra_config: &str, tool: &str) -> Output {
+        let config = Toml::new(&format!(
+            "[mcp_servers.http]\nurl = {:?}\ndefault_tools_approval_mode = \"approve\"\n{extra_config}",
+            self.url
+        ));
+        formwork(
+            &[
+                "doctor",
+                "--url",
+                &self.url,
+                "--config",
+                &config.arg(),
+                "--tool",
+                tool,
+            ],
+            None,
+        )
+    }
+}
+
 impl Drop for HttpPlugin {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -494,22 +517,7 @@ impl Drop for HttpPlugin {
 fn forms_off_the_call_stream_of_a_shared_session() {
     for (flags, on_call_stream) in [(&[][..], false), (&["--related"][..], true)] {
         let plugin = HttpPlugin::start(flags);
-        let config = Toml::new(&format!(
-            "[mcp_servers.http]\nurl = {:?}\ndefault_tools_approval_mode = \"approve\"\nshare_session = true\n",
-            plugin.url
-        ));
-        let output = formwork(
-            &[
-                "doctor",
-                "--url",
-                &plugin.url,
-                "--config",
-                &config.arg(),
-                "--tool",
-                "ask",
-            ],
-            None,
-        );
+        let output = plugin.doctor("share_session = true\n", "ask");
         let report = if on_call_stream {
             output.assert_code(0);
             output.json()
@@ -535,22 +543,7 @@ fn forms_off_the_call_stream_of_a_shared_session() {
 #[test]
 fn plugin_gone_after_cancel_over_http() {
     let plugin = HttpPlugin::start(&[]);
-    let config = Toml::new(&format!(
-        "[mcp_servers.http]\nurl = {:?}\ndefault_tools_approval_mode = \"approve\"\n",
-        plugin.url
-    ));
-    let output = formwork(
-        &[
-            "doctor",
-            "--url",
-            &plugin.url,
-            "--config",
-            &config.arg(),
-            "--tool",
-            "ask_then_exit",
-        ],
-        None,
-    );
+    let output = plugin.doctor("", "ask_then_exit");
     let report = assert_only(
         &output,
         "no-continue-after-answer",

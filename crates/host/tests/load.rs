@@ -158,11 +158,7 @@ async fn forms_outside_any_call_stream_on_a_shared_session_are_declined() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_a_shared_session_a_form_pauses_only_its_own_calls_timeout() {
     let plugin = HttpPlugin::start(&["--related"]);
-    let options = HostOptions {
-        request_timeout: Duration::from_millis(2000),
-        ..HostOptions::default()
-    };
-    let host = plugin.host("share_session = true\n", options);
+    let host = plugin.host("share_session = true\n", timing_out_after(2000));
     let call = |session: &str, tool: &str, arguments: serde_json::Value| {
         call(&host, session, tool, arguments)
     };
@@ -227,11 +223,7 @@ async fn on_a_shared_session_a_form_pauses_only_its_own_calls_timeout() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_a_shared_session_a_call_times_out_once_its_own_form_closes() {
     let plugin = HttpPlugin::start(&["--related"]);
-    let options = HostOptions {
-        request_timeout: Duration::from_millis(2000),
-        ..HostOptions::default()
-    };
-    let host = plugin.host("share_session = true\n", options);
+    let host = plugin.host("share_session = true\n", timing_out_after(2000));
     let session = host.create_session();
     let (_, mut events) = host.subscribe(&session).unwrap();
     let started = std::time::Instant::now();
@@ -316,6 +308,14 @@ async fn a_plugin_that_dies_mid_form_ends_the_form_and_the_call() {
         assert!(ended.contains(&"form cancel".to_owned()), "{ended:?}");
         assert!(ended.contains(&"call failed: true".to_owned()), "{ended:?}");
         host.shutdown().await;
+    }
+}
+
+/// Host options with a request timeout of `ms` milliseconds.
+fn timing_out_after(ms: u64) -> HostOptions {
+    HostOptions {
+        request_timeout: Duration::from_millis(ms),
+        ..HostOptions::default()
     }
 }
 
