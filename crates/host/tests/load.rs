@@ -181,12 +181,7 @@ async fn on_a_shared_session_a_form_pauses_only_its_own_calls_timeout() {
         }
     };
     let waited = started.elapsed();
-    assert!(
-        error
-            .as_deref()
-            .is_some_and(|error| error.contains("timed out")),
-        "{error:?}"
-    );
+    assert_timed_out(error.as_deref());
     assert!(
         waited < Duration::from_secs(6),
         "timed out only after {waited:?}"
@@ -252,12 +247,7 @@ async fn on_a_shared_session_a_call_times_out_once_its_own_form_closes() {
     .await
     .expect("the call never timed out after its form closed");
     let elapsed = started.elapsed();
-    assert!(
-        error
-            .as_deref()
-            .is_some_and(|error| error.contains("timed out")),
-        "{error:?}"
-    );
+    assert_timed_out(error.as_deref());
     assert!(
         elapsed >= Duration::from_millis(4200) && elapsed < Duration::from_secs(8),
         "timed out after {elapsed:?}"
@@ -309,6 +299,13 @@ async fn a_plugin_that_dies_mid_form_ends_the_form_and_the_call() {
         assert!(ended.contains(&"call failed: true".to_owned()), "{ended:?}");
         host.shutdown().await;
     }
+}
+
+fn assert_timed_out(error: Option<&str>) {
+    assert!(
+        error.is_some_and(|error| error.contains("timed out")),
+        "{error:?}"
+    );
 }
 
 /// Host options with a request timeout of `ms` milliseconds.
