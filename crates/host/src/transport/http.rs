@@ -552,8 +552,8 @@ mod tests {
         );
     }
 
-    /// Thousands of calls started at once reach the plugin at most `MAX_OPENING` at a time
-    /// (the rest wait their turn, none is lost), while an answer to the plugin never waits.
+    /// Many calls started at once reach the plugin at most `MAX_OPENING` at a time; the rest
+    /// wait their turn, and every one is answered.
     #[tokio::test]
     async fn calls_started_at_once_open_a_bounded_number_at_a_time() {
         use std::sync::atomic::{AtomicUsize, Ordering};
