@@ -345,6 +345,10 @@ fn listening(response: Response) -> Option<Response> {
 async fn listen(shared: &Shared, mut response: Response) {
     loop {
         read_sse(shared, response, None).await;
+        if shared.incoming.is_closed() {
+            // Nobody reads what it would bring.
+            return;
+        }
         tokio::time::sleep(LISTENER_REOPEN).await;
         let reopened = tokio::time::timeout(LISTENER_WAIT, shared.send("GET", ACCEPT_EVENTS, ""));
         response = match Box::pin(reopened).await {
