@@ -116,7 +116,8 @@ const httpServer = http.createServer(async (req, res) => {
         await newServer().connect(transport);
       }
       if (!transport) {
-        res.writeHead(400).end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message: "no session" }, id: null }));
+        // The spec: 404 for a session this server does not know (it restarted, say), 400 without one.
+        res.writeHead(sessionId ? 404 : 400).end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message: "no session" }, id: null }));
         return;
       }
       await transport.handleRequest(req, res, body);
@@ -124,7 +125,7 @@ const httpServer = http.createServer(async (req, res) => {
     }
     const transport = sessionId ? transports.get(sessionId) : undefined;
     if (!transport) {
-      res.writeHead(400).end("no session");
+      res.writeHead(sessionId ? 404 : 400).end("no session");
       return;
     }
     await transport.handleRequest(req, res);

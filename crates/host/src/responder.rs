@@ -37,7 +37,8 @@ pub struct FormPrompt {
     pub call_request: Option<u64>,
     /// The request's `_meta`, as the plugin sent it (key order kept).
     pub meta: Option<Content>,
-    /// The request's params as JSON text (key order kept), for a record of what was asked.
+    /// The request's params as JSON text (as read, key order kept), for a record of what was
+    /// asked.
     pub params: Box<RawValue>,
     /// What to show.
     pub kind: PromptKind,

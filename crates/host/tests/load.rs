@@ -32,6 +32,11 @@ struct HttpPlugin {
 
 impl HttpPlugin {
     fn start(flags: &[&str]) -> HttpPlugin {
+        HttpPlugin::start_on("0", flags)
+    }
+
+    /// On `port` (`0`: any free one).
+    fn start_on(port: &str, flags: &[&str]) -> HttpPlugin {
         let node = peers().join("npm/node_modules/.bin/node");
         let node = if node.exists() {
             node
@@ -40,7 +45,7 @@ impl HttpPlugin {
         };
         let mut child = Process::new(node)
             .arg(peers().join("npm/http_plugin.mjs"))
-            .arg("0")
+            .arg(port)
             .args(flags)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -314,6 +319,51 @@ fn timing_out_after(ms: u64) -> HostOptions {
         request_timeout: Duration::from_millis(ms),
         ..HostOptions::default()
     }
+}
+
+/// A plugin restarted on the same port no longer knows the MCP session (HTTP 404): the session
+/// gets a new one, instead of failing every call from then on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_restarted_on_its_port_gets_a_new_mcp_session() {
+    let mut plugin = HttpPlugin::start(&[]);
+    let host = plugin.host("", HostOptions::default());
+    let session = host.create_session();
+    let (_, mut events) = host.subscribe(&session).unwrap();
+    let mut clients = async || {
+        call(&host, &session, "clients", json!({}));
+        loop {
+            if let Event::ToolCallFinished { result, error, .. } = &*events.recv().await.unwrap() {
+                break match (result, error) {
+                    (Some(result), _) => {
+                        Ok(result["content"][0]["text"].as_str().unwrap().to_owned())
+                    }
+                    (None, error) => Err(error.clone().unwrap_or_default()),
+                };
+            }
+        }
+    };
+    assert_eq!(clients().await, Ok("initialized: 1".to_owned()));
+    let port = plugin
+        .url
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches("/mcp")
+        .to_owned();
+    plugin.child.kill().unwrap();
+    plugin.child.wait().unwrap();
+    let _restarted = HttpPlugin::start_on(&port, &[]);
+    // The first call may still go to the old session and fail with the 404 that tells it gone.
+    let first = clients().await;
+    if let Err(error) = &first {
+        assert!(error.contains("404"), "{error}");
+    }
+    let answered = match first {
+        Ok(text) => text,
+        Err(_) => clients().await.expect("a call after the 404"),
+    };
+    assert_eq!(answered, "initialized: 1");
+    host.shutdown().await;
 }
 
 fn call(host: &Host, session: &str, tool: &str, arguments: serde_json::Value) {

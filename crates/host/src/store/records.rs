@@ -283,7 +283,8 @@ pub struct NewForm<'a> {
     pub invocation: Option<&'a str>,
     /// The plugin that asked.
     pub plugin: &'a str,
-    /// The `elicitation/create` params, as JSON text in the plugin's key order.
+    /// The `elicitation/create` params as read (key order kept; numbers and escapes as
+    /// serde_json writes them).
     pub request: &'a RawValue,
     /// What the person was shown (the host's `FormBody`: the render block, or the URL).
     pub render: Option<&'a RawValue>,
@@ -320,7 +321,7 @@ pub struct FormRecord {
     pub invocation: Option<String>,
     /// The plugin that asked.
     pub plugin: String,
-    /// The `elicitation/create` params, as JSON text in the plugin's key order.
+    /// The `elicitation/create` params as read (key order kept).
     pub request: Box<RawValue>,
     /// What the person was shown, verbatim.
     pub render: Option<Box<RawValue>>,

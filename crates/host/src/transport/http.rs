@@ -21,10 +21,15 @@ const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
 /// How long to wait for the listening stream's headers before going on without it.
 const LISTENER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
-/// The pause before the listening stream, ended by the server, is opened again.
+/// The pause before the listening stream, ended by the server, is opened again; it doubles, up
+/// to the maximum, while each stream lasts less than `LISTENER_SHORT`.
 const LISTENER_REOPEN: std::time::Duration = std::time::Duration::from_secs(1);
+const LISTENER_REOPEN_MAX: std::time::Duration = std::time::Duration::from_secs(60);
+const LISTENER_SHORT: std::time::Duration = std::time::Duration::from_secs(10);
 /// How long after a broken stream the plugin's endpoint is tried, to tell a plugin gone.
 const EXIT_SETTLE: std::time::Duration = std::time::Duration::from_millis(200);
+/// The longest a request holds one of its endpoint's permits (see `Endpoint::opening`).
+const OPENING_HOLD: std::time::Duration = std::time::Duration::from_secs(1);
 /// How long a notification or response may wait for the plugin's acknowledgement (202).
 const ACKNOWLEDGE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
@@ -178,6 +183,10 @@ impl Shared {
         Ok(response)
     }
 
+    fn has_session(&self) -> bool {
+        self.session_id.lock().is_ok_and(|id| id.is_some())
+    }
+
     /// After a request or a stream broke: if the plugin cannot be reached any more, the
     /// connection is over (its forms end, its calls fail), not only that one exchange.
     async fn check_reachable(&self, what: &str) {
@@ -255,25 +264,40 @@ async fn post(shared: &Shared, body: String, request_id: Option<u64>) {
     super::trace_out(&body);
     // Boxed: sending (a connect, maybe a TLS handshake) is short, and the task lives on as long
     // as the call's stream; unboxed, its state would be held all that time.
-    // A request's answer may be a stream held open for as long as a person takes: only its
-    // opening counts against the endpoint's limit. Responses and notifications are answered at
-    // once (202) and never wait behind it, so an answer always gets through.
-    let permit = match request_id {
-        Some(_) => shared.endpoint.opening.acquire().await.ok(),
-        None => None,
+    let sent = {
+        let mut sending = Box::pin(shared.send("POST", ACCEPT_BOTH, &body));
+        // A request takes one of the endpoint's permits while the plugin has yet to start
+        // answering, for a moment at most: a server that answers a call only when it ends must
+        // not hold one for as long as a person takes. Responses and notifications take none.
+        match request_id {
+            Some(_) => {
+                let permit = shared.endpoint.opening.acquire().await;
+                let first = tokio::time::timeout(OPENING_HOLD, sending.as_mut()).await;
+                drop(permit);
+                match first {
+                    Ok(sent) => sent,
+                    Err(_) => sending.as_mut().await,
+                }
+            }
+            None => sending.as_mut().await,
+        }
     };
-    let sent = Box::pin(shared.send("POST", ACCEPT_BOTH, &body)).await;
-    drop(permit);
     let response = match sent {
         Ok(response) => response,
         Err(SendError::Unreachable(reason)) => {
             let _ = shared.incoming.unbounded_send(Frame::Closed(reason));
             return;
         }
-        // One exchange broke; the plugin may still be there for the others.
+        // A request's exchange broke: it fails, and the plugin may still be there for the
+        // others. A response or notification that did not arrive (a form's answer, say)
+        // cannot be failed on its own: the connection is over.
         Err(SendError::Failed(reason)) => {
-            shared.fail_request(request_id, reason.clone());
-            Box::pin(shared.check_reachable(&reason)).await;
+            if request_id.is_some() {
+                shared.fail_request(request_id, reason.clone());
+                Box::pin(shared.check_reachable(&reason)).await;
+            } else {
+                let _ = shared.incoming.unbounded_send(Frame::Closed(reason));
+            }
             return;
         }
     };
@@ -293,10 +317,17 @@ async fn post(shared: &Shared, body: String, request_id: Option<u64>) {
     if !(200..300).contains(&status) {
         let text = response.read_to_end(64 * 1024).await.unwrap_or_default();
         let snippet: String = String::from_utf8_lossy(&text).chars().take(300).collect();
-        shared.fail_request(
-            request_id,
-            format!("the plugin answered HTTP {status}: {snippet}"),
-        );
+        let reason = format!("the plugin answered HTTP {status}: {snippet}");
+        if status == 404 && shared.has_session() {
+            // The spec's sign that the plugin no longer knows the session (it restarted, say):
+            // this connection is over, and the next use of the server starts a new one.
+            shared.fail_request(request_id, reason.clone());
+            let _ = shared
+                .incoming
+                .unbounded_send(Frame::Closed(format!("its MCP session is gone ({reason})")));
+            return;
+        }
+        shared.fail_request(request_id, reason);
         return;
     }
     let content_type = response.content_type.clone();
@@ -343,15 +374,29 @@ fn listening(response: Response) -> Option<Response> {
 /// Reads the listening stream; when the server ends it, opens it again (the spec lets a server
 /// end it at any time), unless the plugin is gone: with no call running, that is where it shows.
 async fn listen(shared: &Shared, mut response: Response) {
+    let mut pause = LISTENER_REOPEN / 2;
     loop {
+        let opened = tokio::time::Instant::now();
         read_sse(shared, response, None).await;
         if shared.incoming.is_closed() {
             // Nobody reads what it would bring.
             return;
         }
-        tokio::time::sleep(LISTENER_REOPEN).await;
+        // A server that ends the stream again at once is asked less and less often.
+        pause = if opened.elapsed() < LISTENER_SHORT {
+            (pause * 2).min(LISTENER_REOPEN_MAX)
+        } else {
+            LISTENER_REOPEN
+        };
+        tokio::time::sleep(pause).await;
         let reopened = tokio::time::timeout(LISTENER_WAIT, shared.send("GET", ACCEPT_EVENTS, ""));
         response = match Box::pin(reopened).await {
+            Ok(Ok(reopened)) if reopened.status == 404 && shared.has_session() => {
+                let _ = shared.incoming.unbounded_send(Frame::Closed(
+                    "its MCP session is gone (HTTP 404 to the listening stream)".to_owned(),
+                ));
+                return;
+            }
             Ok(Ok(reopened)) => match listening(reopened) {
                 Some(reopened) => reopened,
                 None => return,
@@ -560,6 +605,12 @@ mod tests {
     /// wait their turn, and every one is answered.
     #[tokio::test]
     async fn calls_started_at_once_open_a_bounded_number_at_a_time() {
+        tokio::time::timeout(std::time::Duration::from_secs(60), calls_started_at_once())
+            .await
+            .expect("the calls did not all finish within a minute");
+    }
+
+    async fn calls_started_at_once() {
         use std::sync::atomic::{AtomicUsize, Ordering};
         use tokio::io::AsyncWriteExt;
         const CALLS: u64 = 600;
