@@ -186,7 +186,16 @@ server.registerTool("ask_later", { description: "Return at once, then ask for a 
   }, 300);
   return { content: [{ type: "text", text: "scheduled" }] };
 });
-server.registerTool("last_outcome", { description: "What the form of ask_later got back" }, async () => ({
+// Asks during the call but returns without waiting for the answer (the form outlives its call).
+server.registerTool("ask_and_return", { description: "Ask for a color, return 300 ms later without the answer" }, async () => {
+  lastOutcome = null;
+  server.server
+    .elicitInput({ message: "A form its call does not wait for", requestedSchema: singleKindSchema("ask_enum") })
+    .then((r) => (lastOutcome = r), (e) => (lastOutcome = { error: e.message }));
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  return { content: [{ type: "text", text: "returned" }] };
+});
+server.registerTool("last_outcome", { description: "What the form of ask_later or ask_and_return got back" }, async () => ({
   content: [{ type: "text", text: "result: " + JSON.stringify(lastOutcome) }],
 }));
 

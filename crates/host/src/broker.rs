@@ -87,6 +87,19 @@ impl FormQueue {
             .collect()
     }
 
+    /// The plugin forms (not approvals) that belong to the call `call_id`, on screen or waiting.
+    pub fn forms_of_call(&self, call_id: &str) -> Vec<String> {
+        self.shown
+            .iter()
+            .chain(self.waiting.iter())
+            .filter(|card| {
+                card.call_id.as_deref() == Some(call_id)
+                    && matches!(card.waiter, Waiter::Elicitation { .. })
+            })
+            .map(|card| card.id.clone())
+            .collect()
+    }
+
     /// How many cards are open (shown or waiting).
     pub fn len(&self) -> usize {
         usize::from(self.shown.is_some()) + self.waiting.len()

@@ -613,6 +613,28 @@ async fn after_a_restart_the_transcript_is_intact_and_open_forms_show_as_cancell
     assert_eq!(shown["render"]["type"], "request_user_input", "{shown}");
 }
 
+/// A form still open when its call ends is cancelled (`call-ended`), before the call's end is
+/// announced, and the plugin is told.
+#[tokio::test]
+async fn a_form_whose_call_ended_is_cancelled() {
+    let host = host(config("", approve()));
+    let mut s = Watch::open(&host);
+    s.call("ask_and_return");
+    let (form, _) = s.form().await;
+    let (ended, action, reason) = s.resolved().await;
+    assert_eq!(
+        (ended, action.as_str(), reason.as_deref()),
+        (form, "cancel", Some("call-ended"))
+    );
+    assert_eq!(s.finished().await.unwrap(), "returned");
+    s.call("last_outcome");
+    assert_eq!(
+        s.finished().await.unwrap(),
+        r#"result: {"action":"cancel"}"#
+    );
+    host.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_url_form_reports_the_plugins_completion() {
     let host = host(config("", approve()));

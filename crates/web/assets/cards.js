@@ -14,6 +14,7 @@ const REASONS = {
   "plugin-gone": "the plugin went away",
   "ui-gone": "no page was open for too long",
   "timed-out": "it timed out",
+  "call-ended": "its tool call ended first",
   "host-stopped": "formwork stopped",
 };
 

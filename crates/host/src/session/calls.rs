@@ -16,7 +16,7 @@ use crate::policy::{
     self, ApprovalAnswer, ApprovalCard, ApprovalNeed, ApprovalRequest, CardRendering,
 };
 
-use super::cards::approval_body;
+use super::cards::{EndBy, approval_body};
 use super::connections::Connection;
 use super::{CommandError, HostInner, Session, Turn, reason};
 
@@ -215,6 +215,11 @@ impl Session {
     }
 
     pub(super) fn finish_call(&self, call_id: &str, result: Option<Value>, error: Option<String>) {
+        // A form of a call that has ended can change nothing: it ends too, before the call.
+        let orphans = self.lock().cards.forms_of_call(call_id);
+        for form_id in orphans {
+            self.end_card(&form_id, EndBy::Host(reason::CALL_ENDED));
+        }
         let mut state = self.lock();
         self.emit_locked(
             &mut state,

@@ -224,7 +224,7 @@ impl Session {
     }
 
     /// Ends one card and moves the next up.
-    fn end_card(&self, card_id: &str, by: EndBy) {
+    pub(super) fn end_card(&self, card_id: &str, by: EndBy) {
         let (card, next) = {
             let mut state = self.lock();
             let Some((card, next)) = state.cards.take(card_id) else {
@@ -294,7 +294,7 @@ impl Drop for CardGuard {
 }
 
 /// How a card ended.
-enum EndBy {
+pub(super) enum EndBy {
     /// The person answered a form.
     Person(FormReply),
     /// The person answered an approval card.

@@ -40,6 +40,8 @@ pub mod reason {
     pub const UI_GONE: &str = "ui-gone";
     /// The per-form time limit ran out.
     pub const TIMED_OUT: &str = "timed-out";
+    /// The tool call the form belongs to ended before it was answered: nothing waits for it.
+    pub const CALL_ENDED: &str = "call-ended";
     /// The host stopped (gracefully, or it was killed and the store found the form open).
     pub const HOST_STOPPED: &str = crate::store::HOST_STOPPED;
 }
