@@ -5,6 +5,7 @@
 //! itself. Messages the plugin sends outside a request arrive on an optional GET stream.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use futures::StreamExt;
@@ -42,6 +43,9 @@ struct Shared {
     incoming: mpsc::UnboundedSender<Frame>,
     /// The configured headers (`http_headers`, bearer token), checked at connect.
     extra_headers: Vec<(String, String)>,
+    /// A reachability check is under way: when a plugin dies, every open stream breaks at
+    /// once, and one check answers for all of them.
+    probing: AtomicBool,
 }
 
 /// The parts of an incoming message the transport needs to know.
@@ -80,6 +84,7 @@ pub(crate) fn connect(
         protocol_version,
         incoming: incoming_tx,
         extra_headers,
+        probing: AtomicBool::new(false),
     });
 
     let driver = tokio::spawn(async move {
@@ -190,6 +195,9 @@ impl Shared {
     /// After a request or a stream broke: if the plugin cannot be reached any more, the
     /// connection is over (its forms end, its calls fail), not only that one exchange.
     async fn check_reachable(&self, what: &str) {
+        if self.probing.swap(true, Ordering::AcqRel) {
+            return;
+        }
         // A process that is exiting may still hold its listening socket for a moment after
         // its connections closed.
         tokio::time::sleep(EXIT_SETTLE).await;
@@ -198,6 +206,7 @@ impl Shared {
                 .incoming
                 .unbounded_send(Frame::Closed(format!("{what}, and {reason}")));
         }
+        self.probing.store(false, Ordering::Release);
     }
 
     /// Answers a request of ours with a synthetic error, so that its caller does not wait forever.

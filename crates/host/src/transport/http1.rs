@@ -641,6 +641,9 @@ mod tests {
         (format!("http://{address}/mcp"), accepted)
     }
 
+    /// An empty acknowledgement on a kept-alive connection.
+    const ACCEPTED: &str = "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n";
+
     fn accepted(count: &std::sync::atomic::AtomicUsize) -> usize {
         count.load(std::sync::atomic::Ordering::SeqCst)
     }
@@ -650,7 +653,7 @@ mod tests {
         let (url, connections) = serve(vec![
             "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nmcp-session-id: s1\r\ntransfer-encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n7\r\n, world\r\n0\r\n\r\n",
             "HTTP/1.1 200 OK\r\nContent-Type: Application/JSON\r\nContent-Length: 4\r\n\r\n{\"a\"",
-            "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n",
+            ACCEPTED,
         ])
         .await;
         let endpoint = Endpoint::new(&url).unwrap();
@@ -736,7 +739,7 @@ mod tests {
     async fn skips_interim_answers_and_reads_trailers() {
         let (url, connections) = serve(vec![
             "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nlink: </a>\r\n\r\nHTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nx-checksum: 1\r\n\r\n",
-            "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n",
+            ACCEPTED,
         ])
         .await;
         let endpoint = Endpoint::new(&url).unwrap();
@@ -754,7 +757,7 @@ mod tests {
             // Closed by the server after answering, without saying so.
             "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\nCLOSE",
             "HTTP/1.1 202 Accepted\r\nconnection: keep-alive, close\r\ncontent-length: 0\r\n\r\nCLOSE",
-            "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n",
+            ACCEPTED,
         ])
         .await;
         let endpoint = Endpoint::new(&url).unwrap();
@@ -780,12 +783,7 @@ mod tests {
     /// send the request again.
     #[tokio::test]
     async fn a_reset_is_not_sent_again() {
-        let (url, connections) = serve(vec![
-            "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n",
-            "RESET",
-            "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n",
-        ])
-        .await;
+        let (url, connections) = serve(vec![ACCEPTED, "RESET", ACCEPTED]).await;
         let endpoint = Endpoint::new(&url).unwrap();
         let response = endpoint.send("POST", &[], b"{}").await.unwrap();
         assert_eq!(response.read_to_end(100).await.unwrap(), b"");
@@ -796,12 +794,8 @@ mod tests {
 
     #[tokio::test]
     async fn an_answer_that_breaks_off_is_not_sent_again() {
-        let (url, connections) = serve(vec![
-            "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n",
-            "HTTP/1.1 200 OK\r\ncontent-CLOSE",
-            "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n",
-        ])
-        .await;
+        let (url, connections) =
+            serve(vec![ACCEPTED, "HTTP/1.1 200 OK\r\ncontent-CLOSE", ACCEPTED]).await;
         let endpoint = Endpoint::new(&url).unwrap();
         let response = endpoint.send("POST", &[], b"{}").await.unwrap();
         assert_eq!(response.read_to_end(100).await.unwrap(), b"");
