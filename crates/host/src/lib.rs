@@ -11,7 +11,6 @@
 mod broker;
 pub mod config;
 pub mod doctor;
-mod elicitation;
 mod error;
 mod events;
 mod jsonrpc;

@@ -1,26 +1,34 @@
-//! A connection to one plugin: the MCP handshake, the host's requests, and dispatch of
-//! everything the plugin sends.
+//! A connection to one plugin: the MCP handshake and the host's own requests (`mod.rs`), the
+//! pausable request clocks (`clocks.rs`), the read loop that dispatches what the plugin sends
+//! (`dispatch.rs`), `elicitation/create` (`elicitation.rs`), and the hook through which an
+//! observer such as the doctor watches the plugin's requests (`observe.rs`).
+
+mod clocks;
+mod dispatch;
+mod elicitation;
+mod observe;
 
 use std::collections::HashMap;
-use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use futures::stream::FuturesUnordered;
-use futures::{FutureExt, StreamExt};
 use rmcp::model::ProtocolVersion;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
-use tokio::sync::{Notify, oneshot, watch};
+use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::jsonrpc::{self, Incoming, Params, RawId, RpcError};
+use crate::HostError;
+use crate::jsonrpc::{self, RawId, RpcError};
 use crate::responder::FormResponder;
-use crate::transport::{self, Frame, Frames, Sent, Transport};
-use crate::{HostError, elicitation};
+use crate::transport::{self, Sent, Transport};
+
+pub(crate) use clocks::CountedAgainst;
+use clocks::{FormClocks, RequestClock, later};
+pub use observe::{RequestObserver, ServedRequest};
 
 /// The protocol version formwork asks for in `initialize`.
 pub const PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::LATEST_WITH_INITIALIZE;
@@ -59,7 +67,7 @@ pub struct ConnectOptions {
     /// `clientInfo.name` and `clientInfo.version` sent in `initialize`.
     pub client_info: (String, String),
     /// Told of every request the plugin sends, with formwork's answer (`formwork doctor`).
-    pub on_request: Option<crate::doctor::RequestObserver>,
+    pub on_request: Option<RequestObserver>,
     /// Headers for every HTTP request (`http_headers`, bearer token); ignored on stdio.
     pub http_headers: Vec<(String, String)>,
 }
@@ -137,91 +145,7 @@ pub(crate) struct Shared {
     /// URL-mode flows waiting for `notifications/elicitation/complete`, by elicitation id.
     pub(crate) url_flows: Mutex<HashMap<String, watch::Sender<bool>>>,
     request_timeout: Duration,
-    on_request: Option<crate::doctor::RequestObserver>,
-}
-
-/// The forms open on a connection, as request timeouts see them. A form that came on the stream
-/// of one of the host's requests (Streamable HTTP: the call it belongs to) pauses that request's
-/// timeout only, so that with `share_session` one session's form does not hold up the time limit
-/// of another's call; if that request has already ended, it pauses nothing. A form that came any
-/// other way (stdio, the listening stream) pauses every request on the connection.
-#[derive(Debug, Default)]
-struct FormClocks {
-    /// Forms open that belong to no request of ours.
-    unattributed: usize,
-    /// The clock of each request that has a timeout, by id.
-    requests: HashMap<u64, FormClock>,
-}
-
-impl FormClocks {
-    /// A request starts: it is paused at once if a form of the whole connection is open.
-    /// Returns what wakes it when its last form closes.
-    fn start(&mut self, id: u64) -> Arc<Notify> {
-        let all_closed = Arc::new(Notify::new());
-        self.requests.insert(
-            id,
-            FormClock {
-                open: self.unattributed,
-                since: Instant::now(),
-                ended: Duration::ZERO,
-                all_closed: Arc::clone(&all_closed),
-            },
-        );
-        all_closed
-    }
-}
-
-/// Whose timeout an open form pauses.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum CountedAgainst {
-    /// The request on whose stream it came.
-    Request(u64),
-    /// Every request of the connection: it came on no request's stream.
-    Connection,
-    /// None: the request on whose stream it came had already ended.
-    Nothing,
-}
-
-/// How long at least one form concerning a request has been open since it was sent.
-#[derive(Debug)]
-struct FormClock {
-    /// How many such forms are open right now.
-    open: usize,
-    /// When the latest stretch with a form open began.
-    since: Instant,
-    /// The length of the stretches with a form open that have ended.
-    ended: Duration,
-    /// Notified when `open` drops to zero; a request past its deadline waits for it.
-    all_closed: Arc<Notify>,
-}
-
-impl FormClock {
-    /// How long at least one form has been open, up to `now`.
-    fn paused_until(&self, now: Instant) -> Duration {
-        if self.open > 0 {
-            self.ended + now.saturating_duration_since(self.since)
-        } else {
-            self.ended
-        }
-    }
-
-    fn open(&mut self, now: Instant) {
-        if self.open == 0 {
-            self.since = now;
-        }
-        self.open += 1;
-    }
-
-    fn close(&mut self, now: Instant) {
-        if self.open == 0 {
-            return;
-        }
-        self.open -= 1;
-        if self.open == 0 {
-            self.ended += now.saturating_duration_since(self.since);
-            self.all_closed.notify_waiters();
-        }
-    }
+    on_request: Option<RequestObserver>,
 }
 
 impl Plugin {
@@ -259,7 +183,10 @@ impl Plugin {
             request_timeout: options.request_timeout,
             on_request: options.on_request,
         });
-        tasks.push(tokio::spawn(read_loop(Arc::clone(&shared), incoming)));
+        tasks.push(tokio::spawn(dispatch::read_loop(
+            Arc::clone(&shared),
+            incoming,
+        )));
 
         let (client_name, client_version) = options.client_info;
         let params = json!({
@@ -526,55 +453,6 @@ impl Shared {
         }
     }
 
-    /// A form opens on the stream of `request` (or of none): the timeouts it concerns stop
-    /// counting. Returns what it was counted against, for [`Shared::form_closed`].
-    pub(crate) fn form_opened(&self, request: Option<u64>) -> CountedAgainst {
-        let Ok(mut clocks) = self.forms.lock() else {
-            return CountedAgainst::Nothing;
-        };
-        let now = Instant::now();
-        match request {
-            Some(id) => match clocks.requests.get_mut(&id) {
-                Some(clock) => {
-                    clock.open(now);
-                    CountedAgainst::Request(id)
-                }
-                // Its request ended (or timed out) already: nothing waits on this form.
-                None => CountedAgainst::Nothing,
-            },
-            None => {
-                clocks.unattributed += 1;
-                for clock in clocks.requests.values_mut() {
-                    clock.open(now);
-                }
-                CountedAgainst::Connection
-            }
-        }
-    }
-
-    /// A form closes: the timeouts whose last open form it was count again.
-    pub(crate) fn form_closed(&self, counted_against: CountedAgainst) {
-        let Ok(mut clocks) = self.forms.lock() else {
-            return;
-        };
-        let now = Instant::now();
-        match counted_against {
-            // Gone if its request ended first.
-            CountedAgainst::Request(id) => {
-                if let Some(clock) = clocks.requests.get_mut(&id) {
-                    clock.close(now);
-                }
-            }
-            CountedAgainst::Connection => {
-                clocks.unattributed = clocks.unattributed.saturating_sub(1);
-                for clock in clocks.requests.values_mut() {
-                    clock.close(now);
-                }
-            }
-            CountedAgainst::Nothing => {}
-        }
-    }
-
     /// Frees the answer slot of request `id`; whether it was still waiting.
     fn forget(&self, id: u64) -> bool {
         self.pending
@@ -605,271 +483,6 @@ impl Drop for Abandoned<'_> {
         if self.armed && !self.shared.closed.is_cancelled() && self.shared.forget(self.id) {
             self.shared
                 .cancel(self.id, "the host no longer waits for it");
-        }
-    }
-}
-
-/// A request's form clock, kept while the request waits.
-struct RequestClock<'a> {
-    shared: &'a Shared,
-    id: u64,
-    all_closed: Arc<Notify>,
-}
-
-impl<'a> RequestClock<'a> {
-    fn start(shared: &'a Shared, id: u64) -> Self {
-        let all_closed = match shared.forms.lock() {
-            Ok(mut clocks) => clocks.start(id),
-            Err(_) => Arc::new(Notify::new()),
-        };
-        RequestClock {
-            shared,
-            id,
-            all_closed,
-        }
-    }
-
-    /// How long forms concerning the request have been open since it was sent, up to `now`.
-    fn paused_until(&self, now: Instant) -> Duration {
-        self.shared
-            .forms
-            .lock()
-            .ok()
-            .map_or(Duration::ZERO, |clocks| {
-                clocks
-                    .requests
-                    .get(&self.id)
-                    .map_or(Duration::ZERO, |clock| clock.paused_until(now))
-            })
-    }
-
-    /// Returns once no form concerning the request is open.
-    async fn all_closed(&self) {
-        loop {
-            // Registered before looking, so a close in between is not missed.
-            let mut notified = std::pin::pin!(self.all_closed.notified());
-            notified.as_mut().enable();
-            let open = self.shared.forms.lock().ok().map_or(0, |clocks| {
-                clocks.requests.get(&self.id).map_or(0, |clock| clock.open)
-            });
-            if open == 0 {
-                return;
-            }
-            notified.await;
-        }
-    }
-}
-
-impl Drop for RequestClock<'_> {
-    fn drop(&mut self) {
-        if let Ok(mut clocks) = self.shared.forms.lock() {
-            clocks.requests.remove(&self.id);
-        }
-    }
-}
-
-/// `start + wait`, or about 30 years on when that is out of range (as `tokio::time::sleep` does).
-fn later(start: Instant, wait: Duration) -> Instant {
-    start
-        .checked_add(wait)
-        .unwrap_or_else(|| start + Duration::from_secs(86_400 * 365 * 30))
-}
-
-/// Reads frames until the transport closes, then fails every pending request.
-///
-/// The plugin's requests are served here too, side by side with the reading: each is one future
-/// in `requests`, polled when it can make progress, so a form that waits for a person holds up
-/// nothing else.
-async fn read_loop(shared: Arc<Shared>, mut incoming: Frames) {
-    let mut requests = FuturesUnordered::new();
-    let closed = shared.closed.cancelled();
-    tokio::pin!(closed);
-    let reason = loop {
-        tokio::select! {
-            biased;
-            () = &mut closed => break "the connection was closed".to_owned(),
-            served = requests.next(), if !requests.is_empty() => {
-                if let Some(Err(_)) = served {
-                    tracing::error!(target: "formwork::plugin", plugin = %shared.name, "serving a request panicked; it stays unanswered");
-                }
-            }
-            frame = incoming.next() => match frame {
-                Some(Frame::Message(text, stream_of)) => {
-                    for message in jsonrpc::parse_frame(&text) {
-                        if let Some((id, method, params)) = dispatch(&shared, message) {
-                            let serve = serve_request(Arc::clone(&shared), id, method, params, stream_of);
-                            // Boxed: the set keeps a spare node the size of its future.
-                            requests.push(Box::pin(AssertUnwindSafe(serve).catch_unwind()));
-                        }
-                    }
-                }
-                Some(Frame::Oversized) => tracing::warn!(
-                    target: "formwork::plugin",
-                    plugin = %shared.name,
-                    limit = transport::MAX_FRAME_BYTES,
-                    "discarded a message larger than the limit"
-                ),
-                Some(Frame::Closed(reason)) => break reason,
-                None => break "the transport stopped".to_owned(),
-            },
-        }
-    };
-    tracing::info!(target: "formwork::plugin", plugin = %shared.name, %reason, "plugin disconnected");
-    if let Ok(mut slot) = shared.closed_reason.lock() {
-        slot.get_or_insert(reason);
-    }
-    shared.closed.cancel();
-    let pending = shared
-        .pending
-        .lock()
-        .map(|mut pending| std::mem::take(&mut *pending))
-        .unwrap_or_default();
-    drop(pending);
-    // The requests still being served see the connection closed and end at once, unanswered.
-    while requests.next().await.is_some() {}
-}
-
-/// Handles one message; a request is handed back, to be served.
-fn dispatch(shared: &Shared, message: Incoming) -> Option<(RawId, String, Params)> {
-    match message {
-        Incoming::Response { id, outcome } => {
-            let sender = id
-                .as_u64()
-                .and_then(|id| shared.pending.lock().ok().and_then(|mut p| p.remove(&id)));
-            match sender {
-                Some(sender) => {
-                    let _ = sender.send(outcome);
-                }
-                None => tracing::warn!(
-                    target: "formwork::plugin",
-                    plugin = %shared.name,
-                    %id,
-                    "response to an unknown request id"
-                ),
-            }
-        }
-        Incoming::Request { id, method, params } => return Some((id, method, params)),
-        Incoming::Notification { method, params } => on_notification(shared, &method, params),
-        Incoming::Invalid { id, reason } => {
-            tracing::warn!(target: "formwork::plugin", plugin = %shared.name, %reason, "invalid message");
-            let code = if id.is_some() {
-                jsonrpc::code::INVALID_REQUEST
-            } else {
-                jsonrpc::code::PARSE_ERROR
-            };
-            shared.send(jsonrpc::error_response(id.as_ref(), code, &reason));
-        }
-    }
-    None
-}
-
-/// `stream_of`: the host's request on whose response stream the request came (HTTP).
-async fn serve_request(
-    shared: Arc<Shared>,
-    id: RawId,
-    method: String,
-    params: Params,
-    stream_of: Option<u64>,
-) {
-    let key = id.clone();
-    let cancelled = shared.closed.child_token();
-    let registered = shared
-        .in_flight
-        .lock()
-        .map(|mut in_flight| in_flight.insert(key.clone(), cancelled.clone()).is_none())
-        .unwrap_or(false);
-    if !registered {
-        shared.send(jsonrpc::error_response(
-            Some(&id),
-            jsonrpc::code::INVALID_REQUEST,
-            "a request with this id is already in progress",
-        ));
-        return;
-    }
-    let observed = shared.on_request.as_ref().map(|_| {
-        let params = params.as_ref().and_then(|params| params.as_ref().ok());
-        params.cloned()
-    });
-    let (outcome, form) = match method.as_str() {
-        "ping" => (Ok(json!({})), None),
-        "elicitation/create" => {
-            let answer =
-                elicitation::handle(&shared, &id, params, stream_of, cancelled.clone()).await;
-            (answer.result, answer.form)
-        }
-        other => (
-            Err(RpcError {
-                code: jsonrpc::code::METHOD_NOT_FOUND,
-                message: format!("formwork does not handle `{other}`"),
-                data: None,
-            }),
-            None,
-        ),
-    };
-    if let Ok(mut in_flight) = shared.in_flight.lock() {
-        in_flight.remove(&key);
-    }
-    if let (Some(observer), Some(params)) = (&shared.on_request, observed) {
-        observer(&crate::doctor::ServedRequest {
-            id: id.to_value(),
-            method: method.clone(),
-            params,
-            answer: (!cancelled.is_cancelled()).then(|| outcome.clone()),
-            on_call_stream: stream_of.is_some(),
-        });
-    }
-    // A request the plugin cancelled gets no answer; one whose plugin is gone cannot get one.
-    if cancelled.is_cancelled() {
-        return;
-    }
-    shared.send(match outcome {
-        Ok(result) => jsonrpc::response(&id, &result),
-        Err(error) => jsonrpc::error_response(Some(&id), error.code, &error.message),
-    });
-    // Freed only now that the answer is on its way (see `elicitation::Answer`).
-    drop(form);
-}
-
-fn on_notification(shared: &Shared, method: &str, params: Params) {
-    let params = params.and_then(Result::ok).unwrap_or(Value::Null);
-    match method {
-        "notifications/elicitation/complete" => {
-            let id = params.get("elicitationId").and_then(Value::as_str);
-            let flow =
-                id.and_then(|id| shared.url_flows.lock().ok().and_then(|mut f| f.remove(id)));
-            match flow {
-                Some(flow) => {
-                    let _ = flow.send(true);
-                    tracing::info!(target: "formwork::form", plugin = %shared.name, elicitation_id = id, "url elicitation complete");
-                }
-                None => {
-                    tracing::debug!(target: "formwork::form", plugin = %shared.name, "completion for an unknown elicitation ignored")
-                }
-            }
-        }
-        "notifications/cancelled" => {
-            let key = params.get("requestId").and_then(RawId::from_value);
-            let token = key.and_then(|key| {
-                shared
-                    .in_flight
-                    .lock()
-                    .ok()
-                    .and_then(|f| f.get(&key).cloned())
-            });
-            if let Some(token) = token {
-                token.cancel();
-            }
-        }
-        "notifications/message" => {
-            let level = params
-                .get("level")
-                .and_then(Value::as_str)
-                .unwrap_or("info");
-            let data = params.get("data").cloned().unwrap_or(Value::Null);
-            tracing::info!(target: "formwork::plugin_log", plugin = %shared.name, level, %data, "plugin log");
-        }
-        other => {
-            tracing::debug!(target: "formwork::plugin", plugin = %shared.name, method = other, "notification ignored")
         }
     }
 }

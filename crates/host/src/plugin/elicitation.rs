@@ -11,8 +11,8 @@ use serde_json::value::RawValue;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::{CountedAgainst, Shared};
 use crate::jsonrpc::{self, Params, RawId, RpcError};
-use crate::plugin::{CountedAgainst, Shared};
 use crate::responder::{DeclineNotice, FormAction, FormPrompt, FormReply, PromptKind};
 
 /// Counts a form as open until it ends, however it ends, against the timeout of the host's
