@@ -1,0 +1,243 @@
+//! Tool approval: whether a tool call needs the person's approval, and what this session's
+//! earlier answers already allow.
+
+use std::collections::HashSet;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::card::{ApprovalAnswer, ApprovalCard};
+use super::{NEVER_POLICY_MESSAGE, tool_name};
+use crate::config::{ApprovalMode, ApprovalPolicy, Config, dotted};
+
+/// What the policy says about one tool call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolApproval {
+    /// The server.
+    pub server: String,
+    /// The tool.
+    pub tool: String,
+    /// The approval mode that applies.
+    pub mode: ApprovalMode,
+    /// Where the mode comes from.
+    pub mode_source: ModeSource,
+    /// What has to happen before the call runs.
+    pub need: ApprovalNeed,
+    /// Why, for the log and the transcript.
+    pub reason: String,
+}
+
+/// What has to happen before a tool call runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApprovalNeed {
+    /// Nothing: run it.
+    Run,
+    /// Show the approval card, offering these remember-options.
+    Card(RememberOffers),
+    /// Do not run it; the call fails with this message.
+    Fail(String),
+}
+
+/// Which remember-options an approval card offers besides Allow and Deny.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct RememberOffers {
+    /// Allow for this session.
+    pub session: bool,
+    /// Always allow (written to the config).
+    pub always: bool,
+}
+
+/// Where an approval mode comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModeSource {
+    /// `mcp_servers.<server>.tools.<tool>.approval_mode`.
+    Tool,
+    /// `mcp_servers.<server>.default_tools_approval_mode`.
+    Server,
+    /// The default of formwork's built-in servers (`approve`).
+    BuiltinDefault,
+    /// The default of every other server (`auto`).
+    Default,
+}
+
+impl ModeSource {
+    /// The source as a person would look for it in the file.
+    pub fn describe(self, server: &str, tool: &str) -> String {
+        match self {
+            ModeSource::Tool => format!(
+                "{}.approval_mode",
+                dotted(["mcp_servers", server, "tools", tool])
+            ),
+            ModeSource::Server => format!(
+                "{}.default_tools_approval_mode",
+                dotted(["mcp_servers", server])
+            ),
+            ModeSource::BuiltinDefault => "the default for formwork's built-in servers".into(),
+            ModeSource::Default => "the default for servers formwork does not manage".into(),
+        }
+    }
+}
+
+/// The approval mode for a tool of a server, and where it comes from. A server that is not
+/// configured at all (one given on the command line) gets the `auto` default.
+pub fn approval_mode(config: &Config, server: &str, tool: &str) -> (ApprovalMode, ModeSource) {
+    let Some(server) = config.server(server) else {
+        return (ApprovalMode::Auto, ModeSource::Default);
+    };
+    if let Some(mode) = server.tool_approval_mode(tool) {
+        return (mode, ModeSource::Tool);
+    }
+    if let Some(mode) = server.default_tools_approval_mode {
+        return (mode, ModeSource::Server);
+    }
+    if server.builtin {
+        (ApprovalMode::Approve, ModeSource::BuiltinDefault)
+    } else {
+        (ApprovalMode::Auto, ModeSource::Default)
+    }
+}
+
+/// Whether a tool call needs the person's approval under `mode`, given the tool's raw
+/// `annotations` object (hints that are missing or not booleans count as absent), with the
+/// reason in words.
+pub fn requires_approval(mode: ApprovalMode, annotations: Option<&Value>) -> (bool, &'static str) {
+    let hint = |name: &str| {
+        annotations
+            .and_then(|annotations| annotations.get(name))
+            .and_then(Value::as_bool)
+    };
+    let read_only = hint("readOnlyHint");
+    let destructive = hint("destructiveHint");
+    let open_world = hint("openWorldHint");
+    match mode {
+        ApprovalMode::Approve => (false, "approval mode \"approve\" never asks"),
+        ApprovalMode::Prompt => (true, "approval mode \"prompt\" always asks"),
+        ApprovalMode::Writes if read_only == Some(true) => (
+            false,
+            "approval mode \"writes\" and the tool says readOnlyHint: true",
+        ),
+        ApprovalMode::Writes => (
+            true,
+            "approval mode \"writes\" and the tool does not say readOnlyHint: true",
+        ),
+        ApprovalMode::Auto if destructive == Some(true) => (
+            true,
+            "approval mode \"auto\" and the tool says destructiveHint: true",
+        ),
+        ApprovalMode::Auto if read_only == Some(true) => (
+            false,
+            "approval mode \"auto\" and the tool says readOnlyHint: true",
+        ),
+        ApprovalMode::Auto if destructive != Some(false) => (
+            true,
+            "approval mode \"auto\" and the tool does not say destructiveHint: false",
+        ),
+        ApprovalMode::Auto if open_world != Some(false) => (
+            true,
+            "approval mode \"auto\" and the tool does not say openWorldHint: false",
+        ),
+        ApprovalMode::Auto => (
+            false,
+            "approval mode \"auto\" and the tool says destructiveHint: false and openWorldHint: false",
+        ),
+    }
+}
+
+/// The policy's verdict on calling `tool` of `server`, whose raw `annotations` object (from
+/// `tools/list`) is given as sent.
+///
+/// A server that is configured but disabled, or a tool that `enabled_tools`/`disabled_tools`
+/// leaves out, fails whatever the mode: approvals never widen what the file allows.
+pub fn tool_approval(
+    config: &Config,
+    server: &str,
+    tool: &str,
+    annotations: Option<&Value>,
+) -> ToolApproval {
+    let (mode, mode_source) = approval_mode(config, server, tool);
+    let source = mode_source.describe(server, tool);
+    let (need, reason) = match config.server(server) {
+        Some(server_config) if !server_config.enabled => {
+            let message = format!(
+                "{} is disabled in the config",
+                dotted(["mcp_servers", server])
+            );
+            (ApprovalNeed::Fail(message.clone()), message)
+        }
+        Some(server_config) if !server_config.exposes_tool(tool) => {
+            let message = format!(
+                "tool {tool:?} is left out by {}'s enabled_tools/disabled_tools",
+                dotted(["mcp_servers", server])
+            );
+            (ApprovalNeed::Fail(message.clone()), message)
+        }
+        _ => {
+            let (needed, why) = requires_approval(mode, annotations);
+            if !needed {
+                (
+                    ApprovalNeed::Run,
+                    format!("no approval needed: {why} ({source})"),
+                )
+            } else if config.approval_policy == ApprovalPolicy::Never {
+                (
+                    ApprovalNeed::Fail(NEVER_POLICY_MESSAGE.to_owned()),
+                    format!("{NEVER_POLICY_MESSAGE}: {why} ({source})"),
+                )
+            } else {
+                let remember = mode == ApprovalMode::Auto;
+                let offers = RememberOffers {
+                    session: remember,
+                    always: remember,
+                };
+                (
+                    ApprovalNeed::Card(offers),
+                    format!("approval needed: {why} ({source})"),
+                )
+            }
+        }
+    };
+    ToolApproval {
+        server: server.to_owned(),
+        tool: tool.to_owned(),
+        mode,
+        mode_source,
+        need,
+        reason,
+    }
+}
+
+/// The tools a person allowed "for this session" (or "always"), so later calls of the same
+/// tool in the same session run without a card. Only `auto` mode remembers, as in Codex.
+#[derive(Debug, Clone, Default)]
+pub struct SessionApprovals {
+    granted: HashSet<(String, String)>,
+}
+
+impl SessionApprovals {
+    /// No approvals yet.
+    pub fn new() -> SessionApprovals {
+        SessionApprovals::default()
+    }
+
+    /// Remembers an answer that allows the tool for the rest of the session.
+    pub fn record(&mut self, card: &ApprovalCard, answer: &ApprovalAnswer) {
+        if card.mode == ApprovalMode::Auto && answer.remembers_for_session() {
+            self.granted
+                .insert((card.server.clone(), card.tool.clone()));
+        }
+    }
+
+    /// Turns a card into a plain run when the person already allowed this tool in this
+    /// session; any other verdict is returned unchanged.
+    pub fn apply(&self, mut approval: ToolApproval) -> ToolApproval {
+        let key = (approval.server.clone(), approval.tool.clone());
+        if matches!(approval.need, ApprovalNeed::Card(_)) && self.granted.contains(&key) {
+            approval.need = ApprovalNeed::Run;
+            approval.reason = format!(
+                "no approval needed: the person allowed {} for this session",
+                tool_name(&approval.server, &approval.tool)
+            );
+        }
+        approval
+    }
+}
