@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex};
 
 use formwork_forms::{Content, Form};
 use formwork_host::policy::{ApprovalAnswer, ApprovalCard, ApprovalChoice};
-use formwork_host::{BoxFuture, DeclineNotice, FormPrompt, FormReply, FormResponder, PromptKind};
+use formwork_host::{
+    BoxFuture, DeclineNotice, ElicitationRequest, FormPrompt, FormReply, FormResponder,
+};
 use serde_json::Value;
 
 use crate::terminal;
@@ -195,16 +197,19 @@ impl Inner {
         let (reply, meta) = match step {
             Scripted::Decline { meta } => (FormReply::decline(), meta),
             Scripted::Cancel { meta } => (FormReply::cancel(), meta),
-            Scripted::Accept { content, meta } => match &prompt.kind {
-                PromptKind::Url { url, domain, .. } => {
+            Scripted::Accept { content, meta } => match (&prompt.request, prompt.request.form()) {
+                (ElicitationRequest::Url(request), _) => {
                     eprintln!(
                         "formwork: form {number}: accepted the URL {} (domain {}); open it yourself",
-                        terminal::inert(url),
-                        terminal::inert(domain)
+                        terminal::inert(&request.url),
+                        terminal::inert(&request.domain)
                     );
                     (FormReply::accept_url(), meta)
                 }
-                PromptKind::Form { form, .. } => match complete(form, &content) {
+                (ElicitationRequest::Form(_), None) => {
+                    return self.fail(number, "the form came without its schema");
+                }
+                (ElicitationRequest::Form(_), Some(form)) => match complete(form, &content) {
                     Ok(content) => (FormReply::accept(content), meta),
                     Err(errors) => {
                         return self.fail(

@@ -229,7 +229,7 @@ pub fn schema_check(file: Option<&Path>) -> anyhow::Result<Outcome> {
     let parsed = if input.get("requestedSchema").is_some() || input.get("mode").is_some() {
         formwork_forms::parse_request(&input).map(|request| match request {
             formwork_forms::ElicitationRequest::Form(request) => {
-                serde_json::to_value(request.form.render(&request.message))
+                serde_json::to_value(&*request.render)
             }
             formwork_forms::ElicitationRequest::Url(request) => Ok(json!({
                 "type": "url",

@@ -6,7 +6,7 @@
 use formwork_forms::Content;
 use formwork_forms::render::{InputKind, Question};
 use formwork_host::policy::{ApprovalAnswer, ApprovalCard, ApprovalChoice};
-use formwork_host::{FormPrompt, FormReply, PromptKind};
+use formwork_host::{ElicitationRequest, FormPrompt, FormReply};
 use inquire::{Confirm, InquireError, MultiSelect, Select, Text};
 use serde_json::{Number, Value};
 
@@ -61,10 +61,11 @@ impl From<InquireError> for Left {
 fn ask_blocking(prompt: &FormPrompt) -> FormReply {
     eprintln!();
     eprintln!("── {} asks ──", inert(&prompt.plugin));
-    let outcome = match &prompt.kind {
-        PromptKind::Form { message, form } => {
-            let render = form.render(message);
-            eprintln!("{}", inert(message));
+    let outcome = match (&prompt.request, prompt.request.form()) {
+        (ElicitationRequest::Form(_), None) => Err(Left::Cancelled),
+        (ElicitationRequest::Form(request), Some(form)) => {
+            let render = &request.render;
+            eprintln!("{}", inert(&render.message));
             eprintln!("(Esc declines the form, Ctrl-C cancels it)");
             ask_questions(&render.questions, form).and_then(|typed| {
                 form.content_from_typed(&typed).map_err(|errors| {
@@ -73,15 +74,10 @@ fn ask_blocking(prompt: &FormPrompt) -> FormReply {
                 })
             })
         }
-        PromptKind::Url {
-            message,
-            url,
-            domain,
-            ..
-        } => {
-            eprintln!("{}", inert(message));
-            eprintln!("URL:    {}", inert(url));
-            eprintln!("Domain: {}", inert(domain));
+        (ElicitationRequest::Url(request), _) => {
+            eprintln!("{}", inert(&request.message));
+            eprintln!("URL:    {}", inert(&request.url));
+            eprintln!("Domain: {}", inert(&request.domain));
             let choices = vec!["I will open it (accept)", "Decline", "Cancel"];
             match Select::new("Open this link?", choices).prompt() {
                 Ok("Decline") => Err(Left::Declined),

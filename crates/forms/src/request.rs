@@ -1,17 +1,29 @@
 //! Parsing the whole `elicitation/create` params: form mode or URL mode.
+//!
+//! [`ElicitationRequest`] is the one shape of a plugin's question from the wire to the UI: the
+//! host hands it to its responders, and a UI receives it as JSON (`{"mode": "form", "render",
+//! "meta"}` or `{"mode": "url", "message", "url", "domain", ...}`).
 
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::Content;
 use crate::decline::{Decline, DeclineRule};
 use crate::field::Form;
 use crate::limits::{MAX_TEXT_BYTES, MAX_URL_BYTES};
+use crate::render::RenderBlock;
 use crate::schema::Members;
 use crate::schema::parse_sized_schema;
 use crate::size::{self, kind_of, show};
 
 /// The params of an `elicitation/create` request, parsed. An absent `mode` means form.
-#[derive(Debug, Clone)]
+///
+/// As JSON it is what a UI shows: the form's render block, or the URL. The parsed [`Form`] that
+/// converts and validates answers is not part of that JSON (see [`FormRequest::form`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
 pub enum ElicitationRequest {
     /// `mode: "form"` (or no mode): ask for structured input.
     Form(FormRequest),
@@ -20,18 +32,30 @@ pub enum ElicitationRequest {
 }
 
 /// A form-mode request.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FormRequest {
-    /// The text shown above the form.
-    pub message: String,
-    /// The parsed `requestedSchema`.
-    pub form: Form,
+    /// What the person is shown: the `message` and one question per property.
+    pub render: Arc<RenderBlock>,
     /// The params' `_meta`, key order kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Content>,
+    /// The parsed `requestedSchema`, which turns answers into checked content. Always present in
+    /// what [`parse_request`] returns; absent in a request read back from JSON (a record, shown
+    /// but never answered) and wherever its holder has taken it ([`ElicitationRequest::take_form`]).
+    #[serde(skip)]
+    pub form: Option<Arc<Form>>,
+}
+
+/// Two form requests are equal when they show the same thing: the form is what the render
+/// block was made from.
+impl PartialEq for FormRequest {
+    fn eq(&self, other: &Self) -> bool {
+        self.render == other.render && self.meta == other.meta
+    }
 }
 
 /// A URL-mode request.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UrlRequest {
     /// The text shown with the link.
     pub message: String,
@@ -42,8 +66,10 @@ pub struct UrlRequest {
     /// so look-alike letters cannot hide the real domain).
     pub domain: String,
     /// The server's id for this elicitation (2025-11-25), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elicitation_id: Option<String>,
     /// The params' `_meta`, key order kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Content>,
 }
 
@@ -61,9 +87,9 @@ pub fn parse_request(params: &Value) -> Result<ElicitationRequest, Decline> {
             // Within the size limits as part of the params.
             let form = parse_sized_schema(params.get("requestedSchema").ok_or_else(no_schema)?)?;
             Ok(ElicitationRequest::Form(FormRequest {
-                message,
-                form,
+                render: Arc::new(form.render(&message)),
                 meta,
+                form: Some(Arc::new(form)),
             }))
         }
         Mode::Url => parse_url(
@@ -236,8 +262,24 @@ impl ElicitationRequest {
     /// The request's `message`.
     pub fn message(&self) -> &str {
         match self {
-            ElicitationRequest::Form(request) => &request.message,
+            ElicitationRequest::Form(request) => &request.render.message,
             ElicitationRequest::Url(request) => &request.message,
+        }
+    }
+
+    /// The parsed form of a form-mode request, if it is still here.
+    pub fn form(&self) -> Option<&Arc<Form>> {
+        match self {
+            ElicitationRequest::Form(request) => request.form.as_ref(),
+            ElicitationRequest::Url(_) => None,
+        }
+    }
+
+    /// Takes the parsed form out, leaving what is shown: the request as a UI and a record see it.
+    pub fn take_form(&mut self) -> Option<Arc<Form>> {
+        match self {
+            ElicitationRequest::Form(request) => request.form.take(),
+            ElicitationRequest::Url(_) => None,
         }
     }
 

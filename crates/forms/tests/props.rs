@@ -317,8 +317,8 @@ proptest! {
         let form_params = json!({"message": "m", "requestedSchema": {"type": "object", "properties": properties}});
         for params in [params, form_params] {
             if let Ok(ElicitationRequest::Form(request)) = parse_request(&params) {
-                prop_assert_eq!(request.form.schema(), &params["requestedSchema"]);
-                for field in request.form.fields() {
+                prop_assert_eq!(request.form.as_ref().unwrap().schema(), &params["requestedSchema"]);
+                for field in request.form.as_ref().unwrap().fields() {
                     prop_assert_eq!(&field.schema.to_value(), &params["requestedSchema"]["properties"][&field.key]);
                 }
             }
@@ -333,7 +333,7 @@ proptest! {
         let properties: Map<String, Value> = properties.into_iter().collect();
         let params = json!({"message": "m", "requestedSchema": {"type": "object", "properties": properties, "required": required}});
         if let Ok(ElicitationRequest::Form(request)) = parse_request(&params) {
-            let form = request.form;
+            let form = request.form.unwrap();
             let _ = form.render("m");
             if let Ok(content) = form.default_content() {
                 form.validate(&content).unwrap();

@@ -23,8 +23,8 @@ fn url(params: Value) -> formwork_forms::UrlRequest {
 fn absent_mode_is_form() {
     let request =
         form(json!({"message": "m", "requestedSchema": {"type": "object", "properties": {}}}));
-    assert_eq!(request.message, "m");
-    assert!(request.form.fields().is_empty());
+    assert_eq!(request.render.message, "m");
+    assert!(request.form.as_ref().unwrap().fields().is_empty());
     assert!(request.meta.is_none());
 }
 
@@ -33,8 +33,24 @@ fn empty_form_is_a_confirmation() {
     let request = form(
         json!({"mode": "form", "message": "Continue?", "requestedSchema": {"type": "object", "properties": {}}}),
     );
-    assert!(request.form.render("Continue?").questions.is_empty());
-    assert!(request.form.default_content().unwrap().is_empty());
+    assert!(
+        request
+            .form
+            .as_ref()
+            .unwrap()
+            .render("Continue?")
+            .questions
+            .is_empty()
+    );
+    assert!(
+        request
+            .form
+            .as_ref()
+            .unwrap()
+            .default_content()
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[test]
@@ -52,6 +68,8 @@ fn meta_keeps_key_order_and_task_is_ignored() {
     );
     let keys: Vec<&str> = request
         .form
+        .as_ref()
+        .unwrap()
         .fields()
         .iter()
         .map(|f| f.key.as_str())
@@ -72,9 +90,12 @@ fn top_level_title_and_schema_uri_are_accepted() {
     let request = form(json!({"message": "m", "requestedSchema": {
         "$schema": "https://json-schema.org/draft/2020-12/schema", "title": "Form", "description": "d",
         "type": "object", "additionalProperties": false, "properties": {"a": {"type": "string"}}}}));
-    assert_eq!(request.form.title(), Some("Form"));
-    assert_eq!(request.form.description(), Some("d"));
-    assert_eq!(request.form.schema()["additionalProperties"], json!(false));
+    assert_eq!(request.form.as_ref().unwrap().title(), Some("Form"));
+    assert_eq!(request.form.as_ref().unwrap().description(), Some("d"));
+    assert_eq!(
+        request.form.as_ref().unwrap().schema()["additionalProperties"],
+        json!(false)
+    );
 }
 
 #[test]
@@ -114,4 +135,28 @@ fn decline_display_names_the_property() {
     );
     assert_eq!(decline.rule.as_str(), "default-outside-constraints");
     assert_eq!(decline.rule.to_string(), "default-outside-constraints");
+}
+
+#[test]
+fn a_request_serializes_as_what_is_shown_and_reads_back_without_its_form() {
+    let mut request = parse_request(&json!({"message": "Pick", "_meta": {"k": 1},
+        "requestedSchema": {"type": "object", "properties": {"a": {"type": "boolean"}}}}))
+    .unwrap();
+    let text = serde_json::to_string(&request).unwrap();
+    assert_eq!(
+        text,
+        r#"{"mode":"form","render":{"type":"request_user_input","message":"Pick","questions":[{"id":"a","header":"a","question":"a","isOther":false,"isSecret":false,"options":[{"label":"true","description":"","value":true},{"label":"false","description":"","value":false}],"input":"boolean","multiSelect":false,"required":false,"schema":{"type":"boolean"}}]},"meta":{"k":1}}"#
+    );
+    let back: ElicitationRequest = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, request);
+    assert!(back.form().is_none());
+    assert!(request.take_form().is_some());
+    assert!(request.form().is_none());
+
+    let url = parse_request(&json!({"mode": "url", "message": "Sign in", "url": "https://a.example/x", "elicitationId": "e1"}))
+        .unwrap();
+    assert_eq!(
+        serde_json::to_string(&url).unwrap(),
+        r#"{"mode":"url","message":"Sign in","url":"https://a.example/x","domain":"a.example","elicitation_id":"e1"}"#
+    );
 }

@@ -7,10 +7,9 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use formwork_forms::Form;
+use formwork_forms::{ElicitationRequest, Form};
 use tokio::sync::oneshot;
 
-use crate::events::FormBody;
 use crate::policy::{ApprovalAnswer, ApprovalCard};
 use crate::responder::FormReply;
 
@@ -37,7 +36,8 @@ pub(crate) struct Card {
     pub id: String,
     pub call_id: Option<String>,
     pub plugin: String,
-    pub body: FormBody,
+    /// What is shown, without its parsed form (that is in the waiter).
+    pub body: ElicitationRequest,
     pub waiter: Waiter,
 }
 
@@ -117,11 +117,13 @@ mod tests {
             id: id.to_owned(),
             call_id: None,
             plugin: "p".to_owned(),
-            body: FormBody::Url {
+            body: ElicitationRequest::Url(formwork_forms::UrlRequest {
                 message: String::new(),
                 url: "https://example.com".to_owned(),
                 domain: "example.com".to_owned(),
-            },
+                elicitation_id: None,
+                meta: None,
+            }),
             waiter: Waiter::Elicitation { form: None, reply },
         }
     }

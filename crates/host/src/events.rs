@@ -4,10 +4,8 @@
 //! purpose and are documented in `docs/host-api.md`. Every event is also the unit the store
 //! persists, so a reloaded page sees exactly what a live one saw.
 
-use std::sync::Arc;
-
-use formwork_forms::Content;
-use formwork_forms::render::{RenderAnswers, RenderBlock};
+use formwork_forms::render::RenderAnswers;
+use formwork_forms::{Content, ElicitationRequest};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -70,8 +68,8 @@ pub enum Event {
         plugin: String,
         /// `true` when another card is on screen: this one waits, and `form_shown` follows.
         waiting: bool,
-        /// What to show.
-        body: FormBody,
+        /// What to show: the render block of a form, or the URL.
+        body: ElicitationRequest,
     },
     /// A form or approval card became the one on screen (it had been waiting behind another).
     FormShown {
@@ -110,8 +108,8 @@ pub enum Event {
         tool: String,
         /// `true` when another card is on screen: this one waits, and `form_shown` follows.
         waiting: bool,
-        /// The card, in the rendering the config chose.
-        body: FormBody,
+        /// The card, in the rendering the config chose (always a form).
+        body: ElicitationRequest,
     },
     /// An approval ended.
     ApprovalResolved {
@@ -140,29 +138,6 @@ pub enum Role {
     User,
     /// The model (or scripted model).
     Assistant,
-}
-
-/// What a form card shows.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "mode", rename_all = "snake_case")]
-pub enum FormBody {
-    /// A form: the render block of `formwork_forms`.
-    Form {
-        /// The questions; shared by the card, the session's log and every subscriber.
-        render: Arc<RenderBlock>,
-        /// The request's `_meta`, as the plugin sent it.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        meta: Option<Content>,
-    },
-    /// A URL to open out of band.
-    Url {
-        /// The plugin's message.
-        message: String,
-        /// The full URL.
-        url: String,
-        /// Its host, to show beside it.
-        domain: String,
-    },
 }
 
 /// A command from a UI.

@@ -1,9 +1,9 @@
 //! JSON-RPC 2.0 framing: classifying raw incoming messages and building outgoing ones.
 //!
-//! Incoming messages are read in one pass: the `params` as a JSON value, `result` and `error` as
-//! raw JSON. When that pass fails, the envelope is read again with a raw `params`, so a message
-//! whose `params` is hostile (deeply nested, say) still yields its `id` and `method` and can be
-//! answered with an error instead of being dropped.
+//! Incoming messages are read for their envelope only: `id` and `method`, with `params`, `result`
+//! and `error` kept as the raw JSON text the peer sent. So a message whose `params` is hostile
+//! (deeply nested, say) still yields its `id` and `method` and can be answered with an error, and
+//! a request's params reach whoever serves it (and the store) exactly as written.
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -68,9 +68,15 @@ impl std::fmt::Display for RawId {
     }
 }
 
-/// The `params` of a request or notification: absent (`None`), read, or present but unreadable
-/// as a JSON value (nested too deeply, say), with the reason.
-pub type Params = Option<Result<Value, serde_json::Error>>;
+/// The `params` of a request or notification as the peer wrote them, or `None` when absent.
+/// [`read_params`] turns them into a JSON value.
+pub type Params = Option<Box<RawValue>>;
+
+/// The params as a JSON value: `None` when absent, an error when the text cannot be read as one
+/// (nested too deeply, say).
+pub fn read_params(params: Option<&RawValue>) -> Option<Result<Value, serde_json::Error>> {
+    params.map(|raw| serde_json::from_str(raw.get()))
+}
 
 /// One message read from a plugin, classified; a response's payload is still raw.
 #[derive(Debug)]
@@ -111,31 +117,20 @@ impl std::fmt::Display for RpcError {
     }
 }
 
-/// A message's members; `P` is how `params` is read: as a `Value`, or raw when that fails.
+/// A message's members, the payloads raw.
 #[derive(Deserialize)]
-struct Envelope<'a, P> {
+struct Envelope<'a> {
     /// `Some("null")` for `"id": null`, which plain `Option` would read as absent.
     #[serde(borrow, default, deserialize_with = "present")]
     id: Option<&'a RawValue>,
     #[serde(default)]
     method: Option<Value>,
-    params: Option<P>,
+    #[serde(default)]
+    params: Option<Box<RawValue>>,
     #[serde(default)]
     result: Option<Box<RawValue>>,
     #[serde(default)]
     error: Option<Box<RawValue>>,
-}
-
-impl<'a, P> Envelope<'a, P> {
-    fn map_params<Q>(self, read: impl FnOnce(P) -> Q) -> Envelope<'a, Q> {
-        Envelope {
-            id: self.id,
-            method: self.method,
-            params: self.params.map(read),
-            result: self.result,
-            error: self.error,
-        }
-    }
 }
 
 fn present<'de, D: serde::Deserializer<'de>>(
@@ -162,18 +157,14 @@ pub fn parse_frame(frame: &str) -> Vec<Incoming> {
 }
 
 fn classify(text: &str) -> Incoming {
-    let envelope = match serde_json::from_str::<Envelope<Value>>(text) {
-        Ok(envelope) => envelope.map_params(Ok),
-        // Read the envelope alone; the `params` keep the reason they cannot be read.
-        Err(_) => match serde_json::from_str::<Envelope<Box<RawValue>>>(text) {
-            Ok(envelope) => envelope.map_params(|raw| serde_json::from_str::<Value>(raw.get())),
-            Err(err) => {
-                return Incoming::Invalid {
-                    id: None,
-                    reason: format!("not a JSON-RPC object: {err}"),
-                };
-            }
-        },
+    let envelope = match serde_json::from_str::<Envelope>(text) {
+        Ok(envelope) => envelope,
+        Err(err) => {
+            return Incoming::Invalid {
+                id: None,
+                reason: format!("not a JSON-RPC object: {err}"),
+            };
+        }
     };
     // `None`: absent; `Some(None)`: `null`; `Some(Some(id))`: a usable id.
     let id = match envelope.id {

@@ -6,7 +6,9 @@
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::events::{Event, FormBody, Role};
+use formwork_forms::ElicitationRequest;
+
+use crate::events::{Event, Role};
 use crate::store::{
     ApprovalChoice as StoredChoice, ApprovalResolution, EntryDetail, EntryKind, FormResolution,
     FormStatus, InvocationOutcome, InvocationStatus, NewApproval, NewForm, NewInvocation,
@@ -191,7 +193,7 @@ pub(crate) async fn replay(store: &Store, session: &str) -> Result<Vec<Event>, S
                 events.push(finished_call(call));
             }
             (EntryKind::Form, Some(EntryDetail::Form(form))) => {
-                let body: Option<FormBody> = form
+                let body: Option<ElicitationRequest> = form
                     .render
                     .as_deref()
                     .and_then(|render| serde_json::from_str(render.get()).ok());
@@ -219,7 +221,9 @@ pub(crate) async fn replay(store: &Store, session: &str) -> Result<Vec<Event>, S
                 });
             }
             (EntryKind::Approval, Some(EntryDetail::Approval(approval))) => {
-                if let Ok(body) = serde_json::from_str::<FormBody>(approval.rendering.get()) {
+                if let Ok(body) =
+                    serde_json::from_str::<ElicitationRequest>(approval.rendering.get())
+                {
                     events.push(Event::ApprovalRequested {
                         approval_id: approval.id,
                         call_id: approval.invocation.unwrap_or_default(),

@@ -3,9 +3,8 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 
-use formwork_forms::{Content, Form};
+use formwork_forms::{Content, ElicitationRequest};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::sync::watch;
@@ -35,41 +34,16 @@ pub struct FormPrompt {
     /// this one, which tells whose call it belongs to. `None` on stdio and on HTTP's listening
     /// stream.
     pub call_request: Option<u64>,
-    /// The request's `_meta`, as the plugin sent it (key order kept).
-    pub meta: Option<Content>,
-    /// The request's params as JSON text (as read, key order kept), for a record of what was
-    /// asked.
+    /// The request's params exactly as the plugin sent them, for a record of what was asked.
     pub params: Box<RawValue>,
-    /// What to show.
-    pub kind: PromptKind,
+    /// What to show: the form (with its parsed [`Form`](formwork_forms::Form), which converts
+    /// and validates answers), or the URL. A form's `render` is what a UI draws.
+    pub request: ElicitationRequest,
+    /// URL mode with an `elicitationId`: becomes `true` when the plugin reports the flow
+    /// complete (`notifications/elicitation/complete`).
+    pub url_completed: Option<watch::Receiver<bool>>,
     /// Fires when the form ends without the person: the plugin went away or cancelled.
     pub cancelled: CancellationToken,
-}
-
-/// The two elicitation modes.
-#[derive(Debug)]
-pub enum PromptKind {
-    /// A form to fill in.
-    Form {
-        /// The plugin's message.
-        message: String,
-        /// The parsed form: `form.render(&message)` gives the render block for a UI, and it
-        /// converts and validates answers. Rendering is left to responders that show it.
-        form: Arc<Form>,
-    },
-    /// A URL the person may open to finish something out of band.
-    Url {
-        /// The plugin's message.
-        message: String,
-        /// The full URL, never opened without the person's click.
-        url: String,
-        /// The URL's host, shown beside it.
-        domain: String,
-        /// The plugin's id for this flow, if any.
-        elicitation_id: Option<String>,
-        /// Becomes `true` when the plugin reports the flow complete.
-        completed: watch::Receiver<bool>,
-    },
 }
 
 /// A form the host declined without showing it.

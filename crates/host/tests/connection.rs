@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use formwork_host::{
-    BoxFuture, ConnectOptions, FormPrompt, FormReply, FormResponder, HostError, Plugin,
-    PluginTarget, PromptKind,
+    BoxFuture, ConnectOptions, ElicitationRequest, FormPrompt, FormReply, FormResponder, HostError,
+    Plugin, PluginTarget,
 };
 use serde_json::{Value, json};
 
@@ -59,9 +59,9 @@ where
     F: Fn(FormPrompt) -> BoxFuture<FormReply> + Send + Sync + 'static,
 {
     fn respond(&self, prompt: FormPrompt) -> BoxFuture<FormReply> {
-        let kind = match &prompt.kind {
-            PromptKind::Form { .. } => "form",
-            PromptKind::Url { .. } => "url",
+        let kind = match &prompt.request {
+            ElicitationRequest::Form(_) => "form",
+            ElicitationRequest::Url(_) => "url",
         };
         self.seen.lock().unwrap().push(kind.to_owned());
         (self.answer)(prompt)
@@ -97,13 +97,13 @@ fn agree_after(delay: Duration) -> impl Fn(FormPrompt) -> BoxFuture<FormReply> {
     move |prompt| {
         Box::pin(async move {
             tokio::time::sleep(delay).await;
-            match prompt.kind {
-                PromptKind::Form { form, .. } => {
+            match prompt.request.form() {
+                Some(form) => {
                     let mut content = formwork_forms::Content::new();
                     content.insert("agree".into(), json!(true));
                     FormReply::accept(form.content_from_typed(&content).unwrap())
                 }
-                PromptKind::Url { .. } => FormReply::cancel(),
+                None => FormReply::cancel(),
             }
         })
     }
@@ -215,17 +215,11 @@ async fn url_mode_is_accepted_without_content_and_completion_is_reported() {
     let plugin = connect(ts_plugin(), Duration::from_secs(30), move |prompt| {
         let done_tx = Arc::clone(&done_tx);
         Box::pin(async move {
-            if let PromptKind::Url {
-                url,
-                domain,
-                elicitation_id,
-                mut completed,
-                ..
-            } = prompt.kind
-            {
-                assert_eq!(url, "https://example.com/login");
-                assert_eq!(domain, "example.com");
-                assert_eq!(elicitation_id.as_deref(), Some("e-42"));
+            if let ElicitationRequest::Url(request) = &prompt.request {
+                let mut completed = prompt.url_completed.expect("a completion to wait for");
+                assert_eq!(request.url, "https://example.com/login");
+                assert_eq!(request.domain, "example.com");
+                assert_eq!(request.elicitation_id.as_deref(), Some("e-42"));
                 tokio::spawn(async move {
                     let finished = completed.wait_for(|done| *done).await.is_ok();
                     if let Some(tx) = done_tx.lock().unwrap().take() {

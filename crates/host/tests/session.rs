@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use formwork_host::config::Config;
-use formwork_host::{Command, Event, FormAnswer, FormBody, Host, HostOptions, reason};
+use formwork_host::{
+    Command, ElicitationRequest, Event, FormAnswer, FormRequest, Host, HostOptions, reason,
+};
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
@@ -457,7 +459,10 @@ async fn policy_rows_decide_whether_plugin_forms_reach_the_person() {
 }
 
 /// Calls `fail` (no form) on a server in `prompt` mode and answers the card with `choice`.
-async fn approval_card(features: &str, choice: &str) -> (FormBody, Result<String, String>) {
+async fn approval_card(
+    features: &str,
+    choice: &str,
+) -> (ElicitationRequest, Result<String, String>) {
     let host = host(config(features, "default_tools_approval_mode = \"prompt\""));
     let mut s = Watch::open(&host);
     s.call("ask_enum");
@@ -485,7 +490,7 @@ async fn approval_card(features: &str, choice: &str) -> (FormBody, Result<String
 #[tokio::test]
 async fn the_approval_card_as_a_request_user_input_question() {
     let (body, outcome) = approval_card("", "allow").await;
-    let FormBody::Form { render, meta } = body else {
+    let ElicitationRequest::Form(FormRequest { render, meta, .. }) = body else {
         panic!("not a form body")
     };
     assert_eq!(meta, None);
@@ -508,7 +513,7 @@ async fn the_approval_card_as_a_request_user_input_question() {
 async fn the_approval_card_as_a_form_with_codex_approval_kind() {
     let (body, outcome) =
         approval_card("[features]\ntool_call_mcp_elicitation = true", "allow").await;
-    let FormBody::Form { render, meta } = body else {
+    let ElicitationRequest::Form(FormRequest { render, meta, .. }) = body else {
         panic!("not a form body")
     };
     assert!(render.questions.is_empty());

@@ -123,7 +123,7 @@ async fn a_url_request_shows_url_and_domain_and_is_accepted() {
     let form = socket.until("form_requested").await;
     assert_eq!(
         form["body"],
-        json!({"mode": "url", "message": "Log in please", "url": "https://example.com/login", "domain": "example.com"})
+        json!({"mode": "url", "message": "Log in please", "url": "https://example.com/login", "domain": "example.com", "elicitation_id": "e-42"})
     );
     socket.send(action(&form["form_id"], "accept_url")).await;
     let resolved = socket.until("form_resolved").await;

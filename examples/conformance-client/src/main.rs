@@ -8,8 +8,8 @@
 use std::sync::Arc;
 
 use formwork_host::{
-    BoxFuture, ConnectOptions, FormPrompt, FormReply, FormResponder, Plugin, PluginTarget,
-    PromptKind,
+    BoxFuture, ConnectOptions, ElicitationRequest, FormPrompt, FormReply, FormResponder, Plugin,
+    PluginTarget,
 };
 use serde_json::{Value, json};
 
@@ -18,15 +18,16 @@ struct AcceptDefaults;
 
 impl FormResponder for AcceptDefaults {
     fn respond(&self, prompt: FormPrompt) -> BoxFuture<FormReply> {
-        let reply = match &prompt.kind {
-            PromptKind::Form { form, .. } => match form.default_content() {
+        let reply = match (&prompt.request, prompt.request.form()) {
+            (ElicitationRequest::Url(_), _) => FormReply::accept_url(),
+            (ElicitationRequest::Form(_), None) => FormReply::cancel(),
+            (ElicitationRequest::Form(_), Some(form)) => match form.default_content() {
                 Ok(content) => FormReply::accept(content),
                 Err(errors) => {
                     eprintln!("conformance-client: cannot accept with defaults: {errors}");
                     FormReply::cancel()
                 }
             },
-            PromptKind::Url { .. } => FormReply::accept_url(),
         };
         Box::pin(async move { reply })
     }

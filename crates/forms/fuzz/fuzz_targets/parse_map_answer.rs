@@ -25,8 +25,9 @@ fuzz_target!(|data: &[u8]| {
     let Ok(ElicitationRequest::Form(request)) = parse_request(&params) else {
         return;
     };
-    let form = &request.form;
-    let block = form.render(&request.message);
+    let form = request.form.as_deref().expect("a parsed request has its form");
+    let block = form.render(&request.render.message);
+    assert_eq!(block, *request.render, "the request's render block is the form's");
     let wire = serde_json::to_string(&block).expect("render block serializes");
     let back: RenderBlock = serde_json::from_str(&wire).expect("render block deserializes");
     assert_eq!(back, block, "render block round trip");

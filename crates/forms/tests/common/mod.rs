@@ -27,7 +27,9 @@ pub fn fixture(path: &str) -> Value {
 /// The form of the request fixture `tests/fixtures/requests/<name>.json`.
 pub fn form(name: &str) -> Form {
     match parse_request(&fixture(&format!("requests/{name}.json"))) {
-        Ok(ElicitationRequest::Form(request)) => request.form,
+        Ok(ElicitationRequest::Form(request)) => {
+            std::sync::Arc::unwrap_or_clone(request.form.expect("a parsed request has its form"))
+        }
         Ok(other) => panic!("{name}: expected a form request, got {other:?}"),
         Err(decline) => panic!("{name}: declined: {decline}"),
     }

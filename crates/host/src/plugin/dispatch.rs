@@ -123,10 +123,10 @@ async fn serve_request(
         ));
         return;
     }
-    let observed = shared.on_request.as_ref().map(|_| {
-        let params = params.as_ref().and_then(|params| params.as_ref().ok());
-        params.cloned()
-    });
+    let observed = shared
+        .on_request
+        .as_ref()
+        .map(|_| jsonrpc::read_params(params.as_deref()).and_then(Result::ok));
     let (outcome, form) = match method.as_str() {
         "ping" => (Ok(json!({})), None),
         "elicitation/create" => {
@@ -168,7 +168,9 @@ async fn serve_request(
 }
 
 fn on_notification(shared: &Shared, method: &str, params: Params) {
-    let params = params.and_then(Result::ok).unwrap_or(Value::Null);
+    let params = jsonrpc::read_params(params.as_deref())
+        .and_then(Result::ok)
+        .unwrap_or(Value::Null);
     match method {
         "notifications/elicitation/complete" => {
             let id = params.get("elicitationId").and_then(Value::as_str);

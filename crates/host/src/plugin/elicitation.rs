@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{CountedAgainst, Shared};
 use crate::jsonrpc::{self, Params, RawId, RpcError};
-use crate::responder::{DeclineNotice, FormAction, FormPrompt, FormReply, PromptKind};
+use crate::responder::{DeclineNotice, FormAction, FormPrompt, FormReply};
 
 /// Counts a form as open until it ends, however it ends, against the timeout of the host's
 /// request whose stream carried it (see [`Shared::form_opened`]).
@@ -60,44 +60,27 @@ pub(crate) async fn handle(
     };
 
     let _open = OpenForm::enter(shared, stream_of);
+    // The form is kept here, for the last check of what the responder returns.
+    let form = request.form().cloned();
     // A URL flow waits for `notifications/elicitation/complete` only if the person accepted.
     let url_flow = match &request {
         ElicitationRequest::Url(request) => request.elicitation_id.clone(),
         ElicitationRequest::Form(_) => None,
     };
-    let (kind, meta, form) = match request {
-        ElicitationRequest::Form(request) => {
-            let form = Arc::new(request.form);
-            let kind = PromptKind::Form {
-                message: request.message,
-                form: Arc::clone(&form),
-            };
-            (kind, request.meta, Some(form))
+    let url_completed = url_flow.as_ref().map(|elicitation_id| {
+        let (done, completed) = watch::channel(false);
+        if let Ok(mut flows) = shared.url_flows.lock() {
+            flows.insert(elicitation_id.clone(), done);
         }
-        ElicitationRequest::Url(request) => {
-            let (done, completed) = watch::channel(false);
-            if let Some(elicitation_id) = &request.elicitation_id
-                && let Ok(mut flows) = shared.url_flows.lock()
-            {
-                flows.insert(elicitation_id.clone(), done);
-            }
-            let kind = PromptKind::Url {
-                message: request.message,
-                url: request.url,
-                domain: request.domain,
-                elicitation_id: request.elicitation_id,
-                completed,
-            };
-            (kind, request.meta, None)
-        }
-    };
+        completed
+    });
     let prompt = FormPrompt {
         plugin: shared.name.clone(),
         request_id: id.to_value(),
         call_request: stream_of,
-        meta,
         params,
-        kind,
+        request,
+        url_completed,
         cancelled: cancelled.clone(),
     };
     tracing::info!(target: "formwork::form", marker = "form-shown", plugin = %shared.name, %id, "form shown");
@@ -130,17 +113,17 @@ fn read(
     params: Params,
     stream_of: Option<u64>,
 ) -> Result<(ElicitationRequest, Box<RawValue>), Result<Value, RpcError>> {
-    let params = match params {
-        Some(Ok(params)) => params,
-        Some(Err(err)) => {
+    let Some(text) = params else {
+        return Err(Err(invalid_params(
+            "elicitation/create needs params".to_owned(),
+        )));
+    };
+    let params: Value = match serde_json::from_str(text.get()) {
+        Ok(params) => params,
+        Err(err) => {
             return Err(Err(invalid_params(format!(
                 "elicitation/create params could not be read: {err}"
             ))));
-        }
-        None => {
-            return Err(Err(invalid_params(
-                "elicitation/create needs params".to_owned(),
-            )));
         }
     };
     if !params.is_object() {
@@ -151,11 +134,7 @@ fn read(
     tracing::info!(target: "formwork::form", marker = "request-received", plugin = %shared.name, %id, "elicitation received");
 
     match parse_request(&params) {
-        // Serializing a `Value` cannot fail.
-        Ok(request) => Ok((
-            request,
-            serde_json::value::to_raw_value(&params).unwrap_or_default(),
-        )),
+        Ok(request) => Ok((request, text)),
         Err(decline) => {
             let reason = decline.to_string();
             tracing::info!(target: "formwork::form", marker = "declined", plugin = %shared.name, %id, %reason, "form declined");

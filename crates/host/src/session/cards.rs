@@ -2,14 +2,15 @@
 
 use std::sync::Arc;
 
+use formwork_forms::{ElicitationRequest, FormRequest};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 
 use crate::broker::{Card, Waiter};
-use crate::events::{Event, FormAnswer, FormBody};
+use crate::events::{Event, FormAnswer};
 use crate::policy::{self, ApprovalAnswer, ApprovalCard, ApprovalChoice, CardRendering};
-use crate::responder::{BoxFuture, FormPrompt, FormReply, PromptKind};
+use crate::responder::{BoxFuture, FormPrompt, FormReply};
 
 use super::{CommandError, Session, SessionState, reason};
 
@@ -81,33 +82,10 @@ impl Session {
             return Box::pin(async { FormReply::decline() });
         }
         let (reply, answer) = oneshot::channel();
-        let mut completion = None;
-        let (body, form) = match prompt.kind {
-            PromptKind::Form { message, form } => (
-                FormBody::Form {
-                    render: Arc::new(form.render(&message)),
-                    meta: prompt.meta.clone(),
-                },
-                Some(form),
-            ),
-            PromptKind::Url {
-                message,
-                url,
-                domain,
-                completed,
-                ..
-            } => {
-                completion = Some(completed);
-                (
-                    FormBody::Url {
-                        message,
-                        url,
-                        domain,
-                    },
-                    None,
-                )
-            }
-        };
+        let mut body = prompt.request;
+        // The card keeps the form to check answers; what is shown and stored is the rest.
+        let form = body.take_form();
+        let completion = prompt.url_completed;
         let form_id = self.new_id("f");
         let call_id = call_id.or_else(|| {
             self.lock().turn.as_ref().and_then(|turn| {
@@ -324,24 +302,24 @@ fn announce(card: &Card, waiting: bool) -> Event {
 }
 
 /// The approval card in the rendering the config asks for.
-pub(super) fn approval_body(card: &ApprovalCard, rendering: CardRendering) -> FormBody {
+pub(super) fn approval_body(card: &ApprovalCard, rendering: CardRendering) -> ElicitationRequest {
+    let shown = |render, meta| {
+        ElicitationRequest::Form(FormRequest {
+            render: Arc::new(render),
+            meta,
+            form: None,
+        })
+    };
     match rendering {
-        CardRendering::RequestUserInput => FormBody::Form {
-            render: Arc::new(card.render_block()),
-            meta: None,
-        },
+        CardRendering::RequestUserInput => shown(card.render_block(), None),
         CardRendering::McpElicitation => {
             let params = card.elicitation_params();
-            let meta = params.get("_meta").and_then(Value::as_object).cloned();
-            let render = match formwork_forms::parse_request(&params) {
-                Ok(formwork_forms::ElicitationRequest::Form(request)) => {
-                    request.form.render(&request.message)
+            match formwork_forms::parse_request(&params) {
+                Ok(mut request @ ElicitationRequest::Form(_)) => {
+                    request.take_form();
+                    request
                 }
-                _ => card.render_block(),
-            };
-            FormBody::Form {
-                render: Arc::new(render),
-                meta,
+                _ => shown(card.render_block(), None),
             }
         }
     }

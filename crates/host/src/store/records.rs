@@ -286,7 +286,7 @@ pub struct NewForm<'a> {
     /// The `elicitation/create` params as read (key order kept; numbers and escapes as
     /// serde_json writes them).
     pub request: &'a RawValue,
-    /// What the person was shown (the host's `FormBody`: the render block, or the URL).
+    /// What the person was shown: the `ElicitationRequest` as JSON (the render block, or the URL).
     pub render: Option<&'a RawValue>,
 }
 
