@@ -1,6 +1,7 @@
-//! Repository checks that turn chores into tests: which workspace crate may depend on which.
+//! Repository checks that turn chores into tests: which workspace crate may depend on which, and
+//! which room of `formwork-host` may use which.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
@@ -93,6 +94,118 @@ fn packages(metadata: &Value) -> impl Iterator<Item = &Value> {
     metadata["packages"].as_array().into_iter().flatten()
 }
 
+/// The rooms of `crates/host/src` that must not use the rooms above them (each a module file or
+/// folder). A lower room exposes hooks instead: the connection offers an observer, it never
+/// imports the doctor.
+const HOST_ROOMS: &[(&str, &[&str])] = &[
+    (
+        "transport",
+        &[
+            "plugin", "session", "doctor", "policy", "store", "config", "persist", "events",
+        ],
+    ),
+    (
+        "plugin",
+        &[
+            "session", "doctor", "policy", "store", "config", "persist", "events", "broker",
+        ],
+    ),
+    (
+        "policy",
+        &[
+            "session",
+            "plugin",
+            "doctor",
+            "store",
+            "transport",
+            "persist",
+        ],
+    ),
+    (
+        "store",
+        &[
+            "session",
+            "plugin",
+            "doctor",
+            "policy",
+            "transport",
+            "config",
+            "events",
+        ],
+    ),
+    (
+        "config",
+        &["session", "plugin", "doctor", "store", "transport"],
+    ),
+];
+
+/// Fails with one line per use of a higher room from a lower one in `crates/host/src`.
+pub fn room_direction(root: &Path) -> Result<()> {
+    let src = root.join("crates/host/src");
+    let mut bad = Vec::new();
+    for (room, forbidden) in HOST_ROOMS {
+        for file in room_files(&src, room)? {
+            let text = std::fs::read_to_string(&file)
+                .with_context(|| format!("reading {}", file.display()))?;
+            let shown = file
+                .strip_prefix(root)
+                .unwrap_or(&file)
+                .display()
+                .to_string();
+            bad.extend(forbidden_uses(&shown, &text, forbidden));
+        }
+    }
+    if bad.is_empty() {
+        eprintln!("xtask: room direction ok");
+        return Ok(());
+    }
+    bail!("a lower room uses a higher one:\n{}", bad.join("\n"))
+}
+
+/// `<room>.rs` and every `.rs` file under `<room>/`.
+fn room_files(src: &Path, room: &str) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    let single = src.join(format!("{room}.rs"));
+    if single.is_file() {
+        files.push(single);
+    }
+    let mut dirs = vec![src.join(room)];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry?.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Lines of code (comments aside) that name `crate::<room>` for a forbidden room.
+fn forbidden_uses(file: &str, text: &str, forbidden: &[&str]) -> Vec<String> {
+    let mut bad = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let code = line.split("//").next().unwrap_or_default();
+        for room in forbidden {
+            let needle = format!("crate::{room}");
+            let uses = code.match_indices(&needle).any(|(at, _)| {
+                let after = code[at + needle.len()..].chars().next();
+                !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+            });
+            if uses {
+                bad.push(format!("  {file}:{}: uses crate::{room}", number + 1));
+            }
+        }
+    }
+    bad
+}
+
 /// `cargo fmt --all --check`.
 pub fn format(root: &Path) -> Result<()> {
     crate::run_command(cargo().args(["fmt", "--all", "--check"]).current_dir(root))
@@ -155,6 +268,20 @@ mod tests {
             &[
                 "  formwork-forms must not depend on formwork-host (normal dependency in /formwork-forms/Cargo.toml)",
             ],
+        );
+    }
+
+    #[test]
+    fn the_host_rooms_keep_their_direction() {
+        super::room_direction(&crate::repo_root()).expect("room direction");
+    }
+
+    #[test]
+    fn a_lower_room_may_not_name_a_higher_one_in_code() {
+        let text = "//! See crate::doctor.\nuse crate::jsonrpc;\nuse crate::doctor::X; // crate::session\nlet x = crate::doctors;\n";
+        assert_eq!(
+            super::forbidden_uses("plugin.rs", text, &["doctor", "session"]),
+            ["  plugin.rs:3: uses crate::doctor"]
         );
     }
 
