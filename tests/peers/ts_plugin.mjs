@@ -86,6 +86,8 @@ const singleKind = {
       ],
     },
   },
+  // A key that holds ": ", so an error naming it cannot be split at the separator.
+  ask_colon_key: { "code: id": { type: "string", title: "Code", pattern: "^[0-9]+$" } },
   ask_legacy: { legacy: { type: "string", title: "Legacy", enum: ["a", "b"], enumNames: ["Alpha", "Beta"] } },
   ask_multi: {
     tags: { type: "array", title: "Tags", minItems: 1, maxItems: 2, items: { type: "string", enum: ["x", "y", "z"] } },

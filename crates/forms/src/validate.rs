@@ -8,6 +8,7 @@
 use std::collections::HashSet;
 use std::fmt;
 
+use serde::Serialize;
 use serde_json::{Number, Value};
 
 use crate::Content;
@@ -18,15 +19,17 @@ use crate::size::{clip, kind_of};
 /// The largest integer magnitude every JSON peer (JavaScript included) holds exactly: 2^53 - 1.
 pub(crate) const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
 
-/// Why answers or content were rejected: one entry per problem, in field order.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Why answers or content were rejected: one entry per problem, in field order. As JSON, the
+/// list of problems: `[{"field", "message"}, ...]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
 pub struct ValidationErrors {
     /// The problems found.
     pub errors: Vec<FieldError>,
 }
 
 /// One problem with one field's answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FieldError {
     /// The property key (question id) the problem is about.
     pub field: String,

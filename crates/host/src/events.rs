@@ -6,6 +6,9 @@
 
 use formwork_forms::render::RenderAnswers;
 use formwork_forms::{Content, ElicitationRequest};
+
+use crate::policy::ApprovalChoice;
+use crate::responder::FormAction;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -87,7 +90,7 @@ pub enum Event {
         /// The form's id.
         form_id: String,
         /// `accept`, `decline` or `cancel`.
-        action: String,
+        action: FormAction,
         /// The content sent to the plugin, on accept.
         #[serde(skip_serializing_if = "Option::is_none")]
         content: Option<Content>,
@@ -116,7 +119,7 @@ pub enum Event {
         /// The approval's id.
         approval_id: String,
         /// `allow`, `allow_for_session`, `always_allow` or `deny`.
-        choice: String,
+        choice: ApprovalChoice,
         /// Why, when not by the person.
         #[serde(skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
@@ -171,7 +174,7 @@ pub enum Command {
         /// The approval's id.
         approval_id: String,
         /// `allow`, `allow_for_session`, `always_allow` or `deny`.
-        choice: String,
+        choice: ApprovalChoice,
     },
     /// Stop the running turn: its forms are cancelled and its tool calls abandoned.
     StopTurn,

@@ -9,10 +9,11 @@ use serde_json::value::RawValue;
 use formwork_forms::ElicitationRequest;
 
 use crate::events::{Event, Role};
+use crate::responder::FormAction;
 use crate::store::{
-    ApprovalChoice as StoredChoice, ApprovalResolution, EntryDetail, EntryKind, FormResolution,
-    FormStatus, InvocationOutcome, InvocationStatus, NewApproval, NewForm, NewInvocation,
-    PlainEntryKind, Store, StoreError, ToolResult,
+    ApprovalChoice, ApprovalResolution, EntryDetail, EntryKind, FormResolution, FormStatus,
+    InvocationOutcome, InvocationStatus, NewApproval, NewForm, NewInvocation, PlainEntryKind,
+    Store, StoreError, ToolResult,
 };
 
 /// Writes one event of `session`; `request` is the plugin's params of a `FormRequested`.
@@ -98,14 +99,14 @@ pub(crate) async fn write(
             reason,
         } => {
             let content = content.as_ref().map(raw).transpose()?;
-            let resolution = match action.as_str() {
-                "accept" => FormResolution::Accepted {
+            let resolution = match action {
+                FormAction::Accept => FormResolution::Accepted {
                     content: content.as_deref(),
                 },
-                "decline" => FormResolution::Declined {
+                FormAction::Decline => FormResolution::Declined {
                     reason: reason.as_deref(),
                 },
-                _ => FormResolution::Cancelled {
+                FormAction::Cancel => FormResolution::Cancelled {
                     reason: reason.as_deref().unwrap_or("cancelled by the person"),
                 },
             };
@@ -137,14 +138,8 @@ pub(crate) async fn write(
             choice,
             reason,
         } => {
-            let choice = match choice.as_str() {
-                "allow" => StoredChoice::Allow,
-                "allow_for_session" => StoredChoice::AllowForSession,
-                "always_allow" => StoredChoice::AlwaysAllow,
-                _ => StoredChoice::Deny,
-            };
             let resolution = ApprovalResolution::Answered {
-                choice,
+                choice: *choice,
                 reason: reason.as_deref(),
             };
             store.resolve_approval(approval_id, resolution).await
@@ -209,13 +204,13 @@ pub(crate) async fn replay(store: &Store, session: &str) -> Result<Vec<Event>, S
             }
             (EntryKind::FormEnd, Some(EntryDetail::Form(form))) => {
                 let action = match form.status {
-                    FormStatus::Accepted => "accept",
-                    FormStatus::Declined => "decline",
-                    FormStatus::Cancelled | FormStatus::Pending => "cancel",
+                    FormStatus::Accepted => FormAction::Accept,
+                    FormStatus::Declined => FormAction::Decline,
+                    FormStatus::Cancelled | FormStatus::Pending => FormAction::Cancel,
                 };
                 events.push(Event::FormResolved {
                     form_id: form.id,
-                    action: action.to_owned(),
+                    action,
                     content: parse(form.content.as_deref()).and_then(|v| v.as_object().cloned()),
                     reason: form.reason,
                 });
@@ -237,10 +232,7 @@ pub(crate) async fn replay(store: &Store, session: &str) -> Result<Vec<Event>, S
             (EntryKind::ApprovalEnd, Some(EntryDetail::Approval(approval))) => {
                 events.push(Event::ApprovalResolved {
                     approval_id: approval.id,
-                    choice: approval
-                        .choice
-                        .map_or("deny", |choice| choice.as_str())
-                        .to_owned(),
+                    choice: approval.choice.unwrap_or(ApprovalChoice::Deny),
                     reason: approval.reason,
                 });
             }

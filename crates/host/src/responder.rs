@@ -70,8 +70,9 @@ pub struct FormReply {
     pub meta: Option<Content>,
 }
 
-/// The three elicitation actions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The three elicitation actions; as JSON their wire names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum FormAction {
     /// Submitted (form) or agreed to open the URL (URL mode).
     Accept,
@@ -89,6 +90,12 @@ impl FormAction {
             FormAction::Decline => "decline",
             FormAction::Cancel => "cancel",
         }
+    }
+}
+
+impl std::fmt::Display for FormAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

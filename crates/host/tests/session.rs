@@ -107,7 +107,7 @@ impl Watch {
                 action,
                 reason,
                 ..
-            } => Some((form_id.clone(), action.clone(), reason.clone())),
+            } => Some((form_id.clone(), action.to_string(), reason.clone())),
             _ => None,
         })
         .await
@@ -304,7 +304,7 @@ async fn a_plugin_that_exits_cancels_its_form() {
     while resolved.is_none() || error.is_none() {
         s.next(|event| match event {
             Event::FormResolved { action, reason, .. } => {
-                resolved = Some((action.clone(), reason.clone()));
+                resolved = Some((action.to_string(), reason.clone()));
                 Some(())
             }
             Event::ToolCallFinished {
@@ -476,7 +476,7 @@ async fn approval_card(
         .await;
     s.send(Command::AnswerApproval {
         approval_id: approval,
-        choice: choice.to_owned(),
+        choice: formwork_host::policy::ApprovalChoice::from_name(choice).unwrap(),
     });
     if choice != "deny" {
         let (form, _) = s.form().await;

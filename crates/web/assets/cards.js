@@ -238,18 +238,18 @@ export class FormCard extends Card {
       this.showError(message.message);
       return;
     }
-    // One `field: problem` line each; lines for no known field go to the card.
+    // One `{field, message}` per problem, the field being the question id; problems of no known
+    // field go to the card.
     const general = [];
     const byId = new Map(this.fields.map((f) => [f.question.id, f]));
     for (const field of this.fields) field.setError(null);
     let first = null;
-    for (const line of message.messages ?? []) {
-      const at = line.indexOf(": ");
-      const field = at > 0 ? byId.get(line.slice(0, at)) : undefined;
+    for (const { field: id, message: problem } of message.errors ?? []) {
+      const field = byId.get(id);
       if (field) {
-        field.setError(line.slice(at + 2));
+        field.setError(problem);
         first ??= field;
-      } else general.push(line);
+      } else general.push(`${id}: ${problem}`);
     }
     this.showError(general.length ? general.join("\n") : "Some answers need fixing before they can be sent.");
     first?.focus();

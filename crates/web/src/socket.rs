@@ -5,10 +5,11 @@
 //!   `{"type": "snapshot_done"}`; after that, live events as they happen;
 //! - `{"type": "reset"}` when the page fell too far behind the live stream: a fresh snapshot and
 //!   `snapshot_done` follow, and the page redraws from them;
-//! - `{"type": "command_error", "error", "message", "messages", "command"}` when a command was
+//! - `{"type": "command_error", "error", "message", "errors", "command"}` when a command was
 //!   refused (`error` is `invalid`, `not_open`, `not_shown`, `mismatch`, `no_server`,
-//!   `no_session` or `bad_command`; `messages` holds one `field: problem` line each for
-//!   `invalid`; `command` echoes what the page sent).
+//!   `no_session` or `bad_command`; for `invalid`, `errors` holds `{"field", "message"}` per
+//!   problem, the field being the question id, else it is empty; `command` echoes what the
+//!   page sent).
 //!
 //! Page to server: a [`Command`] as JSON. While the socket is open the session counts a UI
 //! attached, so its forms stay open; the host's grace period starts when the last one closes.
@@ -91,7 +92,7 @@ async fn bridge(state: AppState, session: String, mut socket: WebSocket) {
                     None => Ok(()),
                 },
                 Some(Ok(Message::Binary(_))) => {
-                    let reply = command_error("bad_command", "commands are JSON text", Vec::new(), Value::Null);
+                    let reply = command_error("bad_command", "commands are JSON text", json!([]), Value::Null);
                     send_json(&mut socket, &reply).await
                 }
                 Some(Ok(Message::Ping(_) | Message::Pong(_))) => Ok(()),
@@ -147,7 +148,7 @@ fn handle(state: &AppState, session: &str, text: &str) -> Option<Value> {
             return Some(command_error(
                 "bad_command",
                 &message,
-                Vec::new(),
+                json!([]),
                 Value::Null,
             ));
         }
@@ -156,7 +157,7 @@ fn handle(state: &AppState, session: &str, text: &str) -> Option<Value> {
         Ok(command) => command,
         Err(err) => {
             let message = format!("not a command: {err}");
-            return Some(command_error("bad_command", &message, Vec::new(), raw));
+            return Some(command_error("bad_command", &message, json!([]), raw));
         }
     };
     let message = match &command {
@@ -171,28 +172,26 @@ fn handle(state: &AppState, session: &str, text: &str) -> Option<Value> {
             None
         }
         Err(err) => {
-            let (kind, messages) = match &err {
-                CommandError::Invalid(lines) => {
-                    ("invalid", lines.lines().map(str::to_owned).collect())
-                }
-                CommandError::NotOpen(_) => ("not_open", Vec::new()),
-                CommandError::NotShown(_) => ("not_shown", Vec::new()),
-                CommandError::Mismatch(_) => ("mismatch", Vec::new()),
-                CommandError::NoServer(_) => ("no_server", Vec::new()),
-                CommandError::NoSession(_) => ("no_session", Vec::new()),
-                _ => ("error", Vec::new()),
+            let (kind, errors) = match &err {
+                CommandError::Invalid(errors) => ("invalid", json!(errors)),
+                CommandError::NotOpen(_) => ("not_open", json!([])),
+                CommandError::NotShown(_) => ("not_shown", json!([])),
+                CommandError::Mismatch(_) => ("mismatch", json!([])),
+                CommandError::NoServer(_) => ("no_server", json!([])),
+                CommandError::NoSession(_) => ("no_session", json!([])),
+                _ => ("error", json!([])),
             };
-            Some(command_error(kind, &err.to_string(), messages, raw))
+            Some(command_error(kind, &err.to_string(), errors, raw))
         }
     }
 }
 
-fn command_error(kind: &str, message: &str, messages: Vec<String>, command: Value) -> Value {
+fn command_error(kind: &str, message: &str, errors: Value, command: Value) -> Value {
     json!({
         "type": "command_error",
         "error": kind,
         "message": message,
-        "messages": messages,
+        "errors": errors,
         "command": command,
     })
 }

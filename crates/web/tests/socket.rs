@@ -48,8 +48,8 @@ async fn a_form_is_answered_after_a_refused_answer_and_the_plugin_gets_the_conte
     let error = socket.until("command_error").await;
     assert_eq!(error["error"], "invalid");
     assert_eq!(
-        error["messages"],
-        json!(["age: must be at most 150"]),
+        error["errors"],
+        json!([{"field": "age", "message": "must be at most 150"}]),
         "{error}"
     );
     assert_eq!(error["command"]["form_id"], form_id);
@@ -112,6 +112,38 @@ async fn decline_cancel_and_a_new_message_reach_the_plugin() {
     socket.send(action(&form["form_id"], "decline")).await;
     let error = socket.until("command_error").await;
     assert_eq!(error["error"], "not_open", "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn validation_errors_name_their_field_whatever_its_key_holds() {
+    let server = Server::ts().await;
+    let mut socket = server.socket(&server.session).await;
+    socket.snapshot().await;
+    socket.send(call("ask_colon_key")).await;
+    let form = socket.until("form_requested").await;
+    socket
+        .send(render(
+            &form["form_id"],
+            json!({"code: id": {"answers": ["12a"]}}),
+        ))
+        .await;
+    let error = socket.until("command_error").await;
+    assert_eq!(
+        error["errors"],
+        json!([{"field": "code: id", "message": "must match the pattern `^[0-9]+$`"}]),
+        "{error}"
+    );
+    socket
+        .send(render(
+            &form["form_id"],
+            json!({"code: id": {"answers": ["12"]}}),
+        ))
+        .await;
+    let finished = socket.until("tool_call_finished").await;
+    assert_eq!(
+        plugin_result(&finished),
+        json!({"action": "accept", "content": {"code: id": "12"}})
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

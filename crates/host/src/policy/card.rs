@@ -61,7 +61,38 @@ pub enum ApprovalChoice {
     Deny,
 }
 
+impl std::fmt::Display for ApprovalChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl ApprovalChoice {
+    /// Every choice, in the order a card offers them.
+    pub const ALL: [ApprovalChoice; 4] = [
+        ApprovalChoice::Allow,
+        ApprovalChoice::AllowForSession,
+        ApprovalChoice::AlwaysAllow,
+        ApprovalChoice::Deny,
+    ];
+
+    /// The wire name (as in events, commands and the store).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalChoice::Allow => "allow",
+            ApprovalChoice::AllowForSession => "allow_for_session",
+            ApprovalChoice::AlwaysAllow => "always_allow",
+            ApprovalChoice::Deny => "deny",
+        }
+    }
+
+    /// The choice with this wire name.
+    pub fn from_name(name: &str) -> Option<ApprovalChoice> {
+        ApprovalChoice::ALL
+            .into_iter()
+            .find(|choice| choice.as_str() == name)
+    }
+
     /// The option's label.
     pub fn label(self) -> &'static str {
         match self {

@@ -3,7 +3,6 @@
 use std::sync::Arc;
 
 use formwork_forms::{ElicitationRequest, FormRequest};
-use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 
@@ -160,10 +159,8 @@ impl Session {
     pub(super) fn answer_approval(
         &self,
         approval_id: &str,
-        choice: &str,
+        choice: ApprovalChoice,
     ) -> Result<(), CommandError> {
-        let choice: ApprovalChoice = serde_json::from_value(Value::String(choice.to_owned()))
-            .map_err(|_| CommandError::Mismatch(format!("`{choice}` is not an approval choice")))?;
         let answer = {
             let state = self.lock();
             match state.cards.shown() {
@@ -232,7 +229,7 @@ impl Session {
                 tracing::info!(target: "formwork::form", marker = "answer", session = %self.id, form = %id, action = answer.action.as_str(), reason = why.as_deref().unwrap_or("the person answered"), "form ended");
                 self.emit(Event::FormResolved {
                     form_id: id,
-                    action: answer.action.as_str().to_owned(),
+                    action: answer.action,
                     content: answer.content.clone(),
                     reason: why,
                 });
@@ -246,10 +243,7 @@ impl Session {
                 };
                 self.emit(Event::ApprovalResolved {
                     approval_id: id,
-                    choice: serde_json::to_value(answer.choice)
-                        .ok()
-                        .and_then(|choice| choice.as_str().map(str::to_owned))
-                        .unwrap_or_default(),
+                    choice: answer.choice,
                     reason: Some(answer.reason.clone()),
                 });
                 let _ = reply.send(answer);
@@ -349,8 +343,7 @@ fn reply_for(
     form: Option<&formwork_forms::Form>,
     answer: FormAnswer,
 ) -> Result<FormReply, CommandError> {
-    let invalid =
-        |errors: formwork_forms::ValidationErrors| CommandError::Invalid(errors.to_string());
+    let invalid = CommandError::Invalid;
     match (answer, form) {
         (FormAnswer::Decline, _) => Ok(FormReply::decline()),
         (FormAnswer::Cancel, _) => Ok(FormReply::cancel()),

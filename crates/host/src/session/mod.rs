@@ -91,7 +91,7 @@ pub enum CommandError {
     NotShown(String),
     /// The answer does not fit the form; the card stays open.
     #[error("the answer does not validate:\n{0}")]
-    Invalid(String),
+    Invalid(formwork_forms::ValidationErrors),
     /// The answer's shape does not fit the card (e.g. a URL answer for a form).
     #[error("{0}")]
     Mismatch(String),
@@ -290,7 +290,7 @@ impl Host {
             Command::AnswerApproval {
                 approval_id,
                 choice,
-            } => session.answer_approval(&approval_id, &choice),
+            } => session.answer_approval(&approval_id, choice),
             Command::StopTurn => {
                 session.stop_turn();
                 Ok(())

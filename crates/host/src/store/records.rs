@@ -135,19 +135,8 @@ stored_enum! {
     }
 }
 
-stored_enum! {
-    /// The user's answer to an approval card.
-    ApprovalChoice {
-        /// Run this call.
-        Allow => "allow",
-        /// Run this tool without asking for the rest of the session.
-        AllowForSession => "allow_for_session",
-        /// Run this tool without asking from now on (written to the config).
-        AlwaysAllow => "always_allow",
-        /// Do not run this call.
-        Deny => "deny",
-    }
-}
+/// The user's answer to an approval card: the policy's choice, stored by its wire name.
+pub use crate::policy::ApprovalChoice;
 
 /// The reason given to forms, approvals and invocations found unfinished when the store opens.
 pub const HOST_STOPPED: &str = "host-stopped";

@@ -509,7 +509,12 @@ fn approval_row(row: &Row<'_>) -> Result<ApprovalRecord, StoreError> {
         rendering: json("approvals.rendering", row.get(5)?)?,
         status: ApprovalStatus::from_stored("approvals.status", &row.get::<_, String>(6)?)?,
         choice: choice
-            .map(|choice| ApprovalChoice::from_stored("approvals.choice", &choice))
+            .map(|choice| {
+                ApprovalChoice::from_name(&choice).ok_or(StoreError::UnknownValue {
+                    column: "approvals.choice",
+                    value: choice,
+                })
+            })
             .transpose()?,
         reason: row.get(8)?,
         created_at: row.get(9)?,
