@@ -11,6 +11,10 @@ Tools:
 - `cases`: the number of cases, as text.
 - `all_cases`: runs every case in this one process, then pings the host, and returns a JSON list of
   `{"case", "name", "outcome"}` (the last entry is the ping).
+- `flood {kind, count}`: writes one hostile line (`array`: a JSON array of `count` numbers; `oversized`: `count` MiB
+  of `x`) or `count` lines (`garbage`: text that is not JSON), then pings the host, and returns
+  `errors:<E> ping:<outcome>`, E being the number of error responses with `"id": null` that came before the ping's
+  answer (the host answers in order, so these are its answers to the flood).
 - `echo {message}`: returns the message in a result whose keys are in an unusual order, so the tests can check that
   the host prints results exactly as sent; it also writes the message to stderr (the host passes that through).
 `tools/list` is paginated (two pages) and its tool objects carry an unknown key, for the same reason.
@@ -216,6 +220,15 @@ TOOLS = [
         "inputSchema": {"type": "object"},
     },
     {
+        "name": "flood",
+        "description": "Write hostile lines, then ping, and count the errors that came back",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"kind": {"type": "string"}, "count": {"type": "integer"}},
+            "required": ["kind", "count"],
+        },
+    },
+    {
         "description": "Echo a message",
         "name": "echo",
         "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}},
@@ -326,6 +339,8 @@ class Plugin:
             outcome = self.await_responses([ping_id], id_unreadable=False)
             outcomes.append({"case": None, "name": "ping after all cases", "outcome": outcome})
             return text(dump(outcomes))
+        if name == "flood":
+            return text(self.flood(arguments["kind"], int(arguments["count"])))
         if name == "echo":
             print(f"hostile plugin stderr: {arguments.get('message', '')}", file=sys.stderr, flush=True)
             return {
@@ -334,6 +349,35 @@ class Plugin:
                 "structuredContent": {"b": 1, "a": 2},
             }
         return {"content": [{"type": "text", "text": f"unknown tool {name}"}], "isError": True}
+
+    def flood(self, kind, count):
+        if kind == "array":
+            self.io.write_line("[" + ",".join(["1"] * count) + "]")
+        elif kind == "oversized":
+            self.io.write_line("x" * (count << 20))
+        else:
+            for _ in range(count):
+                self.io.write_line("this is not JSON {]")
+        ping_id = self.next_id()
+        self.io.write_line(request(ping_id, {}, method="ping"))
+        errors = 0
+        deadline = time.monotonic() + TIMEOUT_SECONDS
+        while True:
+            line = self.io.read_line(deadline)
+            if line is None:
+                return f"errors:{errors} ping:timeout"
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(message, dict):
+                continue
+            if "method" in message:
+                self.handle(message)
+            elif message.get("id") == ping_id:
+                return f"errors:{errors} ping:{outcome(message)}"
+            elif message.get("id") is None and "error" in message:
+                errors += 1
 
     def run_case(self, index):
         lines, awaited, id_unreadable = CASES[index][1](self.next_id)

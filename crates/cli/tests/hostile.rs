@@ -243,3 +243,47 @@ fn echo_result_is_printed_exactly_as_sent() {
     let expected = r#"{"isError":false,"content":[{"type":"text","text":"still here"}],"structuredContent":{"b":1,"a":2}}"#;
     assert_eq!(compact(&output.json()), expected, "{output}");
 }
+
+/// `flood {kind, count}` on the hostile plugin: what the plugin counted, and formwork's stderr.
+fn flood(kind: &str, count: u64) -> (String, String) {
+    let output = call(
+        &hostile(),
+        "flood",
+        Some(json!({ "kind": kind, "count": count })),
+        Answers::Nothing,
+    );
+    output.assert_code(0);
+    (output.text(), output.stderr)
+}
+
+/// MCP has no batches: a JSON array of a million elements is one invalid message, answered by
+/// one error, not a million.
+#[test]
+fn a_json_array_gets_one_error_whatever_its_length() {
+    let (text, _) = flood("array", 1_000_000);
+    assert_eq!(text, "errors:1 ping:result:{}");
+}
+
+/// A line over the 16 MiB limit is skipped; the plugin stays connected and is answered.
+#[test]
+fn a_line_over_the_limit_is_skipped_and_the_connection_goes_on() {
+    let (text, stderr) = flood("oversized", 17);
+    assert_eq!(text, "errors:0 ping:result:{}");
+    assert!(
+        stderr.contains("discarded a message larger than the limit"),
+        "{stderr}"
+    );
+}
+
+/// Every broken line gets its error reply, but the warnings about them are bounded: a burst of
+/// 20, then one a second, the rest counted.
+#[test]
+fn a_flood_of_garbage_logs_a_bounded_number_of_warnings() {
+    let (text, stderr) = flood("garbage", 10_000);
+    assert_eq!(text, "errors:10000 ping:result:{}");
+    let warnings = stderr.matches("invalid message").count();
+    assert!(
+        (20..=25).contains(&warnings),
+        "{warnings} warnings:\n{stderr}"
+    );
+}

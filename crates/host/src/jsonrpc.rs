@@ -139,21 +139,17 @@ fn present<'de, D: serde::Deserializer<'de>>(
     <&RawValue>::deserialize(deserializer).map(Some)
 }
 
-/// Splits one frame (a line on stdio, an SSE event or an HTTP body) into messages. A batch
-/// yields several; a frame that is not JSON yields one `Invalid`.
-pub fn parse_frame(frame: &str) -> Vec<Incoming> {
+/// Reads one frame (a line on stdio, an SSE event or an HTTP body) as one message. MCP has no
+/// JSON-RPC batches: a JSON array is one invalid message, answered by one error at most.
+pub fn parse_frame(frame: &str) -> Incoming {
     let trimmed = frame.trim_start();
     if trimmed.starts_with('[') {
-        match serde_json::from_str::<Vec<Box<RawValue>>>(trimmed) {
-            Ok(items) => items.iter().map(|item| classify(item.get())).collect(),
-            Err(err) => vec![Incoming::Invalid {
-                id: None,
-                reason: format!("unreadable batch: {err}"),
-            }],
-        }
-    } else {
-        vec![classify(trimmed)]
+        return Incoming::Invalid {
+            id: None,
+            reason: "a JSON array is not a message: MCP has no JSON-RPC batches".to_owned(),
+        };
     }
+    classify(trimmed)
 }
 
 fn classify(text: &str) -> Incoming {
@@ -283,7 +279,7 @@ mod tests {
     use super::*;
 
     fn kind(frame: &str) -> String {
-        parse_frame(frame)
+        [parse_frame(frame)]
             .iter()
             .map(|message| match message {
                 Incoming::Request { id, method, .. } => format!("request {id} {method}"),
@@ -327,7 +323,7 @@ mod tests {
         );
         assert_eq!(
             kind(r#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","id":1,"method":"b"}]"#),
-            "notification a; request 1 b"
+            "invalid None"
         );
     }
 
@@ -342,6 +338,13 @@ mod tests {
             error_response(None, code::PARSE_ERROR, "bad"),
             r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"bad"}}"#
         );
+    }
+
+    #[test]
+    fn an_array_of_a_million_requests_is_one_invalid_message() {
+        let item = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+        let frame = format!("[{}]", vec![item; 1_000_000].join(","));
+        assert_eq!(kind(&frame), "invalid None");
     }
 
     #[test]

@@ -8,6 +8,7 @@ use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use serde_json::{Value, json};
 
+use super::log_budget::clipped;
 use super::{ServedRequest, Shared, elicitation};
 use crate::jsonrpc::{self, Incoming, Params, RawId, RpcError};
 use crate::transport::{self, Frame, Frames};
@@ -32,20 +33,23 @@ pub(super) async fn read_loop(shared: Arc<Shared>, mut incoming: Frames) {
             }
             frame = incoming.next() => match frame {
                 Some(Frame::Message(text, stream_of)) => {
-                    for message in jsonrpc::parse_frame(&text) {
-                        if let Some((id, method, params)) = dispatch(&shared, message) {
-                            let serve = serve_request(Arc::clone(&shared), id, method, params, stream_of);
-                            // Boxed: the set keeps a spare node the size of its future.
-                            requests.push(Box::pin(AssertUnwindSafe(serve).catch_unwind()));
-                        }
+                    if let Some((id, method, params)) = dispatch(&shared, jsonrpc::parse_frame(&text)) {
+                        let serve = serve_request(Arc::clone(&shared), id, method, params, stream_of);
+                        // Boxed: the set keeps a spare node the size of its future.
+                        requests.push(Box::pin(AssertUnwindSafe(serve).catch_unwind()));
                     }
                 }
-                Some(Frame::Oversized) => tracing::warn!(
-                    target: "formwork::plugin",
-                    plugin = %shared.name,
-                    limit = transport::MAX_FRAME_BYTES,
-                    "discarded a message larger than the limit"
-                ),
+                Some(Frame::Oversized) => {
+                    if let Some(suppressed) = shared.may_log() {
+                        tracing::warn!(
+                            target: "formwork::plugin",
+                            plugin = %shared.name,
+                            limit = transport::MAX_FRAME_BYTES,
+                            suppressed,
+                            "discarded a message larger than the limit"
+                        );
+                    }
+                }
                 Some(Frame::Closed(reason)) => break reason,
                 None => break "the transport stopped".to_owned(),
             },
@@ -77,18 +81,25 @@ fn dispatch(shared: &Shared, message: Incoming) -> Option<(RawId, String, Params
                 Some(sender) => {
                     let _ = sender.send(outcome);
                 }
-                None => tracing::warn!(
-                    target: "formwork::plugin",
-                    plugin = %shared.name,
-                    %id,
-                    "response to an unknown request id"
-                ),
+                None => {
+                    if let Some(suppressed) = shared.may_log() {
+                        tracing::warn!(
+                            target: "formwork::plugin",
+                            plugin = %shared.name,
+                            id = %clipped(id.as_json()),
+                            suppressed,
+                            "response to an unknown request id"
+                        );
+                    }
+                }
             }
         }
         Incoming::Request { id, method, params } => return Some((id, method, params)),
         Incoming::Notification { method, params } => on_notification(shared, &method, params),
         Incoming::Invalid { id, reason } => {
-            tracing::warn!(target: "formwork::plugin", plugin = %shared.name, %reason, "invalid message");
+            if let Some(suppressed) = shared.may_log() {
+                tracing::warn!(target: "formwork::plugin", plugin = %shared.name, reason = %clipped(&reason), suppressed, "invalid message");
+            }
             let code = if id.is_some() {
                 jsonrpc::code::INVALID_REQUEST
             } else {
@@ -204,11 +215,13 @@ fn on_notification(shared: &Shared, method: &str, params: Params) {
                 .get("level")
                 .and_then(Value::as_str)
                 .unwrap_or("info");
-            let data = params.get("data").cloned().unwrap_or(Value::Null);
-            tracing::info!(target: "formwork::plugin_log", plugin = %shared.name, level, %data, "plugin log");
+            let data = params.get("data").unwrap_or(&Value::Null).to_string();
+            if let Some(suppressed) = shared.may_log() {
+                tracing::info!(target: "formwork::plugin_log", plugin = %shared.name, level = %clipped(level), data = %clipped(&data), suppressed, "plugin log");
+            }
         }
         other => {
-            tracing::debug!(target: "formwork::plugin", plugin = %shared.name, method = other, "notification ignored")
+            tracing::debug!(target: "formwork::plugin", plugin = %shared.name, method = %clipped(other), "notification ignored")
         }
     }
 }

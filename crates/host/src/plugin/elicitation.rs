@@ -11,6 +11,7 @@ use serde_json::value::RawValue;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::log_budget::clipped;
 use super::{CountedAgainst, Shared};
 use crate::jsonrpc::{self, Params, RawId, RpcError};
 use crate::responder::{DeclineNotice, FormAction, FormPrompt, FormReply};
@@ -83,7 +84,7 @@ pub(crate) async fn handle(
         url_completed,
         cancelled: cancelled.clone(),
     };
-    tracing::info!(target: "formwork::form", marker = "form-shown", plugin = %shared.name, %id, "form shown");
+    tracing::info!(target: "formwork::form", marker = "form-shown", plugin = %shared.name, id = %clipped(id.as_json()), "form shown");
     // The responder first: when the form is cancelled it sees that too, and may end its side
     // of the form before its future is dropped.
     let reply = tokio::select! {
@@ -98,7 +99,7 @@ pub(crate) async fn handle(
     {
         flows.remove(&elicitation_id);
     }
-    tracing::info!(target: "formwork::form", marker = "result-sent", plugin = %shared.name, %id, action = reply.action.as_str(), "form answered");
+    tracing::info!(target: "formwork::form", marker = "result-sent", plugin = %shared.name, id = %clipped(id.as_json()), action = reply.action.as_str(), "form answered");
     Answer {
         result: Ok(reply.to_result()),
         form,
@@ -131,13 +132,13 @@ fn read(
             "elicitation/create params must be an object".to_owned(),
         )));
     }
-    tracing::info!(target: "formwork::form", marker = "request-received", plugin = %shared.name, %id, "elicitation received");
+    tracing::info!(target: "formwork::form", marker = "request-received", plugin = %shared.name, id = %clipped(id.as_json()), "elicitation received");
 
     match parse_request(&params) {
         Ok(request) => Ok((request, text)),
         Err(decline) => {
             let reason = decline.to_string();
-            tracing::info!(target: "formwork::form", marker = "declined", plugin = %shared.name, %id, %reason, "form declined");
+            tracing::info!(target: "formwork::form", marker = "declined", plugin = %shared.name, id = %clipped(id.as_json()), %reason, "form declined");
             shared.responder.declined(&DeclineNotice {
                 plugin: shared.name.clone(),
                 request_id: id.to_value(),
@@ -176,7 +177,7 @@ fn checked(
             ..reply
         },
         Err(errors) => {
-            tracing::error!(target: "formwork::form", plugin = %shared.name, %id, %errors, "the responder accepted content that does not validate; sending cancel");
+            tracing::error!(target: "formwork::form", plugin = %shared.name, id = %clipped(id.as_json()), %errors, "the responder accepted content that does not validate; sending cancel");
             FormReply::cancel()
         }
     }

@@ -6,6 +6,7 @@
 mod clocks;
 mod dispatch;
 mod elicitation;
+mod log_budget;
 mod observe;
 
 use std::collections::HashMap;
@@ -146,6 +147,8 @@ pub(crate) struct Shared {
     pub(crate) url_flows: Mutex<HashMap<String, watch::Sender<bool>>>,
     request_timeout: Duration,
     on_request: Option<RequestObserver>,
+    /// How much more this plugin may make the host log.
+    log_budget: Mutex<log_budget::LogBudget>,
 }
 
 impl Plugin {
@@ -182,6 +185,7 @@ impl Plugin {
             url_flows: Mutex::new(HashMap::new()),
             request_timeout: options.request_timeout,
             on_request: options.on_request,
+            log_budget: Mutex::new(log_budget::LogBudget::new(Instant::now())),
         });
         tasks.push(tokio::spawn(dispatch::read_loop(
             Arc::clone(&shared),
@@ -362,6 +366,15 @@ impl Shared {
                 .and_then(|reason| reason.clone())
                 .unwrap_or_else(|| "the connection was closed".to_owned()),
         }
+    }
+
+    /// Whether a line about this plugin may be logged now (see [`log_budget`]); `Some(n)`: yes,
+    /// after `n` were left out.
+    pub(crate) fn may_log(&self) -> Option<u64> {
+        self.log_budget
+            .lock()
+            .ok()
+            .and_then(|mut budget| budget.take(Instant::now()))
     }
 
     fn next_id(&self) -> u64 {

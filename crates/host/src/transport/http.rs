@@ -580,6 +580,25 @@ mod tests {
         assert_eq!(events(&["id: 1\nretry: 500\n\n"]), Vec::<String>::new());
     }
 
+    /// An event over the limit is reported and skipped, whether one line or many make it too
+    /// big, and the events after it are read as usual.
+    #[test]
+    fn an_event_over_the_limit_is_skipped_and_the_stream_goes_on() {
+        let long_line = format!("data: {}\n\n", "x".repeat(MAX_FRAME_BYTES + 1));
+        let half = format!("data: {}\n", "y".repeat(MAX_FRAME_BYTES / 2 + 1));
+        assert_eq!(
+            events(&[
+                &long_line,
+                "data: ok\n\n",
+                &half,
+                &half,
+                "\n",
+                "data: ok again\n\n"
+            ]),
+            ["<oversized>", "ok", "<oversized>", "ok again"]
+        );
+    }
+
     #[tokio::test]
     async fn configured_headers_ride_every_request() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -7,6 +7,7 @@
 mod buffered;
 pub(crate) mod http;
 mod http1;
+mod lines;
 pub(crate) mod stdio;
 
 use std::pin::Pin;
@@ -15,7 +16,8 @@ use futures::Stream;
 use futures::channel::mpsc;
 use tokio::task::JoinHandle;
 
-/// The largest single message accepted from a plugin. Larger ones are discarded and reported.
+/// The largest single message accepted from a plugin (a stdio line, an SSE event, an HTTP
+/// body). A larger one is skipped and reported, and the connection goes on.
 pub const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
 
 /// Logs a message as it leaves for the plugin: target `formwork::wire`, trace level, the text
@@ -34,7 +36,7 @@ pub(crate) fn trace_in(message: &str) {
 /// What a transport delivers to the connection.
 #[derive(Debug)]
 pub(crate) enum Frame {
-    /// One JSON-RPC message (or batch) as text, and the id of the host's request whose response
+    /// One JSON-RPC message as text, and the id of the host's request whose response
     /// stream carried it (HTTP only: a plugin's request that belongs to that call).
     Message(String, Option<u64>),
     /// A message exceeded [`MAX_FRAME_BYTES`] and was discarded.

@@ -11,17 +11,20 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::StreamExt;
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::unix::pipe;
 use tokio::process::{Child, ChildStdout, Command};
 use tokio::sync::Notify;
-use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 
+use super::lines::{LineSplitter, Split};
 use super::{Frame, Frames, MAX_FRAME_BYTES, Outgoing, Transport};
 use crate::HostError;
 
 /// How long a plugin gets to exit after its stdin is closed before it is terminated.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
+
+/// How much of the child's stdout is read at a time.
+const READ_BUFFER: usize = 8 * 1024;
 
 /// Spawns `command` with `sh -c` in its own process group and connects to its stdio.
 pub(crate) fn spawn(command: &str, inherit_stderr: bool) -> Result<Transport, HostError> {
@@ -196,26 +199,41 @@ async fn write_waiting(pipe: &Pipe) {
     }
 }
 
-/// The child's stdout as frames, one per line, then `Closed` when it ends or fails.
+/// The child's stdout as frames, one per line, then `Closed` when it ends or fails. A line over
+/// [`MAX_FRAME_BYTES`] is skipped (`Oversized`) and reading goes on.
 fn frames(stdout: ChildStdout) -> Frames {
-    let lines = FramedRead::new(stdout, LinesCodec::new_with_max_length(MAX_FRAME_BYTES));
-    Box::pin(futures::stream::unfold(Some(lines), |lines| async move {
-        let mut lines = lines?;
+    let reader = BufReader::with_capacity(READ_BUFFER, stdout);
+    let state = Some((reader, LineSplitter::new(MAX_FRAME_BYTES)));
+    Box::pin(futures::stream::unfold(state, |state| async move {
+        let (mut reader, mut splitter) = state?;
         let closed = loop {
-            match lines.next().await {
-                Some(Ok(line)) if line.trim().is_empty() => {}
-                Some(Ok(line)) => {
+            let split = match reader.fill_buf().await {
+                Ok([]) => match splitter.finish() {
+                    Some(split) => split,
+                    None => break "it closed its stdout".to_owned(),
+                },
+                Ok(chunk) => {
+                    let (used, split) = splitter.feed(chunk);
+                    reader.consume(used);
+                    match split {
+                        Some(split) => split,
+                        None => continue,
+                    }
+                }
+                Err(err) => break format!("reading its stdout failed: {err}"),
+            };
+            match split {
+                Split::Line(line) if line.iter().all(u8::is_ascii_whitespace) => {}
+                Split::Line(line) => {
+                    // Not UTF-8 is not JSON either; the replacement characters make that plain.
+                    let line = String::from_utf8(line)
+                        .unwrap_or_else(|err| String::from_utf8_lossy(err.as_bytes()).into_owned());
                     super::trace_in(&line);
-                    return Some((Frame::Message(line, None), Some(lines)));
+                    return Some((Frame::Message(line, None), Some((reader, splitter))));
                 }
-                // The codec discards the rest of the line and goes on with the next one.
-                Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
-                    return Some((Frame::Oversized, Some(lines)));
+                Split::Oversized => {
+                    return Some((Frame::Oversized, Some((reader, splitter))));
                 }
-                Some(Err(LinesCodecError::Io(err))) => {
-                    break format!("reading its stdout failed: {err}");
-                }
-                None => break "it closed its stdout".to_owned(),
             }
         };
         Some((Frame::Closed(closed), None))
