@@ -20,7 +20,9 @@ Tools:
 `tools/list` is paginated (two pages) and its tool objects carry an unknown key, for the same reason.
 
 Command-line helpers for the tests: `--print-params N` prints the `params` of case N's last request;
-`--print-tools` prints the tool list.
+`--print-tools` prints the tool list; `--endless-tools BYTES` serves, but answers every `tools/list` with a new page
+(one tool whose description is BYTES long) and a new cursor, for ever; `--stop-reading` answers `initialize`, then
+never reads its input again.
 """
 
 import json
@@ -274,9 +276,10 @@ class Stdio:
 
 
 class Plugin:
-    def __init__(self):
+    def __init__(self, endless_tools=None):
         self.io = Stdio()
         self.last_id = 100
+        self.endless_tools = endless_tools
 
     def next_id(self):
         self.last_id += 1
@@ -311,6 +314,10 @@ class Plugin:
             )
         elif method == "ping":
             self.answer(request_id, {})
+        elif method == "tools/list" and self.endless_tools is not None:
+            # A new page and a new cursor every time, each page one tool this many bytes long.
+            tool = {"name": f"t{request_id}", "description": "x" * self.endless_tools, "inputSchema": {"type": "object"}}
+            self.answer(request_id, {"tools": [tool], "nextCursor": f"after-{request_id}"})
         elif method == "tools/list":
             tools, cursor = TOOL_PAGES.get(params.get("cursor"), ([], None))
             result = {"tools": tools}
@@ -431,6 +438,14 @@ def main(argv):
         print(dump(json.loads(lines[-1])["params"]))
     elif len(argv) == 2 and argv[1] == "--print-tools":
         print(dump(TOOLS))
+    elif len(argv) == 2 and argv[1] == "--stop-reading":
+        plugin = Plugin()
+        line = plugin.io.read_line()
+        plugin.handle(json.loads(line))  # initialize, and not one byte more
+        while True:
+            time.sleep(60)
+    elif len(argv) == 3 and argv[1] == "--endless-tools":
+        Plugin(endless_tools=int(argv[2])).serve()
     else:
         Plugin().serve()
 

@@ -287,3 +287,17 @@ fn a_flood_of_garbage_logs_a_bounded_number_of_warnings() {
         "{warnings} warnings:\n{stderr}"
     );
 }
+
+/// A plugin whose tool list never ends: `formwork tools` stops after the page limit, and after
+/// the byte limit when the pages are large, with an error that says so.
+#[test]
+fn an_endless_tool_list_is_cut_off_with_an_error() {
+    for (page_bytes, says) in [
+        (10, "the tool list goes on for more than 100 pages"),
+        (1_000_000, "the tool list is longer than 16777216 bytes"),
+    ] {
+        let plugin = format!("{} --endless-tools {page_bytes}", hostile());
+        let output = formwork(&["tools", "--plugin", &plugin], None);
+        output.assert_code(2).assert_stderr_mentions(says);
+    }
+}

@@ -26,7 +26,10 @@ pub use error::HostError;
 pub use events::{Command, Event, FormAnswer, Role, SessionId};
 pub use formwork_forms::{ElicitationRequest, FormRequest, UrlRequest};
 pub use jsonrpc::RpcError;
-pub use plugin::{ConnectOptions, PROTOCOL_VERSION, Plugin, PluginTarget, ServerInfo};
+pub use plugin::{
+    ConnectOptions, MAX_TOOL_LIST_BYTES, MAX_TOOL_PAGES, PROTOCOL_VERSION, Plugin, PluginTarget,
+    ServerInfo,
+};
 pub use responder::{BoxFuture, DeclineNotice, FormAction, FormPrompt, FormReply, FormResponder};
 pub use session::{CommandError, Host, HostOptions, UiGuard, reason, server_target};
 pub use transport::MAX_FRAME_BYTES;

@@ -39,6 +39,14 @@ fn ts_plugin() -> PluginTarget {
     ))
 }
 
+fn hostile(flag: &str) -> PluginTarget {
+    PluginTarget::Command(format!(
+        "'{}' '{}' {flag}",
+        peers().join("venv/bin/python").display(),
+        peers().join("npm/hostile_plugin.py").display()
+    ))
+}
+
 fn everything() -> PluginTarget {
     PluginTarget::Command(format!(
         "'{}' stdio",
@@ -239,4 +247,27 @@ async fn url_mode_is_accepted_without_content_and_completion_is_reported() {
         .unwrap();
     assert!(completed);
     plugin.close().await;
+}
+
+/// A plugin that stops reading its stdin: once more than `MAX_QUEUED_BYTES` would wait for it,
+/// its connection ends and every request fails, saying why.
+#[tokio::test]
+async fn a_plugin_that_stops_reading_loses_its_connection() {
+    let plugin = connect(hostile("--stop-reading"), Duration::from_secs(30), |_| {
+        Box::pin(async { FormReply::cancel() })
+    })
+    .await;
+    let pad = "x".repeat(1 << 20);
+    let calls = (0..40).map(|_| plugin.request("ping", Some(json!({ "pad": pad }))));
+    let outcomes = tokio::time::timeout(Duration::from_secs(20), futures::future::join_all(calls))
+        .await
+        .expect("the requests were not ended");
+    for outcome in outcomes {
+        let error = outcome.unwrap_err().to_string();
+        assert!(
+            error.contains("does not read what formwork sends"),
+            "{error}"
+        );
+    }
+    assert!(plugin.is_closed());
 }

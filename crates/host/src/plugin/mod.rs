@@ -37,6 +37,12 @@ pub const PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::LATEST_WITH_INITI
 /// How long the `initialize` handshake may take (a plugin started by `npx` may download first).
 const INITIALIZE_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// The most pages of `tools/list` read for one list.
+pub const MAX_TOOL_PAGES: usize = 100;
+
+/// The most bytes of `tools/list` results read for one list, all pages together.
+pub const MAX_TOOL_LIST_BYTES: usize = 16 * 1024 * 1024;
+
 /// Where a plugin lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PluginTarget {
@@ -220,7 +226,7 @@ impl Plugin {
             return Err(HostError::UnsupportedVersion(protocol_version));
         }
         let _ = negotiated.set(protocol_version.clone());
-        shared.outgoing.send(
+        shared.write(
             jsonrpc::notification("notifications/initialized", None),
             Sent::Initialized,
         );
@@ -262,27 +268,44 @@ impl Plugin {
         self.shared.closed.is_cancelled()
     }
 
-    /// All tools, every page of `tools/list` merged, each exactly as the plugin sent it.
+    /// All tools, every page of `tools/list` merged, each exactly as the plugin sent it. A cursor
+    /// seen before ends the list; more than [`MAX_TOOL_PAGES`] pages or [`MAX_TOOL_LIST_BYTES`]
+    /// in all is an error.
     pub async fn list_tools(&self) -> Result<Vec<Value>, HostError> {
+        let too_long = |reason: String| HostError::InvalidResponse {
+            method: "tools/list".to_owned(),
+            reason,
+        };
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
-        loop {
+        let mut seen = std::collections::HashSet::new();
+        let mut bytes = 0;
+        for _ in 0..MAX_TOOL_PAGES {
             let params = cursor.as_ref().map(|cursor| json!({"cursor": cursor}));
-            let mut page = self.request("tools/list", params).await?;
+            let raw = self
+                .shared
+                .request_raw(self.shared.next_id(), "tools/list", params)
+                .await?;
+            bytes += raw.get().len();
+            if bytes > MAX_TOOL_LIST_BYTES {
+                return Err(too_long(format!(
+                    "the tool list is longer than {MAX_TOOL_LIST_BYTES} bytes"
+                )));
+            }
+            let mut page: Value =
+                serde_json::from_str(raw.get()).map_err(|err| too_long(err.to_string()))?;
             match page.get_mut("tools").map(Value::take) {
                 Some(Value::Array(page_tools)) => tools.extend(page_tools),
-                _ => {
-                    return Err(HostError::InvalidResponse {
-                        method: "tools/list".to_owned(),
-                        reason: "the result has no `tools` array".to_owned(),
-                    });
-                }
+                _ => return Err(too_long("the result has no `tools` array".to_owned())),
             }
             match page.get("nextCursor").and_then(Value::as_str) {
-                Some(next) if Some(next) != cursor.as_deref() => cursor = Some(next.to_owned()),
+                Some(next) if seen.insert(next.to_owned()) => cursor = Some(next.to_owned()),
                 _ => return Ok(tools),
             }
         }
+        Err(too_long(format!(
+            "the tool list goes on for more than {MAX_TOOL_PAGES} pages"
+        )))
     }
 
     /// The tool's entry in `tools/list` (annotations, title, description), or `null` when the
@@ -353,7 +376,19 @@ impl Plugin {
 impl Shared {
     /// Sends a response (or another message no transport needs to tell apart).
     pub(crate) fn send(&self, message: String) {
-        self.outgoing.send(message, Sent::Other);
+        self.write(message, Sent::Other);
+    }
+
+    /// Hands a message to the transport; a plugin that does not read what it is sent, so that
+    /// too much would wait for it, loses its connection.
+    fn write(&self, message: String, kind: Sent) {
+        if let Err(full) = self.outgoing.send(message, kind) {
+            tracing::warn!(target: "formwork::plugin", plugin = %self.name, limit = transport::MAX_QUEUED_BYTES, "{full}; closing the connection");
+            if let Ok(mut slot) = self.closed_reason.lock() {
+                slot.get_or_insert(full.to_string());
+            }
+            self.closed.cancel();
+        }
     }
 
     fn gone(&self) -> HostError {
@@ -419,8 +454,7 @@ impl Shared {
         }
         // Before sending: a form may come on the request's stream at once.
         let clock = (!handshake).then(|| RequestClock::start(self, id));
-        self.outgoing
-            .send(jsonrpc::request(id, method, params), Sent::Request(id));
+        self.write(jsonrpc::request(id, method, params), Sent::Request(id));
         let mut abandoned = Abandoned {
             shared: self,
             id,
@@ -475,7 +509,7 @@ impl Shared {
 
     fn cancel(&self, id: u64, reason: &str) {
         let params = json!({"requestId": id, "reason": reason});
-        self.outgoing.send(
+        self.write(
             jsonrpc::notification("notifications/cancelled", Some(params)),
             Sent::Cancel(id),
         );

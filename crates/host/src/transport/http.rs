@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::http1::{Endpoint, Response, SendError};
-use super::{Frame, MAX_FRAME_BYTES, Outgoing, Sent, Transport};
+use super::{Frame, MAX_FRAME_BYTES, Outgoing, Queued, Sent, Transport};
 use crate::HostError;
 use crate::jsonrpc;
 
@@ -33,6 +33,8 @@ const EXIT_SETTLE: std::time::Duration = std::time::Duration::from_millis(200);
 const OPENING_HOLD: std::time::Duration = std::time::Duration::from_secs(1);
 /// How long a notification or response may wait for the plugin's acknowledgement (202).
 const ACKNOWLEDGE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+/// How long ending the MCP session (the `DELETE`) may take when the connection closes.
+const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// State shared by the POST tasks of one connection.
 struct Shared {
@@ -77,6 +79,8 @@ pub(crate) fn connect(
     // every idle session would hold.
     let (incoming_tx, incoming) = mpsc::unbounded();
     let (outgoing, mut outgoing_rx) = mpsc::unbounded::<(String, Sent)>();
+    let queued = Arc::new(Queued::default());
+    let counted = Arc::clone(&queued);
     let shared = Arc::new(Shared {
         endpoint,
         url: url.to_owned(),
@@ -94,6 +98,10 @@ pub(crate) fn connect(
         let mut open: HashMap<u64, tokio::task::AbortHandle> = HashMap::new();
         let mut requests: HashMap<tokio::task::Id, u64> = HashMap::new();
         while let Some((message, kind)) = outgoing_rx.next().await {
+            counted.taken(message.len());
+            if counted.is_full() {
+                break;
+            }
             while let Some(ended) = streams.try_join_next_with_id() {
                 let task = ended.map_or_else(|err| err.id(), |(task, ())| task);
                 if let Some(request) = requests.remove(&task) {
@@ -145,7 +153,10 @@ pub(crate) fn connect(
     });
 
     Ok(Transport {
-        outgoing: Outgoing::Channel(outgoing),
+        outgoing: Outgoing::Channel {
+            sender: outgoing,
+            queued,
+        },
         incoming: Box::pin(incoming),
         tasks: vec![driver],
     })
@@ -423,10 +434,16 @@ async fn listen(shared: &Shared, mut response: Response) {
 
 async fn close_session(shared: &Shared) {
     let session = shared.session_id.lock().ok().and_then(|id| id.clone());
-    if session.is_some()
-        && let Ok(response) = shared.send("DELETE", ACCEPT_BOTH, "").await
-    {
-        let _ = response.read_to_end(64 * 1024).await;
+    if session.is_none() {
+        return;
+    }
+    let delete = async {
+        if let Ok(response) = shared.send("DELETE", ACCEPT_BOTH, "").await {
+            let _ = response.read_to_end(64 * 1024).await;
+        }
+    };
+    if tokio::time::timeout(CLOSE_WAIT, delete).await.is_err() {
+        tracing::debug!(target: "formwork::transport", url = %shared.url, "the plugin did not answer the end of its session");
     }
 }
 
@@ -608,10 +625,13 @@ mod tests {
             ("authorization".to_owned(), "Bearer t0ken".to_owned()),
         ];
         let transport = connect(&url, Arc::new(OnceLock::new()), headers).unwrap();
-        transport.outgoing.send(
-            r#"{"jsonrpc":"2.0","method":"notifications/x"}"#.to_owned(),
-            Sent::Other,
-        );
+        transport
+            .outgoing
+            .send(
+                r#"{"jsonrpc":"2.0","method":"notifications/x"}"#.to_owned(),
+                Sent::Other,
+            )
+            .unwrap();
         let (socket, _) = listener.accept().await.unwrap();
         let mut lines = tokio::io::BufReader::new(socket).lines();
         let mut head = Vec::new();
@@ -627,6 +647,75 @@ mod tests {
             head.contains(&"authorization: Bearer t0ken".to_owned()),
             "{head:?}"
         );
+    }
+
+    /// A plugin that never answers the `DELETE` of its session holds up the end of the
+    /// connection for `CLOSE_WAIT`, no longer.
+    #[tokio::test(start_paused = true)]
+    async fn ending_a_session_the_plugin_never_answers_gives_up() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            let (socket, _) = listener.accept().await.unwrap();
+            let mut reader = tokio::io::BufReader::new(socket);
+            let mut line = String::new();
+            // The first request's head and its two-byte body, then an answer with a session.
+            while reader.read_line(&mut line).await.unwrap() > 2 {
+                line.clear();
+            }
+            let mut body = [0; 2];
+            tokio::io::AsyncReadExt::read_exact(&mut reader, &mut body)
+                .await
+                .unwrap();
+            let answer = "HTTP/1.1 202 Accepted\r\nmcp-session-id: s1\r\ncontent-length: 0\r\n\r\n";
+            tokio::io::AsyncWriteExt::write_all(reader.get_mut(), answer.as_bytes())
+                .await
+                .unwrap();
+            // The DELETE is read and never answered.
+            std::future::pending::<()>().await;
+        });
+        let Transport {
+            outgoing,
+            mut incoming,
+            ..
+        } = connect(&url, Arc::new(OnceLock::new()), Vec::new()).unwrap();
+        outgoing.send("{}".to_owned(), Sent::Other).unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let started = tokio::time::Instant::now();
+        drop(outgoing);
+        let frame = futures::StreamExt::next(&mut incoming).await;
+        assert!(matches!(frame, Some(Frame::Closed(_))), "{frame:?}");
+        assert_eq!(started.elapsed(), CLOSE_WAIT);
+    }
+
+    /// A plugin that takes the connection but never reads: what waits for it is bounded, and
+    /// the message that would pass the bound is refused.
+    #[tokio::test]
+    async fn what_waits_for_a_plugin_that_never_reads_is_bounded() {
+        // Never accepted: the kernel takes the connection and a few buffers' worth, no more.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let transport = connect(&url, Arc::new(OnceLock::new()), Vec::new()).unwrap();
+        let message = format!(
+            r#"{{"jsonrpc":"2.0","method":"n","params":"{}"}}"#,
+            "x".repeat(1 << 20)
+        );
+        let sent = (0..64)
+            .take_while(|_| {
+                transport
+                    .outgoing
+                    .send(message.clone(), Sent::Other)
+                    .is_ok()
+            })
+            .count();
+        let fit = super::super::MAX_QUEUED_BYTES / message.len();
+        // The first may already be on its way out of the channel.
+        assert!((fit..=fit + 1).contains(&sent), "{sent} sent, {fit} fit");
+        assert_eq!(
+            transport.outgoing.send("{}".to_owned(), Sent::Other),
+            Err(super::super::QueueFull)
+        );
+        drop(listener);
     }
 
     /// Many calls started at once reach the plugin at most `MAX_OPENING` at a time; the rest
@@ -699,10 +788,13 @@ mod tests {
         };
         let mut transport = connect(&url, Arc::new(OnceLock::new()), Vec::new()).unwrap();
         for id in 0..CALLS {
-            transport.outgoing.send(
-                jsonrpc::request(id, "tools/call", Some(serde_json::json!({"name": "t"}))),
-                Sent::Request(id),
-            );
+            transport
+                .outgoing
+                .send(
+                    jsonrpc::request(id, "tools/call", Some(serde_json::json!({"name": "t"}))),
+                    Sent::Request(id),
+                )
+                .unwrap();
         }
         let mut answered = std::collections::HashSet::new();
         while (answered.len() as u64) < CALLS {

@@ -31,6 +31,8 @@ const MAX_IDLE: usize = 8;
 /// and a request written into a closing connection may or may not have been taken.
 const MAX_IDLE_AGE: Duration = Duration::from_secs(4);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a TLS handshake may take once the connection is made.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 
 trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
@@ -252,9 +254,9 @@ impl Endpoint {
         let io: Pin<Box<dyn Io>> = match &self.tls {
             None => Box::pin(tcp),
             Some((connector, name)) => Box::pin(
-                connector
-                    .connect(name.clone(), tcp)
+                tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, connector.connect(name.clone(), tcp))
                     .await
+                    .map_err(|_| format!("the TLS handshake with {} timed out", self.host))?
                     .map_err(|err| format!("TLS with {} failed: {err}", self.host))?,
             ),
         };
@@ -646,6 +648,28 @@ mod tests {
 
     fn accepted(count: &std::sync::atomic::AtomicUsize) -> usize {
         count.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// A server that takes the connection and never says a word: the handshake gives up.
+    #[tokio::test(start_paused = true)]
+    async fn a_tls_handshake_that_never_ends_times_out() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                held.push(socket);
+            }
+        });
+        let endpoint = Endpoint::new(&format!("https://{address}/mcp")).unwrap();
+        let started = tokio::time::Instant::now();
+        let error = match endpoint.send("POST", &[], b"{}").await {
+            Err(SendError::Unreachable(reason)) => reason,
+            Err(SendError::Failed(reason)) => panic!("failed, not unreachable: {reason}"),
+            Ok(_) => panic!("a silent server answered"),
+        };
+        assert_eq!(error, "the TLS handshake with 127.0.0.1 timed out");
+        assert_eq!(started.elapsed(), TLS_HANDSHAKE_TIMEOUT);
     }
 
     #[tokio::test]

@@ -11,6 +11,8 @@ mod lines;
 pub(crate) mod stdio;
 
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use futures::Stream;
 use futures::channel::mpsc;
@@ -63,20 +65,75 @@ pub(crate) enum Sent {
     Other,
 }
 
+/// The most bytes that may wait to be sent to one plugin. A plugin that stops reading its input
+/// would otherwise make the host hold everything it sends; past this, the connection ends.
+pub const MAX_QUEUED_BYTES: usize = 32 * 1024 * 1024;
+
 /// Where the connection's messages go, each whole and in order.
 pub(crate) enum Outgoing {
-    /// To a task that sends them (HTTP: a POST each).
-    Channel(mpsc::UnboundedSender<(String, Sent)>),
+    /// To a task that sends them (HTTP: a POST each); `queued` counts the bytes it has not taken.
+    Channel {
+        sender: mpsc::UnboundedSender<(String, Sent)>,
+        queued: Arc<Queued>,
+    },
     /// Into a child's stdin, at once when the pipe takes them.
     Pipe(stdio::Writer),
 }
 
+/// The bytes in a channel to a sending task, counted against [`MAX_QUEUED_BYTES`]; once over,
+/// full for good.
+#[derive(Debug, Default)]
+pub(crate) struct Queued {
+    bytes: AtomicUsize,
+    full: AtomicBool,
+}
+
+impl Queued {
+    fn add(&self, len: usize) -> Result<(), QueueFull> {
+        if self.bytes.fetch_add(len, Ordering::AcqRel) + len > MAX_QUEUED_BYTES {
+            self.full.store(true, Ordering::Release);
+            return Err(QueueFull);
+        }
+        Ok(())
+    }
+
+    /// The sending task took a message of `len` bytes out of the channel.
+    pub(crate) fn taken(&self, len: usize) {
+        self.bytes.fetch_sub(len, Ordering::AcqRel);
+    }
+
+    /// Whether it overflowed: what still waits is not sent.
+    pub(crate) fn is_full(&self) -> bool {
+        self.full.load(Ordering::Acquire)
+    }
+}
+
+/// More than [`MAX_QUEUED_BYTES`] would wait for the plugin: it does not read what it is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct QueueFull;
+
+impl std::fmt::Display for QueueFull {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "it does not read what formwork sends: more than {MAX_QUEUED_BYTES} bytes wait for it"
+        )
+    }
+}
+
 impl Outgoing {
-    /// Sends or queues `message`; once the transport is gone, it is dropped.
-    pub(crate) fn send(&self, message: String, kind: Sent) {
+    /// Sends or queues `message`; once the transport is gone, it is dropped. `QueueFull` when
+    /// it would make more than [`MAX_QUEUED_BYTES`] wait: it is not sent, and no later
+    /// message will be.
+    pub(crate) fn send(&self, message: String, kind: Sent) -> Result<(), QueueFull> {
         match self {
-            Outgoing::Channel(channel) => {
-                let _ = channel.unbounded_send((message, kind));
+            Outgoing::Channel { sender, queued } => {
+                if queued.add(message.len()).is_err() {
+                    sender.close_channel();
+                    return Err(QueueFull);
+                }
+                let _ = sender.unbounded_send((message, kind));
+                Ok(())
             }
             Outgoing::Pipe(pipe) => pipe.send(message),
         }

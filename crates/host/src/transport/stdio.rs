@@ -17,7 +17,7 @@ use tokio::process::{Child, ChildStdout, Command};
 use tokio::sync::Notify;
 
 use super::lines::{LineSplitter, Split};
-use super::{Frame, Frames, MAX_FRAME_BYTES, Outgoing, Transport};
+use super::{Frame, Frames, MAX_FRAME_BYTES, MAX_QUEUED_BYTES, Outgoing, QueueFull, Transport};
 use crate::HostError;
 
 /// How long a plugin gets to exit after its stdin is closed before it is terminated.
@@ -98,6 +98,8 @@ struct Pipe {
 struct Queue {
     /// Bytes the pipe has not taken yet, in order; the first may be partly written.
     waiting: VecDeque<Vec<u8>>,
+    /// How many bytes `waiting` holds, at most [`MAX_QUEUED_BYTES`].
+    waiting_bytes: usize,
     /// The `Writer` is gone: write what waits, then close.
     closed: bool,
     /// A write failed (the child stopped reading): nothing more is written.
@@ -116,20 +118,21 @@ enum Progress {
 
 impl Writer {
     /// Writes `message` and a newline, or as much as the pipe takes, at once when nothing waits
-    /// before it; the rest waits for the writer task.
-    pub(crate) fn send(&self, message: String) {
+    /// before it; the rest waits for the writer task. `QueueFull` when the rest would make more
+    /// than [`MAX_QUEUED_BYTES`] wait: then nothing more is written, and the child is ended.
+    pub(crate) fn send(&self, message: String) -> Result<(), QueueFull> {
         super::trace_out(&message);
         let mut bytes = message.into_bytes();
         bytes.push(b'\n');
         let Ok(mut queue) = self.0.queue.lock() else {
-            return;
+            return Ok(());
         };
         if queue.failed {
-            return;
+            return Ok(());
         }
         if queue.waiting.is_empty() {
             match self.0.stdin.try_write(&bytes) {
-                Ok(written) if written == bytes.len() => return,
+                Ok(written) if written == bytes.len() => return Ok(()),
                 Ok(written) if written > 0 => {
                     bytes.drain(..written);
                 }
@@ -137,12 +140,21 @@ impl Writer {
                 Ok(_) | Err(_) => {
                     queue.failed = true;
                     self.0.wake.notify_one();
-                    return;
+                    return Ok(());
                 }
             }
         }
+        if queue.waiting_bytes + bytes.len() > MAX_QUEUED_BYTES {
+            queue.failed = true;
+            queue.waiting.clear();
+            queue.waiting_bytes = 0;
+            self.0.wake.notify_one();
+            return Err(QueueFull);
+        }
+        queue.waiting_bytes += bytes.len();
         queue.waiting.push_back(bytes);
         self.0.wake.notify_one();
+        Ok(())
     }
 }
 
@@ -167,9 +179,11 @@ impl Pipe {
             match self.stdin.try_write(front) {
                 Ok(written) if written == front.len() => {
                     queue.waiting.pop_front();
+                    queue.waiting_bytes -= written;
                 }
                 Ok(written) if written > 0 => {
                     front.drain(..written);
+                    queue.waiting_bytes -= written;
                 }
                 Err(err) if err.kind() == io::ErrorKind::WouldBlock => return Progress::Blocked,
                 Ok(_) | Err(_) => queue.failed = true,
