@@ -168,6 +168,13 @@ server.registerTool("ask_url", { description: "Ask the user to open a URL, then 
   }
 });
 
+// URL mode to the URL the caller names (the browser tests point it at a listener of their own).
+server.registerTool(
+  "ask_url_to",
+  { description: "Ask the user to open the URL given", inputSchema: { url: z.string() } },
+  async ({ url }) => elicit({ mode: "url", message: "Open this link", url, elicitationId: "e-to" }),
+);
+
 server.registerTool("crash_mid_form", { description: "Send a form, then exit(1) 200 ms later" }, async () => {
   setTimeout(() => process.exit(1), 200);
   await server.server.elicitInput({ message: "This plugin is about to crash", requestedSchema: singleKindSchema("ask_enum") });

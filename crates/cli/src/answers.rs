@@ -196,12 +196,20 @@ impl Inner {
             Scripted::Decline { meta } => (FormReply::decline(), meta),
             Scripted::Cancel { meta } => (FormReply::cancel(), meta),
             Scripted::Accept { content, meta } => match &prompt.kind {
-                PromptKind::Url { url, domain, .. } => {
+                PromptKind::Url {
+                    url,
+                    domain,
+                    warnings,
+                    ..
+                } => {
                     eprintln!(
                         "formwork: form {number}: accepted the URL {} (domain {}); open it yourself",
                         terminal::inert(url),
                         terminal::inert(domain)
                     );
+                    for warning in warnings {
+                        eprintln!("formwork: form {number}: warning: {}", warning.message());
+                    }
                     (FormReply::accept_url(), meta)
                 }
                 PromptKind::Form { form, .. } => match complete(form, &content) {

@@ -85,6 +85,7 @@ pub(crate) async fn handle(
                 message: request.message,
                 url: request.url,
                 domain: request.domain,
+                warnings: request.warnings,
                 elicitation_id: request.elicitation_id,
                 completed,
             };

@@ -6,8 +6,8 @@
 
 use std::sync::Arc;
 
-use formwork_forms::Content;
 use formwork_forms::render::{RenderAnswers, RenderBlock};
+use formwork_forms::{Content, UrlWarning};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -162,6 +162,9 @@ pub enum FormBody {
         url: String,
         /// Its host, to show beside it.
         domain: String,
+        /// What to warn the person about before they open it, each `{"code", "message"}`.
+        #[serde(default)]
+        warnings: Vec<UrlWarning>,
     },
 }
 

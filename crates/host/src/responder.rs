@@ -5,7 +5,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use formwork_forms::{Content, Form};
+use formwork_forms::{Content, Form, UrlWarning};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::sync::watch;
@@ -65,6 +65,8 @@ pub enum PromptKind {
         url: String,
         /// The URL's host, shown beside it.
         domain: String,
+        /// What to warn the person about before they open it.
+        warnings: Vec<UrlWarning>,
         /// The plugin's id for this flow, if any.
         elicitation_id: Option<String>,
         /// Becomes `true` when the plugin reports the flow complete.

@@ -166,6 +166,7 @@ fn every_control_the_tests_drive_has_a_stable_test_id() {
         "open-url",
         "card-url",
         "card-domain",
+        "url-warning",
         "outcome",
         "approval-choice",
         "message-input",

@@ -94,6 +94,7 @@ impl Session {
                 message,
                 url,
                 domain,
+                warnings,
                 completed,
                 ..
             } => {
@@ -103,6 +104,7 @@ impl Session {
                         message,
                         url,
                         domain,
+                        warnings,
                     },
                     None,
                 )
