@@ -478,6 +478,30 @@ test("no-token-shows-the-way", async (page) => {
   }
 });
 
+// ---- a plugin's pattern never runs in the page ----
+
+// `^(a+)+$` on forty a's and a `!` takes a backtracking engine (the browser's RegExp) longer than anyone waits.
+// The page shows the pattern as a hint, the host checks it on Submit in linear time and its verdict lands under the
+// field, and Cancel works at once.
+test("hostile-pattern-never-runs-in-the-page", async (page) => {
+  await newSession(page);
+  await callTool(page, "ask_hostile_pattern");
+  const card = await openCard(page);
+  const word = question(card, "word");
+  assert.equal(await word.locator(tid("question-hint")).textContent(), "Must match ^(a+)+$");
+  await typeInto(card, "word", `${"a".repeat(40)}!`);
+  await submit(card);
+  const error = word.locator(tid("field-error"));
+  await error.waitFor({ timeout: 2000 });
+  assert.equal(await error.textContent(), "must match the pattern `^(a+)+$`");
+  const t0 = Date.now();
+  await card.locator(tid("cancel")).click({ timeout: 2000 });
+  await card.locator(tid("outcome")).waitFor({ timeout: 2000 });
+  assert.ok(Date.now() - t0 < 2000, `Cancel took ${Date.now() - t0} ms`);
+  assert.equal((await outcome(card)).action, "cancel");
+  assert.deepEqual(await pluginResult(page, "ask_hostile_pattern"), { action: "cancel" });
+});
+
 // ---- the run ----
 
 async function main() {

@@ -67,6 +67,8 @@ const singleKind = {
       pattern: "^[a-z0-9-]+$",
     },
   },
+  // A pattern that takes exponential time in a backtracking engine on "aaa…a!": the workbench must not run it.
+  ask_hostile_pattern: { word: { type: "string", title: "Word", pattern: "^(a+)+$" } },
   ask_email: { email: { type: "string", title: "Email", format: "email" } },
   ask_uri: { homepage: { type: "string", title: "Homepage", format: "uri" } },
   ask_date: { birthday: { type: "string", title: "Birthday", format: "date" } },
