@@ -8,7 +8,8 @@
 // which the browser would hand to every server on 127.0.0.1 whatever its port.
 
 const TOKEN_KEY = "formwork-token";
-const TOKEN_FRAGMENT = /^#token=([0-9a-f]{16,128})$/;
+// The characters the server allows in a token (access.rs, usable_token).
+const TOKEN_FRAGMENT = /^#token=([A-Za-z0-9._~-]{32,128})$/;
 
 let token = null;
 

@@ -187,6 +187,15 @@ pub(crate) fn mint_token() -> Result<String, WebError> {
     Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
 }
 
+/// Whether a chosen token can travel in the URL's fragment and as a WebSocket subprotocol (the
+/// page accepts exactly these).
+pub(crate) fn usable_token(token: &str) -> bool {
+    (32..=128).contains(&token.len())
+        && token
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'))
+}
+
 /// The page itself and its files: served without the token (they hold no data).
 fn is_page_file(method: &Method, path: &str) -> bool {
     (method == Method::GET || method == Method::HEAD)
@@ -358,5 +367,21 @@ mod tests {
         let (a, b) = (mint_token().expect("a"), mint_token().expect("b"));
         assert_eq!(a.len(), 64);
         assert_ne!(a, b);
+        assert!(usable_token(&a));
+    }
+
+    #[test]
+    fn a_chosen_token_must_fit_a_fragment_and_a_subprotocol() {
+        assert!(usable_token(&"a".repeat(32)));
+        assert!(usable_token(&format!("{}-._~Z9", "x".repeat(26))));
+        assert!(usable_token(&"f".repeat(128)));
+        assert!(!usable_token(&"a".repeat(31)));
+        assert!(!usable_token(&"a".repeat(129)));
+        for bad in [' ', ',', '#', '&', '=', '"', 'é'] {
+            assert!(
+                !usable_token(&format!("{}{bad}", "a".repeat(32))),
+                "{bad:?}"
+            );
+        }
     }
 }

@@ -48,7 +48,9 @@ pub struct WebOptions {
     pub port: u16,
     /// The scripted model that answers messages; `None` records messages only.
     pub model: Option<ScriptedModel>,
-    /// The access token; `None` mints a random one (what `formwork serve` does).
+    /// The access token: 32 to 128 letters, digits, `-`, `.`, `_` or `~` (it travels in a URL
+    /// fragment and a WebSocket subprotocol); `None` mints a random one (what `formwork serve`
+    /// does).
     pub token: Option<String>,
 }
 
@@ -85,7 +87,8 @@ impl Workbench {
             source,
         })?;
         let token = match options.token {
-            Some(token) => token,
+            Some(token) if access::usable_token(&token) => token,
+            Some(_) => return Err(WebError::Token),
             None => access::mint_token()?,
         };
         let state = AppState {

@@ -379,3 +379,26 @@ async fn the_token_is_never_echoed() {
         );
     }
 }
+
+/// A chosen token that could not travel in the fragment and the subprotocol is refused at bind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_that_cannot_travel_is_refused() {
+    let config =
+        formwork_host::config::Config::from_toml("[mcp_servers.demo]\nenabled = false\n", None)
+            .expect("config");
+    let host = formwork_host::Host::new(config, formwork_host::HostOptions::default());
+    for token in ["short", &format!("{}, x", "a".repeat(40))] {
+        let bound = formwork_web::Workbench::bind(
+            host.clone(),
+            formwork_web::WebOptions {
+                token: Some(token.to_owned()),
+                ..formwork_web::WebOptions::default()
+            },
+        )
+        .await;
+        assert!(
+            matches!(bound, Err(formwork_web::WebError::Token)),
+            "{token}"
+        );
+    }
+}
