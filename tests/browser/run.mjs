@@ -461,7 +461,8 @@ test("credential-reaches-no-other-local-server", async (page) => {
   }
 });
 
-// A page opened without the token (or with a stale one) says where to get it, and reaches nothing.
+// A page opened without the token (or with a stale one) says where to get it, and reaches nothing; the printed
+// URL opened in that tab then (a jump within the page, no reload) lets it in.
 test("no-token-shows-the-way", async (page) => {
   const { origin } = new URL(url);
   for (const address of [`${origin}/`, `${origin}/#token=${"0".repeat(64)}`]) {
@@ -472,6 +473,10 @@ test("no-token-shows-the-way", async (page) => {
       assert.equal(await tab.locator(tid("locked")).isVisible(), true, address);
       assert.match(await tab.locator(tid("locked")).textContent(), /Open the URL that formwork serve printed/);
       assert.equal(await tab.locator(tid("session-item")).count(), 0, address);
+      await tab.goto(url);
+      await tab.locator(`${tid("connection-status")}[data-state="connected"]`).waitFor();
+      assert.equal(await tab.locator(tid("locked")).isHidden(), true, address);
+      assert.ok((await tab.locator(tid("session-item")).count()) > 0, address);
     } finally {
       await tab.close();
     }

@@ -3,7 +3,7 @@
 // response to an event from the person or the server.
 
 import { el } from "./dom.js";
-import { api, takeToken, LockedError, SessionSocket } from "./net.js";
+import { api, takeToken, tokenInFragment, LockedError, SessionSocket } from "./net.js";
 import { Transcript } from "./transcript.js";
 import { Palette } from "./palette.js";
 
@@ -204,6 +204,11 @@ reconnectButton.addEventListener("click", () => {
 });
 
 window.addEventListener("hashchange", () => {
+  // The printed URL opened again in this tab is a jump within the page: take its token and start over.
+  if (tokenInFragment()) {
+    start().catch((error) => failed(error, "The workbench could not start"));
+    return;
+  }
   route().catch((error) => failed(error));
 });
 
@@ -238,6 +243,7 @@ async function start() {
     showLocked();
     return;
   }
+  $("locked").hidden = true;
   const info = await api("/api/info");
   if (!info.model) {
     const hint = $("model-hint");

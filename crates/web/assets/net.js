@@ -13,6 +13,11 @@ const TOKEN_FRAGMENT = /^#token=([A-Za-z0-9._~-]{32,128})$/;
 
 let token = null;
 
+// Whether the address holds a token to take.
+export function tokenInFragment() {
+  return TOKEN_FRAGMENT.test(location.hash);
+}
+
 // Reads the token from the fragment (then drops the fragment) or from this tab's storage. Returns whether
 // the page has one.
 export function takeToken() {
