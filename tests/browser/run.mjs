@@ -17,6 +17,7 @@
 
 import { createRequire } from "node:module";
 import { mkdirSync } from "node:fs";
+import http from "node:http";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import assert from "node:assert/strict";
@@ -36,6 +37,9 @@ if (!url) {
   console.error("usage: node tests/browser/run.mjs <workbench URL with token> [case filter]");
   process.exit(2);
 }
+// The access token, from the fragment of the printed URL (or its query, as older builds printed it, so that
+// the credential case can judge those too).
+const token = new URL(url).hash.replace(/^#token=/, "") || new URL(url).searchParams.get("token") || "";
 const screenshots = process.env.FORMWORK_BROWSER_SCREENSHOTS ?? path.resolve(here, "../../target/browser-failures");
 const SERVER = "ts";
 // Long enough for a cold plugin start on a busy machine, short enough to keep a hang from eating the run.
@@ -360,6 +364,147 @@ test("reload-restores-transcript-and-pending-card", async (page) => {
   assert.equal(await card.locator(tid("card-header")).textContent(), "Please give size");
   await option(card, "Medium").click();
   assert.deepEqual(await pluginResult(page, "ask_titled"), accept({ size: "m" }));
+});
+
+// ---- the credential stays with the workbench (docs/workbench.md, "The lock") ----
+
+// Another local server: listens on 127.0.0.1 (and ::1 when it can, so `localhost` reaches it either way) and
+// records every request it gets, with all its headers.
+async function recorder() {
+  const seen = [];
+  const handler = (request, response) => {
+    seen.push({ method: request.method, url: request.url, headers: request.headers });
+    response.writeHead(200, { "content-type": "text/plain" });
+    response.end("recorded\n");
+  };
+  const v4 = http.createServer(handler);
+  await new Promise((resolve, reject) => {
+    v4.once("error", reject);
+    v4.listen(0, "127.0.0.1", resolve);
+  });
+  const { port } = v4.address();
+  const v6 = http.createServer(handler);
+  const hasV6 = await new Promise((resolve) => {
+    v6.once("error", () => resolve(false));
+    v6.listen(port, "::1", () => resolve(true));
+  });
+  const close = () => {
+    for (const server of hasV6 ? [v4, v6] : [v4]) {
+      server.closeAllConnections();
+      server.close();
+    }
+  };
+  return { port, seen, close };
+}
+
+// Waits until the recorder has seen a request for `path` on `host`.
+async function until(seen, host, path) {
+  const t0 = Date.now();
+  while (!seen.some((r) => r.headers.host === host && r.url === path)) {
+    if (Date.now() - t0 > WAIT) throw new Error(`no request for ${host}${path}; seen: ${JSON.stringify(seen)}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+// With the workbench open and connected (this page, and a second tab opened from the printed URL), a visit to
+// another port of 127.0.0.1 or localhost carries no cookie and no token: typed into the address bar, or opened
+// from a URL card. The card warns that its link is plain http to this computer.
+test("credential-reaches-no-other-local-server", async (page) => {
+  assert.ok(token.length >= 32, `no token in ${url}`);
+  const other = await recorder();
+  const context = page.context();
+  try {
+    await newSession(page);
+    assert.ok(!page.url().includes(token), `the token stays in the address bar: ${page.url()}`);
+    const tab = await context.newPage();
+    await tab.goto(url);
+    await tab.locator(`${tid("connection-status")}[data-state="connected"]`).waitFor();
+    assert.ok(!tab.url().includes(token), `the token stays in the address bar: ${tab.url()}`);
+    for (const host of [`127.0.0.1:${other.port}`, `localhost:${other.port}`]) {
+      await tab.goto(`http://${host}/typed`);
+      await until(other.seen, host, "/typed");
+    }
+    await tab.close();
+
+    // A plugin's link to that server, opened from its card.
+    const link = `http://127.0.0.1:${other.port}/from-card?state=1`;
+    await page.locator(`${tid("palette-tool")}[data-server="${SERVER}"][data-tool="ask_url_to"]`).click();
+    const panel = page.locator(`${tid("palette-panel")}[data-tool="ask_url_to"]`);
+    await panel.locator(`${tid("question")}[data-question-id="url"] ${tid("question-input")}`).fill(link);
+    await page.locator(tid("palette-call")).click();
+    const card = await openCard(page);
+    assert.equal(await card.locator(tid("card-url")).textContent(), link);
+    assert.equal(await card.locator(tid("card-domain")).textContent(), "127.0.0.1");
+    const warnings = card.locator(tid("url-warning"));
+    assert.deepEqual(
+      await warnings.evaluateAll((nodes) => nodes.map((n) => [n.dataset.code, n.textContent])),
+      [
+        ["plain_http", "Warning: The link uses plain http: what you see and type there is not encrypted."],
+        ["loopback", "Warning: The link leads to this computer (a loopback address), not to a site on the internet."],
+      ],
+    );
+    const popup = context.waitForEvent("page");
+    await card.locator(tid("open-url")).click();
+    await until(other.seen, `127.0.0.1:${other.port}`, "/from-card?state=1");
+    await (await popup).close();
+    assert.deepEqual(await pluginResult(page, "ask_url_to"), { action: "accept" });
+
+    for (const request of other.seen) {
+      const where = `${request.method} ${request.headers.host}${request.url}`;
+      assert.equal(request.headers.cookie, undefined, `${where} carried a cookie: ${request.headers.cookie}`);
+      assert.equal(request.headers.authorization, undefined, `${where} carried ${request.headers.authorization}`);
+      assert.ok(!JSON.stringify(request).includes(token), `${where} carried the token: ${JSON.stringify(request)}`);
+    }
+    assert.deepEqual(await context.cookies(), [], "the workbench keeps no cookie");
+  } finally {
+    other.close();
+  }
+});
+
+// A page opened without the token (or with a stale one) says where to get it, and reaches nothing; the printed
+// URL opened in that tab then (a jump within the page, no reload) lets it in.
+test("no-token-shows-the-way", async (page) => {
+  const { origin } = new URL(url);
+  for (const address of [`${origin}/`, `${origin}/#token=${"0".repeat(64)}`]) {
+    const tab = await page.context().newPage();
+    try {
+      await tab.goto(address);
+      await tab.locator(`${tid("connection-status")}[data-state="locked"]`).waitFor();
+      assert.equal(await tab.locator(tid("locked")).isVisible(), true, address);
+      assert.match(await tab.locator(tid("locked")).textContent(), /Open the URL that formwork serve printed/);
+      assert.equal(await tab.locator(tid("session-item")).count(), 0, address);
+      await tab.goto(url);
+      await tab.locator(`${tid("connection-status")}[data-state="connected"]`).waitFor();
+      assert.equal(await tab.locator(tid("locked")).isHidden(), true, address);
+      assert.ok((await tab.locator(tid("session-item")).count()) > 0, address);
+    } finally {
+      await tab.close();
+    }
+  }
+});
+
+// ---- a plugin's pattern never runs in the page ----
+
+// `^(a+)+$` on forty a's and a `!` takes a backtracking engine (the browser's RegExp) longer than anyone waits.
+// The page shows the pattern as a hint, the host checks it on Submit in linear time and its verdict lands under the
+// field, and Cancel works at once.
+test("hostile-pattern-never-runs-in-the-page", async (page) => {
+  await newSession(page);
+  await callTool(page, "ask_hostile_pattern");
+  const card = await openCard(page);
+  const word = question(card, "word");
+  assert.equal(await word.locator(tid("question-hint")).textContent(), "Must match ^(a+)+$");
+  await typeInto(card, "word", `${"a".repeat(40)}!`);
+  await submit(card);
+  const error = word.locator(tid("field-error"));
+  await error.waitFor({ timeout: 2000 });
+  assert.equal(await error.textContent(), "must match the pattern `^(a+)+$`");
+  const t0 = Date.now();
+  await card.locator(tid("cancel")).click({ timeout: 2000 });
+  await card.locator(tid("outcome")).waitFor({ timeout: 2000 });
+  assert.ok(Date.now() - t0 < 2000, `Cancel took ${Date.now() - t0} ms`);
+  assert.equal((await outcome(card)).action, "cancel");
+  assert.deepEqual(await pluginResult(page, "ask_hostile_pattern"), { action: "cancel" });
 });
 
 // ---- the run ----

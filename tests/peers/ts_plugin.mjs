@@ -67,6 +67,8 @@ const singleKind = {
       pattern: "^[a-z0-9-]+$",
     },
   },
+  // A pattern that takes exponential time in a backtracking engine on "aaa…a!": the workbench must not run it.
+  ask_hostile_pattern: { word: { type: "string", title: "Word", pattern: "^(a+)+$" } },
   ask_email: { email: { type: "string", title: "Email", format: "email" } },
   ask_uri: { homepage: { type: "string", title: "Homepage", format: "uri" } },
   ask_date: { birthday: { type: "string", title: "Birthday", format: "date" } },
@@ -169,6 +171,13 @@ server.registerTool("ask_url", { description: "Ask the user to open a URL, then 
     return errorText(e);
   }
 });
+
+// URL mode to the URL the caller names (the browser tests point it at a listener of their own).
+server.registerTool(
+  "ask_url_to",
+  { description: "Ask the user to open the URL given", inputSchema: { url: z.string() } },
+  async ({ url }) => elicit({ mode: "url", message: "Open this link", url, elicitationId: "e-to" }),
+);
 
 server.registerTool("crash_mid_form", { description: "Send a form, then exit(1) 200 ms later" }, async () => {
   setTimeout(() => process.exit(1), 200);

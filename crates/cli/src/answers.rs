@@ -204,6 +204,9 @@ impl Inner {
                         terminal::inert(&request.url),
                         terminal::inert(&request.domain)
                     );
+                    for warning in &request.warnings {
+                        eprintln!("formwork: form {number}: warning: {}", warning.message());
+                    }
                     (FormReply::accept_url(), meta)
                 }
                 (ElicitationRequest::Form(_), None) => {

@@ -3,7 +3,8 @@
 //! With no config at all it starts on the embedded default (the built-in demo plugin), keeps
 //! sessions in the data directory's SQLite file, and opens a first session, so a newcomer sees a
 //! form from the browser within a minute. The first line on stdout is the page's URL with its
-//! access token: `formwork serve: http://127.0.0.1:PORT/?token=...`.
+//! access token in its fragment: `formwork serve: http://127.0.0.1:PORT/#token=...` (the page keeps
+//! the token and sends it only to this server; see `formwork-web`'s `access.rs`).
 
 use std::io::Write;
 use std::path::PathBuf;

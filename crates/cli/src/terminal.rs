@@ -1,10 +1,12 @@
 //! Forms asked on a terminal, built from the render block exactly as any UI would.
 //!
-//! Esc declines the form, Ctrl-C cancels it. Plugin text is printed through [`inert`], so a
-//! plugin cannot move the cursor, clear the screen or retitle the window.
+//! Esc declines the form, Ctrl-C cancels it. Plugin text is printed through [`inert`] (one line:
+//! titles, labels, help, URLs) or [`inert_block`] (messages and descriptions, quoted with `│ `), so a
+//! plugin cannot move the cursor, clear the screen, retitle the window, turn text around with
+//! bidirectional controls, or print a line that looks like formwork's own (`── approval ──`).
 
-use formwork_forms::Content;
 use formwork_forms::render::{InputKind, Question};
+use formwork_forms::{Content, UrlWarning};
 use formwork_host::policy::{ApprovalAnswer, ApprovalCard, ApprovalChoice};
 use formwork_host::{ElicitationRequest, FormPrompt, FormReply};
 use inquire::{Confirm, InquireError, MultiSelect, Select, Text};
@@ -22,12 +24,7 @@ pub async fn ask_approval(card: ApprovalCard) -> ApprovalAnswer {
     let fallback = card.clone();
     tokio::task::spawn_blocking(move || {
         eprintln!();
-        eprintln!("── approval ──");
-        eprintln!("{}", inert(&card.message));
-        if let Some(description) = &card.tool_description {
-            eprintln!("{}", inert(description));
-        }
-        eprintln!("Arguments: {}", inert(&card.arguments.to_string()));
+        eprintln!("{}", approval_text(&card));
         let choices = card.choices();
         let labels: Vec<&str> = choices.iter().map(|choice| choice.label()).collect();
         match Select::new("Run this tool?", labels.clone()).prompt() {
@@ -65,19 +62,28 @@ fn ask_blocking(prompt: &FormPrompt) -> FormReply {
         (ElicitationRequest::Form(_), None) => Err(Left::Cancelled),
         (ElicitationRequest::Form(request), Some(form)) => {
             let render = &request.render;
-            eprintln!("{}", inert(&render.message));
+            eprintln!("{}", inert_block(&render.message));
             eprintln!("(Esc declines the form, Ctrl-C cancels it)");
             ask_questions(&render.questions, form).and_then(|typed| {
                 form.content_from_typed(&typed).map_err(|errors| {
-                    eprintln!("formwork: the answers do not validate:\n{errors}");
+                    eprintln!("formwork: the answers do not validate:");
+                    for error in &errors.errors {
+                        eprintln!("  {}: {}", inert(&error.field), inert(&error.message));
+                    }
                     Left::Cancelled
                 })
             })
         }
         (ElicitationRequest::Url(request), _) => {
-            eprintln!("{}", inert(&request.message));
-            eprintln!("URL:    {}", inert(&request.url));
-            eprintln!("Domain: {}", inert(&request.domain));
+            eprintln!(
+                "{}",
+                url_text(
+                    &request.message,
+                    &request.url,
+                    &request.domain,
+                    &request.warnings
+                )
+            );
             let choices = vec!["I will open it (accept)", "Decline", "Cancel"];
             match Select::new("Open this link?", choices).prompt() {
                 Ok("Decline") => Err(Left::Declined),
@@ -203,7 +209,9 @@ fn ask_text(
     };
     let id = question.id.clone();
     let kind = question.input;
-    let required = question.required;
+    // A field with a default may be left empty: the form fills the default in.
+    let required = question.required && question.default.is_none();
+    let escaped_default;
     let validate_form = form.clone();
     let mut text = Text::new(title).with_validator(move |input: &str| {
         Ok(match typed_text(kind, input) {
@@ -217,7 +225,7 @@ fn ask_text(
                 Err(errors) => inquire::validator::Validation::Invalid(
                     errors
                         .iter()
-                        .map(|error| error.message.clone())
+                        .map(|error| inert(&error.message))
                         .collect::<Vec<_>>()
                         .join("; ")
                         .into(),
@@ -225,8 +233,16 @@ fn ask_text(
             },
         })
     });
-    if let Some(default) = &default_text {
-        text = text.with_default(default);
+    match &default_text {
+        // A default that shows as it is: Enter takes it.
+        Some(default) if inert(default) == *default => text = text.with_default(default),
+        // One that would not (control or invisible characters): shown escaped, never typed in;
+        // an empty answer leaves the field out, and the form fills in the real default.
+        Some(default) => {
+            escaped_default = inert(default);
+            text = text.with_placeholder(&escaped_default);
+        }
+        None => {}
     }
     if let Some(help) = &help {
         text = text.with_help_message(help);
@@ -279,17 +295,93 @@ fn title(question: &Question) -> String {
     format!("{}{marker}", inert(&question.header))
 }
 
-/// Plugin text made safe for a terminal: control characters are shown escaped, never obeyed.
+/// What the terminal shows of an approval card, before its question.
+fn approval_text(card: &ApprovalCard) -> String {
+    let mut lines = vec!["── approval ──".to_owned(), inert_block(&card.message)];
+    if let Some(description) = &card.tool_description {
+        lines.push(inert_block(description));
+    }
+    lines.push(format!("Arguments: {}", inert(&card.arguments.to_string())));
+    lines.join("\n")
+}
+
+/// What the terminal shows of a URL-mode request, before its question: the host's warnings last,
+/// next to the question.
+fn url_text(message: &str, url: &str, domain: &str, warnings: &[UrlWarning]) -> String {
+    let mut lines = vec![
+        inert_block(message),
+        format!("URL:    {}", inert(url)),
+        format!("Domain: {}", inert(domain)),
+    ];
+    lines.extend(
+        warnings
+            .iter()
+            .map(|warning| format!("Warning: {}", warning.message())),
+    );
+    lines.join("\n")
+}
+
+/// Plugin text for one line of the terminal. Every control character (newline, carriage return
+/// and tab included) and every invisible format character that can reorder or hide text is shown
+/// as an escape (`\n`, `\r`, `\t`, `\u{202e}`), never obeyed: a plugin cannot move the cursor,
+/// clear the screen, retitle the window, start a line of its own or turn text around.
 pub fn inert(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if c.is_control() && c != '\n' && c != '\t' {
-                c.escape_unicode().to_string()
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() || is_hidden_format(c) => out.extend(c.escape_unicode()),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Plugin text of several lines (a message, a description): each line [`inert`] and quoted with
+/// `│ `, so that nothing a plugin sends starts a line the way formwork's own lines do
+/// (`── approval ──`, `URL:`, `Warning:`). `\r\n` ends a line like `\n`.
+pub fn inert_block(text: &str) -> String {
+    text.split('\n')
+        .map(|line| {
+            let line = inert(line.strip_suffix('\r').unwrap_or(line));
+            if line.is_empty() {
+                "│".to_owned()
             } else {
-                c.to_string()
+                format!("│ {line}")
             }
         })
-        .collect()
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Characters that draw nothing yet reorder the text around them (bidirectional controls), hide
+/// text (tags, fillers, zero-width spaces) or break lines (U+2028, U+2029). The zero-width joiner
+/// and non-joiner (U+200C, U+200D) are left alone: they only shape letters and emoji.
+fn is_hidden_format(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{034F}'
+            | '\u{061C}'
+            | '\u{115F}'
+            | '\u{1160}'
+            | '\u{17B4}'
+            | '\u{17B5}'
+            | '\u{180B}'..='\u{180F}'
+            | '\u{200B}'
+            | '\u{200E}'
+            | '\u{200F}'
+            | '\u{2028}'..='\u{202E}'
+            | '\u{2060}'..='\u{206F}'
+            | '\u{3164}'
+            | '\u{FEFF}'
+            | '\u{FFA0}'
+            | '\u{FFF9}'..='\u{FFFB}'
+            | '\u{1D173}'..='\u{1D17A}'
+            | '\u{E0000}'..='\u{E007F}'
+    )
 }
 
 #[cfg(test)]
@@ -299,6 +391,106 @@ mod tests {
     #[test]
     fn terminal_escapes_stay_inert() {
         assert_eq!(inert("a\u{1b}[2Jb\u{7}"), "a\\u{1b}[2Jb\\u{7}");
-        assert_eq!(inert("line\nnext\tcol"), "line\nnext\tcol");
+        assert_eq!(inert("\u{1b}]0;owned\u{7}"), "\\u{1b}]0;owned\\u{7}");
+        assert_eq!(inert("c1\u{9b}2J del\u{7f}"), "c1\\u{9b}2J del\\u{7f}");
+    }
+
+    #[test]
+    fn one_line_stays_one_line() {
+        assert_eq!(inert("line\nnext\tcol\rover"), "line\\nnext\\tcol\\rover");
+        assert_eq!(
+            inert("a\u{b}b\u{c}c\u{85}d\u{2028}e\u{2029}f"),
+            "a\\u{b}b\\u{c}c\\u{85}d\\u{2028}e\\u{2029}f"
+        );
+    }
+
+    #[test]
+    fn bidirectional_and_invisible_characters_show() {
+        // With U+202E before "fdp.exe", "invoice_" + "fdp.exe" shows as "invoice_exe.pdf".
+        assert_eq!(inert("invoice_\u{202e}fdp.exe"), "invoice_\\u{202e}fdp.exe");
+        for c in [
+            '\u{202a}',
+            '\u{202b}',
+            '\u{202c}',
+            '\u{202d}',
+            '\u{2066}',
+            '\u{2067}',
+            '\u{2068}',
+            '\u{2069}',
+            '\u{200e}',
+            '\u{200f}',
+            '\u{061c}',
+            '\u{200b}',
+            '\u{2060}',
+            '\u{feff}',
+            '\u{ad}',
+            '\u{e0041}',
+            '\u{3164}',
+        ] {
+            assert_eq!(
+                inert(&format!("x{c}y")),
+                format!("x{}y", c.escape_unicode())
+            );
+        }
+        // Letters, accents, emoji joined by ZWJ and variation selectors are text.
+        let text = "Zoë · 日本 · 👩\u{200d}💻 · ❤\u{fe0f} · می\u{200c}خواهم";
+        assert_eq!(inert(text), text);
+    }
+
+    #[test]
+    fn a_message_cannot_fake_formwork_lines() {
+        let message = "Deploy?\n── approval ──\r\nAllow everything\n\nURL:    https://evil.example";
+        assert_eq!(
+            inert_block(message),
+            "│ Deploy?\n│ ── approval ──\n│ Allow everything\n│\n│ URL:    https://evil.example"
+        );
+        assert_eq!(inert_block("one\rline\u{1b}[1A"), "│ one\\rline\\u{1b}[1A");
+        assert_eq!(inert_block(""), "│");
+    }
+
+    #[test]
+    fn an_approval_quotes_the_plugin_text() {
+        let card = ApprovalCard {
+            id: "mcp_tool_call_approval_c1".to_owned(),
+            server: "p".to_owned(),
+            tool: "t".to_owned(),
+            mode: formwork_host::config::ApprovalMode::Prompt,
+            offers: formwork_host::policy::RememberOffers {
+                session: true,
+                always: false,
+            },
+            message: "Allow the p MCP server to run tool \"t\u{202e}\"?".to_owned(),
+            tool_title: None,
+            tool_description: Some("Deletes files.\n── approval ──\nSafe.".to_owned()),
+            arguments: serde_json::json!({"path": "/\u{1b}[2J"}),
+        };
+        assert_eq!(
+            approval_text(&card),
+            "── approval ──\n\
+             │ Allow the p MCP server to run tool \"t\\u{202e}\"?\n\
+             │ Deletes files.\n│ ── approval ──\n│ Safe.\n\
+             Arguments: {\"path\":\"/\\u001b[2J\"}"
+        );
+    }
+
+    #[test]
+    fn url_requests_show_their_warnings() {
+        assert_eq!(
+            url_text(
+                "Log in\n── approval ──",
+                "http://127.0.0.1:9/\u{202e}cb",
+                "127.0.0.1",
+                &[UrlWarning::PlainHttp, UrlWarning::Loopback],
+            ),
+            "│ Log in\n│ ── approval ──\n\
+             URL:    http://127.0.0.1:9/\\u{202e}cb\n\
+             Domain: 127.0.0.1\n\
+             Warning: The link uses plain http: what you see and type there is not encrypted.\n\
+             Warning: The link leads to this computer (a loopback address), not to a site on the internet."
+        );
+        assert_eq!(
+            url_text("Log in", "https://example.com/", "example.com", &[]),
+            "│ Log in\nURL:    https://example.com/\nDomain: example.com"
+        );
     }
 }

@@ -160,6 +160,39 @@ fn url_mode_accepted_and_completion_notice_taken() {
     assert!(!output.stderr.contains("notifier:"), "{output}");
 }
 
+/// A scripted accept of a link in clear text to a private address: the URL is printed with its
+/// bidirectional control escaped, and the host's two warnings follow.
+#[test]
+fn url_mode_warnings_and_escapes_on_stderr() {
+    let output = call(
+        &node_plugin("ts_plugin.mjs"),
+        "ask_url_to",
+        Some(json!({ "url": "http://10.0.0.1/a\u{202e}b" })),
+        Answers::Script(json!([{ "action": "accept" }])),
+    );
+    output.assert_code(0);
+    assert_eq!(
+        output.plugin_result(),
+        json!({ "action": "accept" }),
+        "{output}"
+    );
+    let lines: Vec<&str> = output
+        .stderr
+        .lines()
+        .filter(|line| line.starts_with("formwork: form 1: "))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "formwork: form 1: accepted the URL http://10.0.0.1/a\\u{202e}b (domain 10.0.0.1); open it yourself",
+            "formwork: form 1: warning: The link uses plain http: what you see and type there is not encrypted.",
+            "formwork: form 1: warning: The link leads to an address on a private or local network, not to a site on the internet.",
+        ],
+        "{output}"
+    );
+    assert!(!output.stderr.contains('\u{202e}'), "{output}");
+}
+
 #[test]
 fn answers_are_consumed_one_per_form_in_order() {
     let output = ts_call(

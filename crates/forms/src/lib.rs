@@ -33,6 +33,7 @@ pub mod render;
 mod request;
 mod schema;
 mod size;
+mod url_warning;
 mod validate;
 
 pub use decline::{Decline, DeclineRule};
@@ -43,6 +44,7 @@ pub use field::{
 pub use pattern::Pattern;
 pub use request::{ElicitationRequest, FormRequest, UrlRequest, parse_request};
 pub use schema::parse_schema;
+pub use url_warning::UrlWarning;
 pub use validate::{FieldError, ValidationErrors};
 
 /// The `content` of an accepted elicitation result: property key to value, in property order.

@@ -17,6 +17,7 @@ use crate::render::RenderBlock;
 use crate::schema::Members;
 use crate::schema::parse_sized_schema;
 use crate::size::{self, kind_of, show};
+use crate::url_warning::{self, UrlWarning};
 
 /// The params of an `elicitation/create` request, parsed. An absent `mode` means form.
 ///
@@ -65,6 +66,10 @@ pub struct UrlRequest {
     /// The URL's host, to show the person where the link leads (international names in punycode,
     /// so look-alike letters cannot hide the real domain).
     pub domain: String,
+    /// What the person should know before opening it (plain http, a loopback or private
+    /// address), in a stable order: the scheme first, then the host.
+    #[serde(default)]
+    pub warnings: Vec<UrlWarning>,
     /// The server's id for this elicitation (2025-11-25), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elicitation_id: Option<String>,
@@ -196,7 +201,7 @@ fn parse_url(
             ));
         }
     };
-    let domain = check_url(url)
+    let (domain, warnings) = check_url(url)
         .map_err(|problem| Decline::whole(DeclineRule::InvalidUrl, format!("`url` {problem}")))?;
     let elicitation_id = match elicitation_id {
         None | Some(Value::Null) => None,
@@ -221,17 +226,18 @@ fn parse_url(
         message,
         url: url.clone(),
         domain,
+        warnings,
         elicitation_id,
         meta,
     }))
 }
 
-/// Checks a URL-mode `url` and returns its host.
+/// Checks a URL-mode `url` and returns its host and the warnings about where it leads.
 ///
 /// The URL is kept exactly as sent, so it must not need the cleaning a URL parser does silently:
 /// whitespace and control characters are refused. User names and passwords are refused too, because
 /// `https://trusted.example@evil.example/` shows one host and opens another.
-fn check_url(url: &str) -> Result<String, String> {
+fn check_url(url: &str) -> Result<(String, Vec<UrlWarning>), String> {
     if url.len() > MAX_URL_BYTES {
         return Err(format!(
             "is {} bytes long; at most {MAX_URL_BYTES} are allowed",
@@ -253,7 +259,7 @@ fn check_url(url: &str) -> Result<String, String> {
         return Err("must not carry a user name or password".to_owned());
     }
     match parsed.host_str() {
-        Some(host) if !host.is_empty() => Ok(host.to_owned()),
+        Some(host) if !host.is_empty() => Ok((host.to_owned(), url_warning::warnings(&parsed))),
         _ => Err("has no host".to_owned()),
     }
 }

@@ -2,7 +2,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use formwork_forms::{ElicitationRequest, parse_request};
+use formwork_forms::{ElicitationRequest, UrlWarning, parse_request};
 use serde_json::{Value, json};
 
 fn form(params: Value) -> formwork_forms::FormRequest {
@@ -107,6 +107,47 @@ fn url_mode() {
     assert_eq!(request.domain, "example.com");
     assert_eq!(request.elicitation_id.as_deref(), Some("e-42"));
     assert_eq!(request.meta.unwrap()["k"], json!("v"));
+    assert_eq!(request.warnings, []);
+}
+
+/// Plain http and a host in the person's own machine or network are warned about; an address in
+/// integer form is judged, and shown as its domain, as the address it opens.
+#[test]
+fn url_warnings() {
+    let cases = [
+        ("https://example.com/", "example.com", vec![]),
+        (
+            "http://example.com/",
+            "example.com",
+            vec![UrlWarning::PlainHttp],
+        ),
+        (
+            "https://app.localhost:3000/",
+            "app.localhost",
+            vec![UrlWarning::Loopback],
+        ),
+        (
+            "http://2130706433:9000/cb",
+            "127.0.0.1",
+            vec![UrlWarning::PlainHttp, UrlWarning::Loopback],
+        ),
+        (
+            "https://[::ffff:10.1.2.3]/",
+            "[::ffff:a01:203]",
+            vec![UrlWarning::PrivateAddress],
+        ),
+        (
+            "https://192.168.0.1/admin",
+            "192.168.0.1",
+            vec![UrlWarning::PrivateAddress],
+        ),
+    ];
+    for (text, domain, warnings) in cases {
+        let request = url(json!({"mode": "url", "message": "m", "url": text}));
+        assert_eq!(request.url, text);
+        assert_eq!(request.domain, domain, "{text}");
+        assert_eq!(request.warnings, warnings, "{text}");
+    }
 }
 
 #[test]
@@ -157,6 +198,6 @@ fn a_request_serializes_as_what_is_shown_and_reads_back_without_its_form() {
         .unwrap();
     assert_eq!(
         serde_json::to_string(&url).unwrap(),
-        r#"{"mode":"url","message":"Sign in","url":"https://a.example/x","domain":"a.example","elicitation_id":"e1"}"#
+        r#"{"mode":"url","message":"Sign in","url":"https://a.example/x","domain":"a.example","warnings":[],"elicitation_id":"e1"}"#
     );
 }

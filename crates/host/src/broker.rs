@@ -121,6 +121,7 @@ mod tests {
                 message: String::new(),
                 url: "https://example.com".to_owned(),
                 domain: "example.com".to_owned(),
+                warnings: Vec::new(),
                 elicitation_id: None,
                 meta: None,
             }),

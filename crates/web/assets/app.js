@@ -3,7 +3,7 @@
 // response to an event from the person or the server.
 
 import { el } from "./dom.js";
-import { api, SessionSocket } from "./net.js";
+import { api, takeToken, tokenInFragment, LockedError, SessionSocket } from "./net.js";
 import { Transcript } from "./transcript.js";
 import { Palette } from "./palette.js";
 
@@ -114,7 +114,7 @@ async function newSession() {
 }
 
 $("new-session").addEventListener("click", () => {
-  newSession().catch((error) => setConnection("error", `Could not create a session: ${error.message}`));
+  newSession().catch((error) => failed(error, "Could not create a session"));
 });
 
 async function route() {
@@ -171,18 +171,45 @@ function connect() {
   socket.connect();
 }
 
+// Without a token the page can do nothing but say how to get one.
+function showLocked() {
+  page.socket?.close();
+  page.socket = null;
+  setConnection("locked", "Locked");
+  $("locked").hidden = false;
+}
+
+function failed(error, what) {
+  if (error instanceof LockedError) showLocked();
+  else setConnection("error", what ? `${what}: ${error.message}` : error.message);
+}
+
 function setConnection(state, text) {
   connection.dataset.state = state;
   connection.textContent = text;
   reconnectButton.hidden = state !== "disconnected";
 }
 
+// A server restarted on the same port has a new token: ask with the one kept before reconnecting, so a
+// refused token shows the way out instead of a socket that keeps closing.
 reconnectButton.addEventListener("click", () => {
-  if (page.sessionId) connect();
+  if (!page.sessionId) return;
+  api("/api/info").then(
+    () => connect(),
+    (error) => {
+      if (error instanceof LockedError) showLocked();
+      else setConnection("disconnected", `Disconnected: ${error.message}`);
+    },
+  );
 });
 
 window.addEventListener("hashchange", () => {
-  route().catch((error) => setConnection("error", error.message));
+  // The printed URL opened again in this tab is a jump within the page: take its token and start over.
+  if (tokenInFragment()) {
+    start().catch((error) => failed(error, "The workbench could not start"));
+    return;
+  }
+  route().catch((error) => failed(error));
 });
 
 // ---- the message box ----
@@ -212,6 +239,11 @@ stopButton.addEventListener("click", () => page.socket?.send({ type: "stop_turn"
 
 async function start() {
   applyTheme(storedTheme());
+  if (!takeToken()) {
+    showLocked();
+    return;
+  }
+  $("locked").hidden = true;
   const info = await api("/api/info");
   if (!info.model) {
     const hint = $("model-hint");
@@ -224,4 +256,4 @@ async function start() {
   await palette.load();
 }
 
-start().catch((error) => setConnection("error", `The workbench could not start: ${error.message}`));
+start().catch((error) => failed(error, "The workbench could not start"));

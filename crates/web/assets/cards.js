@@ -296,11 +296,12 @@ function displayValue(question, value) {
   return label(value);
 }
 
-// A URL-mode request: the full URL and its domain; the link opens only on a click, then the card waits
-// for the plugin to finish.
+// A URL-mode request: the full URL, its domain and the host's warnings about where it leads (plain http, a
+// loopback or private address); the link opens only on a click, then the card waits for the plugin to
+// finish.
 export class UrlCard extends Card {
   constructor(event, ctx) {
-    const { message, url, domain } = event.body;
+    const { message, url, domain, warnings } = event.body;
     super({ id: event.form_id, kind: "url", source: `${event.plugin} asks you to open a link`, title: message || "Open a link", ctx });
     this.url = url;
     this.domain = domain;
@@ -317,6 +318,14 @@ export class UrlCard extends Card {
         { class: "url-box" },
         el("p", { class: "url-domain" }, "Domain: ", el("strong", { testid: "card-domain", text: domain })),
         el("p", { class: "url-full" }, el("code", { testid: "card-url", text: url })),
+        ...(Array.isArray(warnings) ? warnings : []).map((warning) =>
+          el("p", {
+            class: "url-warning",
+            testid: "url-warning",
+            dataset: { code: String(warning?.code ?? "") },
+            text: `Warning: ${warning?.message ?? ""}`,
+          }),
+        ),
         safe ? null : el("p", { class: "card-error", text: "formwork opens only http and https links." }),
       ),
     );

@@ -6,6 +6,10 @@
 // - typed(): the JSON value for a tool call's arguments ({present: false} leaves it out);
 // - check(final): a problem found before sending, as a sentence, or null. The host validates again and
 //   its messages are the ones that count; this only refuses what is plainly wrong as it is typed.
+//
+// A plugin's `pattern` is shown as a hint and never run here: the browser's RegExp backtracks, and one
+// hostile pattern would freeze the tab. The host checks it on Submit in linear time, and its verdict
+// lands under the field.
 
 import { el, uid, sameJson, show } from "./dom.js";
 
@@ -138,14 +142,6 @@ class TextField extends Field {
     if (this.hasDefault) {
       this.input.value = type === "datetime-local" ? toLocalInput(q.default) : show(q.default);
     }
-    this.regex = null;
-    if (q.pattern) {
-      try {
-        this.regex = new RegExp(q.pattern, "u");
-      } catch {
-        this.regex = null;
-      }
-    }
     const hint = this.hint(textHint(q));
     const children = [el("label", { for: this.id, class: "question-header" }, header), text, this.input];
     if (q.suggestions?.length) children.push(this.suggestionList(q.suggestions));
@@ -217,7 +213,6 @@ class TextField extends Field {
     if (this.input.validity.typeMismatch) {
       return q.format === "email" ? "must be an email address like name@example.com" : "must be a full URL like https://example.com";
     }
-    if (this.regex && !this.regex.test(value)) return `must match the pattern ${q.pattern}`;
     return null;
   }
 

@@ -1,10 +1,22 @@
-//! The lock on the door: every request needs the access token, and its `Host` and `Origin` must
-//! name the bound address.
+//! The lock on the door: every request must name this server in its `Host` and `Origin`, and every
+//! request that can read or change anything must carry the access token.
 //!
-//! - **Token.** Minted at start (256 random bits), printed in the URL. It is accepted from the
-//!   `token` query parameter, an `Authorization: Bearer` header, or the cookie this module sets
-//!   when the token arrives in the query (HttpOnly, SameSite=Strict, named after the port so two
-//!   workbenches on one machine keep apart). Missing or wrong: 401.
+//! - **Token.** Minted at start (256 random bits) and printed in the *fragment* of the URL,
+//!   `http://127.0.0.1:PORT/#token=…`. A browser never sends a fragment, neither in the request
+//!   line nor in `Referer`. The page reads it, keeps it in `sessionStorage` (readable only by pages
+//!   of this very origin, port included), removes it from the address bar, and sends it itself:
+//!   as `Authorization: Bearer <token>` on every API request, and on the WebSocket upgrade, where
+//!   a browser can set no header, as the second of the subprotocols
+//!   `formwork, formwork.token.<token>` (the server selects `formwork`). Missing or wrong: 401.
+//!   The token is not accepted in the query string, where it would stay in history and logs.
+//! - **Why no cookie.** Browsers do not keep cookies apart by port: a cookie set by
+//!   `127.0.0.1:PORT` goes with every request to any other server on 127.0.0.1 — a plugin's own
+//!   page, an OAuth callback listener, a link the person opens from a card — and with it every
+//!   transcript and the power to answer forms and approvals. A header the page adds itself goes
+//!   only where the page sends it, and the Content-Security-Policy lets it send only here.
+//! - **The page's files** (`GET /` and `GET /assets/…`: HTML, scripts, styles and the icon, none
+//!   holding any data) need no token, so that the page can load and read its token. The `Host`
+//!   and `Origin` checks and the protective headers apply to them as to everything else.
 //! - **Host.** Must be `127.0.0.1:PORT` or `localhost:PORT`. A page on another name that
 //!   resolves to 127.0.0.1 (DNS rebinding) sends its own name here: 403.
 //! - **Origin.** When present it must be `http://127.0.0.1:PORT` or `http://localhost:PORT`, and a
@@ -23,10 +35,15 @@ use axum::response::{IntoResponse, Response};
 use crate::AppState;
 use crate::error::WebError;
 
+/// The WebSocket subprotocol the session socket speaks; the server selects it.
+pub(crate) const SOCKET_PROTOCOL: &str = "formwork";
+
+/// The prefix of the subprotocol that carries the token on a WebSocket upgrade.
+const TOKEN_PROTOCOL: &str = "formwork.token.";
+
 /// The token and the names this server answers to.
 pub(crate) struct Access {
     token: String,
-    cookie_name: String,
     hosts: [String; 2],
     origins: [String; 2],
     csp: HeaderValue,
@@ -40,15 +57,6 @@ enum Refusal {
     Token,
 }
 
-/// How the request proved it knows the token.
-#[derive(Debug, PartialEq)]
-enum Proof {
-    /// Cookie or header: nothing to set.
-    Kept,
-    /// The query: set the cookie (and, for the page, drop the token from the address bar).
-    Query,
-}
-
 impl Access {
     pub(crate) fn new(token: String, port: u16) -> Access {
         let csp = format!(
@@ -59,7 +67,6 @@ impl Access {
         );
         Access {
             token,
-            cookie_name: format!("formwork_token_{port}"),
             hosts: [format!("127.0.0.1:{port}"), format!("localhost:{port}")],
             origins: [
                 format!("http://127.0.0.1:{port}"),
@@ -74,7 +81,7 @@ impl Access {
         &self.token
     }
 
-    fn check(&self, headers: &HeaderMap, uri: &Uri) -> Result<Proof, Refusal> {
+    fn check(&self, method: &Method, headers: &HeaderMap, uri: &Uri) -> Result<(), Refusal> {
         let host = headers
             .get(header::HOST)
             .and_then(|host| host.to_str().ok())
@@ -89,6 +96,7 @@ impl Access {
         {
             return Err(Refusal::Host);
         }
+        let upgrade = is_websocket_upgrade(headers);
         match headers.get(header::ORIGIN) {
             Some(origin) => {
                 let origin = origin.to_str().map(str::to_ascii_lowercase);
@@ -96,41 +104,28 @@ impl Access {
                     return Err(Refusal::Origin);
                 }
             }
-            None if is_websocket_upgrade(headers) => return Err(Refusal::Origin),
+            None if upgrade => return Err(Refusal::Origin),
             None => {}
         }
-        if self.cookie_token(headers).is_some_and(|t| self.matches(t))
-            || bearer_token(headers).is_some_and(|t| self.matches(t))
-        {
-            return Ok(Proof::Kept);
+        if is_page_file(method, uri.path()) {
+            return Ok(());
         }
-        if query_token(uri).is_some_and(|t| self.matches(t)) {
-            return Ok(Proof::Query);
+        let socket_tokens = upgrade
+            .then(|| subprotocol_tokens(headers))
+            .into_iter()
+            .flatten();
+        if bearer_token(headers)
+            .into_iter()
+            .chain(socket_tokens)
+            .any(|candidate| self.matches(candidate))
+        {
+            return Ok(());
         }
         Err(Refusal::Token)
     }
 
     fn matches(&self, candidate: &str) -> bool {
         constant_time_eq(candidate.as_bytes(), self.token.as_bytes())
-    }
-
-    fn cookie_token<'h>(&self, headers: &'h HeaderMap) -> Option<&'h str> {
-        headers
-            .get_all(header::COOKIE)
-            .iter()
-            .filter_map(|value| value.to_str().ok())
-            .flat_map(|value| value.split(';'))
-            .filter_map(|pair| pair.trim().split_once('='))
-            .find(|(name, _)| *name == self.cookie_name)
-            .map(|(_, value)| value)
-    }
-
-    fn cookie(&self) -> HeaderValue {
-        let cookie = format!(
-            "{}={}; Path=/; HttpOnly; SameSite=Strict",
-            self.cookie_name, self.token
-        );
-        HeaderValue::from_str(&cookie).unwrap_or_else(|_| HeaderValue::from_static(""))
     }
 
     fn protect(&self, headers: &mut HeaderMap) {
@@ -158,28 +153,10 @@ impl Access {
 /// The middleware in front of every route.
 pub(crate) async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let access = &state.access;
-    let verdict = access.check(request.headers(), request.uri());
+    let verdict = access.check(request.method(), request.headers(), request.uri());
     let mut response = match verdict {
         Err(refusal) => refuse(&refusal),
-        Ok(Proof::Kept) => next.run(request).await,
-        Ok(Proof::Query) => {
-            let page = request.method() == Method::GET && request.uri().path() == "/";
-            let mut response = if page {
-                // Keep the token out of the address bar (and out of history from now on).
-                let location = without_token(request.uri());
-                let mut response = StatusCode::SEE_OTHER.into_response();
-                if let Ok(location) = HeaderValue::from_str(&location) {
-                    response.headers_mut().insert(header::LOCATION, location);
-                }
-                response
-            } else {
-                next.run(request).await
-            };
-            response
-                .headers_mut()
-                .append(header::SET_COOKIE, access.cookie());
-            response
-        }
+        Ok(()) => next.run(request).await,
     };
     access.protect(response.headers_mut());
     response
@@ -210,6 +187,21 @@ pub(crate) fn mint_token() -> Result<String, WebError> {
     Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
 }
 
+/// Whether a chosen token can travel in the URL's fragment and as a WebSocket subprotocol (the
+/// page accepts exactly these).
+pub(crate) fn usable_token(token: &str) -> bool {
+    (32..=128).contains(&token.len())
+        && token
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'))
+}
+
+/// The page itself and its files: served without the token (they hold no data).
+fn is_page_file(method: &Method, path: &str) -> bool {
+    (method == Method::GET || method == Method::HEAD)
+        && (path == "/" || path.starts_with("/assets/"))
+}
+
 fn is_websocket_upgrade(headers: &HeaderMap) -> bool {
     headers
         .get(header::UPGRADE)
@@ -225,27 +217,14 @@ fn bearer_token(headers: &HeaderMap) -> Option<&str> {
         .strip_prefix("Bearer ")
 }
 
-fn query_token(uri: &Uri) -> Option<&str> {
-    uri.query()?
-        .split('&')
-        .filter_map(|pair| pair.split_once('='))
-        .find(|(name, _)| *name == "token")
-        .map(|(_, value)| value)
-}
-
-/// The request's path and query with every `token` parameter removed.
-fn without_token(uri: &Uri) -> String {
-    let rest: Vec<&str> = uri
-        .query()
-        .unwrap_or_default()
-        .split('&')
-        .filter(|pair| !pair.is_empty() && pair.split('=').next() != Some("token"))
-        .collect();
-    if rest.is_empty() {
-        uri.path().to_owned()
-    } else {
-        format!("{}?{}", uri.path(), rest.join("&"))
-    }
+/// The tokens offered as `formwork.token.<token>` subprotocols.
+fn subprotocol_tokens(headers: &HeaderMap) -> impl Iterator<Item = &str> {
+    headers
+        .get_all(header::SEC_WEBSOCKET_PROTOCOL)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .filter_map(|protocol| protocol.trim().strip_prefix(TOKEN_PROTOCOL))
 }
 
 /// Compares without stopping at the first difference, so timing tells nothing about the token.
@@ -264,7 +243,7 @@ mod tests {
         Access::new("abc".to_owned(), 4000)
     }
 
-    fn check(headers: &[(&str, &str)], uri: &str) -> Result<Proof, Refusal> {
+    fn check_as(method: Method, headers: &[(&str, &str)], uri: &str) -> Result<(), Refusal> {
         let mut map = HeaderMap::new();
         for (name, value) in headers {
             map.append(
@@ -272,64 +251,115 @@ mod tests {
                 HeaderValue::from_str(value).expect("value"),
             );
         }
-        access().check(&map, &uri.parse().expect("uri"))
+        access().check(&method, &map, &uri.parse().expect("uri"))
+    }
+
+    fn check(headers: &[(&str, &str)], uri: &str) -> Result<(), Refusal> {
+        check_as(Method::GET, headers, uri)
+    }
+
+    const HOST: (&str, &str) = ("host", "127.0.0.1:4000");
+    const BEARER: (&str, &str) = ("authorization", "Bearer abc");
+    const ORIGIN: (&str, &str) = ("origin", "http://127.0.0.1:4000");
+    const UPGRADE: (&str, &str) = ("upgrade", "websocket");
+
+    #[test]
+    fn the_page_and_its_files_need_no_token() {
+        assert_eq!(check(&[HOST], "/"), Ok(()));
+        assert_eq!(check(&[HOST], "/assets/app.js"), Ok(()));
+        assert_eq!(check_as(Method::HEAD, &[HOST], "/"), Ok(()));
+        assert_eq!(check_as(Method::POST, &[HOST], "/"), Err(Refusal::Token));
+        assert_eq!(check(&[HOST], "/api/info"), Err(Refusal::Token));
+        assert_eq!(check(&[HOST], "/favicon.ico"), Err(Refusal::Token));
+        assert_eq!(check(&[HOST], "/assetsx"), Err(Refusal::Token));
+        // Host and Origin still count.
+        assert_eq!(
+            check(&[("host", "evil.example:4000")], "/"),
+            Err(Refusal::Host)
+        );
+        assert_eq!(
+            check(&[HOST, ("origin", "http://evil.example")], "/assets/app.js"),
+            Err(Refusal::Origin)
+        );
     }
 
     #[test]
-    fn rules() {
-        let host = ("host", "127.0.0.1:4000");
-        assert_eq!(check(&[host], "/?token=abc"), Ok(Proof::Query));
-        assert_eq!(check(&[host], "/?token=abd"), Err(Refusal::Token));
-        assert_eq!(check(&[host], "/"), Err(Refusal::Token));
+    fn the_token_comes_in_a_header_or_a_subprotocol_only() {
+        assert_eq!(check(&[HOST, BEARER], "/api/info"), Ok(()));
         assert_eq!(
-            check(&[host, ("cookie", "a=b; formwork_token_4000=abc")], "/"),
-            Ok(Proof::Kept)
-        );
-        assert_eq!(
-            check(&[host, ("cookie", "formwork_token_4001=abc")], "/"),
+            check(&[HOST, ("authorization", "Bearer abd")], "/api/info"),
             Err(Refusal::Token)
         );
         assert_eq!(
-            check(&[host, ("authorization", "Bearer abc")], "/"),
-            Ok(Proof::Kept)
+            check(&[HOST, ("authorization", "abc")], "/api/info"),
+            Err(Refusal::Token)
+        );
+        // Neither the query nor a cookie is a way in.
+        assert_eq!(check(&[HOST], "/api/info?token=abc"), Err(Refusal::Token));
+        assert_eq!(
+            check(&[HOST, ("cookie", "formwork_token_4000=abc")], "/api/info"),
+            Err(Refusal::Token)
+        );
+        // The subprotocol, on a WebSocket upgrade only.
+        let protocols = ("sec-websocket-protocol", "formwork, formwork.token.abc");
+        assert_eq!(check(&[HOST, ORIGIN, UPGRADE, protocols], "/s"), Ok(()));
+        assert_eq!(check(&[HOST, ORIGIN, protocols], "/s"), Err(Refusal::Token));
+        assert_eq!(
+            check(
+                &[
+                    HOST,
+                    ORIGIN,
+                    UPGRADE,
+                    ("sec-websocket-protocol", "formwork")
+                ],
+                "/s"
+            ),
+            Err(Refusal::Token)
         );
         assert_eq!(
-            check(&[("host", "LOCALHOST:4000")], "/?token=abc"),
-            Ok(Proof::Query)
+            check(
+                &[
+                    HOST,
+                    ORIGIN,
+                    UPGRADE,
+                    ("sec-websocket-protocol", "formwork.token.abd, formwork")
+                ],
+                "/s"
+            ),
+            Err(Refusal::Token)
         );
-        assert_eq!(
-            check(&[("host", "evil.example:4000")], "/?token=abc"),
-            Err(Refusal::Host)
-        );
-        assert_eq!(
-            check(&[("host", "127.0.0.1")], "/?token=abc"),
-            Err(Refusal::Host)
-        );
-        assert_eq!(check(&[], "/?token=abc"), Err(Refusal::Host));
-        assert_eq!(
-            check(&[host, ("origin", "http://evil.example")], "/?token=abc"),
-            Err(Refusal::Origin)
-        );
-        assert_eq!(
-            check(&[host, ("origin", "null")], "/?token=abc"),
-            Err(Refusal::Origin)
-        );
-        assert_eq!(
-            check(&[host, ("origin", "http://localhost:4000")], "/?token=abc"),
-            Ok(Proof::Query)
-        );
-        assert_eq!(
-            check(&[host, ("upgrade", "websocket")], "/?token=abc"),
-            Err(Refusal::Origin)
-        );
+        assert_eq!(check(&[HOST, ORIGIN, UPGRADE, BEARER], "/s"), Ok(()));
     }
 
     #[test]
-    fn token_leaves_the_address() {
-        let uri: Uri = "/?a=1&token=abc&b=2".parse().expect("uri");
-        assert_eq!(without_token(&uri), "/?a=1&b=2");
-        let uri: Uri = "/?token=abc".parse().expect("uri");
-        assert_eq!(without_token(&uri), "/");
+    fn host_and_origin() {
+        assert_eq!(check(&[("host", "LOCALHOST:4000"), BEARER], "/api"), Ok(()));
+        assert_eq!(
+            check(&[("host", "evil.example:4000"), BEARER], "/api"),
+            Err(Refusal::Host)
+        );
+        assert_eq!(
+            check(&[("host", "127.0.0.1"), BEARER], "/api"),
+            Err(Refusal::Host)
+        );
+        assert_eq!(check(&[BEARER], "/api"), Err(Refusal::Host));
+        assert_eq!(
+            check(&[HOST, BEARER], "http://evil.example:4000/api"),
+            Err(Refusal::Host)
+        );
+        assert_eq!(
+            check(&[HOST, BEARER, ("origin", "http://evil.example")], "/api"),
+            Err(Refusal::Origin)
+        );
+        assert_eq!(
+            check(&[HOST, BEARER, ("origin", "null")], "/api"),
+            Err(Refusal::Origin)
+        );
+        assert_eq!(
+            check(&[HOST, BEARER, ("origin", "http://localhost:4000")], "/api"),
+            Ok(())
+        );
+        assert_eq!(check(&[HOST, BEARER, UPGRADE], "/s"), Err(Refusal::Origin));
     }
 
     #[test]
@@ -337,5 +367,21 @@ mod tests {
         let (a, b) = (mint_token().expect("a"), mint_token().expect("b"));
         assert_eq!(a.len(), 64);
         assert_ne!(a, b);
+        assert!(usable_token(&a));
+    }
+
+    #[test]
+    fn a_chosen_token_must_fit_a_fragment_and_a_subprotocol() {
+        assert!(usable_token(&"a".repeat(32)));
+        assert!(usable_token(&format!("{}-._~Z9", "x".repeat(26))));
+        assert!(usable_token(&"f".repeat(128)));
+        assert!(!usable_token(&"a".repeat(31)));
+        assert!(!usable_token(&"a".repeat(129)));
+        for bad in [' ', ',', '#', '&', '=', '"', 'é'] {
+            assert!(
+                !usable_token(&format!("{}{bad}", "a".repeat(32))),
+                "{bad:?}"
+            );
+        }
     }
 }

@@ -17,6 +17,12 @@ pub enum WebError {
     /// The server failed while serving.
     #[error("the workbench server failed: {0}")]
     Serve(std::io::Error),
+    /// A token given in [`crate::WebOptions::token`] cannot travel in a URL fragment and a
+    /// WebSocket subprotocol.
+    #[error(
+        "the access token must be 32 to 128 letters, digits, `-`, `.`, `_` or `~`, so that it fits a URL fragment and a WebSocket subprotocol"
+    )]
+    Token,
     /// The OS gave no randomness for the access token.
     #[error("cannot mint an access token: {0}")]
     Random(String),

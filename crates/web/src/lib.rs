@@ -1,11 +1,14 @@
 //! The formwork workbench: a local web server and page through which a person drives sessions,
 //! calls plugin tools and answers plugin forms.
 //!
-//! The server listens on 127.0.0.1 only and is locked: every request must carry the access token
-//! minted at start ([`Workbench::url`] prints it), and its `Host` and `Origin` must name the
-//! bound address, so neither another site nor a DNS-rebinding page can reach the person's
-//! plugins. The page is plain JavaScript and CSS embedded in the binary; it sets every piece of
-//! plugin text with `textContent` and runs under a strict Content-Security-Policy.
+//! The server listens on 127.0.0.1 only and is locked: every request's `Host` and `Origin` must
+//! name the bound address, and every request for data (the API and the session socket) must carry
+//! the access token minted at start, so neither another site nor a DNS-rebinding page can reach
+//! the person's plugins. [`Workbench::url`] carries the token in its fragment; the page keeps it
+//! and sends it as a header or WebSocket subprotocol, never in a cookie, so no other server on
+//! the machine ever receives it (`access.rs` says why). The page is plain JavaScript and CSS
+//! embedded in the binary; it sets every piece of plugin text with `textContent` and runs under a
+//! strict Content-Security-Policy.
 //!
 //! The page talks to the host through one WebSocket per open session: the server sends the
 //! session's [`formwork_host::Event`]s (the snapshot, then live ones) exactly as the host
@@ -45,7 +48,9 @@ pub struct WebOptions {
     pub port: u16,
     /// The scripted model that answers messages; `None` records messages only.
     pub model: Option<ScriptedModel>,
-    /// The access token; `None` mints a random one (what `formwork serve` does).
+    /// The access token: 32 to 128 letters, digits, `-`, `.`, `_` or `~` (it travels in a URL
+    /// fragment and a WebSocket subprotocol); `None` mints a random one (what `formwork serve`
+    /// does).
     pub token: Option<String>,
 }
 
@@ -82,7 +87,8 @@ impl Workbench {
             source,
         })?;
         let token = match options.token {
-            Some(token) => token,
+            Some(token) if access::usable_token(&token) => token,
+            Some(_) => return Err(WebError::Token),
             None => access::mint_token()?,
         };
         let state = AppState {
@@ -113,9 +119,10 @@ impl Workbench {
         self.state.access.token()
     }
 
-    /// The page's URL with the token, as printed at start.
+    /// The page's URL, as printed at start: `http://127.0.0.1:PORT/#token=TOKEN`. The token is in
+    /// the fragment, which a browser keeps to itself; the page takes it from there.
     pub fn url(&self) -> String {
-        format!("http://{}/?token={}", self.addr, self.token())
+        format!("http://{}/#token={}", self.addr, self.token())
     }
 
     /// Serves until `shutdown` resolves; open sockets are closed then.

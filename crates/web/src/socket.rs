@@ -11,6 +11,9 @@
 //!   problem, the field being the question id, else it is empty; `command` echoes what the
 //!   page sent).
 //!
+//! The page opens it with the subprotocols `formwork` and `formwork.token.<token>`; the server
+//! selects `formwork` (the lock in `access.rs` reads the token from the second).
+//!
 //! Page to server: a [`Command`] as JSON. While the socket is open the session counts a UI
 //! attached, so its forms stay open; the host's grace period starts when the last one closes.
 
@@ -55,7 +58,10 @@ pub(crate) async fn upgrade(
     if !state.host.has_session(&session) {
         return (StatusCode::NOT_FOUND, "formwork: no such session\n").into_response();
     }
-    ws.max_message_size(MAX_MESSAGE_BYTES)
+    // The page offers `formwork` and `formwork.token.<token>` (checked by the lock): select the
+    // first, so the token is never echoed back.
+    ws.protocols([crate::access::SOCKET_PROTOCOL])
+        .max_message_size(MAX_MESSAGE_BYTES)
         .max_frame_size(MAX_MESSAGE_BYTES)
         .on_upgrade(move |socket| bridge(state, session, socket))
 }

@@ -1,6 +1,7 @@
 //! The page and its files: served with the strict Content-Security-Policy, each file with its
 //! type, and written so that plugin text can only ever be text (no HTML sinks, no inline
-//! script or style, no eval, no timers).
+//! script or style, no eval, no timers), a plugin's `pattern` is never run in the browser's
+//! backtracking `RegExp`, and the token is never put in a cookie.
 
 mod common;
 
@@ -99,6 +100,10 @@ fn the_page_never_turns_data_into_markup_or_code() {
         "setTimeout",
         "setInterval",
         "javascript:",
+        // A plugin's pattern in a backtracking engine can freeze the tab; the host checks it.
+        "RegExp(",
+        // The token must not become a cookie, which every server on 127.0.0.1 would receive.
+        "document.cookie",
     ];
     let mut found = Vec::new();
     for (name, source) in asset_sources() {
@@ -166,6 +171,8 @@ fn every_control_the_tests_drive_has_a_stable_test_id() {
         "open-url",
         "card-url",
         "card-domain",
+        "url-warning",
+        "locked",
         "outcome",
         "approval-choice",
         "message-input",

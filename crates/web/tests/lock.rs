@@ -1,7 +1,8 @@
-//! The lock on the workbench: without the token a request is refused (401); with a foreign
-//! `Origin` or a rebinding `Host` it is refused (403), on plain HTTP and on the WebSocket
-//! upgrade alike; the token in the URL sets an HttpOnly, SameSite=Strict cookie; no response
-//! carries CORS headers.
+//! The lock on the workbench: an API request or socket upgrade without the token is refused
+//! (401), and the token counts only as a bearer header or a socket subprotocol, never in the query
+//! or a cookie; the page's own files load without it; with a foreign `Origin` or a rebinding
+//! `Host` anything is refused (403), on plain HTTP and on the WebSocket upgrade alike; no response
+//! sets a cookie or carries CORS headers.
 
 mod common;
 
@@ -16,7 +17,8 @@ struct Case<'a> {
     status: u16,
 }
 
-/// Sends every case to `server` and checks its status, and that no refusal or answer opens CORS.
+/// Sends every case to `server` and checks its status, and that no refusal or answer opens CORS
+/// or sets a cookie.
 async fn check(server: &Server, cases: Vec<Case<'_>>) {
     let mut failures = Vec::new();
     for case in cases {
@@ -36,6 +38,9 @@ async fn check(server: &Server, cases: Vec<Case<'_>>) {
                 "{}: CORS header in {:?}",
                 case.name, response.headers
             ));
+        }
+        if let Some(cookie) = response.header("set-cookie") {
+            failures.push(format!("{}: sets a cookie: {cookie}", case.name));
         }
         if response.header("content-security-policy").is_none() {
             failures.push(format!("{}: no Content-Security-Policy", case.name));
@@ -59,12 +64,12 @@ fn upgrade(mut headers: Vec<(&'static str, String)>) -> Vec<(&'static str, Strin
 async fn http_and_socket_need_token_host_and_origin() {
     let server = Server::start("", None).await;
     let port = server.port();
+    let token = &server.token;
     let host = || ("Host", server.host_header());
     let origin = || ("Origin", server.origin());
-    let cookie = || ("Cookie", server.cookie());
-    let token = &server.token;
+    let bearer = || ("Authorization", server.bearer());
+    let protocols = || ("Sec-WebSocket-Protocol", server.socket_protocols());
     let socket = format!("/api/sessions/{}/socket", server.session);
-    let socket_with_token = format!("{socket}?token={token}");
     let rebinding = || ("Host", format!("attacker.example:{port}"));
     let foreign = || ("Origin", "https://attacker.example".to_owned());
     let case = |name, method, target: &str, headers, status| Case {
@@ -75,19 +80,20 @@ async fn http_and_socket_need_token_host_and_origin() {
         status,
     };
     let cases = vec![
-        // No token: refused everywhere.
-        case("page without token", "GET", "/", vec![host()], 401),
-        case(
-            "api without token",
-            "GET",
-            "/api/sessions",
-            vec![host()],
-            401,
-        ),
+        // The page's files hold no data: they load without the token.
+        case("page without token", "GET", "/", vec![host()], 200),
         case(
             "asset without token",
             "GET",
             "/assets/app.js",
+            vec![host()],
+            200,
+        ),
+        // Anything with data needs it.
+        case(
+            "api without token",
+            "GET",
+            "/api/sessions",
             vec![host()],
             401,
         ),
@@ -99,30 +105,45 @@ async fn http_and_socket_need_token_host_and_origin() {
             401,
         ),
         case(
-            "wrong token",
+            "post to the page without token",
+            "POST",
+            "/",
+            vec![host(), origin(), ("Content-Length", "0".into())],
+            401,
+        ),
+        case(
+            "wrong bearer",
             "GET",
-            "/api/sessions?token=00",
+            "/api/sessions",
+            vec![host(), ("Authorization", "Bearer 00".into())],
+            401,
+        ),
+        case(
+            "token without Bearer",
+            "GET",
+            "/api/sessions",
+            vec![host(), ("Authorization", token.clone())],
+            401,
+        ),
+        case(
+            "token in the query",
+            "GET",
+            &format!("/api/sessions?token={token}"),
             vec![host()],
             401,
         ),
         case(
-            "wrong cookie",
+            "token in a cookie",
             "GET",
             "/api/sessions",
-            vec![host(), ("Cookie", format!("formwork_token_{port}=00"))],
+            vec![host(), ("Cookie", format!("formwork_token_{port}={token}"))],
             401,
         ),
         case(
-            "another port's cookie",
+            "unknown path without token",
             "GET",
-            "/api/sessions",
-            vec![
-                host(),
-                (
-                    "Cookie",
-                    format!("formwork_token_{}={token}", port.wrapping_add(1)),
-                ),
-            ],
+            "/etc/passwd",
+            vec![host()],
             401,
         ),
         case(
@@ -132,69 +153,81 @@ async fn http_and_socket_need_token_host_and_origin() {
             upgrade(vec![host(), origin()]),
             401,
         ),
-        // The token, by query, cookie or bearer header.
         case(
-            "api with token",
+            "socket with only the plain protocol",
             "GET",
-            &format!("/api/sessions?token={token}"),
-            vec![host()],
-            200,
+            &socket,
+            upgrade(vec![
+                host(),
+                origin(),
+                ("Sec-WebSocket-Protocol", "formwork".into()),
+            ]),
+            401,
         ),
         case(
-            "api with cookie",
+            "socket with a wrong token protocol",
             "GET",
-            "/api/sessions",
-            vec![host(), cookie()],
-            200,
+            &socket,
+            upgrade(vec![
+                host(),
+                origin(),
+                (
+                    "Sec-WebSocket-Protocol",
+                    "formwork, formwork.token.00".into(),
+                ),
+            ]),
+            401,
         ),
+        case(
+            "socket with the token in the query",
+            "GET",
+            &format!("{socket}?token={token}"),
+            upgrade(vec![host(), origin()]),
+            401,
+        ),
+        // The token as the page sends it: a bearer header, or a subprotocol on the socket.
         case(
             "api with bearer",
             "GET",
             "/api/sessions",
-            vec![host(), ("Authorization", format!("Bearer {token}"))],
+            vec![host(), bearer()],
             200,
         ),
         case(
             "localhost name",
             "GET",
             "/api/sessions",
-            vec![("Host", format!("localhost:{port}")), cookie()],
+            vec![("Host", format!("localhost:{port}")), bearer()],
             200,
         ),
         case(
             "same origin post",
             "POST",
             "/api/sessions",
-            vec![host(), origin(), cookie(), ("Content-Length", "0".into())],
+            vec![host(), origin(), bearer(), ("Content-Length", "0".into())],
             201,
         ),
         case(
-            "socket with cookie",
+            "socket with the token protocol",
             "GET",
             &socket,
-            upgrade(vec![host(), origin(), cookie()]),
+            upgrade(vec![host(), origin(), protocols()]),
             101,
         ),
         case(
-            "socket with token",
+            "socket with bearer",
             "GET",
-            &socket_with_token,
-            upgrade(vec![host(), origin()]),
+            &socket,
+            upgrade(vec![host(), origin(), bearer()]),
             101,
         ),
-        // DNS rebinding: a foreign name in Host, even with the token.
-        case(
-            "rebinding page",
-            "GET",
-            &format!("/?token={token}"),
-            vec![rebinding()],
-            403,
-        ),
+        // DNS rebinding: a foreign name in Host, even with the token, even for the page.
+        case("rebinding page", "GET", "/", vec![rebinding()], 403),
         case(
             "rebinding api",
             "GET",
             "/api/sessions",
-            vec![rebinding(), cookie()],
+            vec![rebinding(), bearer()],
             403,
         ),
         case(
@@ -204,7 +237,7 @@ async fn http_and_socket_need_token_host_and_origin() {
             upgrade(vec![
                 rebinding(),
                 ("Origin", format!("http://attacker.example:{port}")),
-                cookie(),
+                protocols(),
             ]),
             403,
         ),
@@ -212,7 +245,7 @@ async fn http_and_socket_need_token_host_and_origin() {
             "bare address",
             "GET",
             "/api/sessions",
-            vec![("Host", "127.0.0.1".into()), cookie()],
+            vec![("Host", "127.0.0.1".into()), bearer()],
             403,
         ),
         case(
@@ -221,24 +254,32 @@ async fn http_and_socket_need_token_host_and_origin() {
             "/api/sessions",
             vec![
                 ("Host", format!("127.0.0.1:{}", port.wrapping_add(1))),
-                cookie(),
+                bearer(),
             ],
             403,
         ),
-        case("no Host", "GET", "/api/sessions", vec![cookie()], 403),
+        case("no Host", "GET", "/api/sessions", vec![bearer()], 403),
+        case("no Host for the page", "GET", "/", vec![], 403),
         // Cross-site use: a foreign Origin, even with the token.
         case(
             "foreign origin api",
             "GET",
             "/api/sessions",
-            vec![host(), foreign(), cookie()],
+            vec![host(), foreign(), bearer()],
+            403,
+        ),
+        case(
+            "foreign origin asset",
+            "GET",
+            "/assets/app.js",
+            vec![host(), foreign()],
             403,
         ),
         case(
             "foreign origin post",
             "POST",
             "/api/sessions",
-            vec![host(), foreign(), cookie(), ("Content-Length", "0".into())],
+            vec![host(), foreign(), bearer(), ("Content-Length", "0".into())],
             403,
         ),
         case(
@@ -248,7 +289,7 @@ async fn http_and_socket_need_token_host_and_origin() {
             vec![
                 host(),
                 ("Origin", "null".into()),
-                cookie(),
+                bearer(),
                 ("Content-Length", "0".into()),
             ],
             403,
@@ -263,7 +304,7 @@ async fn http_and_socket_need_token_host_and_origin() {
                     "Origin",
                     format!("http://127.0.0.1:{}", port.wrapping_add(1)),
                 ),
-                cookie(),
+                bearer(),
             ],
             403,
         ),
@@ -282,14 +323,14 @@ async fn http_and_socket_need_token_host_and_origin() {
             "foreign origin socket",
             "GET",
             &socket,
-            upgrade(vec![host(), foreign(), cookie()]),
+            upgrade(vec![host(), foreign(), protocols()]),
             403,
         ),
         case(
             "socket without origin",
             "GET",
             &socket,
-            upgrade(vec![host(), cookie()]),
+            upgrade(vec![host(), protocols()]),
             403,
         ),
         // Unknown things behind the lock.
@@ -297,43 +338,67 @@ async fn http_and_socket_need_token_host_and_origin() {
             "unknown session socket",
             "GET",
             "/api/sessions/nope/socket",
-            upgrade(vec![host(), origin(), cookie()]),
+            upgrade(vec![host(), origin(), protocols()]),
             404,
         ),
         case(
             "unknown path",
             "GET",
             "/etc/passwd",
-            vec![host(), cookie()],
+            vec![host(), bearer()],
             404,
         ),
     ];
     check(&server, cases).await;
 }
 
+/// The socket selects `formwork` of the two offered subprotocols, so the token never comes back
+/// in a response; the page's shell is the same with or without a token anywhere in the request.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn token_in_the_url_sets_a_strict_httponly_cookie_and_leaves_the_address_bar() {
+async fn the_token_is_never_echoed() {
     let server = Server::start("", None).await;
-    let response = server
-        .raw(
-            "GET",
-            &format!("/?token={}", server.token),
-            &[("Host", server.host_header())],
-        )
+    let socket = format!("/api/sessions/{}/socket", server.session);
+    let headers = upgrade(vec![
+        ("Host", server.host_header()),
+        ("Origin", server.origin()),
+        ("Sec-WebSocket-Protocol", server.socket_protocols()),
+    ]);
+    let response = server.raw("GET", &socket, &headers).await;
+    assert_eq!(response.status, 101, "{response:?}");
+    assert_eq!(response.header("sec-websocket-protocol"), Some("formwork"));
+    let bare = server
+        .raw("GET", "/", &[("Host", server.host_header())])
         .await;
-    assert_eq!(response.status, 303, "{response:?}");
-    assert_eq!(response.header("location"), Some("/"));
-    let cookie = response.header("set-cookie").expect("a cookie");
-    let parts: Vec<&str> = cookie.split(';').map(str::trim).collect();
-    assert_eq!(parts[0], server.cookie(), "{cookie}");
-    for attribute in ["HttpOnly", "SameSite=Strict", "Path=/"] {
+    let with_token = server.get(&format!("/?token={}", server.token)).await;
+    assert_eq!((bare.status, with_token.status), (200, 200));
+    assert_eq!(bare.body, with_token.body);
+    for response in [&response, &bare, &with_token] {
         assert!(
-            parts.contains(&attribute),
-            "{attribute} missing in {cookie}"
+            !format!("{response:?}").contains(&server.token),
+            "{response:?}"
         );
     }
-    // The cookie alone opens the page.
-    let page = server.get("/").await;
-    assert_eq!(page.status, 200);
-    assert!(page.body.contains("formwork"), "{page:?}");
+}
+
+/// A chosen token that could not travel in the fragment and the subprotocol is refused at bind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_that_cannot_travel_is_refused() {
+    let config =
+        formwork_host::config::Config::from_toml("[mcp_servers.demo]\nenabled = false\n", None)
+            .expect("config");
+    let host = formwork_host::Host::new(config, formwork_host::HostOptions::default());
+    for token in ["short", &format!("{}, x", "a".repeat(40))] {
+        let bound = formwork_web::Workbench::bind(
+            host.clone(),
+            formwork_web::WebOptions {
+                token: Some(token.to_owned()),
+                ..formwork_web::WebOptions::default()
+            },
+        )
+        .await;
+        assert!(
+            matches!(bound, Err(formwork_web::WebError::Token)),
+            "{token}"
+        );
+    }
 }

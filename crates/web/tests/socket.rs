@@ -155,13 +155,43 @@ async fn a_url_request_shows_url_and_domain_and_is_accepted() {
     let form = socket.until("form_requested").await;
     assert_eq!(
         form["body"],
-        json!({"mode": "url", "message": "Log in please", "url": "https://example.com/login", "domain": "example.com", "elicitation_id": "e-42"})
+        json!({"mode": "url", "message": "Log in please", "url": "https://example.com/login", "domain": "example.com", "warnings": [], "elicitation_id": "e-42"})
     );
     socket.send(action(&form["form_id"], "accept_url")).await;
     let resolved = socket.until("form_resolved").await;
     assert_eq!(resolved["action"], "accept");
     let finished = socket.until("tool_call_finished").await;
     assert_eq!(plugin_result(&finished), json!({"action": "accept"}));
+}
+
+/// A link in clear text to this computer comes with the host's two warnings, code and sentence,
+/// the address written as one integer judged and shown as the address it opens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_url_request_to_this_computer_carries_warnings() {
+    let server = Server::ts().await;
+    let mut socket = server.socket(&server.session).await;
+    socket.snapshot().await;
+    socket
+        .send(json!({"type": "call_tool", "server": "ts", "tool": "ask_url_to", "arguments": {"url": "http://2130706433:9/callback"}}))
+        .await;
+    let form = socket.until("form_requested").await;
+    assert_eq!(
+        form["body"],
+        json!({
+            "mode": "url",
+            "message": "Open this link",
+            "url": "http://2130706433:9/callback",
+            "domain": "127.0.0.1",
+            "warnings": [
+                {"code": "plain_http", "message": "The link uses plain http: what you see and type there is not encrypted."},
+                {"code": "loopback", "message": "The link leads to this computer (a loopback address), not to a site on the internet."},
+            ],
+            "elicitation_id": "e-to",
+        })
+    );
+    socket.send(action(&form["form_id"], "decline")).await;
+    let finished = socket.until("tool_call_finished").await;
+    assert_eq!(plugin_result(&finished), json!({"action": "decline"}));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -84,7 +84,7 @@ impl Server {
         .await
         .expect("bind");
         let (addr, token) = (workbench.addr(), workbench.token().to_owned());
-        assert_eq!(workbench.url(), format!("http://{addr}/?token={token}"));
+        assert_eq!(workbench.url(), format!("http://{addr}/#token={token}"));
         let (stop, stopped) = oneshot::channel::<()>();
         tokio::spawn(workbench.serve(async {
             let _ = stopped.await;
@@ -117,9 +117,14 @@ impl Server {
         format!("http://127.0.0.1:{}", self.port())
     }
 
-    /// The cookie the server sets.
-    pub fn cookie(&self) -> String {
-        format!("formwork_token_{}={}", self.port(), self.token)
+    /// `Authorization` as the page sends it on every API request.
+    pub fn bearer(&self) -> String {
+        format!("Bearer {}", self.token)
+    }
+
+    /// `Sec-WebSocket-Protocol` as the page offers it on the socket.
+    pub fn socket_protocols(&self) -> String {
+        format!("formwork, formwork.token.{}", self.token)
     }
 
     /// Sends one raw HTTP/1.1 request with exactly these headers (plus `Connection: close`).
@@ -127,18 +132,21 @@ impl Server {
         raw_request(self.addr, method, target, headers).await
     }
 
-    /// A GET as the page makes it: right Host, the cookie.
+    /// A GET as the page makes it: right Host, the token as a bearer.
     pub async fn get(&self, target: &str) -> Response {
-        let headers = [("Host", self.host_header()), ("Cookie", self.cookie())];
+        let headers = [
+            ("Host", self.host_header()),
+            ("Authorization", self.bearer()),
+        ];
         self.raw("GET", target, &headers).await
     }
 
-    /// A POST as the page makes it: right Host and Origin, the cookie.
+    /// A POST as the page makes it: right Host and Origin, the token as a bearer.
     pub async fn post(&self, target: &str) -> Response {
         let headers = [
             ("Host", self.host_header()),
             ("Origin", self.origin()),
-            ("Cookie", self.cookie()),
+            ("Authorization", self.bearer()),
             ("Content-Length", "0".to_owned()),
         ];
         self.raw("POST", target, &headers).await
@@ -154,8 +162,8 @@ impl Server {
             HeaderValue::from_str(&self.origin()).expect("origin"),
         );
         headers.insert(
-            "Cookie",
-            HeaderValue::from_str(&self.cookie()).expect("cookie"),
+            "Sec-WebSocket-Protocol",
+            HeaderValue::from_str(&self.socket_protocols()).expect("protocols"),
         );
         let (ws, response) =
             tokio::time::timeout(TIMEOUT, tokio_tungstenite::connect_async(request))
@@ -163,6 +171,14 @@ impl Server {
                 .expect("connect in time")
                 .expect("connect");
         assert_eq!(response.status(), 101);
+        // The server selects the plain protocol: the token is never echoed.
+        assert_eq!(
+            response
+                .headers()
+                .get("Sec-WebSocket-Protocol")
+                .and_then(|value| value.to_str().ok()),
+            Some("formwork")
+        );
         Socket {
             ws,
             seen: Vec::new(),
