@@ -5,6 +5,7 @@
 //! with `FORMWORK_BLESS=1` to rewrite them, then review the diff.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use formwork_host::config::{self, Config, ConfigError, RememberOutcome, SyncAction};
 use formwork_host::policy::effective_policy;
@@ -363,12 +364,6 @@ fn bad_transports() {
         "[mcp_servers.\"my server\"]\ncommand = \"a\"\n",
         json!(
             r#"formwork.toml:1:14: mcp_servers."my server": a server name may only use letters, digits, '_' and '-'"#
-        ),
-    );
-    check(
-        "[mcp_servers.x]\ncommand = \"a\"\ntool_timeout_sec = -1\n",
-        json!(
-            "formwork.toml:3:1: mcp_servers.x.tool_timeout_sec: expected a positive number of seconds"
         ),
     );
     check(
@@ -737,4 +732,34 @@ fn http_headers_and_the_bearer_token_from_the_environment() {
                 .to_owned()
         )
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Timeouts: checked at load, never a panic later
+
+#[test]
+fn timeouts_out_of_range_are_errors_naming_the_key() {
+    let message = "expected a positive number of seconds, at most 86400 (one day)";
+    for (key, value) in [
+        ("startup_timeout_sec", "1e20"),
+        ("startup_timeout_sec", "86400.5"),
+        ("tool_timeout_sec", "-1"),
+        ("tool_timeout_sec", "0"),
+        ("tool_timeout_sec", "inf"),
+        ("startup_timeout_sec", "nan"),
+    ] {
+        check(
+            &format!("[mcp_servers.x]\ncommand = \"a\"\n{key} = {value}\n"),
+            json!(format!("formwork.toml:3:1: mcp_servers.x.{key}: {message}")),
+        );
+    }
+    let config = Config::from_toml(
+        "[mcp_servers.x]\ncommand = \"a\"\nstartup_timeout_sec = 86400\ntool_timeout_sec = 0.25\n",
+        None,
+    )
+    .expect("in range");
+    let server = config.server("x").expect("x");
+    assert_eq!(server.startup_timeout, Some(Duration::from_secs(86_400)));
+    assert_eq!(server.tool_timeout, Some(Duration::from_millis(250)));
+    assert_eq!(config::MAX_TIMEOUT_SECS, 86_400);
 }

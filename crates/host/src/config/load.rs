@@ -10,6 +10,7 @@
 
 use std::ops::Range;
 use std::path::Path;
+use std::time::Duration;
 
 use indexmap::IndexMap;
 use serde::Deserialize;
@@ -28,6 +29,9 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "features",
     "mcp_servers",
 ];
+
+/// The longest `startup_timeout_sec` or `tool_timeout_sec` accepted, in seconds: one day.
+pub const MAX_TIMEOUT_SECS: u64 = 86_400;
 
 /// Top-level keys of Codex's `config.toml` that formwork accepts and ignores, so a Codex
 /// configuration can be used as a starting point.
@@ -187,8 +191,8 @@ fn builtin_default(args: &[&str]) -> ServerConfig {
         tools: IndexMap::new(),
         enabled_tools: None,
         disabled_tools: Vec::new(),
-        startup_timeout_sec: None,
-        tool_timeout_sec: None,
+        startup_timeout: None,
+        tool_timeout: None,
     }
 }
 
@@ -292,6 +296,32 @@ fn read_features(
     Ok(features)
 }
 
+/// A timeout in seconds as a [`Duration`]: positive, finite and at most
+/// [`MAX_TIMEOUT_SECS`].
+fn timeout(
+    ctx: &Ctx<'_>,
+    keys: &[&str],
+    seconds: Option<f64>,
+) -> Result<Option<Duration>, ConfigError> {
+    let Some(seconds) = seconds else {
+        return Ok(None);
+    };
+    // The comparisons also turn away NaN and the infinities.
+    let in_range = seconds > 0.0 && seconds <= MAX_TIMEOUT_SECS as f64;
+    let duration = if in_range {
+        Duration::try_from_secs_f64(seconds).ok()
+    } else {
+        None
+    };
+    match duration {
+        Some(duration) => Ok(Some(duration)),
+        None => Err(ctx.error(
+            keys,
+            format!("expected a positive number of seconds, at most {MAX_TIMEOUT_SECS} (one day)"),
+        )),
+    }
+}
+
 fn build_server(
     ctx: &Ctx<'_>,
     name: &str,
@@ -329,16 +359,8 @@ fn build_server(
         }
     }
 
-    for (key, seconds) in [
-        ("startup_timeout_sec", raw.startup_timeout_sec),
-        ("tool_timeout_sec", raw.tool_timeout_sec),
-    ] {
-        if let Some(seconds) = seconds
-            && !(seconds.is_finite() && seconds > 0.0)
-        {
-            return Err(ctx.error(&at(key), "expected a positive number of seconds"));
-        }
-    }
+    let startup_timeout = timeout(ctx, &at("startup_timeout_sec"), raw.startup_timeout_sec)?;
+    let tool_timeout = timeout(ctx, &at("tool_timeout_sec"), raw.tool_timeout_sec)?;
 
     let builtin = builtin_server(name);
     let transport = match (raw.command, raw.url) {
@@ -443,8 +465,8 @@ fn build_server(
         tools: raw.tools,
         enabled_tools: raw.enabled_tools,
         disabled_tools: raw.disabled_tools.unwrap_or_default(),
-        startup_timeout_sec: raw.startup_timeout_sec,
-        tool_timeout_sec: raw.tool_timeout_sec,
+        startup_timeout,
+        tool_timeout,
     })
 }
 

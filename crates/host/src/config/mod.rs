@@ -18,7 +18,8 @@
 //! ```
 //!
 //! Loading ([`Config::load`], [`Config::from_toml`]) is pure apart from reading the file; a bad
-//! file becomes a [`ConfigError`] naming file, line, column and dotted key. Writing
+//! file becomes a [`ConfigError`] naming file, line, column and dotted key, and so does a value
+//! out of range (a timeout over [`MAX_TIMEOUT_SECS`]). Writing
 //! ([`import`], [`sync`], [`remember_always_allow`]) edits the file in place with `toml_edit`,
 //! so comments, order and formatting of everything it does not touch stay byte-for-byte.
 //! What the settings decide lives in [`crate::policy`].
@@ -37,6 +38,7 @@ pub use edit::{RememberOutcome, SyncAction, SyncChange, SyncReport, remember_alw
 pub(crate) use error::dotted;
 pub use error::{ConfigError, Invalid, NO_FILE};
 pub use import::{ImportReport, ImportedServer, SkippedServer, import};
+pub use load::MAX_TIMEOUT_SECS;
 pub use types::{
     ApprovalMode, ApprovalPolicy, Config, Features, GranularApproval, ServerConfig, ToolConfig,
     Transport,

@@ -4,6 +4,7 @@
 
 use std::fmt;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use indexmap::IndexMap;
 use serde::de::{self, MapAccess, Visitor};
@@ -164,9 +165,9 @@ pub struct ServerConfig {
     /// `disabled_tools`: these tools are never offered (applied after `enabled_tools`).
     pub disabled_tools: Vec<String>,
     /// `startup_timeout_sec`: how long connecting and listing tools may take.
-    pub startup_timeout_sec: Option<f64>,
+    pub startup_timeout: Option<Duration>,
     /// `tool_timeout_sec`: how long one tool call may take.
-    pub tool_timeout_sec: Option<f64>,
+    pub tool_timeout: Option<Duration>,
 }
 
 impl ServerConfig {
