@@ -4,6 +4,7 @@
 //! Expected files live in `tests/fixtures/config/`. After an intended change of output, run
 //! with `FORMWORK_BLESS=1` to rewrite them, then review the diff.
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -762,4 +763,121 @@ fn timeouts_out_of_range_are_errors_naming_the_key() {
     assert_eq!(server.startup_timeout, Some(Duration::from_secs(86_400)));
     assert_eq!(server.tool_timeout, Some(Duration::from_millis(250)));
     assert_eq!(config::MAX_TIMEOUT_SECS, 86_400);
+}
+
+// ---------------------------------------------------------------------------------------------
+// How files are written
+
+/// A temporary directory by its canonical path.
+fn canonical_tempdir() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = std::fs::canonicalize(dir.path()).expect("canonical");
+    (dir, root)
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path)
+        .expect("metadata")
+        .permissions()
+        .mode()
+        & 0o7777
+}
+
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("read dir")
+        .map(|entry| {
+            entry
+                .expect("entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_file_formwork_creates_is_private_even_with_secrets_in_it() {
+    let (_dir, root) = canonical_tempdir();
+    let path = root.join("new/dir/formwork.toml");
+    let report = config::import(&fixture("vscode_mcp.json"), &path).expect("import");
+    assert!(report.written);
+    assert!(read(&path).contains("http_headers = { Authorization = "));
+    assert_eq!(mode(&path), 0o600);
+    assert_eq!(mode(path.parent().expect("dir")), 0o700);
+    assert_eq!(mode(&root.join("new")), 0o700);
+    assert_eq!(names_in(path.parent().expect("dir")), ["formwork.toml"]);
+}
+
+#[test]
+fn a_rewrite_keeps_the_mode_and_leaves_no_temporary_file() {
+    let (_dir, root) = canonical_tempdir();
+    let path = root.join("formwork.toml");
+    std::fs::write(&path, "[mcp_servers.shop]\ncommand = \"x\"\n").expect("write");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).expect("chmod");
+    config::remember_always_allow(&path, "shop", "refund").expect("remember");
+    assert_eq!(mode(&path), 0o640);
+    assert_eq!(
+        read(&path),
+        "[mcp_servers.shop]\ncommand = \"x\"\n\n[mcp_servers.shop.tools.refund]\napproval_mode = \"approve\"\n"
+    );
+    assert_eq!(names_in(&root), ["formwork.toml"]);
+}
+
+#[test]
+fn a_symlinked_config_is_written_through_and_stays_a_symlink() {
+    let (_dir, root) = canonical_tempdir();
+    let real = root.join("dotfiles/formwork.toml");
+    std::fs::create_dir_all(real.parent().expect("dir")).expect("dir");
+    std::fs::write(&real, "approval_policy = \"never\" # kept in dotfiles\n").expect("write");
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let link = root.join("formwork.toml");
+    std::os::unix::fs::symlink("dotfiles/formwork.toml", &link).expect("symlink");
+
+    config::sync(&link, Path::new(EXE)).expect("sync");
+    let metadata = std::fs::symlink_metadata(&link).expect("link");
+    assert!(metadata.file_type().is_symlink());
+    assert_eq!(
+        std::fs::read_link(&link).expect("read link"),
+        Path::new("dotfiles/formwork.toml")
+    );
+    assert_eq!(
+        read(&real),
+        "approval_policy = \"never\" # kept in dotfiles\n\n[mcp_servers.demo]\ncommand = \"/opt/formwork/bin/formwork\"\nargs = [\"demo-plugin\"]\ndefault_tools_approval_mode = \"approve\"\n"
+    );
+    assert_eq!(mode(&real), 0o644);
+    // The temporary file was made beside the real file, and is gone.
+    assert_eq!(names_in(real.parent().expect("dir")), ["formwork.toml"]);
+}
+
+#[test]
+fn a_taken_temporary_name_is_neither_followed_nor_replaced() {
+    let (_dir, root) = canonical_tempdir();
+    let project = root.join("proj");
+    std::fs::create_dir_all(&project).expect("dir");
+    let path = project.join("formwork.toml");
+    std::fs::write(&path, "").expect("write");
+    let victim = root.join("victim");
+    std::fs::write(&victim, "precious\n").expect("write victim");
+    // The name the first attempt would use, taken by a link to somewhere else.
+    let squatter = project.join(format!(".formwork.toml.{}.tmp", std::process::id()));
+    std::os::unix::fs::symlink(&victim, &squatter).expect("symlink");
+
+    config::sync(&path, Path::new(EXE)).expect("sync");
+    assert_eq!(read(&victim), "precious\n");
+    assert!(
+        std::fs::symlink_metadata(&squatter)
+            .expect("still there")
+            .file_type()
+            .is_symlink()
+    );
+    assert!(read(&path).starts_with("[mcp_servers.demo]\n"));
+    let mut expected = vec![
+        "formwork.toml".to_owned(),
+        format!(".formwork.toml.{}.tmp", std::process::id()),
+    ];
+    expected.sort();
+    assert_eq!(names_in(&project), expected);
 }

@@ -21,7 +21,10 @@
 //! file becomes a [`ConfigError`] naming file, line, column and dotted key, and so does a value
 //! out of range (a timeout over [`MAX_TIMEOUT_SECS`]). Writing
 //! ([`import`], [`sync`], [`remember_always_allow`]) edits the file in place with `toml_edit`,
-//! so comments, order and formatting of everything it does not touch stay byte-for-byte.
+//! so comments, order and formatting of everything it does not touch stay byte-for-byte. The
+//! file is replaced atomically (a temporary file created exclusively beside the real file, with
+//! its mode, fsynced, renamed over it); a symlinked config is written through, the link kept. A
+//! file formwork creates is `0600`, in directories created `0700`.
 //! What the settings decide lives in [`crate::policy`].
 
 mod builtin;
