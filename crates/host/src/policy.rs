@@ -301,9 +301,10 @@ pub fn tool_approval(
                 )
             } else {
                 let remember = mode == ApprovalMode::Auto;
+                // Always allow needs a file formwork may write the approval into.
                 let offers = RememberOffers {
                     session: remember,
-                    always: remember,
+                    always: remember && config.remember_file(server).is_some(),
                 };
                 (
                     ApprovalNeed::Card(offers),
@@ -731,7 +732,12 @@ impl ApprovalCard {
             ),
             ApprovalChoice::Deny => format!("the person denied this call of {tool}"),
         };
-        if effective != choice {
+        if effective != choice && normalize_choice(self.mode, choice) == choice {
+            reason.push_str(&format!(
+                " (\"{}\" counts as \"Allow\": this card does not offer it)",
+                choice.label()
+            ));
+        } else if effective != choice {
             reason.push_str(&format!(
                 " (\"{}\" counts as \"Allow\" under approval mode \"{}\")",
                 choice.label(),
@@ -796,7 +802,7 @@ pub fn effective_policy(config: &Config) -> Value {
         .map(|(name, server)| (name.clone(), describe_server(name, server)))
         .collect();
     json!({
-        "config": config.path.as_ref().map(|path| path.display().to_string()),
+        "config": config.top_file().map(|path| path.display().to_string()),
         "approval_policy": config.approval_policy,
         "elicitations_auto_deny": config.elicitations_auto_deny,
         "plugin_forms": gate,

@@ -1,6 +1,6 @@
 //! Edits of `formwork.toml` that keep everything they do not touch byte-for-byte: `config
-//! sync` (write or refresh the built-in servers) and Always allow (remember one tool's
-//! approval). `config import` builds on the same helpers.
+//! sync` (write or refresh the built-in servers), Always allow (remember one tool's approval)
+//! and `formwork trust` (trust one project). `config import` builds on the same helpers.
 //!
 //! Every edit follows the same steps: read the file (a missing file counts as empty), refuse
 //! to edit it when it does not load, change the `toml_edit` document, check that the result
@@ -17,7 +17,7 @@ use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, Value};
 use super::builtin::BUILTIN_SERVERS;
 use super::error::{ConfigError, dotted};
 use super::load;
-use super::types::{ApprovalMode, Config};
+use super::types::{ApprovalMode, Config, TrustLevel};
 
 /// The mode of a configuration file formwork creates: it may hold secrets (`http_headers`).
 const NEW_FILE_MODE: u32 = 0o600;
@@ -200,6 +200,50 @@ pub fn remember_always_allow(
     };
     file.commit()?;
     Ok(outcome)
+}
+
+/// What [`trust_project`] did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TrustReport {
+    /// The user config.
+    pub config: PathBuf,
+    /// The project directory.
+    pub project: PathBuf,
+    /// Its trust level now.
+    pub trust_level: TrustLevel,
+    /// Whether the file was written (false when it already said so).
+    pub written: bool,
+}
+
+/// Records `[projects."<project>"] trust_level = "trusted"` in the user config at
+/// `user_config` (created when missing), so the `formwork.toml` in `project` applies. `project`
+/// must be the canonical absolute path of the directory, which is what the trust lookup
+/// compares with; an entry marking it untrusted is turned into a trusted one.
+pub fn trust_project(user_config: &Path, project: &Path) -> Result<TrustReport, ConfigError> {
+    let key = project
+        .to_str()
+        .filter(|_| project.is_absolute())
+        .ok_or_else(|| ConfigError::Refused {
+            path: user_config.to_path_buf(),
+            message: format!(
+                "cannot trust {}: a project is named by an absolute UTF-8 path",
+                project.display()
+            ),
+        })?;
+    let mut file = EditableFile::open(user_config)?;
+    let keys = ["projects", key];
+    let table = child_table(file.doc.as_item_mut(), "projects", true)
+        .and_then(|projects| child_table(projects, key, false))
+        .and_then(Item::as_table_like_mut)
+        .ok_or_else(|| not_a_table(user_config, &keys))?;
+    set_value(table, "trust_level", Value::from("trusted"));
+    let written = file.commit()?;
+    Ok(TrustReport {
+        config: user_config.to_path_buf(),
+        project: project.to_path_buf(),
+        trust_level: TrustLevel::Trusted,
+        written,
+    })
 }
 
 /// A configuration file opened for editing.
