@@ -64,12 +64,14 @@ const now = () => performance.timeOrigin + performance.now();
 
 // ---- formwork serve ----
 
-// Starts `formwork serve` in its own process group; resolves once it printed its URL.
+// Starts `formwork serve` in its own process group; resolves once it printed its URL. Its user config directory is
+// one that does not exist, so the person's own ~/.config/formwork/formwork.toml never changes what is measured.
 function serve(extra, cwd) {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), "formwork-bench-data-"));
   const spawned = performance.now();
   const child = spawn(formwork, ["serve", "--port", "0", "--data-dir", dataDir, ...extra], {
     cwd,
+    env: { ...process.env, XDG_CONFIG_HOME: path.join(cwd, "no-user-config") },
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
   });

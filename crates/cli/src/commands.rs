@@ -57,11 +57,10 @@ pub(crate) fn configured_server<'a>(
     name: &str,
 ) -> anyhow::Result<&'a ServerConfig> {
     config.server(name).with_context(|| {
-        let file = config.path.as_ref().map_or_else(
-            || "the built-in default config".to_owned(),
-            |path| path.display().to_string(),
-        );
-        format!("no server `{name}` in {file} (add [mcp_servers.{name}])")
+        format!(
+            "no server `{name}` in {} (add [mcp_servers.{name}])",
+            config.describe_files()
+        )
     })
 }
 
@@ -173,8 +172,10 @@ async fn approve(
             if let Some(message) = answer.failure_message() {
                 anyhow::bail!("{message}");
             }
-            if answer.writes_config() {
-                let path = formwork_host::config::writable_path(config.path.as_deref());
+            // The card offers Always allow only when there is a file to write it into.
+            if answer.writes_config()
+                && let Some(path) = config.remember_file(&resolved.name)
+            {
                 formwork_host::config::remember_always_allow(&path, &resolved.name, tool)?;
                 eprintln!(
                     "formwork: always allowed: wrote the tool's approval_mode to {}",

@@ -1,15 +1,17 @@
-//! `formwork config check | import | sync`, and the `--config FILE` option every command that
-//! applies the approval policy shares.
+//! `formwork config check | import | sync`, `formwork trust`, and the `--config FILE` option
+//! every command that applies the approval policy shares.
 //!
-//! Without `--config`, `./formwork.toml` is used when it exists; otherwise reading commands use
-//! the embedded default (policy `on-request`, the built-in `demo` server) and writing commands
-//! create `./formwork.toml`. Every report goes to stdout as JSON; messages go to stderr.
+//! Every command reads the layered configuration (`formwork_host::config`): the user config,
+//! then the `--config` file or, without one, a trusted project's `formwork.toml`. An untrusted
+//! project's file is not read, and one line on stderr says so and how to trust it. Writing
+//! commands edit the `--config` file, else the user config, never a project file. Every
+//! report goes to stdout as JSON; messages go to stderr.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use formwork_host::config::{self, Config, ConfigError};
+use formwork_host::config::{self, Config, ConfigError, ConfigLocations};
 use formwork_host::policy;
 use serde_json::{Value, json};
 
@@ -18,27 +20,43 @@ use crate::Outcome;
 /// `--config FILE`: flatten this into every command that applies the approval policy.
 #[derive(Args, Debug, Clone, Default)]
 pub struct ConfigArgs {
-    /// The configuration file (default: ./formwork.toml; when it does not exist, reading
-    /// commands use the built-in default and writing commands create it).
+    /// A configuration file applied on top of the user config in place of a project's
+    /// formwork.toml; writing commands edit it (created when missing).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 }
 
 impl ConfigArgs {
-    /// The file reading commands use, if any.
-    pub fn path(&self) -> Option<PathBuf> {
-        config::resolve_path(self.config.as_deref())
-    }
-
-    /// The configuration reading commands apply.
+    /// The configuration reading commands apply. A project file skipped as untrusted is
+    /// reported on stderr, once.
     pub fn load(&self) -> Result<Config, ConfigError> {
-        Config::load_optional(self.path().as_deref())
+        let config = Config::load_layered(&ConfigLocations::from_env(self.config.clone()))?;
+        for notice in config
+            .sources
+            .iter()
+            .filter_map(config::ConfigSource::skipped_notice)
+        {
+            eprintln!("formwork: {notice}");
+        }
+        Ok(config)
     }
 
-    /// The file writing commands edit (created when missing).
-    pub fn writable_path(&self) -> PathBuf {
-        config::writable_path(self.config.as_deref())
+    /// The file writing commands edit: the `--config` file, else the user config (created
+    /// when missing).
+    pub fn writable_path(&self) -> anyhow::Result<PathBuf> {
+        match &self.config {
+            Some(path) => Ok(path.clone()),
+            None => user_config(),
+        }
     }
+}
+
+/// The user config's path, or why there is none.
+fn user_config() -> anyhow::Result<PathBuf> {
+    config::user_config_path().context(
+        "there is no user config: neither XDG_CONFIG_HOME nor HOME names a directory \
+         (name a file with --config)",
+    )
 }
 
 /// Check, import and sync formwork.toml.
@@ -69,7 +87,7 @@ pub fn run(args: ConfigCommand) -> anyhow::Result<Outcome> {
     match args {
         ConfigCommand::Check { config } => Ok(check(&config)),
         ConfigCommand::Import { file, config } => {
-            let report = config::import(&file, &config.writable_path())?;
+            let report = config::import(&file, &config.writable_path()?)?;
             for skipped in &report.skipped {
                 eprintln!("formwork: skipped {}: {}", skipped.name, skipped.reason);
             }
@@ -78,18 +96,60 @@ pub fn run(args: ConfigCommand) -> anyhow::Result<Outcome> {
         }
         ConfigCommand::Sync { config } => {
             let exe = std::env::current_exe().context("cannot find formwork's own path")?;
-            let report = config::sync(&config.writable_path(), &exe)?;
+            let report = config::sync(&config.writable_path()?, &exe)?;
             print_json(&serde_json::to_value(&report)?)?;
             Ok(Outcome::Success)
         }
     }
 }
 
-/// `config check`: the effective policy, or the error both on stderr and as
-/// `{"error": {file, line, column, key, message}}` on stdout.
+/// `formwork trust [DIR]`: records in the user config that the project in `dir` (default: the
+/// one whose formwork.toml is found from the working directory, else the working directory)
+/// is trusted.
+pub fn trust(dir: Option<&Path>) -> anyhow::Result<Outcome> {
+    let dir = match dir {
+        Some(dir) => dir.to_path_buf(),
+        None => {
+            let cwd = std::env::current_dir().context("cannot find the working directory")?;
+            config::find_project_file(&cwd)
+                .and_then(|file| file.parent().map(Path::to_path_buf))
+                .unwrap_or(cwd)
+        }
+    };
+    let project =
+        std::fs::canonicalize(&dir).with_context(|| format!("cannot trust {}", dir.display()))?;
+    anyhow::ensure!(
+        project.is_dir(),
+        "cannot trust {}: not a directory",
+        project.display()
+    );
+    let report = config::trust_project(&user_config()?, &project)?;
+    eprintln!(
+        "formwork: {} project {}: its formwork.toml applies on top of {}",
+        if report.written {
+            "trusted"
+        } else {
+            "already trusted"
+        },
+        report.project.display(),
+        report.config.display()
+    );
+    print_json(&serde_json::to_value(&report)?)?;
+    Ok(Outcome::Success)
+}
+
+/// `config check`: the effective policy with the files that applied and why (`sources`), or
+/// the error both on stderr and as `{"error": {file, line, column, key, message}}` on stdout.
 fn check(args: &ConfigArgs) -> Outcome {
-    match args.load() {
-        Ok(config) => match print_json(&policy::effective_policy(&config)) {
+    let report = args.load().map(|config| {
+        let mut report = policy::effective_policy(&config);
+        if let Some(fields) = report.as_object_mut() {
+            fields.insert("sources".to_owned(), json!(config.sources));
+        }
+        report
+    });
+    match report {
+        Ok(report) => match print_json(&report) {
             Ok(()) => Outcome::Success,
             Err(err) => {
                 eprintln!("formwork: {err:#}");

@@ -53,6 +53,12 @@ enum Command {
         #[command(subcommand)]
         command: config_cmd::ConfigCommand,
     },
+    /// Trust a project: its formwork.toml then applies on top of the user config.
+    Trust {
+        /// The project directory (default: the one whose formwork.toml is found from here,
+        /// else this directory).
+        dir: Option<PathBuf>,
+    },
     /// Connect to a plugin and explain which plugin-form symptoms apply, and what to change.
     Doctor(doctor_cmd::DoctorArgs),
     /// Serve the web workbench on 127.0.0.1 (prints its URL with the access token).
@@ -154,6 +160,7 @@ fn main() -> ExitCode {
             command: SchemaCommand::Check { file },
         } => commands::schema_check(file.as_deref()),
         Command::Config { command } => config_cmd::run(command),
+        Command::Trust { dir } => config_cmd::trust(dir.as_deref()),
         Command::Doctor(args) => block_on(doctor_cmd::run(&args)),
         Command::Serve(args) => {
             serve_runtime().and_then(|runtime| runtime.block_on(serve_cmd::run(&args)))

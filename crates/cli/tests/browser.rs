@@ -37,18 +37,19 @@ struct Serve {
 
 impl Serve {
     fn start(config: &Path, data_dir: &Path) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_formwork"))
-            .arg("serve")
-            .arg("--data-dir")
-            .arg(data_dir)
-            .args(["--port", "0", "--config"])
-            .arg(config)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn()
-            .unwrap();
+        let mut child =
+            common::without_user_config(&mut Command::new(env!("CARGO_BIN_EXE_formwork")))
+                .arg("serve")
+                .arg("--data-dir")
+                .arg(data_dir)
+                .args(["--port", "0", "--config"])
+                .arg(config)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .process_group(0)
+                .spawn()
+                .unwrap();
         let (sender, stderr) = std::sync::mpsc::channel();
         let mut pipe = child.stderr.take().unwrap();
         std::thread::spawn(move || {

@@ -200,3 +200,62 @@ fn a_bad_config_names_file_line_and_key() {
         run.stderr
     );
 }
+
+/// Always allow from `formwork call` inside a trusted project: the approval goes into the user config, which holds
+/// the server's table; the project's file is left byte-for-byte as it was.
+#[test]
+fn always_allow_inside_a_trusted_project_writes_the_user_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let project = root.join("proj");
+    std::fs::create_dir_all(&project).unwrap();
+    let user_dir = root.join("xdg/formwork");
+    std::fs::create_dir_all(&user_dir).unwrap();
+    let user = config(&user_dir, "", "");
+    let mut user_text = std::fs::read_to_string(&user).unwrap();
+    user_text.push_str(&format!(
+        "\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+        project.display()
+    ));
+    std::fs::write(&user, &user_text).unwrap();
+    let project_file = project.join("formwork.toml");
+    let project_text = "# the project's settings\napproval_policy = \"on-request\"\n";
+    std::fs::write(&project_file, project_text).unwrap();
+    let answers = root.join("answers.json");
+    std::fs::write(
+        &answers,
+        r#"[{"approval": "always_allow"}, {"color": "green"}]"#,
+    )
+    .unwrap();
+
+    let run = common::run(
+        std::process::Command::new(env!("CARGO_BIN_EXE_formwork"))
+            .args(["call", "--server", "ts", "ask_enum", "--answers"])
+            .arg(&answers)
+            .current_dir(&project)
+            .env("XDG_CONFIG_HOME", root.join("xdg")),
+        None,
+        common::TIMEOUT,
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(
+        run.stderr,
+        format!(
+            "formwork: always allowed: wrote the tool's approval_mode to {}\n",
+            user.display()
+        )
+    );
+    // The tool's table goes right after its server's; everything else stays as it was.
+    assert_eq!(
+        std::fs::read_to_string(&user).unwrap(),
+        user_text.replacen(
+            "\n\n\n[projects.",
+            "\n\n[mcp_servers.ts.tools.ask_enum]\napproval_mode = \"approve\"\n\n\n[projects.",
+            1
+        )
+    );
+    assert_eq!(
+        std::fs::read_to_string(&project_file).unwrap(),
+        project_text
+    );
+}

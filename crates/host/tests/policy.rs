@@ -597,6 +597,29 @@ fn normalisation_and_failure_messages() {
         "the person always allowed tool \"refund\" of server shop; mcp_servers.shop.tools.refund.approval_mode = \"approve\" goes into the config"
     );
 
+    // Text that did not come from a file has nowhere to remember an approval: no Always allow.
+    let unsaved = Config::from_toml("[mcp_servers.shop]\ncommand = \"x\"\n", None).expect("loads");
+    let approval = policy::tool_approval(&unsaved, "shop", "refund", None);
+    assert_eq!(
+        approval.need,
+        ApprovalNeed::Card(RememberOffers {
+            session: true,
+            always: false
+        })
+    );
+    let request = ApprovalRequest {
+        call_id: "c",
+        tool_title: None,
+        tool_description: None,
+        arguments: None,
+    };
+    let answer = approval.card(&request).expect("a card").answer(AlwaysAllow);
+    assert!(answer.runs_tool() && !answer.writes_config());
+    assert_eq!(
+        answer.reason,
+        "the person allowed this call of tool \"refund\" of server shop (\"Always allow\" counts as \"Allow\": this card does not offer it)"
+    );
+
     let denied = auto.answer(Deny);
     assert_eq!(
         denied.failure_message(),

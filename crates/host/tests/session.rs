@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use formwork_host::config::Config;
+use formwork_host::config::{ApprovalMode, Config, ConfigLocations};
 use formwork_host::{
     Command, ElicitationRequest, Event, FormAnswer, FormRequest, Host, HostOptions, reason,
 };
@@ -20,8 +20,8 @@ fn peers() -> PathBuf {
     )
 }
 
-/// A config with the TS SDK plugin as server `ts`, plus `extra` TOML.
-fn config(top: &str, server_extra: &str) -> Config {
+/// The `[mcp_servers.<name>]` table of the TS SDK plugin.
+fn ts_table(name: &str) -> String {
     let node = peers().join("npm/node_modules/.bin/node");
     let node = if node.exists() {
         node.display().to_string()
@@ -29,9 +29,12 @@ fn config(top: &str, server_extra: &str) -> Config {
         "node".to_owned()
     };
     let plugin = peers().join("npm/ts_plugin.mjs").display().to_string();
-    let text = format!(
-        "{top}\n[mcp_servers.ts]\ncommand = {node:?}\nargs = [{plugin:?}]\n{server_extra}\n"
-    );
+    format!("[mcp_servers.{name}]\ncommand = {node:?}\nargs = [{plugin:?}]\n")
+}
+
+/// A config with the TS SDK plugin as server `ts`, plus `extra` TOML.
+fn config(top: &str, server_extra: &str) -> Config {
+    let text = format!("{top}\n{}{server_extra}\n", ts_table("ts"));
     Config::from_toml(&text, None).unwrap()
 }
 
@@ -69,11 +72,38 @@ impl Watch {
     }
 
     fn call(&self, tool: &str) {
+        self.call_on("ts", tool);
+    }
+
+    fn call_on(&self, server: &str, tool: &str) {
         self.send(Command::CallTool {
-            server: "ts".to_owned(),
+            server: server.to_owned(),
             tool: tool.to_owned(),
             arguments: None,
         });
+    }
+
+    /// The next approval card: its id and the labels of its choices.
+    async fn approval(&mut self) -> (String, Vec<String>) {
+        let (id, body) = self
+            .next(|event| match event {
+                Event::ApprovalRequested {
+                    approval_id, body, ..
+                } => Some((approval_id.clone(), body.clone())),
+                _ => None,
+            })
+            .await;
+        let ElicitationRequest::Form(FormRequest { render, .. }) = body else {
+            panic!("not a form body")
+        };
+        let question = serde_json::to_value(&render.questions[0]).unwrap();
+        let labels = question["options"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|option| option["label"].as_str().unwrap().to_owned())
+            .collect();
+        (id, labels)
     }
 
     /// The next event that `pick` accepts, within 30 s.
@@ -525,6 +555,89 @@ async fn the_approval_card_as_a_form_with_codex_approval_kind() {
 async fn a_denied_card_fails_the_call_without_running_the_tool() {
     let (_, outcome) = approval_card("", "deny").await;
     assert_eq!(outcome.unwrap_err(), "user rejected MCP tool call");
+}
+
+/// Always allow with a trusted project's file in force: written into the user config (which
+/// then applies at once, the project layer still in place), never into the project's file; for a
+/// server whose table is the project's, Always allow is not offered and writes nothing.
+#[tokio::test]
+async fn always_allow_with_a_trusted_project_writes_the_user_config_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let user = root.join("config/formwork/formwork.toml");
+    let project = root.join("proj");
+    std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+    std::fs::create_dir_all(&project).unwrap();
+    // Unannotated tools under the `auto` default: every call asks.
+    std::fs::write(
+        &user,
+        format!(
+            "{}\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+            ts_table("ts"),
+            project.display()
+        ),
+    )
+    .unwrap();
+    let project_file = project.join("formwork.toml");
+    let project_text = format!(
+        "# the project's own plugin\napproval_policy = \"on-request\"\n\n{}",
+        ts_table("tsp")
+    );
+    std::fs::write(&project_file, &project_text).unwrap();
+    let config = Config::load_layered(&ConfigLocations {
+        user: Some(user.clone()),
+        explicit: None,
+        start: Some(project.clone()),
+    })
+    .unwrap();
+    let host = host(config);
+    let mut s = Watch::open(&host);
+
+    s.call_on("ts", "ask_enum");
+    let (approval, labels) = s.approval().await;
+    assert_eq!(
+        labels,
+        ["Allow", "Allow for this session", "Always allow", "Deny"]
+    );
+    s.send(Command::AnswerApproval {
+        approval_id: approval,
+        choice: formwork_host::policy::ApprovalChoice::AlwaysAllow,
+    });
+    let (form, _) = s.form().await;
+    s.answer(&form, json!({"color": "red"}));
+    assert!(s.finished().await.is_ok());
+    let user_text = std::fs::read_to_string(&user).unwrap();
+    assert!(
+        user_text.contains("\n[mcp_servers.ts.tools.ask_enum]\napproval_mode = \"approve\"\n"),
+        "{user_text}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&project_file).unwrap(),
+        project_text
+    );
+    let config = host.config();
+    assert_eq!(
+        config.server("ts").unwrap().tool_approval_mode("ask_enum"),
+        Some(ApprovalMode::Approve)
+    );
+    assert!(config.server("tsp").is_some(), "the project layer is kept");
+
+    s.call_on("tsp", "ask_enum");
+    let (approval, labels) = s.approval().await;
+    assert_eq!(labels, ["Allow", "Allow for this session", "Deny"]);
+    s.send(Command::AnswerApproval {
+        approval_id: approval,
+        choice: formwork_host::policy::ApprovalChoice::AlwaysAllow,
+    });
+    let (form, _) = s.form().await;
+    s.answer(&form, json!({"color": "blue"}));
+    assert!(s.finished().await.is_ok());
+    assert_eq!(std::fs::read_to_string(&user).unwrap(), user_text);
+    assert_eq!(
+        std::fs::read_to_string(&project_file).unwrap(),
+        project_text
+    );
+    host.shutdown().await;
 }
 
 #[tokio::test]

@@ -23,7 +23,7 @@ pub(crate) async fn info(State(state): State<AppState>) -> Json<Value> {
     Json(json!({
         "version": env!("CARGO_PKG_VERSION"),
         "model": state.model.is_some(),
-        "config": config.path.as_ref().map(|path| path.display().to_string()),
+        "config": config.top_file().map(|path| path.display().to_string()),
         "servers": config.mcp_servers.iter()
             .filter(|(_, server)| server.enabled)
             .map(|(name, _)| name.clone())

@@ -46,10 +46,7 @@ impl Catalogue {
 }
 
 async fn list_server(host: &Host, name: &str, server: &ServerConfig) -> Value {
-    let limit = server
-        .startup_timeout_sec
-        .filter(|secs| secs.is_finite() && *secs > 0.0)
-        .map_or(LIST_TIMEOUT, Duration::from_secs_f64);
+    let limit = server.startup_timeout.unwrap_or(LIST_TIMEOUT);
     let listed = tokio::time::timeout(limit, fetch(host, name, server)).await;
     let (tools, error) = match listed {
         Ok(Ok(tools)) => (tools, None),

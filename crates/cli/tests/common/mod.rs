@@ -195,8 +195,26 @@ pub fn formwork<S: AsRef<str>>(args: &[S], stdin: Option<&[u8]>) -> Output {
     )
 }
 
-/// Runs `cmd` in its own process group with piped output, killing the whole group when it outlives `timeout`.
+/// The home and config directory every `formwork` run gets unless its test names its own: a path that does not
+/// exist, so no user config applies (the person's own `~/.config/formwork/formwork.toml` never leaks into a test).
+pub const NO_HOME: &str = "/nonexistent/formwork-test-home";
+
+/// Points `HOME` and `XDG_CONFIG_HOME` at [`NO_HOME`], each unless the command already sets it.
+pub fn without_user_config(cmd: &mut Command) -> &mut Command {
+    for var in ["HOME", "XDG_CONFIG_HOME"] {
+        if !cmd.get_envs().any(|(name, _)| name == var) {
+            cmd.env(var, NO_HOME);
+        }
+    }
+    cmd
+}
+
+/// Runs `cmd` in its own process group with piped output, killing the whole group when it outlives `timeout`. A run
+/// of the `formwork` binary gets no user config ([`without_user_config`]).
 pub fn run(cmd: &mut Command, stdin: Option<&[u8]>, timeout: Duration) -> Output {
+    if cmd.get_program() == env!("CARGO_BIN_EXE_formwork") {
+        without_user_config(cmd);
+    }
     let args: Vec<String> = std::iter::once(cmd.get_program())
         .chain(cmd.get_args())
         .map(|arg| arg.to_string_lossy().into_owned())

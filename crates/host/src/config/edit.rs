@@ -1,11 +1,14 @@
 //! Edits of `formwork.toml` that keep everything they do not touch byte-for-byte: `config
-//! sync` (write or refresh the built-in servers) and Always allow (remember one tool's
-//! approval). `config import` builds on the same helpers.
+//! sync` (write or refresh the built-in servers), Always allow (remember one tool's approval)
+//! and `formwork trust` (trust one project). `config import` builds on the same helpers.
 //!
 //! Every edit follows the same steps: read the file (a missing file counts as empty), refuse
 //! to edit it when it does not load, change the `toml_edit` document, check that the result
 //! still loads, and replace the file atomically only when the text changed.
 
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -14,7 +17,14 @@ use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, Value};
 use super::builtin::BUILTIN_SERVERS;
 use super::error::{ConfigError, dotted};
 use super::load;
-use super::types::{ApprovalMode, Config};
+use super::types::{ApprovalMode, Config, TrustLevel};
+
+/// The mode of a configuration file formwork creates: it may hold secrets (`http_headers`).
+const NEW_FILE_MODE: u32 = 0o600;
+/// The mode of a directory formwork creates to hold a configuration file.
+const NEW_DIR_MODE: u32 = 0o700;
+/// How many symbolic links are followed to find the file to write.
+const MAX_LINKS: usize = 40;
 
 /// What `config sync` did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -192,6 +202,50 @@ pub fn remember_always_allow(
     Ok(outcome)
 }
 
+/// What [`trust_project`] did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TrustReport {
+    /// The user config.
+    pub config: PathBuf,
+    /// The project directory.
+    pub project: PathBuf,
+    /// Its trust level now.
+    pub trust_level: TrustLevel,
+    /// Whether the file was written (false when it already said so).
+    pub written: bool,
+}
+
+/// Records `[projects."<project>"] trust_level = "trusted"` in the user config at
+/// `user_config` (created when missing), so the `formwork.toml` in `project` applies. `project`
+/// must be the canonical absolute path of the directory, which is what the trust lookup
+/// compares with; an entry marking it untrusted is turned into a trusted one.
+pub fn trust_project(user_config: &Path, project: &Path) -> Result<TrustReport, ConfigError> {
+    let key = project
+        .to_str()
+        .filter(|_| project.is_absolute())
+        .ok_or_else(|| ConfigError::Refused {
+            path: user_config.to_path_buf(),
+            message: format!(
+                "cannot trust {}: a project is named by an absolute UTF-8 path",
+                project.display()
+            ),
+        })?;
+    let mut file = EditableFile::open(user_config)?;
+    let keys = ["projects", key];
+    let table = child_table(file.doc.as_item_mut(), "projects", true)
+        .and_then(|projects| child_table(projects, key, false))
+        .and_then(Item::as_table_like_mut)
+        .ok_or_else(|| not_a_table(user_config, &keys))?;
+    set_value(table, "trust_level", Value::from("trusted"));
+    let written = file.commit()?;
+    Ok(TrustReport {
+        config: user_config.to_path_buf(),
+        project: project.to_path_buf(),
+        trust_level: TrustLevel::Trusted,
+        written,
+    })
+}
+
 /// A configuration file opened for editing.
 pub(crate) struct EditableFile {
     pub(crate) path: PathBuf,
@@ -244,26 +298,103 @@ impl EditableFile {
     }
 }
 
-/// Replaces the file through a temporary file in the same directory, so a reader never sees
-/// half a file. The original's permissions are kept.
-fn write_atomically(path: &Path, text: &str) -> Result<(), ConfigError> {
+/// Replaces the file's text so that a reader sees the old file or the new one, never half of
+/// either, and a crash leaves one of the two on disk.
+///
+/// The file written is the one `path` finally names: a symbolic link is followed and its
+/// target replaced, the link itself kept. The text goes into a temporary file created
+/// exclusively (`O_EXCL`, so nothing already there is followed or overwritten) in the real
+/// file's directory with the real file's mode (`0600` for a new file), is fsynced and renamed
+/// over the file; then the directory is fsynced. Missing directories are created `0700`.
+pub(crate) fn write_atomically(path: &Path, text: &str) -> Result<(), ConfigError> {
     let write_error = |source| ConfigError::Write {
         path: path.to_path_buf(),
         source,
     };
-    let name = path
+    let target = real_path(path).map_err(write_error)?;
+    let dir = match target.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(NEW_DIR_MODE)
+        .create(&dir)
+        .map_err(write_error)?;
+    let mode = match std::fs::metadata(&target) {
+        Ok(metadata) => metadata.permissions().mode() & 0o7777,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => NEW_FILE_MODE,
+        Err(err) => return Err(write_error(err)),
+    };
+    let name = target
         .file_name()
         .map_or_else(|| "formwork.toml".into(), |name| name.to_string_lossy());
-    let temp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    std::fs::write(&temp, text).map_err(write_error)?;
-    if let Ok(metadata) = std::fs::metadata(path) {
-        // Best effort: a failure here leaves the default permissions of a new file.
-        let _ = std::fs::set_permissions(&temp, metadata.permissions());
+    let (temp_path, mut temp) = create_temp(&dir, &name, mode).map_err(write_error)?;
+    let filled = fill(&mut temp, text, mode);
+    drop(temp);
+    if let Err(err) = filled.and_then(|()| std::fs::rename(&temp_path, &target)) {
+        let _ = std::fs::remove_file(&temp_path);
+        return Err(write_error(err));
     }
-    std::fs::rename(&temp, path).map_err(|source| {
-        let _ = std::fs::remove_file(&temp);
-        write_error(source)
-    })
+    File::open(&dir)
+        .and_then(|dir| dir.sync_all())
+        .map_err(write_error)
+}
+
+/// The file `path` finally names: symbolic links followed, a relative one against the
+/// directory holding it. A path that does not exist (or a link to nothing) names itself.
+fn real_path(path: &Path) -> std::io::Result<PathBuf> {
+    let mut current = path.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        match std::fs::symlink_metadata(&current) {
+            Ok(metadata) if metadata.file_type().is_symlink() => {
+                let link = std::fs::read_link(&current)?;
+                current = match current.parent() {
+                    Some(parent) => parent.join(link),
+                    None => link,
+                };
+            }
+            Ok(_) => return Ok(current),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(current),
+            Err(err) => return Err(err),
+        }
+    }
+    Err(std::io::Error::other(format!(
+        "more than {MAX_LINKS} symbolic links to follow"
+    )))
+}
+
+/// A new file `.<name>.<pid>[.<n>].tmp` in `dir`, created exclusively with `mode`; a name
+/// that is taken (by anything, a link included) is passed over for the next.
+fn create_temp(dir: &Path, name: &str, mode: u32) -> std::io::Result<(PathBuf, File)> {
+    let pid = std::process::id();
+    let mut attempt = 0_u32;
+    loop {
+        let temp = if attempt == 0 {
+            dir.join(format!(".{name}.{pid}.tmp"))
+        } else {
+            dir.join(format!(".{name}.{pid}.{attempt}.tmp"))
+        };
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&temp)
+        {
+            Ok(file) => return Ok((temp, file)),
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists && attempt < 100 => {
+                attempt += 1;
+            }
+            Err(err) => return Err(err),
+        }
+    }
+}
+
+/// Writes the text and sets the exact mode (the one `open` used was narrowed by the umask).
+fn fill(file: &mut File, text: &str, mode: u32) -> std::io::Result<()> {
+    file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+    file.write_all(text.as_bytes())?;
+    file.sync_all()
 }
 
 /// The child table `key` of a table item, created when missing: a header table (`implicit`

@@ -1,5 +1,6 @@
-//! Turns `formwork.toml` text into a [`Config`], or into a [`ConfigError`] that names the file,
-//! the line and column, and the dotted key.
+//! Turns the text of one `formwork.toml` into a [`FileConfig`] (what that file sets), or into
+//! a [`ConfigError`] that names the file, the line and column, and the dotted key. Layering
+//! files into one [`Config`] is `super::layers`.
 //!
 //! Strictness follows one rule: a key that could change what a plugin may do, or how it is
 //! reached, is never ignored. So every key inside `[mcp_servers.<name>]`, its `tools` and the
@@ -9,16 +10,17 @@
 //! `sandbox_mode`, ...), are Codex's keys accepted and listed in [`Config::ignored_keys`].
 
 use std::ops::Range;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use indexmap::IndexMap;
 use serde::Deserialize;
 use toml_edit::{Document, TableLike};
 
-use super::builtin::{BUILTIN_SERVERS, builtin_server};
+use super::builtin::builtin_server;
 use super::error::{ConfigError, dotted, key_segment};
 use super::types::{
-    ApprovalMode, ApprovalPolicy, Config, Features, ServerConfig, ToolConfig, Transport,
+    ApprovalMode, ApprovalPolicy, Config, ServerConfig, ToolConfig, Transport, TrustLevel,
 };
 
 /// Top-level keys formwork reads.
@@ -27,7 +29,11 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "elicitations_auto_deny",
     "features",
     "mcp_servers",
+    "projects",
 ];
+
+/// The longest `startup_timeout_sec` or `tool_timeout_sec` accepted, in seconds: one day.
+pub const MAX_TIMEOUT_SECS: u64 = 86_400;
 
 /// Top-level keys of Codex's `config.toml` that formwork accepts and ignores, so a Codex
 /// configuration can be used as a starting point.
@@ -84,7 +90,6 @@ const CODEX_TOP_LEVEL_KEYS: &[&str] = &[
     "project_doc_fallback_filenames",
     "project_doc_max_bytes",
     "project_root_markers",
-    "projects",
     "review_model",
     "sandbox_mode",
     "sandbox_workspace_write",
@@ -102,8 +107,36 @@ const CODEX_TOP_LEVEL_KEYS: &[&str] = &[
     "windows_wsl_setup_acknowledged",
 ];
 
-/// Parses configuration text. `path` is only used in error messages and [`Config::path`].
+/// What one file sets, before layering: `None` (or an empty map) for what it leaves out.
+#[derive(Debug)]
+pub(crate) struct FileConfig {
+    pub(crate) approval_policy: Option<ApprovalPolicy>,
+    pub(crate) elicitations_auto_deny: Option<bool>,
+    pub(crate) tool_call_mcp_elicitation: Option<bool>,
+    /// The file's own server tables, in file order (no built-in defaults).
+    pub(crate) mcp_servers: IndexMap<String, ServerConfig>,
+    pub(crate) ignored_keys: Vec<String>,
+    /// `[projects."<dir>"]`, validated; only the user config's counts.
+    pub(crate) projects: Option<IndexMap<PathBuf, Option<TrustLevel>>>,
+}
+
+/// Parses one file by itself: its settings over the embedded default, as if it were the only
+/// layer. `path` names it in errors, in [`Config::sources`] (as an explicit file) and in each
+/// server's [`ServerConfig::file`].
 pub(crate) fn parse(text: &str, path: Option<&Path>) -> Result<Config, ConfigError> {
+    let file = parse_file(text, path)?;
+    let sources = path
+        .map(super::layers::explicit_source)
+        .into_iter()
+        .collect();
+    Ok(super::layers::assemble(
+        sources,
+        vec![(super::Layer::Explicit, file)],
+    ))
+}
+
+/// Parses the text of one file.
+pub(crate) fn parse_file(text: &str, path: Option<&Path>) -> Result<FileConfig, ConfigError> {
     let doc = Document::parse(text)
         .map_err(|err| ConfigError::invalid(path, text, err.span(), "", err.message()))?;
     let ctx = Ctx {
@@ -139,44 +172,33 @@ pub(crate) fn parse(text: &str, path: Option<&Path>) -> Result<Config, ConfigErr
         ConfigError::invalid(path, text, inner.span(), key, inner.message())
     })?;
 
-    let features = read_features(&ctx, &raw.features, &mut ignored_keys)?;
+    let tool_call_mcp_elicitation = read_features(&ctx, &raw.features, &mut ignored_keys)?;
     let mut mcp_servers = IndexMap::new();
     for (name, server) in raw.mcp_servers {
         let server = build_server(&ctx, &name, server, &mut ignored_keys)?;
         mcp_servers.insert(name, server);
     }
-    for builtin in BUILTIN_SERVERS {
-        if !mcp_servers.contains_key(builtin.name) {
-            mcp_servers.insert(builtin.name.to_owned(), builtin_default(builtin.args));
-        }
-    }
+    let projects = raw
+        .projects
+        .map(|projects| read_projects(&ctx, projects))
+        .transpose()?;
 
-    Ok(Config {
-        path: path.map(Path::to_path_buf),
-        approval_policy: raw.approval_policy.unwrap_or_default(),
-        elicitations_auto_deny: raw.elicitations_auto_deny.unwrap_or(false),
-        features,
+    Ok(FileConfig {
+        approval_policy: raw.approval_policy,
+        elicitations_auto_deny: raw.elicitations_auto_deny,
+        tool_call_mcp_elicitation,
         mcp_servers,
         ignored_keys,
+        projects,
     })
 }
 
 /// The embedded default: no file, on-request policy, built-in servers only.
 pub(crate) fn embedded() -> Config {
-    Config {
-        path: None,
-        approval_policy: ApprovalPolicy::default(),
-        elicitations_auto_deny: false,
-        features: Features::default(),
-        mcp_servers: BUILTIN_SERVERS
-            .iter()
-            .map(|builtin| (builtin.name.to_owned(), builtin_default(builtin.args)))
-            .collect(),
-        ignored_keys: Vec::new(),
-    }
+    super::layers::assemble(Vec::new(), Vec::new())
 }
 
-fn builtin_default(args: &[&str]) -> ServerConfig {
+pub(crate) fn builtin_default(args: &[&str]) -> ServerConfig {
     ServerConfig {
         transport: Transport::Builtin {
             args: args.iter().map(|arg| (*arg).to_owned()).collect(),
@@ -187,8 +209,9 @@ fn builtin_default(args: &[&str]) -> ServerConfig {
         tools: IndexMap::new(),
         enabled_tools: None,
         disabled_tools: Vec::new(),
-        startup_timeout_sec: None,
-        tool_timeout_sec: None,
+        startup_timeout: None,
+        tool_timeout: None,
+        file: None,
     }
 }
 
@@ -200,6 +223,14 @@ struct RawConfig {
     features: IndexMap<String, toml::Value>,
     #[serde(default)]
     mcp_servers: IndexMap<String, RawServer>,
+    projects: Option<IndexMap<String, RawProject>>,
+}
+
+/// One `[projects."<dir>"]` table.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawProject {
+    trust_level: Option<TrustLevel>,
 }
 
 /// A server table as written. Codex keys that formwork skips are typed as any value so they
@@ -271,25 +302,73 @@ fn locate(root: &dyn TableLike, keys: &[&str]) -> Option<Range<usize>> {
     found
 }
 
+/// `features.tool_call_mcp_elicitation`, when the file sets it; other features are listed as
+/// ignored.
 fn read_features(
     ctx: &Ctx<'_>,
     raw: &IndexMap<String, toml::Value>,
     ignored_keys: &mut Vec<String>,
-) -> Result<Features, ConfigError> {
-    let mut features = Features::default();
+) -> Result<Option<bool>, ConfigError> {
+    let mut tool_call_mcp_elicitation = None;
     for (name, value) in raw {
         if name == "tool_call_mcp_elicitation" {
-            features.tool_call_mcp_elicitation = value.as_bool().ok_or_else(|| {
+            let value = value.as_bool().ok_or_else(|| {
                 ctx.error(
                     &["features", name],
                     format!("expected true or false, found {}", value.type_str()),
                 )
             })?;
+            tool_call_mcp_elicitation = Some(value);
         } else {
             ignored_keys.push(dotted(["features", name.as_str()]));
         }
     }
-    Ok(features)
+    Ok(tool_call_mcp_elicitation)
+}
+
+/// `[projects]`: every key an absolute directory path. Which entry counts is decided by
+/// `super::layers`.
+fn read_projects(
+    ctx: &Ctx<'_>,
+    raw: IndexMap<String, RawProject>,
+) -> Result<IndexMap<PathBuf, Option<TrustLevel>>, ConfigError> {
+    let mut projects = IndexMap::new();
+    for (dir, project) in raw {
+        if !Path::new(&dir).is_absolute() {
+            return Err(ctx.error(
+                &["projects", &dir],
+                "a project is named by the absolute path of its directory",
+            ));
+        }
+        projects.insert(PathBuf::from(dir), project.trust_level);
+    }
+    Ok(projects)
+}
+
+/// A timeout in seconds as a [`Duration`]: positive, finite and at most
+/// [`MAX_TIMEOUT_SECS`].
+fn timeout(
+    ctx: &Ctx<'_>,
+    keys: &[&str],
+    seconds: Option<f64>,
+) -> Result<Option<Duration>, ConfigError> {
+    let Some(seconds) = seconds else {
+        return Ok(None);
+    };
+    // The comparisons also turn away NaN and the infinities.
+    let in_range = seconds > 0.0 && seconds <= MAX_TIMEOUT_SECS as f64;
+    let duration = if in_range {
+        Duration::try_from_secs_f64(seconds).ok()
+    } else {
+        None
+    };
+    match duration {
+        Some(duration) => Ok(Some(duration)),
+        None => Err(ctx.error(
+            keys,
+            format!("expected a positive number of seconds, at most {MAX_TIMEOUT_SECS} (one day)"),
+        )),
+    }
 }
 
 fn build_server(
@@ -329,16 +408,8 @@ fn build_server(
         }
     }
 
-    for (key, seconds) in [
-        ("startup_timeout_sec", raw.startup_timeout_sec),
-        ("tool_timeout_sec", raw.tool_timeout_sec),
-    ] {
-        if let Some(seconds) = seconds
-            && !(seconds.is_finite() && seconds > 0.0)
-        {
-            return Err(ctx.error(&at(key), "expected a positive number of seconds"));
-        }
-    }
+    let startup_timeout = timeout(ctx, &at("startup_timeout_sec"), raw.startup_timeout_sec)?;
+    let tool_timeout = timeout(ctx, &at("tool_timeout_sec"), raw.tool_timeout_sec)?;
 
     let builtin = builtin_server(name);
     let transport = match (raw.command, raw.url) {
@@ -443,8 +514,9 @@ fn build_server(
         tools: raw.tools,
         enabled_tools: raw.enabled_tools,
         disabled_tools: raw.disabled_tools.unwrap_or_default(),
-        startup_timeout_sec: raw.startup_timeout_sec,
-        tool_timeout_sec: raw.tool_timeout_sec,
+        startup_timeout,
+        tool_timeout,
+        file: ctx.path.map(Path::to_path_buf),
     })
 }
 

@@ -17,32 +17,73 @@
 //! approval_mode = "prompt"
 //! ```
 //!
-//! Loading ([`Config::load`], [`Config::from_toml`]) is pure apart from reading the file; a bad
-//! file becomes a [`ConfigError`] naming file, line, column and dotted key. Writing
-//! ([`import`], [`sync`], [`remember_always_allow`]) edits the file in place with `toml_edit`,
-//! so comments, order and formatting of everything it does not touch stay byte-for-byte.
+//! # Layers and trust
+//!
+//! A command's configuration is layered from up to two files, over the embedded default:
+//!
+//! 1. The **user config**, `$XDG_CONFIG_HOME/formwork/formwork.toml` (else
+//!    `~/.config/formwork/formwork.toml`): applies whenever it exists.
+//! 2. On top of it, either the file named with **`--config FILE`** (explicit, so trusted; no
+//!    project file is then looked for), or the **project's** `formwork.toml`: the nearest one
+//!    in the working directory or a directory above it, up to the filesystem root (the search
+//!    stops at the first one found). The project's file applies only when the user config has
+//!    `[projects."<dir>"] trust_level = "trusted"` for exactly the canonical path of the
+//!    directory holding it (no ancestor counts, no symlinked spelling). Otherwise it is not
+//!    read at all, not even parsed, so a cloned repository cannot start its servers; a project
+//!    marked `trust_level = "untrusted"` is skipped the same way. `[projects]` counts only in
+//!    the user config: in any other file it is accepted and listed in
+//!    [`Config::ignored_keys`], so a project cannot trust itself.
+//!
+//! "On top" means: a scalar the upper file sets (`approval_policy`, `elicitations_auto_deny`,
+//! `features.*`) wins over the lower one; an upper `[mcp_servers.<name>]` table replaces the
+//! lower table of that name whole (launch keys, approval modes, tools; two halves of a launch
+//! command are never merged), keeping its place in the order; built-in servers no layer names
+//! still come last with their defaults. [`Config::sources`] says which files applied and why.
+//!
+//! Loading ([`Config::load_layered`], [`Config::from_toml`]) is pure apart from reading the
+//! files; a bad file becomes a [`ConfigError`] naming file, line, column and dotted key, and
+//! a value out of range (a timeout over [`MAX_TIMEOUT_SECS`]) is such an error too.
+//!
+//! # Writes
+//!
+//! Writing ([`import`], [`sync`], [`remember_always_allow`], [`trust_project`]) edits one file
+//! in place with `toml_edit`, so comments, order and formatting of everything it does not
+//! touch stay byte-for-byte. Writes go to the `--config` file or the user config, never to a
+//! project file: `import` and `sync` edit [`Config::writable_path`], Always allow edits the
+//! file that holds the server's table ([`Config::remember_file`]; it is not offered for a
+//! server whose table is a project's), and `formwork trust` edits the user config. The file
+//! is replaced atomically (a temporary file created exclusively beside the real file, with its
+//! mode, fsynced, renamed over it); a symlinked config is written through, the link kept. A
+//! file formwork creates is `0600`, in directories created `0700`.
+//!
 //! What the settings decide lives in [`crate::policy`].
 
 mod builtin;
 mod edit;
 mod error;
 mod import;
+mod layers;
 mod load;
 mod types;
 
 use std::path::{Path, PathBuf};
 
 pub use builtin::{BUILTIN_SERVERS, BuiltinServer, builtin_server};
-pub use edit::{RememberOutcome, SyncAction, SyncChange, SyncReport, remember_always_allow, sync};
+pub use edit::{
+    RememberOutcome, SyncAction, SyncChange, SyncReport, TrustReport, remember_always_allow, sync,
+    trust_project,
+};
 pub(crate) use error::dotted;
 pub use error::{ConfigError, Invalid, NO_FILE};
 pub use import::{ImportReport, ImportedServer, SkippedServer, import};
+pub use layers::{ConfigLocations, find_project_file, user_config_path};
+pub use load::MAX_TIMEOUT_SECS;
 pub use types::{
-    ApprovalMode, ApprovalPolicy, Config, Features, GranularApproval, ServerConfig, ToolConfig,
-    Transport,
+    ApprovalMode, ApprovalPolicy, Config, ConfigSource, Features, GranularApproval, Layer,
+    ServerConfig, SourceStatus, ToolConfig, Transport, TrustLevel,
 };
 
-/// The file looked for in the working directory when no `--config` is given.
+/// The name of every configuration file: the user config's and a project's.
 pub const DEFAULT_CONFIG_FILE: &str = "formwork.toml";
 
 impl Config {
@@ -52,12 +93,14 @@ impl Config {
         load::embedded()
     }
 
-    /// Parses configuration text. `path` names the file in errors and in [`Config::path`].
+    /// Parses the text of one file by itself, over the embedded default (no user config, no
+    /// project). `path` names the file in errors and, as an explicit file, in
+    /// [`Config::sources`].
     pub fn from_toml(text: &str, path: Option<&Path>) -> Result<Config, ConfigError> {
         load::parse(text, path)
     }
 
-    /// Reads and parses a file.
+    /// Reads and parses one file by itself, as [`Config::from_toml`] does.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_path_buf(),
@@ -66,11 +109,76 @@ impl Config {
         load::parse(&text, Some(path))
     }
 
-    /// [`Config::load`] for `Some(path)`, the embedded default for `None`.
-    pub fn load_optional(path: Option<&Path>) -> Result<Config, ConfigError> {
-        match path {
-            Some(path) => Config::load(path),
-            None => Ok(Config::embedded()),
+    /// The layered configuration of a command: the user config, then the `--config` file or
+    /// a trusted project's file (see the [module documentation](self)). An untrusted
+    /// project's file is not read; it is listed in [`Config::sources`] with
+    /// [`SourceStatus::NotTrusted`], whose [`ConfigSource::skipped_notice`] is the line a
+    /// command prints.
+    pub fn load_layered(locations: &ConfigLocations) -> Result<Config, ConfigError> {
+        layers::load(locations)
+    }
+
+    /// The same files read again, with the same layers and trust decisions (after a write).
+    pub fn reload(&self) -> Result<Config, ConfigError> {
+        layers::reload(self)
+    }
+
+    /// The applied file of the highest layer, if any applied.
+    pub fn top_file(&self) -> Option<&Path> {
+        self.applied_files().last().copied()
+    }
+
+    /// The applied files for messages: `a.toml`, `a.toml and b.toml`, or the built-in default.
+    pub fn describe_files(&self) -> String {
+        let files: Vec<String> = self
+            .applied_files()
+            .iter()
+            .map(|file| file.display().to_string())
+            .collect();
+        if files.is_empty() {
+            "the built-in default config (no formwork.toml)".to_owned()
+        } else {
+            files.join(" and ")
+        }
+    }
+
+    fn applied_files(&self) -> Vec<&Path> {
+        self.sources
+            .iter()
+            .filter(|source| source.applied())
+            .filter_map(|source| source.file.as_deref())
+            .collect()
+    }
+
+    /// The file `config import` and `config sync` edit: the `--config` file, else the user
+    /// config (created when missing). `None` when there is neither.
+    pub fn writable_path(&self) -> Option<&Path> {
+        let named = |layer: Layer| {
+            self.sources
+                .iter()
+                .find(|source| source.layer == layer)
+                .and_then(|source| source.file.as_deref())
+        };
+        named(Layer::Explicit).or_else(|| named(Layer::User))
+    }
+
+    /// The file Always allow for `server` writes to: the one holding the server's table when
+    /// that is the user config or the `--config` file; for a built-in server no file names,
+    /// [`Config::writable_path`]. `None` when the table is a project's (formwork does not
+    /// write project files), or the server is not configured.
+    pub fn remember_file(&self, server: &str) -> Option<PathBuf> {
+        let server = self.server(server)?;
+        match &server.file {
+            None => self.writable_path().map(Path::to_path_buf),
+            Some(file) => self
+                .sources
+                .iter()
+                .any(|source| {
+                    source.layer != Layer::Project
+                        && source.applied()
+                        && source.file.as_ref() == Some(file)
+                })
+                .then(|| file.clone()),
         }
     }
 
@@ -91,22 +199,4 @@ impl Config {
             )
         })
     }
-}
-
-/// The configuration file a command uses: the `--config` value when given, else
-/// `./formwork.toml` when that file exists, else none (the embedded default).
-pub fn resolve_path(explicit: Option<&Path>) -> Option<PathBuf> {
-    match explicit {
-        Some(path) => Some(path.to_path_buf()),
-        None => {
-            let default = Path::new(DEFAULT_CONFIG_FILE);
-            default.is_file().then(|| default.to_path_buf())
-        }
-    }
-}
-
-/// The file a writing command (`import`, `sync`, Always allow) edits: the `--config` value when
-/// given, else `./formwork.toml` (created when missing).
-pub fn writable_path(explicit: Option<&Path>) -> PathBuf {
-    explicit.map_or_else(|| PathBuf::from(DEFAULT_CONFIG_FILE), Path::to_path_buf)
 }

@@ -3,17 +3,20 @@
 //! copied between the two.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use indexmap::IndexMap;
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
-/// A loaded `formwork.toml` (or the embedded default when there is no file).
+/// The configuration in force: the layers that applied, merged (or the embedded default when
+/// no file applied). See the [module documentation](crate::config) for the layering rules.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
-    /// The file it was read from; `None` for the embedded default.
-    pub path: Option<PathBuf>,
+    /// Every file considered, lowest layer first, with whether it applied and why. Empty for
+    /// the embedded default and for text that did not come from a file.
+    pub sources: Vec<ConfigSource>,
     /// `approval_policy`: which prompts may reach the person. Default `on-request`.
     pub approval_policy: ApprovalPolicy,
     /// `elicitations_auto_deny`: decline every plugin form before it reaches the person.
@@ -21,11 +24,162 @@ pub struct Config {
     pub elicitations_auto_deny: bool,
     /// `[features]`.
     pub features: Features,
-    /// `[mcp_servers.<name>]`, in file order, followed by every built-in server the file does
-    /// not mention.
+    /// `[mcp_servers.<name>]`: the lower layer's servers in its file order (a table an upper
+    /// layer replaces keeps its place), then the upper layer's new ones, then every built-in
+    /// server no layer mentions.
     pub mcp_servers: IndexMap<String, ServerConfig>,
-    /// Dotted keys that Codex knows and formwork accepts without using, in file order.
+    /// Dotted keys that Codex knows and formwork accepts without using, in file order, lowest
+    /// layer first (a key two layers set is listed once).
     pub ignored_keys: Vec<String>,
+}
+
+/// Which layer a configuration file is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layer {
+    /// `$XDG_CONFIG_HOME/formwork/formwork.toml` (else `~/.config/formwork/formwork.toml`):
+    /// always applies, and is the only file whose `[projects]` table counts.
+    User,
+    /// The `formwork.toml` found walking up from the working directory: applies on top of the
+    /// user config only when its directory is trusted.
+    Project,
+    /// The file named with `--config`: trusted, applies on top of the user config in place of
+    /// any project file.
+    Explicit,
+}
+
+/// What became of one configuration file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceStatus {
+    /// The user config or the `--config` file was read and applied.
+    Applied,
+    /// The user config does not exist (nothing to apply).
+    Missing,
+    /// The project's file was read and applied: the user config trusts its directory.
+    Trusted,
+    /// The project's file was not read: the user config does not trust its directory.
+    NotTrusted,
+    /// The project's file was not read: the user config marks its directory
+    /// `trust_level = "untrusted"`.
+    MarkedUntrusted,
+    /// No `formwork.toml` in the working directory or any directory above it.
+    NotFound,
+    /// The `formwork.toml` found walking up is the user config itself, which applied as such.
+    UserConfig,
+}
+
+/// One configuration file considered when loading, and what became of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigSource {
+    /// Its layer.
+    pub layer: Layer,
+    /// The file; `None` only for a project layer where no `formwork.toml` was found.
+    pub file: Option<PathBuf>,
+    /// For the project layer: the project directory (canonical) whose trust decided, or the
+    /// directory the search started from when nothing was found.
+    pub project: Option<PathBuf>,
+    /// What became of it.
+    pub status: SourceStatus,
+}
+
+impl ConfigSource {
+    /// Whether the file's settings are part of the configuration.
+    pub fn applied(&self) -> bool {
+        matches!(self.status, SourceStatus::Applied | SourceStatus::Trusted)
+    }
+
+    /// Why it applied or not, in words.
+    pub fn reason(&self) -> String {
+        let project = self
+            .project
+            .as_deref()
+            .map_or_else(String::new, |dir| dir.display().to_string());
+        match (self.layer, self.status) {
+            (Layer::User, SourceStatus::Missing) => {
+                "the user config; there is no such file, so nothing of it applies".to_owned()
+            }
+            (Layer::User, _) => "the user config: it always applies".to_owned(),
+            (Layer::Explicit, _) => "named with --config: it applies on top of the user config, \
+                                     and no project formwork.toml is looked for"
+                .to_owned(),
+            (Layer::Project, SourceStatus::Trusted) => format!(
+                "project {project} is trusted ({} = \"trusted\" in the user config)",
+                super::error::dotted(["projects", project.as_str(), "trust_level"])
+            ),
+            (Layer::Project, SourceStatus::MarkedUntrusted) => format!(
+                "not read: project {project} is marked trust_level = \"untrusted\" in the user \
+                 config"
+            ),
+            (Layer::Project, SourceStatus::NotFound) => {
+                format!("no formwork.toml in {project} or any directory above it")
+            }
+            (Layer::Project, SourceStatus::UserConfig) => {
+                "this is the user config, which applies as such".to_owned()
+            }
+            (Layer::Project, _) => format!(
+                "not read: project {project} is not trusted; run `formwork trust {}` to use it",
+                shell_word(&project)
+            ),
+        }
+    }
+
+    /// The line to print on stderr when this file was skipped because its project is not
+    /// trusted; `None` otherwise (a project marked untrusted is skipped without a word).
+    pub fn skipped_notice(&self) -> Option<String> {
+        if self.status != SourceStatus::NotTrusted {
+            return None;
+        }
+        let file = self.file.as_deref().unwrap_or(Path::new("formwork.toml"));
+        let project = self
+            .project
+            .as_deref()
+            .map_or_else(String::new, |dir| dir.display().to_string());
+        Some(format!(
+            "skipped {} (project {project} is not trusted); run `formwork trust {}` to use it",
+            file.display(),
+            shell_word(&project)
+        ))
+    }
+}
+
+impl Serialize for ConfigSource {
+    /// `{"layer", "file", "applied", "reason"}`, as `formwork config check` prints it.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut out = serializer.serialize_struct("ConfigSource", 4)?;
+        out.serialize_field("layer", &self.layer)?;
+        out.serialize_field(
+            "file",
+            &self.file.as_ref().map(|file| file.display().to_string()),
+        )?;
+        out.serialize_field("applied", &self.applied())?;
+        out.serialize_field("reason", &self.reason())?;
+        out.end()
+    }
+}
+
+/// A path as one shell word: as is when it only holds characters a shell leaves alone,
+/// single-quoted otherwise.
+fn shell_word(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+,:@%=".contains(c));
+    if plain {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
+/// `projects."<dir>".trust_level` in the user config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TrustLevel {
+    /// The project's `formwork.toml` applies.
+    Trusted,
+    /// The project's `formwork.toml` is never read.
+    Untrusted,
 }
 
 /// `approval_policy`, with Codex's names: `"untrusted"`, `"on-request"`, `"never"`, or
@@ -164,9 +318,12 @@ pub struct ServerConfig {
     /// `disabled_tools`: these tools are never offered (applied after `enabled_tools`).
     pub disabled_tools: Vec<String>,
     /// `startup_timeout_sec`: how long connecting and listing tools may take.
-    pub startup_timeout_sec: Option<f64>,
+    pub startup_timeout: Option<Duration>,
     /// `tool_timeout_sec`: how long one tool call may take.
-    pub tool_timeout_sec: Option<f64>,
+    pub tool_timeout: Option<Duration>,
+    /// The file whose table this is; `None` for a built-in server no file names (and for text
+    /// that did not come from a file).
+    pub file: Option<PathBuf>,
 }
 
 impl ServerConfig {

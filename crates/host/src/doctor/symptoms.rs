@@ -88,12 +88,9 @@ fn row(index: usize, applies: Option<bool>, cause: String, action: String) -> Sy
     }
 }
 
-/// The config file's name for messages.
+/// The config files' names for messages.
 fn file(config: &Config) -> String {
-    config.path.as_ref().map_or_else(
-        || "the built-in default config (no formwork.toml)".to_owned(),
-        |path| path.display().to_string(),
-    )
+    config.describe_files()
 }
 
 /// The text a tool call produced (its `CallToolResult` or its error), for searching.

@@ -185,9 +185,10 @@ pub fn tool_approval(
                 )
             } else {
                 let remember = mode == ApprovalMode::Auto;
+                // Always allow needs a file formwork may write the approval into.
                 let offers = RememberOffers {
                     session: remember,
-                    always: remember,
+                    always: remember && config.remember_file(server).is_some(),
                 };
                 (
                     ApprovalNeed::Card(offers),

@@ -415,7 +415,12 @@ impl ApprovalCard {
             ),
             ApprovalChoice::Deny => format!("the person denied this call of {tool}"),
         };
-        if effective != choice {
+        if effective != choice && normalize_choice(self.mode, choice) == choice {
+            reason.push_str(&format!(
+                " (\"{}\" counts as \"Allow\": this card does not offer it)",
+                choice.label()
+            ));
+        } else if effective != choice {
             reason.push_str(&format!(
                 " (\"{}\" counts as \"Allow\" under approval mode \"{}\")",
                 choice.label(),

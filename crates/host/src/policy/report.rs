@@ -22,7 +22,7 @@ pub fn effective_policy(config: &Config) -> Value {
         .map(|(name, server)| (name.clone(), describe_server(name, server)))
         .collect();
     json!({
-        "config": config.path.as_ref().map(|path| path.display().to_string()),
+        "config": config.top_file().map(|path| path.display().to_string()),
         "approval_policy": config.approval_policy,
         "elicitations_auto_deny": config.elicitations_auto_deny,
         "plugin_forms": gate,

@@ -9,7 +9,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::broker::{Card, Waiter};
-use crate::config::{Config, Transport};
+use crate::config::Transport;
 use crate::events::Event;
 use crate::plugin::PluginTarget;
 use crate::policy::{
@@ -198,9 +198,20 @@ impl Session {
         if !answer.writes_config() {
             return;
         }
-        let path = crate::config::writable_path(host.config().path.as_deref());
+        let config = host.config();
+        // The card offers Always allow only when there is such a file.
+        let Some(path) = config.remember_file(&card.server) else {
+            self.diagnostic(
+                "always-allow-not-saved",
+                format!(
+                    "Always allow could not be written: no file formwork writes holds {}",
+                    crate::config::dotted(["mcp_servers", &card.server])
+                ),
+            );
+            return;
+        };
         let written = crate::config::remember_always_allow(&path, &card.server, &card.tool)
-            .and_then(|_| Config::load(&path));
+            .and_then(|_| config.reload());
         match written {
             Ok(config) => {
                 if let Ok(mut slot) = host.config.write() {

@@ -1,0 +1,370 @@
+//! The layered config from a terminal (docs/cli.md, "The config and its policy"): a project's `formwork.toml` found
+//! from the working directory applies only once `formwork trust` recorded its directory in the user config; until
+//! then it is not read, and one line on stderr says so. Writing commands edit the user config or the `--config`
+//! file, never the project's. Each run gets its own user config directory through `XDG_CONFIG_HOME`.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{Output, TIMEOUT, run};
+use serde_json::{Value, json};
+
+/// A temporary directory holding a user config directory (`xdg/`), a home (`home/`) and a cloned "project" whose
+/// `formwork.toml` names a server that, when started, creates the file `ran`.
+struct World {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    xdg: PathBuf,
+    project: PathBuf,
+}
+
+impl World {
+    fn new() -> World {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let project = root.join("proj");
+        std::fs::create_dir_all(project.join("sub")).unwrap();
+        std::fs::create_dir_all(root.join("home")).unwrap();
+        let world = World {
+            _dir: dir,
+            xdg: root.join("xdg"),
+            root,
+            project,
+        };
+        std::fs::write(
+            world.project_file(),
+            format!(
+                "[mcp_servers.evil]\ncommand = \"sh\"\nargs = [\"-c\", \"touch {}\"]\n",
+                world.marker().display()
+            ),
+        )
+        .unwrap();
+        world
+    }
+
+    fn user(&self) -> PathBuf {
+        self.xdg.join("formwork/formwork.toml")
+    }
+
+    fn project_file(&self) -> PathBuf {
+        self.project.join("formwork.toml")
+    }
+
+    /// Created by the project's server, if it is ever started.
+    fn marker(&self) -> PathBuf {
+        self.root.join("ran")
+    }
+
+    fn command(&self, cwd: &Path, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_formwork"));
+        cmd.args(args)
+            .current_dir(cwd)
+            .env("XDG_CONFIG_HOME", &self.xdg)
+            .env("HOME", self.root.join("home"));
+        cmd
+    }
+
+    fn formwork(&self, cwd: &Path, args: &[&str]) -> Output {
+        run(&mut self.command(cwd, args), None, TIMEOUT)
+    }
+
+    fn notice(&self) -> String {
+        let project = self.project.display();
+        format!(
+            "formwork: skipped {project}/formwork.toml (project {project} is not trusted); run `formwork trust {project}` to use it\n"
+        )
+    }
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+fn server_names(report: &Value) -> Vec<String> {
+    report["mcp_servers"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn an_untrusted_project_is_not_read_until_formwork_trust_records_it() {
+    let world = World::new();
+    let sub = world.project.join("sub");
+    let project = world.project.display().to_string();
+
+    let check = world.formwork(&sub, &["config", "check"]);
+    check.assert_code(0);
+    assert_eq!(check.stderr, world.notice(), "{check}");
+    let report = check.json();
+    assert_eq!(
+        report["sources"],
+        json!([
+            {"layer": "user", "file": world.user().display().to_string(), "applied": false,
+             "reason": "the user config; there is no such file, so nothing of it applies"},
+            {"layer": "project", "file": world.project_file().display().to_string(), "applied": false,
+             "reason": format!("not read: project {project} is not trusted; run `formwork trust {project}` to use it")}
+        ]),
+        "{check}"
+    );
+    assert_eq!(report["config"], Value::Null);
+    assert_eq!(server_names(&report), ["demo"]);
+
+    let tools = world.formwork(&world.project, &["tools", "--server", "evil"]);
+    tools.assert_code(2);
+    assert_eq!(
+        tools.stderr,
+        format!(
+            "{}formwork: no server `evil` in the built-in default config (no formwork.toml) (add [mcp_servers.evil])\n",
+            world.notice()
+        ),
+        "{tools}"
+    );
+    assert!(!world.marker().exists(), "the project's server was started");
+
+    let trust = world.formwork(&sub, &["trust"]);
+    trust.assert_code(0);
+    assert_eq!(
+        trust.json(),
+        json!({"config": world.user().display().to_string(), "project": project,
+               "trust_level": "trusted", "written": true})
+    );
+    assert_eq!(
+        trust.stderr,
+        format!(
+            "formwork: trusted project {project}: its formwork.toml applies on top of {}\n",
+            world.user().display()
+        )
+    );
+    assert_eq!(
+        std::fs::read_to_string(world.user()).unwrap(),
+        format!("[projects.\"{project}\"]\ntrust_level = \"trusted\"\n")
+    );
+    assert_eq!(mode(&world.user()), 0o600);
+    assert_eq!(mode(&world.xdg.join("formwork")), 0o700);
+
+    let check = world.formwork(&sub, &["config", "check"]);
+    check.assert_code(0);
+    assert_eq!(check.stderr, "", "{check}");
+    let report = check.json();
+    assert_eq!(report["sources"][1]["applied"], true, "{check}");
+    assert_eq!(report["config"], world.project_file().display().to_string());
+    assert_eq!(server_names(&report), ["evil", "demo"]);
+
+    // Trusted, the project's server is started (it is no MCP server, so the command fails).
+    world
+        .formwork(&world.project, &["tools", "--server", "evil"])
+        .assert_code(2);
+    assert!(
+        world.marker().exists(),
+        "the trusted project's server did not start"
+    );
+
+    let again = world.formwork(&world.project, &["trust", "."]);
+    again.assert_code(0);
+    assert_eq!(again.json()["written"], false);
+    world
+        .formwork(&world.project, &["trust", "/nonexistent/formwork-project"])
+        .assert_code(2)
+        .assert_stderr_mentions("cannot trust /nonexistent/formwork-project");
+}
+
+/// `formwork serve` in a cloned repository: the palette lists only the built-in server, and the project's server is
+/// never started.
+#[test]
+fn serve_in_an_untrusted_project_starts_none_of_its_servers() {
+    let world = World::new();
+    let data = world.root.join("data");
+    let mut cmd = world.command(
+        &world.project,
+        &["serve", "--port", "0", "--data-dir", data.to_str().unwrap()],
+    );
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let group = child.id();
+    // Whatever happens below, nothing of this run outlives the test.
+    let _guard = KillOnDrop(group);
+    let mut stderr_pipe = child.stderr.take().unwrap();
+    let (stderr_tx, stderr_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr_pipe.read_to_string(&mut text);
+        let _ = stderr_tx.send(text);
+    });
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let Some(url) = first.trim().strip_prefix("formwork serve: http://") else {
+        panic!("no URL: {first:?}");
+    };
+    let (address, token) = url.split_once("/?token=").unwrap();
+
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        stream,
+        "GET /api/tools HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    let _ = Command::new("kill")
+        .args(["-TERM", &group.to_string()])
+        .status();
+    let _ = child.wait();
+    let stderr = stderr_rx
+        .recv_timeout(Duration::from_secs(10))
+        .unwrap_or_default();
+
+    let body = response.split_once("\r\n\r\n").map_or("", |(_, body)| body);
+    let catalogue: Value = serde_json::from_str(body)
+        .unwrap_or_else(|err| panic!("{err}: {response}\nstderr: {stderr}"));
+    let names: Vec<&str> = catalogue["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|server| server["name"].as_str())
+        .collect();
+    assert_eq!(names, ["demo"], "{response}");
+    assert!(!world.marker().exists(), "the project's server was started");
+    assert!(
+        stderr.starts_with(&world.notice()),
+        "the notice is not the first line: {stderr}"
+    );
+    assert_eq!(stderr.matches("skipped").count(), 1, "{stderr}");
+}
+
+/// Ends the process group when dropped, quietly when it is already gone.
+struct KillOnDrop(u32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.0)])
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+#[test]
+fn writes_go_to_the_user_config_or_the_named_file_never_the_project_file() {
+    let world = World::new();
+    std::fs::create_dir_all(world.user().parent().unwrap()).unwrap();
+    std::fs::write(
+        world.user(),
+        format!(
+            "[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+            world.project.display()
+        ),
+    )
+    .unwrap();
+    let project_text = std::fs::read_to_string(world.project_file()).unwrap();
+    let json = world.root.join("mcp.json");
+    std::fs::write(
+        &json,
+        r#"{"servers": {"remote": {"url": "https://x.example.com/mcp", "headers": {"Authorization": "Bearer secret"}}}}"#,
+    )
+    .unwrap();
+
+    let import = world.formwork(
+        &world.project,
+        &["config", "import", json.to_str().unwrap()],
+    );
+    import.assert_code(0);
+    assert_eq!(import.json()["config"], world.user().display().to_string());
+    let sync = world.formwork(&world.project, &["config", "sync"]);
+    sync.assert_code(0);
+    assert_eq!(sync.json()["config"], world.user().display().to_string());
+    let user_text = std::fs::read_to_string(world.user()).unwrap();
+    assert!(user_text.contains("[mcp_servers.remote]"), "{user_text}");
+    assert!(user_text.contains("[mcp_servers.demo]"), "{user_text}");
+    assert_eq!(
+        std::fs::read_to_string(world.project_file()).unwrap(),
+        project_text
+    );
+
+    // A file formwork creates may hold the imported secrets: it is the owner's alone.
+    let named = world.root.join("named/formwork.toml");
+    let import = world.formwork(
+        &world.project,
+        &[
+            "config",
+            "import",
+            json.to_str().unwrap(),
+            "--config",
+            named.to_str().unwrap(),
+        ],
+    );
+    import.assert_code(0);
+    assert_eq!(import.json()["config"], named.display().to_string());
+    assert_eq!(mode(&named), 0o600);
+    assert_eq!(std::fs::read_to_string(world.user()).unwrap(), user_text);
+}
+
+#[test]
+fn the_user_config_is_found_through_xdg_config_home_else_home() {
+    let world = World::new();
+    let file = |output: &Output| output.json()["sources"][0]["file"].clone();
+    let absolute = world.formwork(&world.root, &["config", "check"]);
+    assert_eq!(file(&absolute), world.user().display().to_string());
+    // A relative XDG_CONFIG_HOME is not used, as the XDG spec says.
+    let mut cmd = world.command(&world.root, &["config", "check"]);
+    cmd.env("XDG_CONFIG_HOME", "relative");
+    let relative = run(&mut cmd, None, TIMEOUT);
+    assert_eq!(
+        file(&relative),
+        world
+            .root
+            .join("home/.config/formwork/formwork.toml")
+            .display()
+            .to_string()
+    );
+}
+
+#[test]
+fn a_timeout_out_of_range_is_an_error_naming_the_key_not_a_panic() {
+    let world = World::new();
+    let config = world.root.join("bad.toml");
+    std::fs::write(
+        &config,
+        "[mcp_servers.x]\ncommand = \"x\"\nstartup_timeout_sec = 1e20\n",
+    )
+    .unwrap();
+    let expected = format!(
+        "{}:3:1: mcp_servers.x.startup_timeout_sec: expected a positive number of seconds, at most 86400 (one day)",
+        config.display()
+    );
+    let check = world.formwork(
+        &world.root,
+        &["config", "check", "--config", config.to_str().unwrap()],
+    );
+    check.assert_code(1);
+    assert_eq!(
+        check.json()["error"]["key"],
+        "mcp_servers.x.startup_timeout_sec"
+    );
+    let serve = world.formwork(
+        &world.root,
+        &["serve", "--port", "0", "--config", config.to_str().unwrap()],
+    );
+    serve.assert_code(2);
+    assert_eq!(serve.stderr, format!("formwork: {expected}\n"), "{serve}");
+}
