@@ -507,6 +507,37 @@ test("hostile-pattern-never-runs-in-the-page", async (page) => {
   assert.deepEqual(await pluginResult(page, "ask_hostile_pattern"), { action: "cancel" });
 });
 
+// A host error for a key that holds ": " lands under that field, not split at the separator.
+test("an-error-lands-under-its-field-whatever-the-key", async (page) => {
+  await newSession(page);
+  await callTool(page, "ask_colon_key");
+  const card = await openCard(page);
+  await typeInto(card, "code: id", "12a");
+  await submit(card);
+  const error = question(card, "code: id").locator(tid("field-error"));
+  await error.waitFor();
+  assert.equal(await error.textContent(), "must match the pattern `^[0-9]+$`");
+  // Nothing was left over for the card itself.
+  assert.equal(await card.locator(tid("card-error")).textContent(), "Some answers need fixing before they can be sent.");
+  await typeInto(card, "code: id", "12");
+  await submit(card);
+  assert.equal((await outcome(card)).action, "accept");
+  assert.deepEqual(await pluginResult(page, "ask_colon_key"), { action: "accept", content: { "code: id": "12" } });
+});
+
+// A form that asks for a password says plainly that it asks for a secret, and marks the field.
+test("a-form-asking-for-a-secret-warns", async (page) => {
+  await newSession(page);
+  await callTool(page, "ask_password");
+  const card = await openCard(page);
+  const warning = card.locator(tid("secret-warning"));
+  assert.match(await warning.textContent(), /^Warning: this plugin asks for something secret \(Password\)\./);
+  assert.equal(await question(card, "password").locator(tid("secret-mark")).count(), 1);
+  assert.equal(await question(card, "user").locator(tid("secret-mark")).count(), 0);
+  await card.locator(tid("cancel")).click();
+  assert.equal((await outcome(card)).action, "cancel");
+});
+
 // ---- the run ----
 
 async function main() {

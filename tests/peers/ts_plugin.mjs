@@ -153,6 +153,35 @@ server.registerTool("ask_twice", { description: "Ask for a color, then for agree
   }
 });
 
+// `count` forms at once, each asking for one boolean; returns the ElicitResult of each, in order.
+server.registerTool(
+  "ask_many",
+  { description: "Ask `count` forms at once", inputSchema: { count: z.number().int() } },
+  async ({ count }) => {
+    const asks = Array.from({ length: count }, (_, i) =>
+      server.server
+        .elicitInput({ message: `Form ${i + 1}`, requestedSchema: singleKindSchema("ask_boolean") })
+        .catch((e) => ({ error: e.message })),
+    );
+    return resultText(await Promise.all(asks));
+  },
+);
+
+// A form that asks for a secret, which plugins must not do: the host warns (or declines).
+server.registerTool("ask_password", { description: "Ask for a password" }, async () =>
+  elicit({
+    message: "Sign in to the legacy service",
+    requestedSchema: {
+      type: "object",
+      properties: {
+        user: { type: "string", title: "User name" },
+        password: { type: "string", title: "Password" },
+      },
+      required: ["user", "password"],
+    },
+  }),
+);
+
 server.registerTool("ask_url", { description: "Ask the user to open a URL, then report completion" }, async () => {
   try {
     const r = await server.server.elicitInput({

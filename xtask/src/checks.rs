@@ -127,7 +127,6 @@ const HOST_ROOMS: &[(&str, &[&str])] = &[
             "session",
             "plugin",
             "doctor",
-            "policy",
             "transport",
             "config",
             "events",

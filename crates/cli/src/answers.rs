@@ -5,7 +5,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use formwork_forms::{Content, Form};
-use formwork_host::policy::{ApprovalAnswer, ApprovalCard, ApprovalChoice};
+use formwork_host::config::FormsConfig;
+use formwork_host::policy::{self, ApprovalAnswer, ApprovalCard, ApprovalChoice};
 use formwork_host::{
     BoxFuture, DeclineNotice, ElicitationRequest, FormPrompt, FormReply, FormResponder,
 };
@@ -35,6 +36,10 @@ struct Inner {
     source: Mutex<AnswerSource>,
     /// Why the policy keeps plugin forms from the person, when it does.
     gate: Option<String>,
+    /// `[forms]`: how many forms may wait at once, and what a form asking for a secret gets.
+    forms: FormsConfig,
+    /// The forms being answered or waiting for the terminal now.
+    open: AtomicUsize,
     failed: AtomicBool,
     forms_seen: AtomicUsize,
     /// One terminal prompt at a time, even when a plugin asks twice at once.
@@ -43,11 +48,13 @@ struct Inner {
 
 impl CliResponder {
     /// `gate`: declines every plugin form for this reason (the approval policy's verdict).
-    pub fn new(source: AnswerSource, gate: Option<String>) -> Self {
+    pub fn new(source: AnswerSource, gate: Option<String>, forms: FormsConfig) -> Self {
         CliResponder {
             inner: Arc::new(Inner {
                 source: Mutex::new(source),
                 gate,
+                forms,
+                open: AtomicUsize::new(0),
                 failed: AtomicBool::new(false),
                 forms_seen: AtomicUsize::new(0),
                 terminal: tokio::sync::Mutex::new(()),
@@ -125,6 +132,15 @@ impl FormResponder for CliResponder {
     }
 }
 
+/// Counts a form as open while it lives.
+struct Open<'a>(&'a AtomicUsize);
+
+impl Drop for Open<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// What one step of the script says.
 enum Scripted {
     Accept {
@@ -148,6 +164,17 @@ impl Inner {
                 terminal::inert(&prompt.plugin)
             );
             tracing::info!(target: "formwork::policy", marker = "policy-decision", plugin = %prompt.plugin, %reason, "form declined by policy");
+            return FormReply::decline();
+        }
+        // One command is one tool call: its forms are the session's too.
+        let open = self.open.fetch_add(1, Ordering::SeqCst);
+        let _open = Open(&self.open);
+        if let Err(refused) = policy::form_gate(&self.forms, &prompt.request, open, open) {
+            eprintln!(
+                "formwork: form {number} from {}: {refused}",
+                terminal::inert(&prompt.plugin)
+            );
+            tracing::info!(target: "formwork::policy", marker = "policy-decision", plugin = %prompt.plugin, reason = %refused, "form declined");
             return FormReply::decline();
         }
         enum Next {
@@ -213,6 +240,10 @@ impl Inner {
                     return self.fail(number, "the form came without its schema");
                 }
                 (ElicitationRequest::Form(_), Some(form)) => match complete(form, &content) {
+                    Ok(content) if let Some(warning) = terminal::secret_warning(form) => {
+                        eprintln!("formwork: form {number}: {warning}");
+                        (FormReply::accept(content), meta)
+                    }
                     Ok(content) => (FormReply::accept(content), meta),
                     Err(errors) => {
                         return self.fail(

@@ -78,7 +78,11 @@ pub(crate) fn tool_arguments(text: Option<&str>) -> anyhow::Result<Option<Value>
 pub async fn tools(choice: Choice, config: &ConfigArgs) -> anyhow::Result<Outcome> {
     let config = config.load()?;
     let resolved = resolve(choice, &config)?;
-    let responder = Arc::new(CliResponder::new(AnswerSource::Unavailable, None));
+    let responder = Arc::new(CliResponder::new(
+        AnswerSource::Unavailable,
+        None,
+        config.forms,
+    ));
     let mut options = ConnectOptions::new(resolved.name, responder);
     options.http_headers = resolved.http_headers;
     let plugin = Plugin::connect(&resolved.target, options).await?;
@@ -103,7 +107,7 @@ pub async fn call(
     let gate = policy::elicitation_gate(&config)
         .err()
         .map(|declined| declined.to_string());
-    let responder = Arc::new(CliResponder::new(source, gate));
+    let responder = Arc::new(CliResponder::new(source, gate, config.forms));
     let mut options = ConnectOptions::new(resolved.name.clone(), responder.clone());
     options.request_timeout = Duration::from_secs(args.timeout);
     options.http_headers = resolved.http_headers.clone();

@@ -63,6 +63,9 @@ fn ask_blocking(prompt: &FormPrompt) -> FormReply {
         (ElicitationRequest::Form(request), Some(form)) => {
             let render = &request.render;
             eprintln!("{}", inert_block(&render.message));
+            if let Some(warning) = secret_warning(form) {
+                eprintln!("{warning}");
+            }
             eprintln!("(Esc declines the form, Ctrl-C cancels it)");
             ask_questions(&render.questions, form).and_then(|typed| {
                 form.content_from_typed(&typed).map_err(|errors| {
@@ -307,6 +310,18 @@ fn approval_text(card: &ApprovalCard) -> String {
 
 /// What the terminal shows of a URL-mode request, before its question: the host's warnings last,
 /// next to the question.
+/// The warning for a form whose fields name a secret, if it has any.
+pub fn secret_warning(form: &formwork_forms::Form) -> Option<String> {
+    let fields: Vec<String> = form.sensitive_fields().map(inert).collect();
+    (!fields.is_empty()).then(|| {
+        format!(
+            "Warning: this plugin asks for something secret ({}). Plugins must not ask for \
+             passwords, keys, tokens or card numbers in a form: what you enter goes to the plugin.",
+            fields.join(", ")
+        )
+    })
+}
+
 fn url_text(message: &str, url: &str, domain: &str, warnings: &[UrlWarning]) -> String {
     let mut lines = vec![
         inert_block(message),

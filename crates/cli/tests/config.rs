@@ -213,7 +213,7 @@ fn serve_in_an_untrusted_project_starts_none_of_its_servers() {
     let Some(url) = first.trim().strip_prefix("formwork serve: http://") else {
         panic!("no URL: {first:?}");
     };
-    let (address, token) = url.split_once("/?token=").unwrap();
+    let (address, token) = url.split_once("/#token=").unwrap();
 
     let mut stream = std::net::TcpStream::connect(address).unwrap();
     stream

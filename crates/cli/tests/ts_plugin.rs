@@ -359,3 +359,38 @@ fn plugin_crash_mid_form_exits_2_quickly() {
         "no clear message on stderr: {output}"
     );
 }
+
+/// Answers are never logged below `trace`: at `debug` for everything the answer appears nowhere
+/// on stderr; at `trace` for `formwork::wire` it does, in the message sent to the plugin.
+#[test]
+fn answers_are_logged_only_at_trace() {
+    let script = common::TempFile::new(
+        &json!([{ "action": "accept", "content": { "nickname": "zq-mark7" } }]).to_string(),
+    );
+    let run = |filter: &str| {
+        common::run(
+            std::process::Command::new(env!("CARGO_BIN_EXE_formwork"))
+                .args([
+                    "call",
+                    "ask_string",
+                    "--plugin",
+                    &node_plugin("ts_plugin.mjs"),
+                ])
+                .arg("--answers")
+                .arg(&script.path)
+                .env("FORMWORK_LOG", filter),
+            None,
+            std::time::Duration::from_secs(60),
+        )
+    };
+    let debug = run("debug");
+    debug.assert_code(0);
+    assert_eq!(
+        debug.plugin_result(),
+        json!({ "action": "accept", "content": { "nickname": "zq-mark7" } })
+    );
+    assert!(debug.stderr.contains("form answered"), "{debug}");
+    assert!(!debug.stderr.contains("zq-mark7"), "{debug}");
+    let trace = run("formwork::wire=trace");
+    assert!(trace.stderr.contains(r#""nickname":"zq-mark7""#), "{trace}");
+}

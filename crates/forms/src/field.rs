@@ -51,6 +51,14 @@ impl Form {
         self.fields.iter().find(|field| field.key == key)
     }
 
+    /// The keys of the fields that ask for a secret ([`Field::sensitive`]), in property order.
+    pub fn sensitive_fields(&self) -> impl Iterator<Item = &str> {
+        self.fields
+            .iter()
+            .filter(|field| field.sensitive)
+            .map(|field| field.key.as_str())
+    }
+
     /// The schema's top-level `title` (Python SDKs send the model name here).
     pub fn title(&self) -> Option<&str> {
         self.title.as_deref()
@@ -98,6 +106,9 @@ pub struct Field {
     /// The property schema as sent, unknown keywords (`pattern`, `x-openai-*`, ...) included;
     /// shared with the render block's question.
     pub schema: SchemaText,
+    /// Whether the key or the title names a secret (a password, a token, a card number...),
+    /// which a server must not ask for in a form.
+    pub sensitive: bool,
 }
 
 /// A schema as compact JSON text: every member as the server sent it, in its order.

@@ -32,6 +32,7 @@ mod pattern;
 pub mod render;
 mod request;
 mod schema;
+mod sensitive;
 mod size;
 mod url_warning;
 mod validate;

@@ -44,8 +44,12 @@ pub struct Question {
     pub question: String,
     /// Whether free text is allowed beside the listed `suggestions`.
     pub is_other: bool,
-    /// Always `false`: forms never carry secrets.
+    /// Always `false`: forms never carry secrets (see `sensitive`).
     pub is_secret: bool,
+    /// `true` when the key or title names a secret (a password, a token, a card number...),
+    /// which a plugin must not ask for in a form: a UI warns the person. Absent when `false`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sensitive: bool,
     /// The choices of a select question (or of a boolean: "true" and "false"); absent for text input.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub options: Option<Vec<QuestionOption>>,
@@ -192,6 +196,7 @@ fn question_for(field: &Field) -> Question {
         question,
         is_other: false,
         is_secret: false,
+        sensitive: field.sensitive,
         options: None,
         input: InputKind::Text,
         multi_select: false,

@@ -301,7 +301,13 @@ struct FieldParts {
 
 impl FieldParts {
     fn into_field(self, key: String, schema: &Value) -> Field {
+        let sensitive = crate::sensitive::names_a_secret(&key)
+            || self
+                .title
+                .as_deref()
+                .is_some_and(crate::sensitive::names_a_secret);
         Field {
+            sensitive,
             key,
             title: self.title,
             description: self.description,

@@ -100,6 +100,15 @@ impl FormQueue {
             .collect()
     }
 
+    /// How many plugin forms (not approvals) are open, shown or waiting.
+    pub fn pending_forms(&self) -> usize {
+        self.shown
+            .iter()
+            .chain(self.waiting.iter())
+            .filter(|card| matches!(card.waiter, Waiter::Elicitation { .. }))
+            .count()
+    }
+
     /// How many cards are open (shown or waiting).
     pub fn len(&self) -> usize {
         usize::from(self.shown.is_some()) + self.waiting.len()

@@ -776,3 +776,144 @@ async fn a_url_form_reports_the_plugins_completion() {
     );
     host.shutdown().await;
 }
+
+/// A plugin that opens more forms at once than `[forms] max_pending` allows: the one past the
+/// limit is declined at once, with a diagnostic naming the limit; the others are shown.
+#[tokio::test]
+async fn a_form_past_the_pending_limit_is_declined_at_once() {
+    for (top, limit) in [("", 16), ("[forms]\nmax_pending = 3", 3)] {
+        let host = host(config(top, approve()));
+        let s = Watch::open(&host);
+        s.send(Command::CallTool {
+            server: "ts".to_owned(),
+            tool: "ask_many".to_owned(),
+            arguments: Some(json!({ "count": limit + 1 })),
+        });
+        // More events than a subscriber's buffer holds: read the session's log instead.
+        let (forms, diagnostic) = tokio::time::timeout(Duration::from_secs(30), async {
+            loop {
+                let events = host.events(&s.session).unwrap();
+                let forms: Vec<String> = events
+                    .iter()
+                    .filter_map(|event| match &**event {
+                        Event::FormRequested { form_id, .. } => Some(form_id.clone()),
+                        _ => None,
+                    })
+                    .collect();
+                let diagnostic = events.iter().find_map(|event| match &**event {
+                    Event::Diagnostic { code, message } => Some((code.clone(), message.clone())),
+                    _ => None,
+                });
+                if let Some(diagnostic) = diagnostic
+                    && forms.len() >= limit
+                {
+                    return (forms, diagnostic);
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .expect("the forms and the diagnostic within 30 s");
+        assert_eq!(forms.len(), limit);
+        assert_eq!(
+            diagnostic,
+            (
+                "form-limit".to_owned(),
+                format!(
+                    "ts: declined: {limit} forms of this tool call already wait for an answer, \
+                     the most [forms] max_pending = {limit} allows"
+                )
+            )
+        );
+        for form in &forms {
+            s.answer(form, json!({"agree": true}));
+        }
+        let result = tokio::time::timeout(Duration::from_secs(30), async {
+            loop {
+                let finished =
+                    host.events(&s.session)
+                        .unwrap()
+                        .iter()
+                        .find_map(|event| match &**event {
+                            Event::ToolCallFinished { result, .. } => Some(result.clone()),
+                            _ => None,
+                        });
+                if let Some(result) = finished {
+                    return result.unwrap();
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .expect("the call's end within 30 s");
+        let text = result["content"][0]["text"].as_str().unwrap();
+        let results: Value = serde_json::from_str(text.strip_prefix("result: ").unwrap()).unwrap();
+        let declined = results
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| **r == json!({"action": "decline"}))
+            .count();
+        let accepted = results
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| **r == json!({"action": "accept", "content": {"agree": true}}))
+            .count();
+        assert_eq!((accepted, declined), (limit, 1), "{results}");
+        host.shutdown().await;
+    }
+}
+
+/// A field that names a secret is marked in the render block; with
+/// `[forms] sensitive_fields = "decline"` the form is declined before the person sees it.
+#[tokio::test]
+async fn a_form_that_asks_for_a_secret_is_marked_or_declined() {
+    let host = host(config("", approve()));
+    let mut s = Watch::open(&host);
+    s.call("ask_password");
+    let body = s
+        .next(|event| match event {
+            Event::FormRequested { body, .. } => Some(body.clone()),
+            _ => None,
+        })
+        .await;
+    let ElicitationRequest::Form(FormRequest { render, .. }) = body else {
+        panic!("not a form body")
+    };
+    let marks: Vec<(String, bool)> = render
+        .questions
+        .iter()
+        .map(|q| (q.id.clone(), q.sensitive))
+        .collect();
+    assert_eq!(
+        marks,
+        [("user".to_owned(), false), ("password".to_owned(), true)]
+    );
+    host.shutdown().await;
+
+    let host = host_with(
+        config("[forms]\nsensitive_fields = \"decline\"", approve()),
+        HostOptions::default(),
+    );
+    let mut s = Watch::open(&host);
+    s.call("ask_password");
+    let (code, message) = s
+        .next(|event| match event {
+            Event::Diagnostic { code, message } => Some((code.clone(), message.clone())),
+            Event::FormRequested { .. } => panic!("a form asking for a secret was shown"),
+            _ => None,
+        })
+        .await;
+    assert_eq!(code, "form-asks-for-a-secret");
+    assert_eq!(
+        message,
+        "ts: declined: the form asks for a secret (password), which plugins must not ask for in \
+         a form, and [forms] sensitive_fields = \"decline\""
+    );
+    assert_eq!(
+        s.finished().await.unwrap(),
+        r#"result: {"action":"decline"}"#
+    );
+    host.shutdown().await;
+}

@@ -164,6 +164,21 @@ export class FormCard extends Card {
     this.fields = this.questions.map((question) =>
       createField(question, this.single ? { immediate: (label) => this.submit(label) } : {}),
     );
+    // A field that names a secret: plugins must not ask for one in a form, so say so plainly.
+    const secret = this.questions.filter((q) => q.sensitive).map((q) => q.header);
+    if (secret.length) {
+      this.body.append(
+        el("p", {
+          class: "secret-warning",
+          testid: "secret-warning",
+          role: "alert",
+          text:
+            `Warning: this plugin asks for something secret (${secret.join(", ")}). Plugins must not ask for ` +
+            "passwords, keys, tokens or card numbers in a form: what you type goes to the plugin and is kept in " +
+            "this transcript. Cancel unless you trust it with this.",
+        }),
+      );
+    }
     const form = el(
       "form",
       {

@@ -71,6 +71,7 @@ class Field {
   headerParts() {
     const q = this.question;
     const header = [el("span", { testid: "question-header", text: q.header })];
+    if (q.sensitive) header.push(el("span", { class: "badge secret-mark", testid: "secret-mark", text: "secret" }));
     if (q.required) {
       header.push(
         el("span", { class: "required-mark", "aria-hidden": "true", text: " *" }),

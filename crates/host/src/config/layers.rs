@@ -10,7 +10,7 @@ use super::DEFAULT_CONFIG_FILE;
 use super::builtin::BUILTIN_SERVERS;
 use super::error::ConfigError;
 use super::load::{self, FileConfig};
-use super::types::{Config, ConfigSource, Features, Layer, SourceStatus, TrustLevel};
+use super::types::{Config, ConfigSource, Features, FormsConfig, Layer, SourceStatus, TrustLevel};
 
 /// Where a command looks for its configuration.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -145,12 +145,15 @@ pub(crate) fn assemble(sources: Vec<ConfigSource>, files: Vec<(Layer, FileConfig
     let mut approval_policy = None;
     let mut elicitations_auto_deny = None;
     let mut tool_call_mcp_elicitation = None;
+    let mut forms = FormsConfig::default();
     let mut mcp_servers = IndexMap::new();
     let mut ignored_keys: Vec<String> = Vec::new();
     for (layer, file) in files {
         approval_policy = file.approval_policy.or(approval_policy);
         elicitations_auto_deny = file.elicitations_auto_deny.or(elicitations_auto_deny);
         tool_call_mcp_elicitation = file.tool_call_mcp_elicitation.or(tool_call_mcp_elicitation);
+        forms.max_pending = file.max_pending_forms.unwrap_or(forms.max_pending);
+        forms.sensitive_fields = file.sensitive_fields.unwrap_or(forms.sensitive_fields);
         // `insert` keeps an existing name in its place and replaces its table.
         mcp_servers.extend(file.mcp_servers);
         let mut ignored = file.ignored_keys;
@@ -176,6 +179,7 @@ pub(crate) fn assemble(sources: Vec<ConfigSource>, files: Vec<(Layer, FileConfig
         features: Features {
             tool_call_mcp_elicitation: tool_call_mcp_elicitation.unwrap_or(false),
         },
+        forms,
         mcp_servers,
         ignored_keys,
     }

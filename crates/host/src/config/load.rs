@@ -20,7 +20,8 @@ use toml_edit::{Document, TableLike};
 use super::builtin::builtin_server;
 use super::error::{ConfigError, dotted, key_segment};
 use super::types::{
-    ApprovalMode, ApprovalPolicy, Config, ServerConfig, ToolConfig, Transport, TrustLevel,
+    ApprovalMode, ApprovalPolicy, Config, MAX_PENDING_FORMS_LIMIT, SensitiveFields, ServerConfig,
+    ToolConfig, Transport, TrustLevel,
 };
 
 /// Top-level keys formwork reads.
@@ -28,6 +29,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "approval_policy",
     "elicitations_auto_deny",
     "features",
+    "forms",
     "mcp_servers",
     "projects",
 ];
@@ -113,6 +115,10 @@ pub(crate) struct FileConfig {
     pub(crate) approval_policy: Option<ApprovalPolicy>,
     pub(crate) elicitations_auto_deny: Option<bool>,
     pub(crate) tool_call_mcp_elicitation: Option<bool>,
+    /// `[forms] max_pending`, checked.
+    pub(crate) max_pending_forms: Option<usize>,
+    /// `[forms] sensitive_fields`.
+    pub(crate) sensitive_fields: Option<SensitiveFields>,
     /// The file's own server tables, in file order (no built-in defaults).
     pub(crate) mcp_servers: IndexMap<String, ServerConfig>,
     pub(crate) ignored_keys: Vec<String>,
@@ -182,11 +188,25 @@ pub(crate) fn parse_file(text: &str, path: Option<&Path>) -> Result<FileConfig, 
         .projects
         .map(|projects| read_projects(&ctx, projects))
         .transpose()?;
+    let max_pending_forms = match raw.forms.max_pending {
+        None => None,
+        Some(count) => match usize::try_from(count) {
+            Ok(count @ 1..=MAX_PENDING_FORMS_LIMIT) => Some(count),
+            _ => {
+                return Err(ctx.error(
+                    &["forms", "max_pending"],
+                    format!("expected a whole number from 1 to {MAX_PENDING_FORMS_LIMIT}"),
+                ));
+            }
+        },
+    };
 
     Ok(FileConfig {
         approval_policy: raw.approval_policy,
         elicitations_auto_deny: raw.elicitations_auto_deny,
         tool_call_mcp_elicitation,
+        max_pending_forms,
+        sensitive_fields: raw.forms.sensitive_fields,
         mcp_servers,
         ignored_keys,
         projects,
@@ -224,6 +244,16 @@ struct RawConfig {
     #[serde(default)]
     mcp_servers: IndexMap<String, RawServer>,
     projects: Option<IndexMap<String, RawProject>>,
+    #[serde(default)]
+    forms: RawForms,
+}
+
+/// The `[forms]` table.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawForms {
+    max_pending: Option<i64>,
+    sensitive_fields: Option<SensitiveFields>,
 }
 
 /// One `[projects."<dir>"]` table.

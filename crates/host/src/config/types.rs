@@ -24,6 +24,8 @@ pub struct Config {
     pub elicitations_auto_deny: bool,
     /// `[features]`.
     pub features: Features,
+    /// `[forms]`.
+    pub forms: FormsConfig,
     /// `[mcp_servers.<name>]`: the lower layer's servers in its file order (a table an upper
     /// layer replaces keeps its place), then the upper layer's new ones, then every built-in
     /// server no layer mentions.
@@ -286,6 +288,44 @@ impl fmt::Display for ApprovalPolicy {
             ),
         }
     }
+}
+
+/// `[forms]`: formwork's own limits on plugin forms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct FormsConfig {
+    /// `max_pending`: the most forms of one tool call, or of one session, that may wait for
+    /// the person at once; a form past it is declined when it arrives. Default
+    /// [`DEFAULT_MAX_PENDING_FORMS`].
+    pub max_pending: usize,
+    /// `sensitive_fields`: what happens to a form with a field that asks for a secret.
+    pub sensitive_fields: SensitiveFields,
+}
+
+/// The default of `[forms] max_pending`.
+pub const DEFAULT_MAX_PENDING_FORMS: usize = 16;
+
+/// The largest `[forms] max_pending` accepted.
+pub const MAX_PENDING_FORMS_LIMIT: usize = 1000;
+
+impl Default for FormsConfig {
+    fn default() -> Self {
+        FormsConfig {
+            max_pending: DEFAULT_MAX_PENDING_FORMS,
+            sensitive_fields: SensitiveFields::Warn,
+        }
+    }
+}
+
+/// `[forms] sensitive_fields`: a form whose field names a secret (a password, a token, a card
+/// number...) is shown with a warning (`"warn"`, the default) or declined whole (`"decline"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SensitiveFields {
+    /// Shown, with a plain warning on the card.
+    #[default]
+    Warn,
+    /// Declined before it reaches the person.
+    Decline,
 }
 
 /// `[features]`. Only the flags formwork acts on are kept; other Codex feature flags are

@@ -177,7 +177,13 @@ fn checked(
             ..reply
         },
         Err(errors) => {
-            tracing::error!(target: "formwork::form", plugin = %shared.name, id = %clipped(id.as_json()), %errors, "the responder accepted content that does not validate; sending cancel");
+            // The fields only: the messages may quote the answers, which are never logged.
+            let fields: Vec<&str> = errors
+                .errors
+                .iter()
+                .map(|error| error.field.as_str())
+                .collect();
+            tracing::error!(target: "formwork::form", plugin = %shared.name, id = %clipped(id.as_json()), ?fields, "the responder accepted content that does not validate; sending cancel");
             FormReply::cancel()
         }
     }

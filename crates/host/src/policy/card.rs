@@ -258,6 +258,7 @@ impl ApprovalCard {
             block_type: BlockType::RequestUserInput,
             message: self.message.clone(),
             questions: vec![Question {
+                sensitive: false,
                 id: self.id.clone(),
                 header: APPROVAL_HEADER.to_owned(),
                 question: self.message.clone(),

@@ -36,7 +36,7 @@ pub use card::{
     ApprovalAnswer, ApprovalCard, ApprovalChoice, ApprovalRequest, CardRendering, card_rendering,
     normalize_choice,
 };
-pub use gate::{ElicitationAllowed, ElicitationDeclined, elicitation_gate};
+pub use gate::{ElicitationAllowed, ElicitationDeclined, FormRefused, elicitation_gate, form_gate};
 pub use report::effective_policy;
 
 /// The error of a tool call that needs approval while the policy is `never` (Codex's text).

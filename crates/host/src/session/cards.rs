@@ -80,12 +80,6 @@ impl Session {
             );
             return Box::pin(async { FormReply::decline() });
         }
-        let (reply, answer) = oneshot::channel();
-        let mut body = prompt.request;
-        // The card keeps the form to check answers; what is shown and stored is the rest.
-        let form = body.take_form();
-        let completion = prompt.url_completed;
-        let form_id = self.new_id("f");
         let call_id = call_id.or_else(|| {
             self.lock().turn.as_ref().and_then(|turn| {
                 (turn.calls.len() == 1)
@@ -93,6 +87,26 @@ impl Session {
                     .flatten()
             })
         });
+        let (of_call, of_session) = {
+            let state = self.lock();
+            let of_call = call_id
+                .as_deref()
+                .map_or(0, |call| state.cards.forms_of_call(call).len());
+            (of_call, state.cards.pending_forms())
+        };
+        if let Err(refused) =
+            policy::form_gate(&host.config().forms, &prompt.request, of_call, of_session)
+        {
+            tracing::info!(target: "formwork::policy", marker = "policy-decision", session = %self.id, plugin = server, allowed = false, reason = %refused, "plugin form");
+            self.diagnostic(refused.code(), format!("{server}: {refused}"));
+            return Box::pin(async { FormReply::decline() });
+        }
+        let (reply, answer) = oneshot::channel();
+        let mut body = prompt.request;
+        // The card keeps the form to check answers; what is shown and stored is the rest.
+        let form = body.take_form();
+        let completion = prompt.url_completed;
+        let form_id = self.new_id("f");
         self.push_card(
             Card {
                 id: form_id.clone(),
