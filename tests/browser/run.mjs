@@ -346,6 +346,24 @@ test("markup-from-the-plugin-stays-inert", async (page) => {
   assert.equal(await page.evaluate(() => window.__formworkPwned), undefined);
 });
 
+// An answer the database refuses (crates/cli/tests/browser.rs makes it refuse the nickname `no-store`): the card
+// that showed it accepted turns into a cancel and says why, a diagnostic quotes the database, and the plugin got
+// `cancel`, never the content.
+test("answer-not-stored", async (page) => {
+  const card = await answered(page, "ask_string", async (card) => {
+    await typeInto(card, "nickname", "no-store");
+    await submit(card);
+  }, { action: "cancel" });
+  assert.deepEqual(await outcome(card), { action: "cancel", reason: "not-stored", text: "Cancelled: the answer could not be stored" });
+  assert.equal(await card.locator(tid("accepted-values")).count(), 0, "no accepted values left on the card");
+  const diagnostic = page.locator(`${tid("diagnostic")}[data-code="answer-not-stored"]`);
+  const formId = await card.getAttribute("data-form-id");
+  assert.equal(
+    await diagnostic.textContent(),
+    `answer-not-stored the answer to form ${formId} could not be stored, so the plugin was told \`cancel\`: database error: the database refused this answer`,
+  );
+});
+
 // A reload redraws the transcript from the server and the card that still waits can be answered.
 test("reload-restores-transcript-and-pending-card", async (page) => {
   await newSession(page);

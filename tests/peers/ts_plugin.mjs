@@ -6,7 +6,7 @@
 // what the plugin really received. `cargo xtask peers` copies this file next to the pinned node_modules.
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import { writeFileSync } from "node:fs";
+import { closeSync, fsyncSync, openSync, writeSync, writeFileSync } from "node:fs";
 import { z } from "zod";
 
 const server = new McpServer({ name: "ts-plugin", version: "0.1.0" });
@@ -268,6 +268,59 @@ server.registerTool("ask_then_hold", { description: "Ask for agreement, then run
 server.registerTool("last_abort", { description: "The reason the last `hold` or `ask_then_hold` was cancelled with" }, async () => ({
   content: [{ type: "text", text: "aborted: " + JSON.stringify(lastAbort) }],
 }));
+
+// For the durability test (crates/cli/tests/durability.rs): asks `forms` forms in a row and appends one JSON line per
+// ElicitResult the SDK handed back to the file named by $FORMWORK_TEST_RECORD, synced before the tool goes on, so the
+// file holds every answer this plugin received. The first line of a call says it started (the host let it run).
+// `kill_host_after: n` SIGKILLs the host right after line n is written (0: the start line): at the very moment the
+// plugin holds an answer, which is when a host that sent it before storing it would lose it.
+const recordSchema = {
+  type: "object",
+  properties: {
+    note: { type: "string", title: "Note", maxLength: 200 },
+    count: { type: "integer", title: "Count", minimum: -1000, maximum: 1000 },
+    ratio: { type: "number", title: "Ratio" },
+    ok: { type: "boolean", title: "OK" },
+    pick: { type: "string", title: "Pick", enum: ["alpha", "beta", "gamma"] },
+  },
+  required: ["note", "count", "ratio", "ok", "pick"],
+};
+function record(line, killHost) {
+  const fd = openSync(process.env.FORMWORK_TEST_RECORD, "a");
+  try {
+    writeSync(fd, JSON.stringify(line) + "\n");
+    if (killHost) process.kill(process.ppid, "SIGKILL");
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  if (killHost) process.exit(0);
+}
+// A killed host closes stdin without a word, and the SDK would sit out its request timeout: once what arrived
+// has been recorded (promise callbacks run before setImmediate's), exit.
+if (process.env.FORMWORK_TEST_RECORD) process.stdin.once("end", () => setImmediate(() => process.exit(0)));
+server.registerTool(
+  "ask_and_record",
+  {
+    description: "Ask `forms` forms and record every answer received (durability test)",
+    inputSchema: { tag: z.string(), forms: z.number().int(), kill_host_after: z.number().int().optional() },
+  },
+  async ({ tag, forms, kill_host_after }) => {
+    if (!process.env.FORMWORK_TEST_RECORD) return errorText(new Error("FORMWORK_TEST_RECORD is not set"));
+    record({ tag, started: true, pid: process.pid, ppid: process.ppid }, kill_host_after === 0);
+    const results = [];
+    for (let form = 1; form <= forms; form += 1) {
+      try {
+        const result = await server.server.elicitInput({ message: `${tag} form ${form}`, requestedSchema: recordSchema });
+        record({ tag, form, result }, kill_host_after === form);
+        results.push(result);
+      } catch (e) {
+        return errorText(e);
+      }
+    }
+    return resultText(results);
+  },
+);
 
 server.registerTool("fail", { description: "Return a tool error without asking anything" }, async () => ({
   content: [{ type: "text", text: "this tool always fails" }],

@@ -114,6 +114,18 @@ impl Drop for Serve {
     }
 }
 
+/// Makes the database refuse one answer, as a full or failing disk would: the accepted nickname `no-store` (the
+/// `answer-not-stored` case of run.mjs). The trigger reaches the server's own connection through the file.
+fn refuse_one_answer(database: &Path) {
+    let conn = rusqlite::Connection::open(database).unwrap();
+    conn.execute_batch(
+        "CREATE TRIGGER refuse_no_store BEFORE UPDATE OF status ON forms
+         WHEN NEW.status = 'accepted' AND json_extract(NEW.content, '$.nickname') = 'no-store'
+         BEGIN SELECT RAISE(ABORT, 'the database refused this answer'); END;",
+    )
+    .unwrap();
+}
+
 #[test]
 fn workbench_in_headless_chromium() {
     assert!(
@@ -146,6 +158,7 @@ fn workbench_in_headless_chromium() {
     std::fs::create_dir_all(&data_dir).unwrap();
 
     let serve = Serve::start(&config, &data_dir);
+    refuse_one_answer(&data_dir.join("formwork.db"));
     let screenshots = root.join("target/browser-failures");
     let output = run(
         Command::new(node_bin_dir().join("node"))

@@ -7,7 +7,8 @@
 import { el, show } from "./dom.js";
 import { createField, answersOnClick } from "./fields.js";
 
-// Why a form ended without the person, as the host names it (session::reason).
+// Why a form ended without the person, as the host names it (session::reason). A card may end twice:
+// an answer the host could not store is followed by a cancel (`not-stored`), which replaces the outcome.
 const REASONS = {
   "new-message": "a new message was sent",
   stopped: "the turn was stopped",
@@ -16,6 +17,7 @@ const REASONS = {
   "timed-out": "it timed out",
   "call-ended": "its tool call ended first",
   "host-stopped": "formwork stopped",
+  "not-stored": "the answer could not be stored",
 };
 
 export function reasonText(reason) {
@@ -383,6 +385,8 @@ export class UrlCard extends Card {
       action === "decline"
         ? reason ? `Declined: ${reasonText(reason)}` : "Declined"
         : reason ? `Cancelled: ${reasonText(reason)}` : "Cancelled";
+    // An accept the host could not store comes back as a cancel: nothing waits for completion.
+    delete this.outcome.dataset.completion;
     return this.finish({ action, reason, summary });
   }
 

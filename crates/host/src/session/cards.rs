@@ -23,7 +23,7 @@ impl Session {
         let event = announce(&card, waiting);
         let id = card.id.clone();
         state.cards.push(card);
-        self.emit_locked_with(&mut state, event, request);
+        self.emit_locked_with(&mut state, event, request, None);
         drop(state);
         if !waiting {
             tracing::info!(target: "formwork::form", marker = "form-shown", session = %self.id, form = %id, "card shown");
@@ -231,8 +231,14 @@ impl Session {
         }
     }
 
+    /// Announces how a card ended and tells whoever waits for it. A card the person answered
+    /// is told only once the resolution is stored, so a plugin never holds an answer the
+    /// transcript lacks; if it cannot be stored, the card ends as cancelled after all
+    /// ([`Session::not_stored`]). A card the host ended is told at once: it gets `cancel`, which
+    /// is also what a restart records for a resolution that never reached the store.
     fn finish_card(&self, card: Card, by: EndBy) {
         let id = card.id;
+        let by_person = !matches!(by, EndBy::Host(_));
         match card.waiter {
             Waiter::Elicitation { reply, .. } => {
                 let (answer, why) = match by {
@@ -241,13 +247,38 @@ impl Session {
                     EndBy::Approved(_) => (FormReply::cancel(), None),
                 };
                 tracing::info!(target: "formwork::form", marker = "answer", session = %self.id, form = %id, action = answer.action.as_str(), reason = why.as_deref().unwrap_or("the person answered"), "form ended");
-                self.emit(Event::FormResolved {
-                    form_id: id,
+                let event = Event::FormResolved {
+                    form_id: id.clone(),
                     action: answer.action,
                     content: answer.content.clone(),
                     reason: why,
-                });
-                let _ = reply.send(answer);
+                };
+                if !by_person {
+                    self.emit(event);
+                    let _ = reply.send(answer);
+                    return;
+                }
+                self.emit_then(
+                    event,
+                    Box::new(move |session, stored| match stored {
+                        Ok(()) => {
+                            let _ = reply.send(answer);
+                        }
+                        Err(err) => {
+                            let cancel = FormReply::cancel();
+                            session.not_stored(
+                                Event::FormResolved {
+                                    form_id: id.clone(),
+                                    action: cancel.action,
+                                    content: None,
+                                    reason: Some(reason::NOT_STORED.to_owned()),
+                                },
+                                format!("the answer to form {id} could not be stored, so the plugin was told `cancel`: {err}"),
+                            );
+                            let _ = reply.send(cancel);
+                        }
+                    }),
+                );
             }
             Waiter::Approval { card, reply } => {
                 let answer = match by {
@@ -255,14 +286,46 @@ impl Session {
                     EndBy::Host(why) => card.cancel(why),
                     EndBy::Person(_) => card.cancel("answered as a form"),
                 };
-                self.emit(Event::ApprovalResolved {
-                    approval_id: id,
-                    choice: answer.choice,
-                    reason: Some(answer.reason.clone()),
-                });
-                let _ = reply.send(answer);
+                let event = approval_resolved(&id, &answer);
+                if !by_person {
+                    self.emit(event);
+                    let _ = reply.send(answer);
+                    return;
+                }
+                self.emit_then(
+                    event,
+                    Box::new(move |session, stored| match stored {
+                        Ok(()) => {
+                            let _ = reply.send(answer);
+                        }
+                        Err(err) => {
+                            let cancelled = card.cancel(reason::NOT_STORED);
+                            session.not_stored(
+                                approval_resolved(&id, &cancelled),
+                                format!("the answer to approval {id} could not be stored, so the tool call does not run: {err}"),
+                            );
+                            let _ = reply.send(cancelled);
+                        }
+                    }),
+                );
             }
         }
+    }
+
+    /// A person's answer that the store refused: the card ends again, as cancelled
+    /// (`resolution`), and the diagnostic `answer-not-stored` says why.
+    fn not_stored(&self, resolution: Event, message: String) {
+        self.emit(resolution);
+        self.diagnostic("answer-not-stored", message);
+    }
+}
+
+/// The event that ends an approval card with `answer`.
+fn approval_resolved(approval_id: &str, answer: &ApprovalAnswer) -> Event {
+    Event::ApprovalResolved {
+        approval_id: approval_id.to_owned(),
+        choice: answer.choice,
+        reason: Some(answer.reason.clone()),
     }
 }
 

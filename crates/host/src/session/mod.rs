@@ -26,7 +26,7 @@ use crate::config::Config;
 use crate::events::{Command, Event, Role, SessionId};
 use crate::plugin::PluginTarget;
 use crate::policy::SessionApprovals;
-use crate::store::Store;
+use crate::store::{Store, StoreError};
 
 /// Reasons a form ends without the person, as recorded in the transcript.
 pub mod reason {
@@ -44,6 +44,8 @@ pub mod reason {
     pub const CALL_ENDED: &str = "call-ended";
     /// The host stopped (gracefully, or it was killed and the store found the form open).
     pub const HOST_STOPPED: &str = crate::store::HOST_STOPPED;
+    /// The person answered, but the answer could not be stored, so the plugin got `cancel`.
+    pub const NOT_STORED: &str = "not-stored";
 }
 
 /// Settings of the runtime that are not policy.
@@ -132,11 +134,23 @@ struct SessionState {
     attached_uis: usize,
     ui_gone_timer: Option<CancellationToken>,
     approvals: SessionApprovals,
-    /// Events not yet written to the store, in order, each with the plugin's request when it
-    /// announces a plugin form; one task writes them at a time.
-    unsaved: VecDeque<(Arc<Event>, Option<Box<RawValue>>)>,
+    /// Events not yet written to the store, in order; one task writes them at a time.
+    unsaved: VecDeque<Unsaved>,
     saving: bool,
 }
+
+/// An event waiting for the store.
+struct Unsaved {
+    event: Arc<Event>,
+    /// The plugin's params, when the event announces a plugin form.
+    request: Option<Box<RawValue>>,
+    /// What waits until the event is stored, told whether it was.
+    then: Option<AfterStore>,
+}
+
+/// Runs once an event's write is over (at once when the host keeps no store), with the write's
+/// outcome: e.g. the reply to a plugin, which may leave only after the answer is stored.
+type AfterStore = Box<dyn FnOnce(&Session, Result<(), StoreError>) + Send>;
 
 struct Turn {
     id: String,
@@ -453,31 +467,53 @@ impl Session {
     }
 
     fn emit_locked(&self, state: &mut SessionState, event: Event) {
-        self.emit_locked_with(state, event, None);
+        self.emit_locked_with(state, event, None, None);
     }
 
-    /// Emits `event`; `request` (a plugin form's params) is kept only until the event is stored.
+    /// Emits `event` and runs `then` once it is stored (see [`AfterStore`]). Events stay in
+    /// emission order: `then` waits for the events emitted before this one, too.
+    fn emit_then(&self, event: Event, then: AfterStore) {
+        let mut state = self.lock();
+        let queued = self.emit_locked_with(&mut state, event, None, Some(then));
+        drop(state);
+        if let Some(then) = queued {
+            then(self, Ok(()));
+        }
+    }
+
+    /// Emits `event`; `request` (a plugin form's params) is kept only until the event is stored,
+    /// and `then` runs after that. Without a store nothing waits: `then` is handed back, for the
+    /// caller to run once it has let go of the state.
     fn emit_locked_with(
         &self,
         state: &mut SessionState,
         event: Event,
         request: Option<Box<RawValue>>,
-    ) {
+        then: Option<AfterStore>,
+    ) -> Option<AfterStore> {
         let event = Arc::new(event);
         if let Some(subscribers) = &state.subscribers {
             let _ = subscribers.send(Arc::clone(&event));
         }
         let has_store = self.host.upgrade().is_some_and(|host| host.store.is_some());
-        if has_store {
-            state.unsaved.push_back((Arc::clone(&event), request));
+        let unqueued = if has_store {
+            state.unsaved.push_back(Unsaved {
+                event: Arc::clone(&event),
+                request,
+                then,
+            });
             if !state.saving
                 && let Some(me) = self.me.upgrade()
             {
                 state.saving = true;
                 tokio::spawn(async move { me.save_pending().await });
             }
-        }
+            None
+        } else {
+            then
+        };
         state.log.push(event);
+        unqueued
     }
 
     /// Waits until every event emitted so far is in the store (at most a few seconds).
@@ -495,7 +531,7 @@ impl Session {
         }
     }
 
-    /// Writes queued events in order until none is left.
+    /// Writes queued events in order until none is left, running what waited for each.
     async fn save_pending(&self) {
         let Some(store) = self.host.upgrade().and_then(|host| host.store.clone()) else {
             return;
@@ -509,13 +545,20 @@ impl Session {
                 }
                 next
             };
-            let Some((event, request)) = next else {
+            let Some(Unsaved {
+                event,
+                request,
+                then,
+            }) = next
+            else {
                 return;
             };
-            if let Err(err) =
-                crate::persist::write(&store, &self.id, &event, request.as_deref()).await
-            {
+            let stored = crate::persist::write(&store, &self.id, &event, request.as_deref()).await;
+            if let Err(err) = &stored {
                 tracing::error!(target: "formwork::store", session = %self.id, %err, "event not stored");
+            }
+            if let Some(then) = then {
+                then(self, stored);
             }
         }
     }

@@ -2,15 +2,19 @@
 //! the store cancels every pending form, which must never hit the forms of a live host.
 //!
 //! `flock` on `<database>.lock`, not on the database itself, so it never meets SQLite's own
-//! POSIX locks. The kernel drops the lock when the process dies, `kill -9` included.
+//! POSIX locks. The kernel drops the lock when the process dies, `kill -9` included. The lock
+//! file sits beside the database's canonical path, so a database reached through a symlink
+//! finds the same lock as one opened directly.
 
 use std::fs::{File, OpenOptions};
-use std::path::{Path, PathBuf};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
 
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 
 use super::error::StoreError;
+use super::files;
 
 /// Held for as long as the store is open.
 #[derive(Debug)]
@@ -18,22 +22,25 @@ pub(super) struct InstanceLock {
     _file: Flock<File>,
 }
 
-/// Takes the lock for `database`, or says which process-wide lock file is taken.
-pub(super) fn acquire(database: &Path) -> Result<InstanceLock, StoreError> {
-    let lock = lock_path(database);
+/// Takes the lock for the database at the canonical path `database`, or says which lock file
+/// is taken; `shown` is the database as the caller named it, for the error.
+pub(super) fn acquire(database: &Path, shown: &Path) -> Result<InstanceLock, StoreError> {
+    let lock = files::with_suffix(database, ".lock");
     let file = OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
+        .mode(files::FILE_MODE)
         .open(&lock)
         .map_err(|source| StoreError::Io {
             path: lock.clone(),
             source,
         })?;
+    files::make_private(&lock);
     match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
         Ok(file) => Ok(InstanceLock { _file: file }),
         Err((_, Errno::EWOULDBLOCK)) => Err(StoreError::Locked {
-            path: database.to_path_buf(),
+            path: shown.to_path_buf(),
             lock,
         }),
         Err((_, errno)) => Err(StoreError::Io {
@@ -41,10 +48,4 @@ pub(super) fn acquire(database: &Path) -> Result<InstanceLock, StoreError> {
             source: errno.into(),
         }),
     }
-}
-
-fn lock_path(database: &Path) -> PathBuf {
-    let mut name = database.as_os_str().to_owned();
-    name.push(".lock");
-    PathBuf::from(name)
 }

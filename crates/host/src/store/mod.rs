@@ -14,11 +14,15 @@
 //!   them, so ten thousand pending forms cost the host no memory here.
 //! - **Restart.** Opening the store cancels, with reason [`HOST_STOPPED`], every form and
 //!   approval still pending and every invocation still running: their host is gone. A lock
-//!   file keeps a second host process from opening (and so cancelling) a live database.
+//!   file beside the database's canonical path keeps a second host process from opening (and
+//!   so cancelling) a live database, however it names the file.
+//! - **Private.** Directories the store creates are 0700, its files 0600; an existing database
+//!   readable by others is narrowed at open (`files.rs`).
 //!
 //! **Invariant:** no table holds re-serialised JSON; every JSON column is the caller's text.
 
 mod error;
+mod files;
 mod lock;
 mod records;
 mod schema;
@@ -67,28 +71,22 @@ struct Inner {
 }
 
 impl Store {
-    /// Opens (creating if needed) the database at `path`, migrates it, cancels what the previous
-    /// host left pending (see [`Store::recovery`]) and starts the writer thread.
+    /// Opens (creating if needed, with its directories) the database at `path`, migrates it,
+    /// cancels what the previous host left pending (see [`Store::recovery`]) and starts the
+    /// writer thread. Fails with [`StoreError::Locked`] while another store has it open (in this
+    /// process or another), whatever path that one used.
     ///
     /// Blocking: call it at startup or from `spawn_blocking`.
     pub fn open(path: impl AsRef<Path>) -> Result<Store, StoreError> {
         let path = path.as_ref().to_path_buf();
-        if let Some(parent) = path
-            .parent()
-            .filter(|parent| !parent.as_os_str().is_empty())
-        {
-            std::fs::create_dir_all(parent).map_err(|source| StoreError::Io {
-                path: parent.to_path_buf(),
-                source,
-            })?;
-        }
-        let lock = lock::acquire(&path)?;
+        let database = files::prepare(&path)?;
+        let lock = lock::acquire(&database, &path)?;
         let opening = |source| StoreError::opening(path.clone(), source);
-        let mut writer = Connection::open(&path).map_err(opening)?;
+        let mut writer = Connection::open(&database).map_err(opening)?;
         schema::configure_writer(&writer, Some(&path))?;
         schema::migrate(&mut writer, &path)?;
         let recovery = schema::recover(&mut writer, sql::now()).map_err(opening)?;
-        let reader = Connection::open(&path).map_err(opening)?;
+        let reader = Connection::open(&database).map_err(opening)?;
         schema::configure_reader(&reader).map_err(opening)?;
         if recovery != Recovery::default() {
             tracing::info!(?recovery, path = %path.display(), "cancelled what the last host left pending");
