@@ -674,7 +674,7 @@ impl Serve {
         let url = line
             .trim()
             .strip_prefix("formwork serve: http://127.0.0.1:");
-        let Some((port, token)) = url.and_then(|rest| rest.split_once("/?token=")) else {
+        let Some((port, token)) = url.and_then(|rest| rest.split_once("/#token=")) else {
             kill_group(child.id());
             let _ = child.wait();
             panic!(
