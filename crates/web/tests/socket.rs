@@ -347,3 +347,21 @@ async fn the_scripted_model_calls_a_tool_and_replies_when_it_returns() {
         ]
     );
 }
+
+/// A command over 1 MiB ends the socket; the session and its forms are unharmed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_over_a_mebibyte_ends_the_socket() {
+    let server = Server::ts().await;
+    let mut socket = server.socket(&server.session).await;
+    socket.snapshot().await;
+    let text = "x".repeat(1 << 20);
+    socket
+        .send(json!({"type": "send_message", "text": text}))
+        .await;
+    assert!(socket.ends().await, "the socket stayed open");
+    let mut again = server.socket(&server.session).await;
+    assert!(
+        again.snapshot().await.is_empty(),
+        "the message was not taken"
+    );
+}

@@ -351,6 +351,21 @@ impl Socket {
         }
     }
 
+    /// Whether the server ends the socket (a close frame, an error or its end) before `TIMEOUT`
+    /// without sending another message.
+    pub async fn ends(&mut self) -> bool {
+        loop {
+            match tokio::time::timeout(TIMEOUT, self.ws.next()).await {
+                Err(_) => return false,
+                Ok(None | Some(Err(_)) | Some(Ok(Message::Close(_)))) => return true,
+                Ok(Some(Ok(Message::Text(text)))) => {
+                    panic!("a message instead of the end: {text}")
+                }
+                Ok(Some(Ok(_))) => {}
+            }
+        }
+    }
+
     /// Closes the socket.
     pub async fn close(mut self) {
         let _ = self.ws.close(None).await;
