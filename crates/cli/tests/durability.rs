@@ -632,18 +632,19 @@ impl Serve {
             ),
         )
         .unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_formwork"))
-            .arg("serve")
-            .arg("--data-dir")
-            .arg(data)
-            .arg("--config")
-            .arg(&config)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn()
-            .unwrap();
+        let mut child =
+            common::without_user_config(&mut Command::new(env!("CARGO_BIN_EXE_formwork")))
+                .arg("serve")
+                .arg("--data-dir")
+                .arg(data)
+                .arg("--config")
+                .arg(&config)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .process_group(0)
+                .spawn()
+                .unwrap();
         let stderr = Arc::new(Mutex::new(String::new()));
         {
             let mut pipe = child.stderr.take().unwrap();

@@ -10,6 +10,7 @@ use crate::broker::{Card, Waiter};
 use crate::events::{Event, FormAnswer};
 use crate::policy::{self, ApprovalAnswer, ApprovalCard, ApprovalChoice, CardRendering};
 use crate::responder::{BoxFuture, FormPrompt, FormReply};
+use crate::store::StoreError;
 
 use super::{CommandError, Session, SessionState, reason};
 
@@ -253,32 +254,20 @@ impl Session {
                     content: answer.content.clone(),
                     reason: why,
                 };
-                if !by_person {
-                    self.emit(event);
-                    let _ = reply.send(answer);
-                    return;
-                }
-                self.emit_then(
-                    event,
-                    Box::new(move |session, stored| match stored {
-                        Ok(()) => {
-                            let _ = reply.send(answer);
-                        }
-                        Err(err) => {
-                            let cancel = FormReply::cancel();
-                            session.not_stored(
-                                Event::FormResolved {
-                                    form_id: id.clone(),
-                                    action: cancel.action,
-                                    content: None,
-                                    reason: Some(reason::NOT_STORED.to_owned()),
-                                },
-                                format!("the answer to form {id} could not be stored, so the plugin was told `cancel`: {err}"),
-                            );
-                            let _ = reply.send(cancel);
-                        }
-                    }),
-                );
+                self.tell(event, by_person, reply, answer, move |session, err| {
+                    let cancel = FormReply::cancel();
+                    let resolution = Event::FormResolved {
+                        form_id: id.clone(),
+                        action: cancel.action,
+                        content: None,
+                        reason: Some(reason::NOT_STORED.to_owned()),
+                    };
+                    session.not_stored(
+                        resolution,
+                        format!("the answer to form {id} could not be stored, so the plugin was told `cancel`: {err}"),
+                    );
+                    cancel
+                });
             }
             Waiter::Approval { card, reply } => {
                 let answer = match by {
@@ -287,29 +276,44 @@ impl Session {
                     EndBy::Person(_) => card.cancel("answered as a form"),
                 };
                 let event = approval_resolved(&id, &answer);
-                if !by_person {
-                    self.emit(event);
-                    let _ = reply.send(answer);
-                    return;
-                }
-                self.emit_then(
-                    event,
-                    Box::new(move |session, stored| match stored {
-                        Ok(()) => {
-                            let _ = reply.send(answer);
-                        }
-                        Err(err) => {
-                            let cancelled = card.cancel(reason::NOT_STORED);
-                            session.not_stored(
-                                approval_resolved(&id, &cancelled),
-                                format!("the answer to approval {id} could not be stored, so the tool call does not run: {err}"),
-                            );
-                            let _ = reply.send(cancelled);
-                        }
-                    }),
-                );
+                self.tell(event, by_person, reply, answer, move |session, err| {
+                    let cancelled = card.cancel(reason::NOT_STORED);
+                    session.not_stored(
+                        approval_resolved(&id, &cancelled),
+                        format!("the answer to approval {id} could not be stored, so the tool call does not run: {err}"),
+                    );
+                    cancelled
+                });
             }
         }
+    }
+
+    /// Emits a card's resolution and sends `answer` to whoever waits: at once when the host
+    /// ended the card, else once the resolution is stored. When the store refuses it, `refused`
+    /// ends the card again and gives what is sent instead.
+    fn tell<T: Send + 'static>(
+        &self,
+        resolution: Event,
+        by_person: bool,
+        reply: oneshot::Sender<T>,
+        answer: T,
+        refused: impl FnOnce(&Session, StoreError) -> T + Send + 'static,
+    ) {
+        if !by_person {
+            self.emit(resolution);
+            let _ = reply.send(answer);
+            return;
+        }
+        self.emit_then(
+            resolution,
+            Box::new(move |session, stored| {
+                let answer = match stored {
+                    Ok(()) => answer,
+                    Err(err) => refused(session, err),
+                };
+                let _ = reply.send(answer);
+            }),
+        );
     }
 
     /// A person's answer that the store refused: the card ends again, as cancelled
