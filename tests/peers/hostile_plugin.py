@@ -128,6 +128,20 @@ def unsolicited_response(next_id):
     return [stray, request(request_id, form(NESTED))], [request_id], False
 
 
+# Params as a person might write them: spaces, an escaped character and a number with a trailing zero. A host that
+# keeps the plugin's text keeps all three; one that re-serializes a parsed tree loses them.
+SPACED_PARAMS = (
+    '{ "message" : "Spaced \\u0041" , "requestedSchema" : { "type" : "object" , '
+    '"properties" : { "n" : { "type" : "number" , "default" : 1.50 } } } }'
+)
+
+
+def spaced_params(next_id):
+    request_id = next_id()
+    line = '{"jsonrpc":"2.0","id":%d,"method":"elicitation/create","params":%s}' % (request_id, SPACED_PARAMS)
+    return [line], [request_id], False
+
+
 MARKUP_MESSAGE = "Hello <b>there</b> <script>alert('message')</script>"
 MARKUP_TITLE = "<script>alert('title')</script>"
 MARKUP_DESCRIPTION = '<img src=x onerror="alert(1)">'
@@ -202,6 +216,7 @@ CASES = [
     ("duplicate request ids", duplicate_ids),
     ("elicitation/complete for an unknown id, then a nested form", complete_unknown_id),
     ("response to a request never sent, then a nested form", unsolicited_response),
+    ("params written with spaces and escapes", spaced_params),
 ]
 
 

@@ -95,6 +95,7 @@ hostile_cases! {
     35 duplicate_request_ids: RenderedOrError,
     36 complete_for_an_unknown_id_then_a_nested_form: Decline,
     37 response_to_a_request_never_sent_then_a_nested_form: Decline,
+    38 params_written_with_spaces_and_escapes: Rendered,
 }
 
 fn hostile() -> String {

@@ -190,3 +190,28 @@ fn unreadable_input_exits_2() {
     .assert_code(2);
     formwork(&["schema", "check", "-"], Some(b"this is not JSON {")).assert_code(2);
 }
+
+/// A field that names a secret carries the mark; one that only looks alike does not.
+#[test]
+fn a_field_that_names_a_secret_is_marked_sensitive() {
+    let output = check_stdin(&json!({
+        "type": "object",
+        "properties": {
+            "apiKey": {"type": "string", "title": "Key"},
+            "max_tokens": {"type": "integer"},
+            "pin": {"type": "string", "title": "支付密码"}
+        }
+    }));
+    let marks: Vec<(String, Value)> = questions(&output, "")
+        .iter()
+        .map(|q| (q["id"].as_str().unwrap().to_owned(), q["sensitive"].clone()))
+        .collect();
+    assert_eq!(
+        marks,
+        [
+            ("apiKey".to_owned(), json!(true)),
+            ("max_tokens".to_owned(), Value::Null),
+            ("pin".to_owned(), json!(true)),
+        ]
+    );
+}

@@ -271,3 +271,27 @@ async fn a_plugin_that_stops_reading_loses_its_connection() {
     }
     assert!(plugin.is_closed());
 }
+
+/// A plugin's params reach the responder as the text it wrote, spaces, escapes and number
+/// spellings included, not re-serialized.
+#[tokio::test]
+async fn params_reach_the_responder_as_written() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = Arc::clone(&seen);
+    let plugin = connect(hostile(""), Duration::from_secs(30), move |prompt| {
+        record.lock().unwrap().push(prompt.params.get().to_owned());
+        Box::pin(async { FormReply::cancel() })
+    })
+    .await;
+    let result = plugin
+        .call_tool("hostile", Some(json!({ "case": 38 })))
+        .await
+        .unwrap();
+    assert_eq!(text_of(&result), r#"result:{"action":"cancel"}"#);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            r#"{ "message" : "Spaced \u0041" , "requestedSchema" : { "type" : "object" , "properties" : { "n" : { "type" : "number" , "default" : 1.50 } } } }"#
+        ]
+    );
+}
