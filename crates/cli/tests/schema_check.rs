@@ -204,7 +204,12 @@ fn a_field_that_names_a_secret_is_marked_sensitive() {
     }));
     let marks: Vec<(String, Value)> = questions(&output, "")
         .iter()
-        .map(|q| (q["id"].as_str().unwrap().to_owned(), q["sensitive"].clone()))
+        .map(|q| {
+            (
+                q["id"].as_str().expect("an id").to_owned(),
+                q["sensitive"].clone(),
+            )
+        })
         .collect();
     assert_eq!(
         marks,
