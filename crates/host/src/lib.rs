@@ -14,6 +14,9 @@ pub mod doctor;
 mod elicitation;
 mod error;
 mod events;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 mod jsonrpc;
 mod persist;
 mod plugin;
