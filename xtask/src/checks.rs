@@ -1,5 +1,5 @@
-//! Repository checks that turn chores into tests: which workspace crate may depend on which, and
-//! which room of `formwork-host` may use which.
+//! Repository checks that turn chores into tests: which workspace crate may depend on which,
+//! which room of `formwork-host` may use which, format, clippy.
 
 use std::path::{Path, PathBuf};
 
@@ -205,9 +205,23 @@ fn forbidden_uses(file: &str, text: &str, forbidden: &[&str]) -> Vec<String> {
     bad
 }
 
-/// `cargo fmt --all --check`.
+/// `cargo fmt --all --check`, and the same in each fuzz workspace (outside the root one).
 pub fn format(root: &Path) -> Result<()> {
-    crate::run_command(cargo().args(["fmt", "--all", "--check"]).current_dir(root))
+    crate::run_command(cargo().args(["fmt", "--all", "--check"]).current_dir(root))?;
+    let mut dirs: Vec<&str> = crate::fuzz::TARGETS
+        .iter()
+        .map(|target| target.dir)
+        .collect();
+    dirs.dedup();
+    for dir in dirs {
+        crate::run_command(
+            cargo()
+                .args(["fmt", "--check", "--manifest-path"])
+                .arg(root.join(dir).join("Cargo.toml"))
+                .current_dir(root),
+        )?;
+    }
+    Ok(())
 }
 
 /// `cargo clippy --workspace --all-targets -- -D warnings`.

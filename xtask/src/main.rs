@@ -7,9 +7,12 @@
 //! - `bench [--rounds R] [--n N] [--warmup W] [--formwork PATH] [--load N,N] [--forms N]`: the elicitation round
 //!   trip through formwork against the TS SDK client and a raw JSON-RPC client, the host under load, and the
 //!   workbench in Chromium (see `bench.rs`).
+//! - `fuzz --time SECONDS [--runs N] [--cmin] [TARGET...]`: each cargo-fuzz target for SECONDS (or N executions),
+//!   with its saved corpus, seeds and dictionary; fails when one crashes (see `fuzz.rs`).
 
 mod bench;
 mod checks;
+mod fuzz;
 mod peers;
 mod test;
 
@@ -23,7 +26,11 @@ usage: cargo xtask <command>
   peers                       install the pinned test peers into target/peers/
   test [-- <cargo test args>] checks, peers, then the whole test suite
   bench [--rounds R] [--n N] [--warmup W] [--formwork PATH] [--load N,N] [--forms N]
-                              elicitation round trip: formwork vs the TS SDK client vs a raw client";
+                              elicitation round trip: formwork vs the TS SDK client vs a raw client
+  fuzz --time SECONDS [--runs N] [--cmin] [TARGET...]
+                              run the fuzz targets (parse_map_answer, parse_frame) one after the other,
+                              each for SECONDS or N executions, whichever first; --cmin folds what
+                              they found into the saved corpora and minimizes them";
 
 fn main() -> std::process::ExitCode {
     match run() {
@@ -41,6 +48,7 @@ fn run() -> Result<()> {
     match args.first().map(String::as_str) {
         Some("peers") => peers::install(&root).map(|_| ()),
         Some("bench") => bench::run(&root, &args[1..]),
+        Some("fuzz") => fuzz::run(&root, &args[1..]),
         Some("test") => {
             let rest = match args.get(1).map(String::as_str) {
                 Some("--") => &args[2..],

@@ -25,6 +25,9 @@ mod answers;
 mod decline;
 mod field;
 mod formats;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 mod kinds;
 pub mod limits;
 mod options;

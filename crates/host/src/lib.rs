@@ -13,6 +13,9 @@ pub mod config;
 pub mod doctor;
 mod error;
 mod events;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 mod jsonrpc;
 mod persist;
 mod plugin;

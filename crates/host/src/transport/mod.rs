@@ -7,7 +7,7 @@
 mod buffered;
 pub(crate) mod http;
 mod http1;
-mod lines;
+pub(crate) mod lines;
 pub(crate) mod stdio;
 
 use std::pin::Pin;
