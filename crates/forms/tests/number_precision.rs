@@ -23,14 +23,14 @@ fn a_number_default_and_bound_keep_their_exact_value() {
     let Ok(ElicitationRequest::Form(request)) = parse_request(&params) else {
         panic!("not a form");
     };
-    let form = &request.form;
+    let form = request.form.as_deref().unwrap();
     let content = form.default_content().unwrap();
     assert_eq!(
         serde_json::to_string(&content).unwrap(),
         r#"{"n":5.333333333333334e+71}"#
     );
 
-    let block = form.render(&request.message);
+    let block = form.render(&request.render.message);
     let wire = serde_json::to_string(&block).unwrap();
     assert!(
         wire.contains(r#""default":5.333333333333334e+71"#),
