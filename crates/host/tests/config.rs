@@ -274,7 +274,7 @@ fn unknown_top_level_key() {
     check(
         "# typo below\naproval_policy = \"never\"\n",
         json!(
-            "formwork.toml:2:1: aproval_policy: unknown key; formwork reads approval_policy, elicitations_auto_deny, features, mcp_servers, projects, and accepts Codex's other settings (model, sandbox_mode, ...) without using them"
+            "formwork.toml:2:1: aproval_policy: unknown key; formwork reads approval_policy, elicitations_auto_deny, features, forms, mcp_servers, projects, and accepts Codex's other settings (model, sandbox_mode, ...) without using them"
         ),
     );
 }
