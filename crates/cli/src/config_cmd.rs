@@ -12,10 +12,10 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use formwork_host::config::{self, Config, ConfigError, ConfigLocations};
-use formwork_host::policy;
 use serde_json::{Value, json};
 
 use crate::Outcome;
+use crate::policy_report;
 
 /// `--config FILE`: flatten this into every command that applies the approval policy.
 #[derive(Args, Debug, Clone, Default)]
@@ -142,7 +142,7 @@ pub fn trust(dir: Option<&Path>) -> anyhow::Result<Outcome> {
 /// the error both on stderr and as `{"error": {file, line, column, key, message}}` on stdout.
 fn check(args: &ConfigArgs) -> Outcome {
     let report = args.load().map(|config| {
-        let mut report = policy::effective_policy(&config);
+        let mut report = policy_report::effective_policy(&config);
         if let Some(fields) = report.as_object_mut() {
             fields.insert("sources".to_owned(), json!(config.sources));
         }

@@ -2,9 +2,10 @@
 //! approval verdict, optionally call one tool while recording every form, and say for each row
 //! of the plugin-forms symptom table whether it applies, why, and what to change.
 //!
-//! stdout: the report as JSON (`formwork_host::doctor::Report`). stderr: one line per symptom
-//! that applies. Exit 0 when none applies, 1 when one does, 2 when the plugin cannot be reached
-//! (or the arguments or the config are unusable).
+//! stdout: the report as JSON (`formwork_host::doctor::Report`, with the effective policy of
+//! `policy_report.rs` after `connection`). stderr: one line per symptom that applies. Exit 0
+//! when none applies, 1 when one does, 2 when the plugin cannot be reached (or the arguments or
+//! the config are unusable).
 
 use std::time::Duration;
 
@@ -12,10 +13,12 @@ use anyhow::Context;
 use clap::Args;
 use formwork_host::PluginTarget;
 use formwork_host::config::Config;
-use formwork_host::doctor::{self, DoctorOptions};
+use formwork_host::doctor::{self, DoctorOptions, Report};
+use serde_json::Value;
 
 use crate::commands::{configured_server, tool_arguments};
 use crate::config_cmd::ConfigArgs;
+use crate::policy_report;
 use crate::{Choice, Outcome, PluginArgs};
 
 /// `formwork doctor`'s arguments.
@@ -50,7 +53,10 @@ pub async fn run(args: &DoctorArgs) -> anyhow::Result<Outcome> {
     options.request_timeout = Duration::from_secs(args.timeout);
     options.wait_after_answer = Duration::from_secs(args.wait);
     let report = doctor::diagnose(&target, &config, options).await;
-    println!("{}", serde_json::to_string_pretty(&report)?);
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&printed(&report, &config)?)?
+    );
     if !report.connected() {
         let error = report
             .connection
@@ -74,6 +80,25 @@ pub async fn run(args: &DoctorArgs) -> anyhow::Result<Outcome> {
     } else {
         Outcome::Success
     })
+}
+
+/// The report as printed: the doctor's findings, with the config's effective policy as
+/// `policy` right after `connection`.
+fn printed(report: &Report, config: &Config) -> anyhow::Result<Value> {
+    let mut printed = serde_json::to_value(report)?;
+    let fields = printed
+        .as_object_mut()
+        .context("the doctor's report is not a JSON object")?;
+    let after_connection = fields
+        .keys()
+        .position(|key| key == "connection")
+        .map_or(0, |index| index + 1);
+    fields.shift_insert(
+        after_connection,
+        "policy".to_owned(),
+        policy_report::effective_policy(config),
+    );
+    Ok(printed)
 }
 
 /// The plugin to reach and the server name its config settings are looked up under. A plugin

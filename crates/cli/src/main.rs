@@ -8,6 +8,7 @@ mod commands;
 mod config_cmd;
 mod demo_plugin;
 mod doctor_cmd;
+mod policy_report;
 mod serve_cmd;
 mod terminal;
 

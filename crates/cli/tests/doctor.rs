@@ -112,6 +112,25 @@ fn clean_plugin_without_a_tool_reports_the_handshake_and_exits_0() {
     let output = doctor("", &[]);
     output.assert_code(0);
     let report = output.json();
+    let keys: Vec<&str> = report
+        .as_object()
+        .expect("a JSON object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "connection",
+            "policy",
+            "tools",
+            "call",
+            "forms",
+            "other_requests",
+            "symptoms"
+        ],
+        "{output}"
+    );
     let connection = &report["connection"];
     assert_eq!(connection["connected"], true, "{output}");
     assert!(
@@ -561,5 +580,9 @@ fn unreachable_plugin_exits_2() {
     let report = output.json();
     assert_eq!(report["connection"]["connected"], false, "{output}");
     assert!(report["connection"]["error"].is_string(), "{output}");
+    assert_eq!(
+        report["policy"]["plugin_forms"]["allowed"], true,
+        "{output}"
+    );
     assert_eq!(report["symptoms"], json!([]), "{output}");
 }

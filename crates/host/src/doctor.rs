@@ -70,13 +70,12 @@ impl DoctorOptions {
     }
 }
 
-/// Everything the doctor found, in the order it is printed.
+/// Everything the doctor found, in the order it is printed (`formwork doctor` adds the config's
+/// effective policy after `connection`).
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     /// The handshake.
     pub connection: Connection,
-    /// The effective policy of the config ([`policy::effective_policy`]).
-    pub policy: Value,
     /// Every tool the plugin lists, with the approval verdict for calling it.
     pub tools: Vec<ToolReport>,
     /// The `--tool` call, when one was asked for.
@@ -346,7 +345,6 @@ pub async fn diagnose(target: &PluginTarget, config: &Config, options: DoctorOpt
     };
     let mut report = Report {
         connection: connection.clone(),
-        policy: policy::effective_policy(config),
         tools: Vec::new(),
         call: None,
         forms: Vec::new(),

@@ -1,5 +1,6 @@
-//! `formwork.toml` at its boundary: text in, the effective policy or the exact error text out;
+//! `formwork.toml` at its boundary: text in, the loaded `Config` or the exact error text out;
 //! and the file edits (`sync`, `import`, Always allow) as fixture files in, fixture files out.
+//! The effective-policy report of a loaded config is the CLI's (`crates/cli/src/policy_report.rs`).
 //!
 //! Expected files live in `tests/fixtures/config/`. After an intended change of output, run
 //! with `FORMWORK_BLESS=1` to rewrite them, then review the diff.
@@ -9,34 +10,37 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use formwork_host::config::{
-    self, ApprovalMode, ApprovalPolicy, Config, ConfigError, ConfigLocations, Layer,
-    RememberOutcome, SourceStatus, SyncAction,
+    self, ApprovalMode, ApprovalPolicy, Config, ConfigError, ConfigLocations, GranularApproval,
+    Layer, RememberOutcome, SourceStatus, SyncAction, Transport,
 };
-use formwork_host::policy::{self, effective_policy};
+use formwork_host::policy::{self, ModeSource};
 use serde_json::{Value, json};
 
-/// Loads `input` as if it were `formwork.toml` and compares: for a good file, `expected` must
-/// be contained in the effective policy (objects compared key by key, everything else
-/// exactly); for a bad file, `expected` is the error's full text as a JSON string.
-fn check(input: &str, expected: Value) {
-    let actual = match Config::from_toml(input, Some(Path::new("formwork.toml"))) {
-        Ok(config) => effective_policy(&config),
-        Err(err) => Value::String(err.to_string()),
-    };
-    assert!(
-        contains(&actual, &expected),
-        "input:\n{input}\nexpected (subset):\n{expected:#}\nactual:\n{actual:#}"
-    );
+/// Loads `input` as if it were `formwork.toml`.
+fn load(input: &str) -> Config {
+    match Config::from_toml(input, Some(Path::new("formwork.toml"))) {
+        Ok(config) => config,
+        Err(err) => panic!("input:\n{input}\ndoes not load: {err}"),
+    }
 }
 
-fn contains(actual: &Value, expected: &Value) -> bool {
-    match (actual, expected) {
-        (Value::Object(actual), Value::Object(expected)) => expected.iter().all(|(key, value)| {
-            actual
-                .get(key)
-                .is_some_and(|actual| contains(actual, value))
-        }),
-        _ => actual == expected,
+/// Loads `input` as if it were `formwork.toml` and compares the error's full text.
+fn check_error(input: &str, expected: &str) {
+    match Config::from_toml(input, Some(Path::new("formwork.toml"))) {
+        Ok(config) => {
+            panic!("input:\n{input}\nloads, expected the error {expected:?}: {config:#?}")
+        }
+        Err(err) => assert_eq!(err.to_string(), expected, "input:\n{input}"),
+    }
+}
+
+/// A stdio transport without `env` or `cwd`.
+fn stdio(command: &str, args: &[&str]) -> Transport {
+    Transport::Stdio {
+        command: command.to_owned(),
+        args: args.iter().map(|arg| (*arg).to_owned()).collect(),
+        env: Default::default(),
+        cwd: None,
     }
 }
 
@@ -45,21 +49,25 @@ fn contains(actual: &Value, expected: &Value) -> bool {
 
 #[test]
 fn empty_file_is_the_embedded_default() {
-    check(
-        "",
-        json!({
-            "approval_policy": "on-request",
-            "elicitations_auto_deny": false,
-            "plugin_forms": {"allowed": true},
-            "features": {"tool_call_mcp_elicitation": false},
-            "approval_card": "request_user_input",
-            "mcp_servers": {"demo": {
-                "enabled": true, "builtin": true, "transport": "builtin", "args": ["demo-plugin"],
-                "default_tools_approval_mode": "approve",
-                "approval_mode_source": "the default for formwork's built-in servers"
-            }},
-            "ignored_keys": []
-        }),
+    let config = load("");
+    assert_eq!(config.approval_policy, ApprovalPolicy::OnRequest);
+    assert!(!config.elicitations_auto_deny);
+    assert!(!config.features.tool_call_mcp_elicitation);
+    assert!(config.ignored_keys.is_empty());
+    let names: Vec<&str> = config.mcp_servers.keys().map(String::as_str).collect();
+    assert_eq!(names, ["demo"]);
+    let demo = config.server("demo").expect("the built-in server");
+    assert!(demo.enabled && demo.builtin);
+    assert_eq!(
+        demo.transport,
+        Transport::Builtin {
+            args: vec!["demo-plugin".to_owned()]
+        }
+    );
+    assert_eq!(demo.default_tools_approval_mode, None);
+    assert_eq!(
+        policy::approval_mode(&config, "demo", "any"),
+        (ApprovalMode::Approve, ModeSource::BuiltinDefault)
     );
     let from_empty = Config::from_toml("", None).expect("empty file loads");
     assert_eq!(from_empty, Config::embedded());
@@ -67,7 +75,7 @@ fn empty_file_is_the_embedded_default() {
 
 #[test]
 fn wework_recommended_shape() {
-    check(
+    let config = load(
         r#"
 approval_policy = { granular = { sandbox_approval = false, rules = false, skill_approval = false, request_permissions = false, mcp_elicitations = true } }
 
@@ -79,53 +87,58 @@ default_tools_approval_mode = "approve"
 [features]
 tool_call_mcp_elicitation = false
 "#,
-        json!({
-            "approval_policy": {"granular": {
-                "sandbox_approval": false, "rules": false, "skill_approval": false,
-                "request_permissions": false, "mcp_elicitations": true
-            }},
-            "plugin_forms": {"allowed": true,
-                "reason": "plugin forms are shown: approval_policy granular.mcp_elicitations = true"},
-            "mcp_servers": {"example_plugin": {
-                "builtin": false, "transport": "stdio", "command": "python3", "args": ["plugin.py"],
-                "default_tools_approval_mode": "approve",
-                "approval_mode_source": "mcp_servers.example_plugin.default_tools_approval_mode"
-            }}
-        }),
+    );
+    assert_eq!(
+        config.approval_policy,
+        ApprovalPolicy::Granular(GranularApproval {
+            sandbox_approval: false,
+            rules: false,
+            skill_approval: false,
+            request_permissions: false,
+            mcp_elicitations: true,
+        })
+    );
+    assert!(!config.features.tool_call_mcp_elicitation);
+    let server = config.server("example_plugin").expect("configured");
+    assert!(!server.builtin);
+    assert_eq!(server.transport, stdio("python3", &["plugin.py"]));
+    assert_eq!(
+        server.default_tools_approval_mode,
+        Some(ApprovalMode::Approve)
     );
 }
 
 #[test]
 fn granular_as_a_table_with_codex_defaults() {
     // skill_approval and request_permissions may be left out, as in Codex.
-    check(
+    let config = load(
         "[approval_policy.granular]\nsandbox_approval = true\nrules = true\nmcp_elicitations = false\n",
-        json!({
-            "approval_policy": {"granular": {
-                "sandbox_approval": true, "rules": true, "skill_approval": false,
-                "request_permissions": false, "mcp_elicitations": false
-            }},
-            "plugin_forms": {"allowed": false}
-        }),
+    );
+    assert_eq!(
+        config.approval_policy,
+        ApprovalPolicy::Granular(GranularApproval {
+            sandbox_approval: true,
+            rules: true,
+            skill_approval: false,
+            request_permissions: false,
+            mcp_elicitations: false,
+        })
     );
 }
 
 #[test]
 fn other_policies_and_auto_deny() {
-    check(
-        "approval_policy = \"never\"\n",
-        json!({"approval_policy": "never", "plugin_forms": {"allowed": false}}),
-    );
-    check(
-        "approval_policy = \"untrusted\"\nelicitations_auto_deny = true\n",
-        json!({"approval_policy": "untrusted", "elicitations_auto_deny": true,
-               "plugin_forms": {"allowed": false}}),
-    );
+    let never = load("approval_policy = \"never\"\n");
+    assert_eq!(never.approval_policy, ApprovalPolicy::Never);
+    assert!(!never.elicitations_auto_deny);
+    let untrusted = load("approval_policy = \"untrusted\"\nelicitations_auto_deny = true\n");
+    assert_eq!(untrusted.approval_policy, ApprovalPolicy::Untrusted);
+    assert!(untrusted.elicitations_auto_deny);
 }
 
 #[test]
-fn servers_tools_and_secrets_listed_by_name_only() {
-    check(
+fn servers_tools_and_secrets() {
+    let config = load(
         r#"
 [features]
 tool_call_mcp_elicitation = true
@@ -149,21 +162,44 @@ bearer_token_env_var = "DOCS_TOKEN"
 default_tools_approval_mode = "writes"
 enabled = false
 "#,
-        json!({
-            "approval_card": "mcp_elicitation",
-            "mcp_servers": {
-                "shop": {"transport": "stdio", "env": ["SHOP_TOKEN"], "cwd": "/srv/shop",
-                         "default_tools_approval_mode": "auto",
-                         "approval_mode_source": "the default for servers formwork does not manage",
-                         "tools": {"refund": "prompt"},
-                         "enabled_tools": ["refund", "browse"], "disabled_tools": ["browse"]},
-                "docs": {"enabled": false, "transport": "streamable_http",
-                         "url": "https://docs.example.com/mcp", "http_headers": ["X-Api-Key"],
-                         "bearer_token_env_var": "DOCS_TOKEN", "default_tools_approval_mode": "writes"},
-                "demo": {"builtin": true}
-            }
-        }),
     );
+    assert!(config.features.tool_call_mcp_elicitation);
+    let shop = config.server("shop").expect("shop");
+    assert_eq!(
+        shop.transport,
+        Transport::Stdio {
+            command: "node".to_owned(),
+            args: vec!["shop.js".to_owned()],
+            env: [("SHOP_TOKEN".to_owned(), "secret".to_owned())].into(),
+            cwd: Some(PathBuf::from("/srv/shop")),
+        }
+    );
+    assert!(shop.enabled && !shop.builtin);
+    assert_eq!(shop.default_tools_approval_mode, None);
+    assert_eq!(
+        shop.tool_approval_mode("refund"),
+        Some(ApprovalMode::Prompt)
+    );
+    assert_eq!(
+        shop.enabled_tools.as_deref(),
+        Some(["refund".to_owned(), "browse".to_owned()].as_slice())
+    );
+    assert_eq!(shop.disabled_tools, ["browse"]);
+    assert_eq!(shop.tool_timeout, Some(Duration::from_secs(30)));
+    let docs = config.server("docs").expect("docs");
+    assert_eq!(
+        docs.transport,
+        Transport::StreamableHttp {
+            url: "https://docs.example.com/mcp".to_owned(),
+            http_headers: [("X-Api-Key".to_owned(), "secret".to_owned())].into(),
+            bearer_token_env_var: Some("DOCS_TOKEN".to_owned()),
+            share_session: false,
+        }
+    );
+    assert!(!docs.enabled);
+    assert_eq!(docs.default_tools_approval_mode, Some(ApprovalMode::Writes));
+    assert!(config.server("demo").expect("demo").builtin);
+
     let config = Config::from_toml(
         "[mcp_servers.s]\ncommand = \"x\"\nenabled_tools = [\"a\", \"b\"]\ndisabled_tools = [\"b\"]\n",
         None,
@@ -188,7 +224,7 @@ fn servers_keep_file_order_and_builtins_come_last() {
 
 #[test]
 fn codex_keys_formwork_does_not_use_are_accepted_and_listed() {
-    check(
+    let config = load(
         r#"
 model = "o4-mini"
 sandbox_mode = "workspace-write"
@@ -202,28 +238,42 @@ command = "x"
 startup_timeout_ms = 5000
 required = true
 "#,
-        json!({"ignored_keys": [
-            "model", "sandbox_mode", "profiles", "features.web_search_request",
-            "features.unified_exec", "mcp_servers.s.startup_timeout_ms", "mcp_servers.s.required"
-        ]}),
+    );
+    assert_eq!(
+        config.ignored_keys,
+        [
+            "model",
+            "sandbox_mode",
+            "profiles",
+            "features.web_search_request",
+            "features.unified_exec",
+            "mcp_servers.s.startup_timeout_ms",
+            "mcp_servers.s.required"
+        ]
     );
 }
 
 #[test]
 fn builtin_server_keeps_an_explicit_mode_and_may_name_no_command() {
-    check(
-        "[mcp_servers.demo]\ndefault_tools_approval_mode = \"prompt\"\n",
-        json!({"mcp_servers": {"demo": {
-            "builtin": true, "transport": "builtin", "default_tools_approval_mode": "prompt",
-            "approval_mode_source": "mcp_servers.demo.default_tools_approval_mode"
-        }}}),
+    let config = load("[mcp_servers.demo]\ndefault_tools_approval_mode = \"prompt\"\n");
+    let demo = config.server("demo").expect("demo");
+    assert!(demo.builtin);
+    assert_eq!(
+        demo.transport,
+        Transport::Builtin {
+            args: vec!["demo-plugin".to_owned()]
+        }
     );
+    assert_eq!(demo.default_tools_approval_mode, Some(ApprovalMode::Prompt));
     // Written out in full by `config sync`, it is still the managed built-in server.
-    check(
-        "[mcp_servers.demo]\ncommand = \"/usr/bin/formwork\"\nargs = [\"demo-plugin\"]\n",
-        json!({"mcp_servers": {"demo": {
-            "builtin": true, "transport": "stdio", "default_tools_approval_mode": "approve"
-        }}}),
+    let config =
+        load("[mcp_servers.demo]\ncommand = \"/usr/bin/formwork\"\nargs = [\"demo-plugin\"]\n");
+    let demo = config.server("demo").expect("demo");
+    assert!(demo.builtin);
+    assert_eq!(demo.transport, stdio("/usr/bin/formwork", &["demo-plugin"]));
+    assert_eq!(
+        policy::approval_mode(&config, "demo", "any"),
+        (ApprovalMode::Approve, ModeSource::BuiltinDefault)
     );
 }
 
@@ -232,160 +282,122 @@ fn builtin_server_keeps_an_explicit_mode_and_may_name_no_command() {
 
 #[test]
 fn bad_approval_mode() {
-    check(
+    check_error(
         "[mcp_servers.x]\ncommand = \"a\"\ndefault_tools_approval_mode = \"ask\"\n",
-        json!(
-            r#"formwork.toml:3:31: mcp_servers.x.default_tools_approval_mode: unknown approval mode "ask", expected one of "auto", "prompt", "writes", "approve""#
-        ),
+        r#"formwork.toml:3:31: mcp_servers.x.default_tools_approval_mode: unknown approval mode "ask", expected one of "auto", "prompt", "writes", "approve""#,
     );
-    check(
+    check_error(
         "[mcp_servers.x]\ncommand = \"a\"\n\n[mcp_servers.x.tools.deploy]\napproval_mode = 3\n",
-        json!(
-            r#"formwork.toml:5:17: mcp_servers.x.tools.deploy.approval_mode: invalid type: integer `3`, expected one of "auto", "prompt", "writes", "approve""#
-        ),
+        r#"formwork.toml:5:17: mcp_servers.x.tools.deploy.approval_mode: invalid type: integer `3`, expected one of "auto", "prompt", "writes", "approve""#,
     );
 }
 
 #[test]
 fn unknown_keys_in_server_and_tool_tables() {
-    check(
+    check_error(
         "[mcp_servers.x]\ncommand = \"a\"\ndefault_tool_approval_mode = \"prompt\"\n",
-        json!(
-            "formwork.toml:3:1: mcp_servers.x.default_tool_approval_mode: unknown field `default_tool_approval_mode`, expected one of `command`, `args`, `env`, `cwd`, `url`, `http_headers`, `bearer_token_env_var`, `share_session`, `enabled`, `enabled_tools`, `disabled_tools`, `startup_timeout_sec`, `tool_timeout_sec`, `default_tools_approval_mode`, `tools`, `env_vars`, `startup_timeout_ms`, `required`, `scopes`, `oauth_resource`, `supports_parallel_tool_calls`"
-        ),
+        "formwork.toml:3:1: mcp_servers.x.default_tool_approval_mode: unknown field `default_tool_approval_mode`, expected one of `command`, `args`, `env`, `cwd`, `url`, `http_headers`, `bearer_token_env_var`, `share_session`, `enabled`, `enabled_tools`, `disabled_tools`, `startup_timeout_sec`, `tool_timeout_sec`, `default_tools_approval_mode`, `tools`, `env_vars`, `startup_timeout_ms`, `required`, `scopes`, `oauth_resource`, `supports_parallel_tool_calls`",
     );
-    check(
+    check_error(
         "[mcp_servers.x]\ncommand = \"a\"\ntools.deploy.mode = \"prompt\"\n",
-        json!(
-            "formwork.toml:3:14: mcp_servers.x.tools.deploy.mode: unknown field `mode`, expected `approval_mode`"
-        ),
+        "formwork.toml:3:14: mcp_servers.x.tools.deploy.mode: unknown field `mode`, expected `approval_mode`",
     );
     // A Codex key formwork would have to act on but does not implement is not ignored.
-    check(
+    check_error(
         "[mcp_servers.x]\nurl = \"https://x.example.com\"\nenv_http_headers = { A = \"B\" }\n",
-        json!(
-            "formwork.toml:3:1: mcp_servers.x.env_http_headers: unknown field `env_http_headers`, expected one of `command`, `args`, `env`, `cwd`, `url`, `http_headers`, `bearer_token_env_var`, `share_session`, `enabled`, `enabled_tools`, `disabled_tools`, `startup_timeout_sec`, `tool_timeout_sec`, `default_tools_approval_mode`, `tools`, `env_vars`, `startup_timeout_ms`, `required`, `scopes`, `oauth_resource`, `supports_parallel_tool_calls`"
-        ),
+        "formwork.toml:3:1: mcp_servers.x.env_http_headers: unknown field `env_http_headers`, expected one of `command`, `args`, `env`, `cwd`, `url`, `http_headers`, `bearer_token_env_var`, `share_session`, `enabled`, `enabled_tools`, `disabled_tools`, `startup_timeout_sec`, `tool_timeout_sec`, `default_tools_approval_mode`, `tools`, `env_vars`, `startup_timeout_ms`, `required`, `scopes`, `oauth_resource`, `supports_parallel_tool_calls`",
     );
 }
 
 #[test]
 fn unknown_top_level_key() {
-    check(
+    check_error(
         "# typo below\naproval_policy = \"never\"\n",
-        json!(
-            "formwork.toml:2:1: aproval_policy: unknown key; formwork reads approval_policy, elicitations_auto_deny, features, forms, mcp_servers, projects, and accepts Codex's other settings (model, sandbox_mode, ...) without using them"
-        ),
+        "formwork.toml:2:1: aproval_policy: unknown key; formwork reads approval_policy, elicitations_auto_deny, features, forms, mcp_servers, projects, and accepts Codex's other settings (model, sandbox_mode, ...) without using them",
     );
 }
 
 #[test]
 fn bad_approval_policies() {
-    check(
+    check_error(
         "approval_policy = \"sometimes\"\n",
-        json!(
-            r#"formwork.toml:1:19: approval_policy: unknown approval policy "sometimes", expected "untrusted", "on-request", "never" or { granular = { ... } }"#
-        ),
+        r#"formwork.toml:1:19: approval_policy: unknown approval policy "sometimes", expected "untrusted", "on-request", "never" or { granular = { ... } }"#,
     );
-    check(
+    check_error(
         "approval_policy = { granular = { sandbox_approval = false, rules = false } }\n",
-        json!("formwork.toml:1:32: approval_policy.granular: missing field `mcp_elicitations`"),
+        "formwork.toml:1:32: approval_policy.granular: missing field `mcp_elicitations`",
     );
-    check(
+    check_error(
         "[approval_policy.granular]\nsandbox_approval = false\nrules = false\nmcp_elicitations = true\nmcp_elicitation = true\n",
-        json!(
-            "formwork.toml:5:1: approval_policy.granular.mcp_elicitation: unknown field `mcp_elicitation`, expected one of `sandbox_approval`, `rules`, `skill_approval`, `request_permissions`, `mcp_elicitations`"
-        ),
+        "formwork.toml:5:1: approval_policy.granular.mcp_elicitation: unknown field `mcp_elicitation`, expected one of `sandbox_approval`, `rules`, `skill_approval`, `request_permissions`, `mcp_elicitations`",
     );
-    check(
+    check_error(
         "[approval_policy.granular]\nsandbox_approval = false\nrules = false\nmcp_elicitations = \"yes\"\n",
-        json!(
-            r#"formwork.toml:4:20: approval_policy.granular.mcp_elicitations: invalid type: string "yes", expected a boolean"#
-        ),
+        r#"formwork.toml:4:20: approval_policy.granular.mcp_elicitations: invalid type: string "yes", expected a boolean"#,
     );
-    check(
+    check_error(
         "approval_policy = { sometimes = {} }\n",
-        json!(
-            "formwork.toml:1:19: approval_policy: unknown approval policy table `sometimes`, expected `granular`"
-        ),
+        "formwork.toml:1:19: approval_policy: unknown approval policy table `sometimes`, expected `granular`",
     );
 }
 
 #[test]
 fn bad_flags_and_features() {
-    check(
+    check_error(
         "elicitations_auto_deny = \"yes\"\n",
-        json!(
-            r#"formwork.toml:1:26: elicitations_auto_deny: invalid type: string "yes", expected a boolean"#
-        ),
+        r#"formwork.toml:1:26: elicitations_auto_deny: invalid type: string "yes", expected a boolean"#,
     );
-    check(
+    check_error(
         "[features]\ntool_call_mcp_elicitation = \"yes\"\n",
-        json!(
-            "formwork.toml:2:1: features.tool_call_mcp_elicitation: expected true or false, found string"
-        ),
+        "formwork.toml:2:1: features.tool_call_mcp_elicitation: expected true or false, found string",
     );
 }
 
 #[test]
 fn bad_transports() {
-    check(
+    check_error(
         "[mcp_servers.x]\ncommand = \"a\"\nurl = \"https://x.example.com\"\n",
-        json!(
-            "formwork.toml:3:1: mcp_servers.x.url: a server has either `command` (stdio) or `url` (Streamable HTTP), not both"
-        ),
+        "formwork.toml:3:1: mcp_servers.x.url: a server has either `command` (stdio) or `url` (Streamable HTTP), not both",
     );
-    check(
+    check_error(
         "[mcp_servers.x]\ndefault_tools_approval_mode = \"approve\"\n",
-        json!(
-            "formwork.toml:1:14: mcp_servers.x: a server needs `command` (stdio) or `url` (Streamable HTTP)"
-        ),
+        "formwork.toml:1:14: mcp_servers.x: a server needs `command` (stdio) or `url` (Streamable HTTP)",
     );
-    check(
+    check_error(
         "[mcp_servers.x]\nurl = \"https://x.example.com\"\nargs = [\"a\"]\n",
-        json!(
-            "formwork.toml:3:1: mcp_servers.x.args: only a `command` (stdio) server takes this key"
-        ),
+        "formwork.toml:3:1: mcp_servers.x.args: only a `command` (stdio) server takes this key",
     );
-    check(
+    check_error(
         "[mcp_servers.x]\nurl = \"https://x.example.com\"\nhttp_headers = { authorization = \"Basic a\" }\nbearer_token_env_var = \"T\"\n",
-        json!(
-            "formwork.toml:4:1: mcp_servers.x.bearer_token_env_var: `http_headers` already has an Authorization header; keep one of the two"
-        ),
+        "formwork.toml:4:1: mcp_servers.x.bearer_token_env_var: `http_headers` already has an Authorization header; keep one of the two",
     );
-    check(
+    check_error(
         "[mcp_servers.x]\ncommand = \"a\"\nshare_session = true\n",
-        json!(
-            "formwork.toml:3:1: mcp_servers.x.share_session: only a `url` (Streamable HTTP) server takes this key"
-        ),
+        "formwork.toml:3:1: mcp_servers.x.share_session: only a `url` (Streamable HTTP) server takes this key",
     );
-    check(
+    check_error(
         "[mcp_servers.x]\nurl = \"ftp://x.example.com\"\n",
-        json!("formwork.toml:2:1: mcp_servers.x.url: expected an http:// or https:// URL"),
+        "formwork.toml:2:1: mcp_servers.x.url: expected an http:// or https:// URL",
     );
-    check(
+    check_error(
         "[mcp_servers.\"my server\"]\ncommand = \"a\"\n",
-        json!(
-            r#"formwork.toml:1:14: mcp_servers."my server": a server name may only use letters, digits, '_' and '-'"#
-        ),
+        r#"formwork.toml:1:14: mcp_servers."my server": a server name may only use letters, digits, '_' and '-'"#,
     );
-    check(
+    check_error(
         "[mcp_servers.demo]\nargs = [\"x\"]\n",
-        json!(
-            "formwork.toml:2:1: mcp_servers.demo.args: a built-in server without `command` takes no launch keys; run `formwork config sync` to write them out in full"
-        ),
+        "formwork.toml:2:1: mcp_servers.demo.args: a built-in server without `command` takes no launch keys; run `formwork config sync` to write them out in full",
     );
 }
 
 #[test]
 fn toml_syntax_errors() {
-    check(
+    check_error(
         "approval_policy = \"never\"\n[mcp_servers.x\ncommand = \"a\"\n",
-        json!("formwork.toml:2:15: unclosed table, expected `]`"),
+        "formwork.toml:2:15: unclosed table, expected `]`",
     );
-    check(
+    check_error(
         "elicitations_auto_deny = true\nelicitations_auto_deny = false\n",
-        json!("formwork.toml:2:1: duplicate key"),
+        "formwork.toml:2:1: duplicate key",
     );
 }
 
@@ -577,12 +589,14 @@ fn import_claude_desktop_into_a_commented_file() {
 
     // Imported servers are not managed: they follow the auto default.
     let loaded = Config::load(&path).expect("loads");
-    let policy = effective_policy(&loaded);
+    let filesystem = loaded.server("filesystem").expect("imported");
+    assert!(!filesystem.builtin);
+    assert_eq!(filesystem.default_tools_approval_mode, None);
     assert_eq!(
-        policy["mcp_servers"]["filesystem"]["default_tools_approval_mode"],
-        "auto"
+        policy::approval_mode(&loaded, "filesystem", "any"),
+        (ApprovalMode::Auto, ModeSource::Default)
     );
-    assert_eq!(policy["mcp_servers"]["weather"]["enabled"], false);
+    assert!(!loaded.server("weather").expect("imported").enabled);
 
     // Importing again adds nothing.
     let again = config::import(&fixture("claude_desktop.json"), &path).expect("again");
@@ -738,9 +752,9 @@ fn timeouts_out_of_range_are_errors_naming_the_key() {
         ("tool_timeout_sec", "inf"),
         ("startup_timeout_sec", "nan"),
     ] {
-        check(
+        check_error(
             &format!("[mcp_servers.x]\ncommand = \"a\"\n{key} = {value}\n"),
-            json!(format!("formwork.toml:3:1: mcp_servers.x.{key}: {message}")),
+            &format!("formwork.toml:3:1: mcp_servers.x.{key}: {message}"),
         );
     }
     let config = Config::from_toml(
@@ -854,28 +868,19 @@ url = "https://docs.example.com/mcp"
         "approval_policy = \"on-request\"\nmodel = \"o3\"\nsandbox_mode = \"read-only\"\n\n[mcp_servers.extra]\ncommand = \"extra\"\n\n[mcp_servers.shop]\ncommand = \"project-shop\"\n",
     );
     let config = world.load();
-    let policy = effective_policy(&config);
-    assert!(
-        contains(
-            &policy,
-            &json!({
-                "config": world.project_file().display().to_string(),
-                "approval_policy": "on-request",
-                "elicitations_auto_deny": true,
-                "features": {"tool_call_mcp_elicitation": true},
-                "ignored_keys": ["model", "sandbox_mode"],
-            })
-        ),
-        "{policy:#}"
-    );
+    assert_eq!(config.top_file(), Some(world.project_file().as_path()));
+    assert_eq!(config.approval_policy, ApprovalPolicy::OnRequest);
+    assert!(config.elicitations_auto_deny);
+    assert!(config.features.tool_call_mcp_elicitation);
+    assert_eq!(config.ignored_keys, ["model", "sandbox_mode"]);
     // The project's shop table replaced the user's whole: no args, env or mode of the user's.
+    let shop = config.server("shop").expect("shop");
+    assert_eq!(shop.transport, stdio("project-shop", &[]));
+    assert!(shop.enabled && !shop.builtin);
+    assert_eq!(shop.default_tools_approval_mode, None);
     assert_eq!(
-        policy["mcp_servers"]["shop"],
-        json!({
-            "enabled": true, "builtin": false, "transport": "stdio", "command": "project-shop",
-            "args": [], "default_tools_approval_mode": "auto",
-            "approval_mode_source": "the default for servers formwork does not manage"
-        })
+        policy::approval_mode(&config, "shop", "any"),
+        (ApprovalMode::Auto, ModeSource::Default)
     );
     let names: Vec<&str> = config.mcp_servers.keys().map(String::as_str).collect();
     assert_eq!(names, ["shop", "docs", "extra", "demo"]);
@@ -1402,4 +1407,32 @@ fn a_taken_temporary_name_is_neither_followed_nor_replaced() {
     ];
     expected.sort();
     assert_eq!(names_in(&project), expected);
+}
+
+#[test]
+fn the_forms_table_is_checked() {
+    check_error(
+        "[forms]\nmax_pending = 0\n",
+        "formwork.toml:2:1: forms.max_pending: expected a whole number from 1 to 1000",
+    );
+    check_error(
+        "[forms]\nmax_pending = 1001\n",
+        "formwork.toml:2:1: forms.max_pending: expected a whole number from 1 to 1000",
+    );
+    let wrong = Config::from_toml("[forms]\nsensitive_fields = \"maybe\"\n", None)
+        .unwrap_err()
+        .to_string();
+    assert!(wrong.contains("forms.sensitive_fields"), "{wrong}");
+    let typo = Config::from_toml("[forms]\nmax_pendng = 3\n", None)
+        .unwrap_err()
+        .to_string();
+    assert!(typo.contains("max_pendng"), "{typo}");
+    let config = Config::from_toml("[forms]\nsensitive_fields = \"decline\"\n", None).unwrap();
+    assert_eq!(
+        config.forms,
+        formwork_host::config::FormsConfig {
+            max_pending: 16,
+            sensitive_fields: formwork_host::config::SensitiveFields::Decline,
+        }
+    );
 }

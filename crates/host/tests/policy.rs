@@ -685,15 +685,3 @@ fn allow_for_session_skips_later_cards_under_auto_only() {
         ApprovalNeed::Card(_)
     ));
 }
-
-#[test]
-fn effective_policy_reports_the_gate_and_card() {
-    let policy = policy::effective_policy(&load(
-        "approval_policy = \"never\"\n[features]\ntool_call_mcp_elicitation = true\n",
-    ));
-    assert_eq!(
-        policy["plugin_forms"],
-        json!({"allowed": false, "reason": "plugin form declined: approval_policy = \"never\" declines plugin forms"})
-    );
-    assert_eq!(policy["approval_card"], "mcp_elicitation");
-}

@@ -602,7 +602,6 @@ mod tests {
                 openai_form_extension: false,
                 tools_error: None,
             },
-            policy: Value::Null,
             tools: Vec::new(),
             call: None,
             forms: Vec::new(),

@@ -26,7 +26,6 @@
 mod approval;
 mod card;
 mod gate;
-mod report;
 
 pub use approval::{
     ApprovalNeed, ModeSource, RememberOffers, SessionApprovals, ToolApproval, approval_mode,
@@ -37,7 +36,6 @@ pub use card::{
     normalize_choice,
 };
 pub use gate::{ElicitationAllowed, ElicitationDeclined, FormRefused, elicitation_gate, form_gate};
-pub use report::effective_policy;
 
 /// The error of a tool call that needs approval while the policy is `never` (Codex's text).
 pub const NEVER_POLICY_MESSAGE: &str =
