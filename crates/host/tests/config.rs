@@ -1420,14 +1420,15 @@ fn the_forms_table_is_checked() {
         "formwork.toml:2:1: forms.max_pending: expected a whole number from 1 to 1000",
     );
     let wrong = Config::from_toml("[forms]\nsensitive_fields = \"maybe\"\n", None)
-        .unwrap_err()
+        .expect_err("an unknown choice")
         .to_string();
     assert!(wrong.contains("forms.sensitive_fields"), "{wrong}");
     let typo = Config::from_toml("[forms]\nmax_pendng = 3\n", None)
-        .unwrap_err()
+        .expect_err("an unknown key")
         .to_string();
     assert!(typo.contains("max_pendng"), "{typo}");
-    let config = Config::from_toml("[forms]\nsensitive_fields = \"decline\"\n", None).unwrap();
+    let config =
+        Config::from_toml("[forms]\nsensitive_fields = \"decline\"\n", None).expect("a good file");
     assert_eq!(
         config.forms,
         formwork_host::config::FormsConfig {
