@@ -15,6 +15,7 @@ Tools:
   of `x`) or `count` lines (`garbage`: text that is not JSON), then pings the host, and returns
   `errors:<E> ping:<outcome>`, E being the number of error responses with `"id": null` that came before the ping's
   answer (the host answers in order, so these are its answers to the flood).
+- `rpc_error {message}` (not listed): answers the call with a JSON-RPC error carrying `message`.
 - `echo {message}`: returns the message in a result whose keys are in an unusual order, so the tests can check that
   the host prints results exactly as sent; it also writes the message to stderr (the host passes that through).
 `tools/list` is paginated (two pages) and its tool objects carry an unknown key, for the same reason.
@@ -339,6 +340,10 @@ class Plugin:
             if cursor:
                 result["nextCursor"] = cursor
             self.answer(request_id, result)
+        elif method == "tools/call" and params.get("name") == "rpc_error":
+            # Not a tool result but a JSON-RPC error, with whatever message the test asks for.
+            message = (params.get("arguments") or {}).get("message", "")
+            self.io.send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32000, "message": message}})
         elif method == "tools/call":
             self.answer(request_id, self.call(params.get("name"), params.get("arguments") or {}))
         else:

@@ -105,8 +105,9 @@ impl CliResponder {
         };
         self.inner.failed.store(true, Ordering::SeqCst);
         eprintln!(
-            "formwork: approval {number} ({}): {reason}; the card is cancelled",
-            card.message
+            "formwork: approval {number} ({}): {}; the card is cancelled",
+            terminal::inert(&card.message),
+            terminal::inert_message(&reason)
         );
         card.cancel(&reason)
     }
@@ -171,8 +172,9 @@ impl Inner {
         let _open = Open(&self.open);
         if let Err(refused) = policy::form_gate(&self.forms, &prompt.request, open, open) {
             eprintln!(
-                "formwork: form {number} from {}: {refused}",
-                terminal::inert(&prompt.plugin)
+                "formwork: form {number} from {}: {}",
+                terminal::inert(&prompt.plugin),
+                terminal::inert_message(&refused.to_string())
             );
             tracing::info!(target: "formwork::policy", marker = "policy-decision", plugin = %prompt.plugin, reason = %refused, "form declined");
             return FormReply::decline();
@@ -272,7 +274,13 @@ fn complete(form: &Form, content: &Content) -> Result<Content, String> {
         errors
             .errors
             .iter()
-            .map(|error| format!("  {}: {}", error.field, error.message))
+            .map(|error| {
+                format!(
+                    "  {}: {}",
+                    terminal::inert(&error.field),
+                    terminal::inert(&error.message)
+                )
+            })
             .collect::<Vec<_>>()
             .join("\n")
     })

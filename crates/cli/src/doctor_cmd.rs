@@ -63,7 +63,10 @@ pub async fn run(args: &DoctorArgs) -> anyhow::Result<Outcome> {
             .error
             .as_deref()
             .unwrap_or("unknown error");
-        eprintln!("formwork: doctor: {error}");
+        eprintln!(
+            "formwork: doctor: {}",
+            crate::terminal::inert_message(error)
+        );
         return Ok(Outcome::Failure);
     }
     for symptom in &report.symptoms {

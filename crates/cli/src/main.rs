@@ -193,7 +193,7 @@ fn main() -> ExitCode {
         Ok(Outcome::Negative) => 1,
         Ok(Outcome::Failure) => 2,
         Err(err) => {
-            eprintln!("formwork: {err:#}");
+            eprintln!("formwork: {}", terminal::inert_message(&format!("{err:#}")));
             2
         }
     };

@@ -308,8 +308,6 @@ fn approval_text(card: &ApprovalCard) -> String {
     lines.join("\n")
 }
 
-/// What the terminal shows of a URL-mode request, before its question: the host's warnings last,
-/// next to the question.
 /// The warning for a form whose fields name a secret, if it has any.
 pub fn secret_warning(form: &formwork_forms::Form) -> Option<String> {
     let fields: Vec<String> = form.sensitive_fields().map(inert).collect();
@@ -322,6 +320,8 @@ pub fn secret_warning(form: &formwork_forms::Form) -> Option<String> {
     })
 }
 
+/// What the terminal shows of a URL-mode request, before its question: the host's warnings last,
+/// next to the question.
 fn url_text(message: &str, url: &str, domain: &str, warnings: &[UrlWarning]) -> String {
     let mut lines = vec![
         inert_block(message),
@@ -352,6 +352,16 @@ pub fn inert(text: &str) -> String {
         }
     }
     out
+}
+
+/// A message of formwork's own that may carry plugin text (an error, a refusal): controls and
+/// hidden characters escaped as by [`inert`], and every line after the first indented, so none
+/// can pass for a line of formwork's.
+pub fn inert_message(text: &str) -> String {
+    text.split('\n')
+        .map(|line| inert(line.strip_suffix('\r').unwrap_or(line)))
+        .collect::<Vec<_>>()
+        .join("\n  ")
 }
 
 /// Plugin text of several lines (a message, a description): each line [`inert`] and quoted with
@@ -402,6 +412,14 @@ fn is_hidden_format(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn messages_carrying_plugin_text_stay_inert_and_indented() {
+        assert_eq!(
+            inert_message("tools/call failed: \u{1b}[2Jgone\nformwork: fake line\r\nend"),
+            "tools/call failed: \\u{1b}[2Jgone\n  formwork: fake line\n  end"
+        );
+    }
 
     #[test]
     fn terminal_escapes_stay_inert() {

@@ -302,3 +302,23 @@ fn an_endless_tool_list_is_cut_off_with_an_error() {
         output.assert_code(2).assert_stderr_mentions(says);
     }
 }
+
+/// A plugin's error text reaches the terminal with its control characters escaped and its extra
+/// lines indented, so it can neither drive the terminal nor pass for a line of formwork's.
+#[test]
+fn a_plugins_error_message_is_printed_inert() {
+    let output = call(
+        &hostile(),
+        "rpc_error",
+        Some(json!({ "message": "boom\u{1b}[2J\nformwork: all is well" })),
+        Answers::Nothing,
+    );
+    output.assert_code(2);
+    assert!(!output.stderr.contains('\u{1b}'), "{output}");
+    assert!(
+        output
+            .stderr
+            .contains("boom\\u{1b}[2J\n  formwork: all is well"),
+        "{output}"
+    );
+}
