@@ -1240,6 +1240,31 @@ fn reload_reads_the_same_layers_again() {
     assert!(reloaded.server("evil").is_none());
 }
 
+/// Trust taken back while a host runs: the next reload (after an Always allow) leaves the
+/// project's file out, as a fresh load would.
+#[test]
+fn reload_drops_a_project_whose_trust_was_taken_back() {
+    let world = World::new();
+    world.write_user(&World::trust(&world.project, "trusted"));
+    world.write_project("[mcp_servers.shop]\ncommand = \"shop\"\n");
+    let config = world.load();
+    assert!(config.server("shop").is_some());
+    world.write_user(&World::trust(&world.project, "untrusted"));
+    let reloaded = config.reload().expect("reload");
+    assert_eq!(
+        statuses(&reloaded),
+        [
+            (Layer::User, SourceStatus::Applied),
+            (Layer::Project, SourceStatus::MarkedUntrusted)
+        ]
+    );
+    assert!(reloaded.server("shop").is_none());
+    world.write_user("");
+    let reloaded = config.reload().expect("reload");
+    assert_eq!(reloaded.sources[1].status, SourceStatus::NotTrusted);
+    assert!(reloaded.server("shop").is_none());
+}
+
 // ---------------------------------------------------------------------------------------------
 // `formwork trust`
 

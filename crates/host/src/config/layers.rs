@@ -100,11 +100,13 @@ pub(crate) fn load(locations: &ConfigLocations) -> Result<Config, ConfigError> {
     Ok(assemble(sources, files))
 }
 
-/// Reads the files that made `config` again, with the same layers and trust decisions: the
-/// project search and the trust lookup are not redone.
+/// Reads the files that made `config` again, with the same layers: the project search is not
+/// redone, but the project's trust is decided again by the user config as it reads now, so a
+/// trust taken back since takes the project's file out.
 pub(crate) fn reload(config: &Config) -> Result<Config, ConfigError> {
     let mut sources = config.sources.clone();
     let mut files = Vec::new();
+    let mut trust = IndexMap::new();
     for source in &mut sources {
         let Some(path) = source.file.clone() else {
             continue;
@@ -113,14 +115,29 @@ pub(crate) fn reload(config: &Config) -> Result<Config, ConfigError> {
             (Layer::User, SourceStatus::Applied | SourceStatus::Missing) => {
                 source.status = match read_optional(&path)? {
                     Some(text) => {
-                        files.push((Layer::User, load::parse_file(&text, Some(&path))?));
+                        let file = load::parse_file(&text, Some(&path))?;
+                        trust = file.projects.clone().unwrap_or_default();
+                        files.push((Layer::User, file));
                         SourceStatus::Applied
                     }
                     None => SourceStatus::Missing,
                 };
             }
-            (Layer::Explicit, _) | (Layer::Project, SourceStatus::Trusted) => {
+            (Layer::Explicit, _) => {
                 files.push((source.layer, load::parse_file(&read(&path)?, Some(&path))?));
+            }
+            (
+                Layer::Project,
+                SourceStatus::Trusted | SourceStatus::NotTrusted | SourceStatus::MarkedUntrusted,
+            ) => {
+                source.status = match source.project.as_ref().and_then(|dir| trust.get(dir)) {
+                    Some(Some(TrustLevel::Trusted)) => SourceStatus::Trusted,
+                    Some(Some(TrustLevel::Untrusted)) => SourceStatus::MarkedUntrusted,
+                    _ => SourceStatus::NotTrusted,
+                };
+                if source.status == SourceStatus::Trusted {
+                    files.push((source.layer, load::parse_file(&read(&path)?, Some(&path))?));
+                }
             }
             _ => {}
         }

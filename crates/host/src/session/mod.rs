@@ -346,6 +346,13 @@ impl Host {
             session.cancel_cards(reason::HOST_STOPPED);
             cells.extend(session.lock().plugins.drain().map(|(_, cell)| cell));
         }
+        // Answers the person gave go to their plugins only once stored: let them leave while
+        // the connections are still open.
+        if self.inner.store.is_some() {
+            for session in &sessions {
+                session.saved().await;
+            }
+        }
         if let Ok(mut shared) = self.inner.shared_connections.lock() {
             cells.extend(shared.drain().map(|(_, cell)| cell));
         }
