@@ -18,7 +18,16 @@ impl Session {
     /// Puts a card in the queue and announces it; `request` is a plugin form's params, for the
     /// store.
     pub(super) fn push_card(&self, card: Card, request: Option<Box<RawValue>>) {
-        let mut state = self.lock();
+        self.push_card_locked(self.lock(), card, request);
+    }
+
+    /// [`Session::push_card`] under a lock already held (and let go of here).
+    fn push_card_locked(
+        &self,
+        mut state: std::sync::MutexGuard<'_, SessionState>,
+        card: Card,
+        request: Option<Box<RawValue>>,
+    ) {
         let waiting = state.cards.shown().is_some();
         // Announced at once, shown maybe later: the transcript keeps the order of arrival.
         let event = announce(&card, waiting);
@@ -88,27 +97,28 @@ impl Session {
                     .flatten()
             })
         });
-        let (of_call, of_session) = {
-            let state = self.lock();
-            let of_call = call_id
-                .as_deref()
-                .map_or(0, |call| state.cards.forms_of_call(call).len());
-            (of_call, state.cards.pending_forms())
-        };
-        if let Err(refused) =
-            policy::form_gate(&host.config().forms, &prompt.request, of_call, of_session)
-        {
+        let forms = host.config().forms;
+        let (reply, answer) = oneshot::channel();
+        let mut body = prompt.request;
+        let completion = prompt.url_completed;
+        let form_id = self.new_id("f");
+        // Counted and queued under one lock, so that forms arriving together cannot pass the
+        // limit side by side.
+        let state = self.lock();
+        let of_call = call_id
+            .as_deref()
+            .map_or(0, |call| state.cards.forms_of_call(call).len());
+        let of_session = state.cards.pending_forms();
+        if let Err(refused) = policy::form_gate(&forms, &body, of_call, of_session) {
+            drop(state);
             tracing::info!(target: "formwork::policy", marker = "policy-decision", session = %self.id, plugin = server, allowed = false, reason = %refused, "plugin form");
             self.diagnostic(refused.code(), format!("{server}: {refused}"));
             return Box::pin(async { FormReply::decline() });
         }
-        let (reply, answer) = oneshot::channel();
-        let mut body = prompt.request;
         // The card keeps the form to check answers; what is shown and stored is the rest.
         let form = body.take_form();
-        let completion = prompt.url_completed;
-        let form_id = self.new_id("f");
-        self.push_card(
+        self.push_card_locked(
+            state,
             Card {
                 id: form_id.clone(),
                 call_id,
