@@ -9,6 +9,7 @@
 //! still provides the protocol vocabulary (versions) here and the server side elsewhere.
 
 mod broker;
+mod budget;
 pub mod config;
 pub mod doctor;
 mod error;

@@ -1080,3 +1080,53 @@ async fn an_approval_that_cannot_be_stored_cancels_the_call() {
     );
     host.shutdown().await;
 }
+
+/// A plugin that makes the session decline form after form writes a bounded number of
+/// diagnostics into the transcript: a burst of 20, then one a second.
+#[tokio::test]
+async fn declined_forms_bring_a_bounded_number_of_diagnostics() {
+    let host = host(config("[forms]\nmax_pending = 1", approve()));
+    let s = Watch::open(&host);
+    s.send(Command::CallTool {
+        server: "ts".to_owned(),
+        tool: "ask_many".to_owned(),
+        arguments: Some(json!({ "count": 60 })),
+    });
+    let form = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let events = host.events(&s.session).unwrap();
+            let form = events.iter().find_map(|event| match &**event {
+                Event::FormRequested { form_id, .. } => Some(form_id.clone()),
+                _ => None,
+            });
+            if let Some(form) = form {
+                return form;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the one form within 30 s");
+    // The other 59 are declined as they come; the call ends once the one shown is answered.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    s.answer(&form, json!({"agree": true}));
+    let diagnostics = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let events = host.events(&s.session).unwrap();
+            if events
+                .iter()
+                .any(|event| matches!(&**event, Event::ToolCallFinished { .. }))
+            {
+                return events
+                    .iter()
+                    .filter(|event| matches!(&***event, Event::Diagnostic { .. }))
+                    .count();
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the call's end within 30 s");
+    assert!((20..=23).contains(&diagnostics), "{diagnostics} diagnostics");
+    host.shutdown().await;
+}

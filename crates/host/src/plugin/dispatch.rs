@@ -8,8 +8,8 @@ use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use serde_json::{Value, json};
 
-use super::log_budget::clipped;
 use super::{ServedRequest, Shared, elicitation};
+use crate::budget::clipped;
 use crate::jsonrpc::{self, Incoming, Params, RawId, RpcError};
 use crate::transport::{self, Frame, Frames};
 

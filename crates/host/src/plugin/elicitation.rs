@@ -11,8 +11,8 @@ use serde_json::value::RawValue;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::log_budget::clipped;
 use super::{CountedAgainst, Shared};
+use crate::budget::clipped;
 use crate::jsonrpc::{self, Params, RawId, RpcError};
 use crate::responder::{DeclineNotice, FormAction, FormPrompt, FormReply};
 

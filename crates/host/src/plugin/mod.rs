@@ -6,7 +6,6 @@
 mod clocks;
 mod dispatch;
 mod elicitation;
-mod log_budget;
 mod observe;
 
 use std::collections::HashMap;
@@ -154,7 +153,7 @@ pub(crate) struct Shared {
     request_timeout: Duration,
     on_request: Option<RequestObserver>,
     /// How much more this plugin may make the host log.
-    log_budget: Mutex<log_budget::LogBudget>,
+    log_budget: Mutex<crate::budget::LogBudget>,
 }
 
 impl Plugin {
@@ -191,7 +190,7 @@ impl Plugin {
             url_flows: Mutex::new(HashMap::new()),
             request_timeout: options.request_timeout,
             on_request: options.on_request,
-            log_budget: Mutex::new(log_budget::LogBudget::new(Instant::now())),
+            log_budget: Mutex::new(crate::budget::LogBudget::new(Instant::now())),
         });
         tasks.push(tokio::spawn(dispatch::read_loop(
             Arc::clone(&shared),
@@ -403,7 +402,7 @@ impl Shared {
         }
     }
 
-    /// Whether a line about this plugin may be logged now (see [`log_budget`]); `Some(n)`: yes,
+    /// Whether a line about this plugin may be logged now (see [`crate::budget`]); `Some(n)`: yes,
     /// after `n` were left out.
     pub(crate) fn may_log(&self) -> Option<u64> {
         self.log_budget

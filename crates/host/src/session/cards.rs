@@ -77,14 +77,14 @@ impl Session {
         };
         tracing::info!(target: "formwork::policy", marker = "policy-decision", session = %self.id, plugin = server, allowed = gate.is_ok(), reason = %verdict, "plugin form");
         if gate.is_err() {
-            self.diagnostic(
+            self.plugin_diagnostic(
                 "elicitation-declined-by-policy",
                 format!("{server}: {verdict}"),
             );
             return Box::pin(async { FormReply::decline() });
         }
         if self.lock().turn.is_none() {
-            self.diagnostic(
+            self.plugin_diagnostic(
                 "elicitation-outside-turn",
                 format!("{server} asked for a form while no tool call of this session was running; declined"),
             );
@@ -112,7 +112,7 @@ impl Session {
         if let Err(refused) = policy::form_gate(&forms, &body, of_call, of_session) {
             drop(state);
             tracing::info!(target: "formwork::policy", marker = "policy-decision", session = %self.id, plugin = server, allowed = false, reason = %refused, "plugin form");
-            self.diagnostic(refused.code(), format!("{server}: {refused}"));
+            self.plugin_diagnostic(refused.code(), format!("{server}: {refused}"));
             return Box::pin(async { FormReply::decline() });
         }
         // The card keeps the form to check answers; what is shown and stored is the rest.

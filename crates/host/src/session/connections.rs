@@ -32,6 +32,8 @@ struct CallRouter {
     owner: Option<Weak<Session>>,
     /// Calls in flight on the connection: the id of their `tools/call`, their session and call.
     calls: Mutex<HashMap<u64, (Weak<Session>, String)>>,
+    /// How much more the router may log about forms that belong to nobody.
+    log_budget: Mutex<crate::budget::LogBudget>,
 }
 
 /// Keeps a call routable while it runs.
@@ -101,7 +103,15 @@ impl FormResponder for CallRouter {
             Ok((session, call_id)) => session.ask(&self.server, prompt, call_id),
             Err(Unrouted::OwnerGone) => Box::pin(async { FormReply::cancel() }),
             Err(Unrouted::NoCall) => {
-                tracing::warn!(target: "formwork::form", marker = "declined", plugin = %self.server, request = %prompt.request_id, "a form on a connection shared by sessions came on no running call's stream: it is nobody's to show; declined (a plugin must send it on the call's stream, e.g. with relatedRequestId)");
+                let now = tokio::time::Instant::now();
+                if let Some(suppressed) = self
+                    .log_budget
+                    .lock()
+                    .ok()
+                    .and_then(|mut budget| budget.take(now))
+                {
+                    tracing::warn!(target: "formwork::form", marker = "declined", plugin = %self.server, request = %crate::budget::clipped(&prompt.request_id.to_string()), suppressed, "a form on a connection shared by sessions came on no running call's stream: it is nobody's to show; declined (a plugin must send it on the call's stream, e.g. with relatedRequestId)");
+                }
                 Box::pin(async { FormReply::decline() })
             }
         }
@@ -109,7 +119,7 @@ impl FormResponder for CallRouter {
 
     fn declined(&self, notice: &DeclineNotice) {
         if let Ok((session, _)) = self.find(notice.call_request) {
-            session.diagnostic(
+            session.plugin_diagnostic(
                 "form-declined",
                 format!(
                     "{}: the form could not be shown: {}",
@@ -178,6 +188,7 @@ async fn connect(
         server: name.to_owned(),
         owner,
         calls: Mutex::new(HashMap::new()),
+        log_budget: Mutex::default(),
     });
     let mut options = ConnectOptions::new(name.to_owned(), Arc::clone(&router) as _);
     options.request_timeout = host.options.request_timeout;

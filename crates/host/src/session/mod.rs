@@ -134,6 +134,8 @@ struct SessionState {
     attached_uis: usize,
     ui_gone_timer: Option<CancellationToken>,
     approvals: SessionApprovals,
+    /// How many more diagnostics plugins may bring about now.
+    diagnostics: crate::budget::LogBudget,
     /// Events not yet written to the store, in order; one task writes them at a time.
     unsaved: VecDeque<Unsaved>,
     saving: bool,
@@ -582,5 +584,20 @@ impl Session {
             code: code.to_owned(),
             message,
         });
+    }
+
+    /// A diagnostic a plugin's doing brings about (a form declined, say): bounded by the
+    /// session's budget (see [`crate::budget`]), so that a plugin sending such forms in a loop
+    /// cannot grow the transcript without end; those left out are counted in the next one.
+    fn plugin_diagnostic(&self, code: &str, message: String) {
+        let taken = self.lock().diagnostics.take(tokio::time::Instant::now());
+        match taken {
+            None => {}
+            Some(0) => self.diagnostic(code, message),
+            Some(left_out) => self.diagnostic(
+                code,
+                format!("{message} ({left_out} more like this were left out)"),
+            ),
+        }
     }
 }

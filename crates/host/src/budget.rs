@@ -1,7 +1,8 @@
-//! How much one plugin may make the host log: a plugin that floods the connection with broken
-//! messages or log notifications fills no disk. Each warning about its messages, and each of its
-//! own log notifications, takes a token; tokens come back one per second up to a burst. What is
-//! left out is counted and said with the next line that is logged.
+//! How much one plugin may make the host write down: a plugin that floods the connection with
+//! broken messages, log notifications or forms that are declined fills no disk and no
+//! transcript. Each line (a warning about its messages, one of its log notifications, a
+//! diagnostic in a session) takes a token; tokens come back one per second up to a burst. What is
+//! left out is counted and said with the next line that is written.
 
 use std::time::Duration;
 
@@ -22,6 +23,13 @@ pub(crate) struct LogBudget {
     tokens: u32,
     refilled: Instant,
     suppressed: u64,
+}
+
+impl Default for LogBudget {
+    /// A full budget from now.
+    fn default() -> Self {
+        LogBudget::new(Instant::now())
+    }
 }
 
 impl LogBudget {
