@@ -120,6 +120,10 @@ pub enum Event {
         approval_id: String,
         /// `allow`, `allow_for_session`, `always_allow` or `deny`.
         choice: ApprovalChoice,
+        /// `true` when the card was cancelled (by the host, or left without a choice) rather
+        /// than answered; `choice` is then `deny`. Absent when `false`.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        cancelled: bool,
         /// Why, when not by the person.
         #[serde(skip_serializing_if = "Option::is_none")]
         reason: Option<String>,

@@ -11,9 +11,9 @@ use formwork_forms::ElicitationRequest;
 use crate::events::{Event, Role};
 use crate::responder::FormAction;
 use crate::store::{
-    ApprovalChoice, ApprovalResolution, EntryDetail, EntryKind, FormResolution, FormStatus,
-    InvocationOutcome, InvocationStatus, NewApproval, NewForm, NewInvocation, PlainEntryKind,
-    Store, StoreError, ToolResult,
+    ApprovalChoice, ApprovalResolution, ApprovalStatus, EntryDetail, EntryKind, FormResolution,
+    FormStatus, InvocationOutcome, InvocationStatus, NewApproval, NewForm, NewInvocation,
+    PlainEntryKind, Store, StoreError, ToolResult,
 };
 
 /// Writes one event of `session`; `request` is the plugin's params of a `FormRequested`.
@@ -136,11 +136,18 @@ pub(crate) async fn write(
         Event::ApprovalResolved {
             approval_id,
             choice,
+            cancelled,
             reason,
         } => {
-            let resolution = ApprovalResolution::Answered {
-                choice: *choice,
-                reason: reason.as_deref(),
+            let resolution = if *cancelled {
+                ApprovalResolution::Cancelled {
+                    reason: reason.as_deref().unwrap_or("cancelled"),
+                }
+            } else {
+                ApprovalResolution::Answered {
+                    choice: *choice,
+                    reason: reason.as_deref(),
+                }
             };
             store.resolve_approval(approval_id, resolution).await
         }
@@ -233,6 +240,7 @@ pub(crate) async fn replay(store: &Store, session: &str) -> Result<Vec<Event>, S
                 events.push(Event::ApprovalResolved {
                     approval_id: approval.id,
                     choice: approval.choice.unwrap_or(ApprovalChoice::Deny),
+                    cancelled: approval.status == ApprovalStatus::Cancelled,
                     reason: approval.reason,
                 });
             }

@@ -1068,7 +1068,7 @@ async fn an_approval_that_cannot_be_stored_cancels_the_call() {
         [
             json!({"type": "approval_resolved", "approval_id": approval, "choice": "allow",
                    "reason": "the person allowed this call of tool \"ask_enum\" of server ts"}),
-            json!({"type": "approval_resolved", "approval_id": approval, "choice": "deny",
+            json!({"type": "approval_resolved", "approval_id": approval, "choice": "deny", "cancelled": true,
                    "reason": "approval of tool \"ask_enum\" of server ts cancelled: not-stored"}),
             json!({"type": "diagnostic", "code": "answer-not-stored", "message": format!(
                 "the answer to approval {approval} could not be stored, so the tool call does \
@@ -1127,6 +1127,47 @@ async fn declined_forms_bring_a_bounded_number_of_diagnostics() {
     })
     .await
     .expect("the call's end within 30 s");
-    assert!((20..=23).contains(&diagnostics), "{diagnostics} diagnostics");
+    assert!(
+        (20..=23).contains(&diagnostics),
+        "{diagnostics} diagnostics"
+    );
+    host.shutdown().await;
+}
+
+/// A cancelled approval says so in a field of its own, not only in its reason, live and after
+/// a restart; an answered one does not.
+#[tokio::test]
+async fn a_cancelled_approval_is_marked_cancelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("formwork.db");
+    let (host, _meddler) = stored_host(&path, "default_tools_approval_mode = \"prompt\"").await;
+    let mut s = Watch::open(&host);
+    s.call("ask_enum");
+    s.next(|event| matches!(event, Event::ApprovalRequested { .. }).then_some(()))
+        .await;
+    s.send(Command::StopTurn);
+    let resolved = s
+        .next(|event| match event {
+            Event::ApprovalResolved { .. } => Some(serde_json::to_value(event).unwrap()),
+            _ => None,
+        })
+        .await;
+    assert_eq!(resolved["choice"], "deny");
+    assert_eq!(resolved["cancelled"], true, "{resolved}");
+    assert_eq!(
+        resolved["reason"],
+        "approval of tool \"ask_enum\" of server ts cancelled: stopped"
+    );
+    let session = s.session.clone();
+    host.shutdown().await;
+    let (host, _meddler) = stored_host(&path, "default_tools_approval_mode = \"prompt\"").await;
+    let replayed: Vec<Value> = host
+        .events(&session)
+        .unwrap()
+        .iter()
+        .filter(|event| matches!(&***event, Event::ApprovalResolved { .. }))
+        .map(|event| serde_json::to_value(&**event).unwrap())
+        .collect();
+    assert_eq!(replayed, [resolved]);
     host.shutdown().await;
 }

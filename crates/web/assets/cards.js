@@ -464,14 +464,10 @@ export class ApprovalCard extends Card {
 
   resolve(event) {
     const known = APPROVAL_CHOICES.find((c) => c.choice === event.choice);
-    // The host reports a cancelled approval as `deny` with "… cancelled: why" as its reason.
-    const cancelled = /cancelled: (.*)$/.exec(event.reason ?? "");
-    if (cancelled) {
-      const why = cancelled[1];
-      return this.finish({ action: "cancel", reason: why, summary: `Cancelled: ${reasonText(why)}` });
-    }
-    const summary = known ? known.done : event.choice;
     const detail = event.reason ? [el("p", { class: "hint", testid: "outcome-reason", text: event.reason })] : [];
+    // A cancelled card comes as `deny` with `cancelled: true`; its reason says why.
+    if (event.cancelled) return this.finish({ action: "cancel", summary: "Cancelled", detail });
+    const summary = known ? known.done : event.choice;
     return this.finish({ action: event.choice, summary, detail });
   }
 }

@@ -339,6 +339,7 @@ fn approval_resolved(approval_id: &str, answer: &ApprovalAnswer) -> Event {
     Event::ApprovalResolved {
         approval_id: approval_id.to_owned(),
         choice: answer.choice,
+        cancelled: answer.cancelled,
         reason: Some(answer.reason.clone()),
     }
 }
