@@ -112,11 +112,15 @@ fn check_message(frame: &str, message: &Incoming) {
                 );
             }
         }
-        Incoming::Invalid { id, reason } => {
+        Incoming::Invalid { id, code, reason } => {
             if let Some(id) = id {
                 check_id(frame, id);
             }
-            let reply = jsonrpc::error_response(id.as_ref(), code::INVALID_REQUEST, reason);
+            let json = serde_json::from_str::<serde::de::IgnoredAny>(frame).is_ok();
+            if json {
+                assert_eq!(*code, code::INVALID_REQUEST, "JSON is not a parse error");
+            }
+            let reply = jsonrpc::error_response(id.as_ref(), *code, reason);
             check_error(&reply, id.as_ref(), reason);
         }
     }

@@ -94,9 +94,14 @@ pub enum Incoming {
         id: RawId,
         outcome: Result<Box<RawValue>, RpcError>,
     },
-    /// Something that is JSON but not a usable JSON-RPC message. When `id` could be read the
-    /// message was a request and gets an error answer.
-    Invalid { id: Option<RawId>, reason: String },
+    /// Something that is not a usable JSON-RPC message; it gets one error answer, with
+    /// `code` [`code::PARSE_ERROR`] when it is not JSON at all, else [`code::INVALID_REQUEST`].
+    /// `id` is the request's id, when it could be read.
+    Invalid {
+        id: Option<RawId>,
+        code: i64,
+        reason: String,
+    },
 }
 
 /// A JSON-RPC error object.
@@ -146,6 +151,7 @@ pub fn parse_frame(frame: &str) -> Incoming {
     if trimmed.starts_with('[') {
         return Incoming::Invalid {
             id: None,
+            code: code::INVALID_REQUEST,
             reason: "a JSON array is not a message: MCP has no JSON-RPC batches".to_owned(),
         };
     }
@@ -156,8 +162,14 @@ fn classify(text: &str) -> Incoming {
     let envelope = match serde_json::from_str::<Envelope>(text) {
         Ok(envelope) => envelope,
         Err(err) => {
+            let json = serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok();
             return Incoming::Invalid {
                 id: None,
+                code: if json {
+                    code::INVALID_REQUEST
+                } else {
+                    code::PARSE_ERROR
+                },
                 reason: format!("not a JSON-RPC object: {err}"),
             };
         }
@@ -171,6 +183,7 @@ fn classify(text: &str) -> Incoming {
             None => {
                 return Incoming::Invalid {
                     id: None,
+                    code: code::INVALID_REQUEST,
                     reason: "id must be a string or a number".to_owned(),
                 };
             }
@@ -179,6 +192,7 @@ fn classify(text: &str) -> Incoming {
     match (envelope.method, id) {
         (Some(Value::String(method)), Some(None)) => Incoming::Invalid {
             id: None,
+            code: code::INVALID_REQUEST,
             reason: format!("request `{method}` has a null id"),
         },
         (Some(Value::String(method)), Some(Some(id))) => Incoming::Request {
@@ -192,10 +206,12 @@ fn classify(text: &str) -> Incoming {
         },
         (Some(_), id) => Incoming::Invalid {
             id: id.flatten(),
+            code: code::INVALID_REQUEST,
             reason: "method must be a string".to_owned(),
         },
         (None, Some(None)) => Incoming::Invalid {
             id: None,
+            code: code::INVALID_REQUEST,
             reason: "a response with a null id answers nothing".to_owned(),
         },
         (None, Some(Some(id))) => match (envelope.result, envelope.error) {
@@ -217,11 +233,13 @@ fn classify(text: &str) -> Incoming {
             }
             _ => Incoming::Invalid {
                 id: None,
+                code: code::INVALID_REQUEST,
                 reason: "response needs exactly one of result and error".to_owned(),
             },
         },
         (None, None) => Incoming::Invalid {
             id: None,
+            code: code::INVALID_REQUEST,
             reason: "neither a request, a notification nor a response".to_owned(),
         },
     }
@@ -288,7 +306,7 @@ mod tests {
                     Ok(result) => format!("response {id} {}", result.get()),
                     Err(error) => format!("error {id} {}", error.code),
                 },
-                Incoming::Invalid { id, .. } => format!("invalid {id:?}"),
+                Incoming::Invalid { id, code, .. } => format!("invalid {id:?} {code}"),
             })
             .collect::<Vec<_>>()
             .join("; ")
@@ -314,16 +332,19 @@ mod tests {
         );
         assert_eq!(
             kind(r#"{"jsonrpc":"2.0","id":null,"method":"m"}"#),
-            "invalid None"
+            "invalid None -32600"
         );
-        assert_eq!(kind("not json"), "invalid None");
+        // Only what is not JSON at all is a parse error.
+        assert_eq!(kind("not json"), "invalid None -32700");
+        assert_eq!(kind(r#"{"jsonrpc":"2.0"}"#), "invalid None -32600");
+        assert_eq!(kind("42"), "invalid None -32600");
         assert_eq!(
             kind(r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"m"}"#),
             "request 123456789012345678901234567890 m"
         );
         assert_eq!(
             kind(r#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","id":1,"method":"b"}]"#),
-            "invalid None"
+            "invalid None -32600"
         );
     }
 
@@ -344,7 +365,7 @@ mod tests {
     fn an_array_of_a_million_requests_is_one_invalid_message() {
         let item = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
         let frame = format!("[{}]", vec![item; 1_000_000].join(","));
-        assert_eq!(kind(&frame), "invalid None");
+        assert_eq!(kind(&frame), "invalid None -32600");
     }
 
     #[test]

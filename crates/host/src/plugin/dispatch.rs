@@ -96,15 +96,10 @@ fn dispatch(shared: &Shared, message: Incoming) -> Option<(RawId, String, Params
         }
         Incoming::Request { id, method, params } => return Some((id, method, params)),
         Incoming::Notification { method, params } => on_notification(shared, &method, params),
-        Incoming::Invalid { id, reason } => {
+        Incoming::Invalid { id, code, reason } => {
             if let Some(suppressed) = shared.may_log() {
                 tracing::warn!(target: "formwork::plugin", plugin = %shared.name, reason = %clipped(&reason), suppressed, "invalid message");
             }
-            let code = if id.is_some() {
-                jsonrpc::code::INVALID_REQUEST
-            } else {
-                jsonrpc::code::PARSE_ERROR
-            };
             shared.send(jsonrpc::error_response(id.as_ref(), code, &reason));
         }
     }
