@@ -2,8 +2,8 @@
 //! the `policy` entry of `formwork doctor`'s report. A presentation of the loaded config; the
 //! decisions it quotes are `formwork_host::policy`'s.
 
-use formwork_host::config::{ApprovalMode, Config, ServerConfig, Transport};
-use formwork_host::policy::{self, ModeSource};
+use formwork_host::config::{Config, ServerConfig, Transport};
+use formwork_host::policy;
 use serde_json::{Map, Value, json};
 
 /// The effective policy as JSON: the policy, whether plugin forms
@@ -35,11 +35,7 @@ pub fn effective_policy(config: &Config) -> Value {
 
 fn describe_server(name: &str, server: &ServerConfig) -> Value {
     // The server-wide default: what a tool without its own approval_mode gets.
-    let (mode, source) = match server.default_tools_approval_mode {
-        Some(mode) => (mode, ModeSource::Server),
-        None if server.builtin => (ApprovalMode::Approve, ModeSource::BuiltinDefault),
-        None => (ApprovalMode::Auto, ModeSource::Default),
-    };
+    let (mode, source) = policy::server_default_mode(server);
     let mut out = Map::new();
     out.insert("enabled".into(), server.enabled.into());
     out.insert("builtin".into(), server.builtin.into());

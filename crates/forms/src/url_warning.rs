@@ -79,9 +79,16 @@ pub(crate) fn warnings(url: &url::Url) -> Vec<UrlWarning> {
     warnings
 }
 
+/// Names that lead to this computer: `localhost` and its subdomains, and the loopback names
+/// that hosts files give (Debian's `localhost.localdomain`, `ip6-localhost`, `ip6-loopback`).
+const LOOPBACK_NAMES: &[&str] = &["localhost.localdomain", "ip6-localhost", "ip6-loopback"];
+
 fn domain_place(name: &str) -> Option<UrlWarning> {
     let name = name.strip_suffix('.').unwrap_or(name).to_ascii_lowercase();
-    (name == "localhost" || name.ends_with(".localhost")).then_some(UrlWarning::Loopback)
+    let loopback = name == "localhost"
+        || name.ends_with(".localhost")
+        || LOOPBACK_NAMES.contains(&name.as_str());
+    loopback.then_some(UrlWarning::Loopback)
 }
 
 fn ipv4_place(address: Ipv4Addr) -> Option<UrlWarning> {
@@ -134,6 +141,9 @@ mod tests {
             "https://localhost./",
             "https://app.localhost/",
             "https://a.b.localhost/",
+            "https://localhost.localdomain/",
+            "https://ip6-localhost/",
+            "https://IP6-LOOPBACK:9/",
             "https://127.0.0.1/",
             "https://127.255.0.9/",
             "https://0.0.0.0/",

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::card::{ApprovalAnswer, ApprovalCard};
 use super::{NEVER_POLICY_MESSAGE, tool_name};
-use crate::config::{ApprovalMode, ApprovalPolicy, Config, dotted};
+use crate::config::{ApprovalMode, ApprovalPolicy, Config, ServerConfig, dotted};
 
 /// What the policy says about one tool call.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,13 +87,16 @@ pub fn approval_mode(config: &Config, server: &str, tool: &str) -> (ApprovalMode
     if let Some(mode) = server.tool_approval_mode(tool) {
         return (mode, ModeSource::Tool);
     }
-    if let Some(mode) = server.default_tools_approval_mode {
-        return (mode, ModeSource::Server);
-    }
-    if server.builtin {
-        (ApprovalMode::Approve, ModeSource::BuiltinDefault)
-    } else {
-        (ApprovalMode::Auto, ModeSource::Default)
+    server_default_mode(server)
+}
+
+/// What a tool of `server` without an `approval_mode` of its own gets: the server's
+/// `default_tools_approval_mode`, else `approve` for a built-in server and `auto` for others.
+pub fn server_default_mode(server: &ServerConfig) -> (ApprovalMode, ModeSource) {
+    match server.default_tools_approval_mode {
+        Some(mode) => (mode, ModeSource::Server),
+        None if server.builtin => (ApprovalMode::Approve, ModeSource::BuiltinDefault),
+        None => (ApprovalMode::Auto, ModeSource::Default),
     }
 }
 

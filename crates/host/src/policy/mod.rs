@@ -29,7 +29,7 @@ mod gate;
 
 pub use approval::{
     ApprovalNeed, ModeSource, RememberOffers, SessionApprovals, ToolApproval, approval_mode,
-    requires_approval, tool_approval,
+    requires_approval, server_default_mode, tool_approval,
 };
 pub use card::{
     ApprovalAnswer, ApprovalCard, ApprovalChoice, ApprovalRequest, CardRendering, card_rendering,
