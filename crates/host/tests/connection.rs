@@ -295,3 +295,26 @@ async fn params_reach_the_responder_as_written() {
         ]
     );
 }
+
+/// A plugin that never answers `initialize` is given up after `INITIALIZE_TIMEOUT` (120 s,
+/// counted on tokio's paused clock here), no sooner and no later.
+#[tokio::test(start_paused = true)]
+async fn a_plugin_that_never_answers_initialize_is_given_up() {
+    let responder = Scripted {
+        answer: |_| -> BoxFuture<FormReply> { Box::pin(async { FormReply::cancel() }) },
+        seen: Arc::default(),
+    };
+    let mut options = ConnectOptions::new("silent", Arc::new(responder));
+    options.inherit_stderr = false;
+    let started = tokio::time::Instant::now();
+    let error =
+        match Plugin::connect(&PluginTarget::Command("exec sleep 600".to_owned()), options).await {
+            Ok(_) => panic!("a silent plugin connected"),
+            Err(error) => error,
+        };
+    assert!(
+        matches!(&error, HostError::Timeout { method, .. } if method == "initialize"),
+        "{error}"
+    );
+    assert_eq!(started.elapsed(), Duration::from_secs(120));
+}

@@ -688,6 +688,35 @@ mod tests {
         assert_eq!(started.elapsed(), CLOSE_WAIT);
     }
 
+    /// A notification the plugin takes but never acknowledges holds up the next message for
+    /// `ACKNOWLEDGE_WAIT`, no longer.
+    #[tokio::test(start_paused = true)]
+    async fn an_unacknowledged_message_holds_up_the_next_one_for_a_while_only() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let (arrived, mut arrivals) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                let _ = arrived.send(tokio::time::Instant::now());
+                // Read, and never answer.
+                held.push(socket);
+            }
+        });
+        let transport = connect(&url, Arc::new(OnceLock::new()), Vec::new()).unwrap();
+        let started = tokio::time::Instant::now();
+        for _ in 0..2 {
+            transport
+                .outgoing
+                .send(r#"{"jsonrpc":"2.0","method":"n"}"#.to_owned(), Sent::Other)
+                .unwrap();
+        }
+        let first = arrivals.recv().await.unwrap();
+        let second = arrivals.recv().await.unwrap();
+        assert_eq!(first - started, std::time::Duration::ZERO);
+        assert_eq!(second - started, ACKNOWLEDGE_WAIT);
+    }
+
     /// A plugin that takes the connection but never reads: what waits for it is bounded, and
     /// the message that would pass the bound is refused.
     #[tokio::test]
