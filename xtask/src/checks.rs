@@ -138,9 +138,13 @@ const HOST_ROOMS: &[(&str, &[&str])] = &[
     ),
 ];
 
-/// Fails with one line per use of a higher room from a lower one in `crates/host/src`.
+/// Fails with one line per use of a higher room from a lower one in `crates/host/src`: a path
+/// `crate::<room>`, a `crate::{<room>::…}` group, or a name the crate root re-exports from it
+/// (`crate::Host` is the session room's).
 pub fn room_direction(root: &Path) -> Result<()> {
     let src = root.join("crates/host/src");
+    let lib = std::fs::read_to_string(src.join("lib.rs")).context("reading the host's lib.rs")?;
+    let exports = root_exports(&lib);
     let mut bad = Vec::new();
     for (room, forbidden) in HOST_ROOMS {
         for file in room_files(&src, room)? {
@@ -151,7 +155,7 @@ pub fn room_direction(root: &Path) -> Result<()> {
                 .unwrap_or(&file)
                 .display()
                 .to_string();
-            bad.extend(forbidden_uses(&shown, &text, forbidden));
+            bad.extend(forbidden_uses(&shown, &text, forbidden, &exports));
         }
     }
     if bad.is_empty() {
@@ -186,23 +190,102 @@ fn room_files(src: &Path, room: &str) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// Lines of code (comments aside) that name `crate::<room>` for a forbidden room.
-fn forbidden_uses(file: &str, text: &str, forbidden: &[&str]) -> Vec<String> {
+/// Lines of code (comments aside) that reach a forbidden room through `crate::`.
+fn forbidden_uses(
+    file: &str,
+    text: &str,
+    forbidden: &[&str],
+    exports: &[(String, String)],
+) -> Vec<String> {
+    let code: String = text
+        .lines()
+        .map(|line| line.split("//").next().unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("\n");
     let mut bad = Vec::new();
-    for (number, line) in text.lines().enumerate() {
-        let code = line.split("//").next().unwrap_or_default();
-        for room in forbidden {
-            let needle = format!("crate::{room}");
-            let uses = code.match_indices(&needle).any(|(at, _)| {
-                let after = code[at + needle.len()..].chars().next();
-                !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
-            });
-            if uses {
-                bad.push(format!("  {file}:{}: uses crate::{room}", number + 1));
+    for (at, first) in crate_paths(&code) {
+        let room = exports
+            .iter()
+            .find(|(name, _)| *name == first)
+            .map_or(first.as_str(), |(_, room)| room.as_str());
+        if forbidden.contains(&room) {
+            let line = code[..at].matches('\n').count() + 1;
+            let entry = format!("  {file}:{line}: uses crate::{room}");
+            if !bad.contains(&entry) {
+                bad.push(entry);
             }
         }
     }
     bad
+}
+
+/// Every path that starts with `crate::`, as (byte offset, first segment); a `crate::{…}` group
+/// gives one entry per item.
+fn crate_paths(code: &str) -> Vec<(usize, String)> {
+    let mut paths = Vec::new();
+    for (at, _) in code.match_indices("crate::") {
+        let before = code[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        let rest = &code[at + "crate::".len()..];
+        match rest.strip_prefix('{') {
+            Some(group) => {
+                let mut depth = 0;
+                let mut item_start = 0;
+                for (index, c) in group.char_indices() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' if depth == 0 => {
+                            paths.extend(first_segment(&group[item_start..index]).map(|s| (at, s)));
+                            break;
+                        }
+                        '}' => depth -= 1,
+                        ',' if depth == 0 => {
+                            paths.extend(first_segment(&group[item_start..index]).map(|s| (at, s)));
+                            item_start = index + 1;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            None => paths.extend(first_segment(rest).map(|s| (at, s))),
+        }
+    }
+    paths
+}
+
+/// The identifier a path starts with.
+fn first_segment(path: &str) -> Option<String> {
+    let ident: String = path
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect();
+    (!ident.is_empty()).then_some(ident)
+}
+
+/// The names `lib.rs` re-exports from its rooms (`pub use session::{Host, ...}`), with the room.
+fn root_exports(lib: &str) -> Vec<(String, String)> {
+    let mut exports = Vec::new();
+    for (at, _) in lib.match_indices("pub use ") {
+        let rest = &lib[at + "pub use ".len()..];
+        let Some(end) = rest.find(';') else {
+            continue;
+        };
+        let statement = &rest[..end];
+        let Some((room, names)) = statement.split_once("::") else {
+            continue;
+        };
+        let names = names.trim().trim_start_matches('{').trim_end_matches('}');
+        for name in names.split(',') {
+            let name = name.trim().rsplit("::").next().unwrap_or_default();
+            if !name.is_empty() {
+                exports.push((name.to_owned(), room.trim().to_owned()));
+            }
+        }
+    }
+    exports
 }
 
 /// `cargo fmt --all --check`, and the same in each fuzz workspace (outside the root one).
@@ -293,8 +376,24 @@ mod tests {
     fn a_lower_room_may_not_name_a_higher_one_in_code() {
         let text = "//! See crate::doctor.\nuse crate::jsonrpc;\nuse crate::doctor::X; // crate::session\nlet x = crate::doctors;\n";
         assert_eq!(
-            super::forbidden_uses("plugin.rs", text, &["doctor", "session"]),
+            super::forbidden_uses("plugin.rs", text, &["doctor", "session"], &[]),
             ["  plugin.rs:3: uses crate::doctor"]
+        );
+    }
+
+    #[test]
+    fn groups_and_root_re_exports_count_too() {
+        let exports = super::root_exports(
+            "pub use session::{CommandError, Host};\npub use plugin::{\n    Plugin,\n};\n",
+        );
+        let text = "use crate::{\n    jsonrpc,\n    session::Thing,\n};\nfn f(_: crate::Host) {}\nuse crate::Plugin;\n";
+        assert_eq!(
+            super::forbidden_uses("transport.rs", text, &["session", "plugin"], &exports),
+            [
+                "  transport.rs:1: uses crate::session",
+                "  transport.rs:5: uses crate::session",
+                "  transport.rs:6: uses crate::plugin"
+            ]
         );
     }
 
