@@ -171,6 +171,26 @@ impl Watch {
     }
 }
 
+/// Reads the session's whole log until `pick` finds what it looks for (at most 30 s): for
+/// bursts of more events than a subscriber's buffer holds.
+async fn until_logged<T>(
+    host: &Host,
+    session: &str,
+    what: &str,
+    pick: impl Fn(&[Arc<Event>]) -> Option<T>,
+) -> T {
+    tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            if let Some(found) = pick(&host.events(session).unwrap()) {
+                return found;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{what} within 30 s"))
+}
+
 #[tokio::test]
 async fn a_second_form_waits_until_the_first_ends() {
     let host = host(config("", approve()));
@@ -789,10 +809,11 @@ async fn a_form_past_the_pending_limit_is_declined_at_once() {
             tool: "ask_many".to_owned(),
             arguments: Some(json!({ "count": limit + 1 })),
         });
-        // More events than a subscriber's buffer holds: read the session's log instead.
-        let (forms, diagnostic) = tokio::time::timeout(Duration::from_secs(30), async {
-            loop {
-                let events = host.events(&s.session).unwrap();
+        let (forms, diagnostic) = until_logged(
+            &host,
+            &s.session,
+            "the forms and the diagnostic",
+            |events| {
                 let forms: Vec<String> = events
                     .iter()
                     .filter_map(|event| match &**event {
@@ -803,17 +824,11 @@ async fn a_form_past_the_pending_limit_is_declined_at_once() {
                 let diagnostic = events.iter().find_map(|event| match &**event {
                     Event::Diagnostic { code, message } => Some((code.clone(), message.clone())),
                     _ => None,
-                });
-                if let Some(diagnostic) = diagnostic
-                    && forms.len() >= limit
-                {
-                    return (forms, diagnostic);
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        })
-        .await
-        .expect("the forms and the diagnostic within 30 s");
+                })?;
+                (forms.len() >= limit).then_some((forms, diagnostic))
+            },
+        )
+        .await;
         assert_eq!(forms.len(), limit);
         assert_eq!(
             diagnostic,
@@ -828,24 +843,13 @@ async fn a_form_past_the_pending_limit_is_declined_at_once() {
         for form in &forms {
             s.answer(form, json!({"agree": true}));
         }
-        let result = tokio::time::timeout(Duration::from_secs(30), async {
-            loop {
-                let finished =
-                    host.events(&s.session)
-                        .unwrap()
-                        .iter()
-                        .find_map(|event| match &**event {
-                            Event::ToolCallFinished { result, .. } => Some(result.clone()),
-                            _ => None,
-                        });
-                if let Some(result) = finished {
-                    return result.unwrap();
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
+        let result = until_logged(&host, &s.session, "the call's end", |events| {
+            events.iter().find_map(|event| match &**event {
+                Event::ToolCallFinished { result, .. } => result.clone(),
+                _ => None,
+            })
         })
-        .await
-        .expect("the call's end within 30 s");
+        .await;
         let text = result["content"][0]["text"].as_str().unwrap();
         let results: Value = serde_json::from_str(text.strip_prefix("result: ").unwrap()).unwrap();
         let declined = results
@@ -1092,41 +1096,28 @@ async fn declined_forms_bring_a_bounded_number_of_diagnostics() {
         tool: "ask_many".to_owned(),
         arguments: Some(json!({ "count": 60 })),
     });
-    let form = tokio::time::timeout(Duration::from_secs(30), async {
-        loop {
-            let events = host.events(&s.session).unwrap();
-            let form = events.iter().find_map(|event| match &**event {
-                Event::FormRequested { form_id, .. } => Some(form_id.clone()),
-                _ => None,
-            });
-            if let Some(form) = form {
-                return form;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+    let form = until_logged(&host, &s.session, "the one form", |events| {
+        events.iter().find_map(|event| match &**event {
+            Event::FormRequested { form_id, .. } => Some(form_id.clone()),
+            _ => None,
+        })
     })
-    .await
-    .expect("the one form within 30 s");
+    .await;
     // The other 59 are declined as they come; the call ends once the one shown is answered.
     tokio::time::sleep(Duration::from_millis(500)).await;
     s.answer(&form, json!({"agree": true}));
-    let diagnostics = tokio::time::timeout(Duration::from_secs(30), async {
-        loop {
-            let events = host.events(&s.session).unwrap();
-            if events
+    let diagnostics = until_logged(&host, &s.session, "the call's end", |events| {
+        let finished = events
+            .iter()
+            .any(|event| matches!(&**event, Event::ToolCallFinished { .. }));
+        finished.then(|| {
+            events
                 .iter()
-                .any(|event| matches!(&**event, Event::ToolCallFinished { .. }))
-            {
-                return events
-                    .iter()
-                    .filter(|event| matches!(&***event, Event::Diagnostic { .. }))
-                    .count();
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+                .filter(|event| matches!(&***event, Event::Diagnostic { .. }))
+                .count()
+        })
     })
-    .await
-    .expect("the call's end within 30 s");
+    .await;
     assert!(
         (20..=23).contains(&diagnostics),
         "{diagnostics} diagnostics"

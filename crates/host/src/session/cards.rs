@@ -70,7 +70,8 @@ impl Session {
         let Some(host) = self.host.upgrade() else {
             return Box::pin(async { FormReply::cancel() });
         };
-        let gate = policy::elicitation_gate(&host.config());
+        let config = host.config();
+        let gate = policy::elicitation_gate(&config);
         let verdict = match &gate {
             Ok(allowed) => allowed.to_string(),
             Err(declined) => declined.to_string(),
@@ -97,7 +98,7 @@ impl Session {
                     .flatten()
             })
         });
-        let forms = host.config().forms;
+        let forms = config.forms;
         let (reply, answer) = oneshot::channel();
         let mut body = prompt.request;
         let completion = prompt.url_completed;
