@@ -460,8 +460,11 @@ def main(argv):
         print(dump(TOOLS))
     elif len(argv) == 2 and argv[1] == "--stop-reading":
         plugin = Plugin()
-        line = plugin.io.read_line()
-        plugin.handle(json.loads(line))  # initialize, and not one byte more
+        while True:  # `server/discover` (answered: no such method), then initialize
+            message = json.loads(plugin.io.read_line())
+            plugin.handle(message)
+            if message.get("method") == "initialize":
+                break  # and not one byte more
         while True:
             time.sleep(60)
     elif len(argv) == 3 and argv[1] == "--endless-tools":

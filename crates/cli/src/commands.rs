@@ -9,11 +9,12 @@ use anyhow::Context;
 use formwork_host::config::{ApprovalMode, Config, ServerConfig};
 use formwork_host::policy::{self, ApprovalNeed, ApprovalRequest};
 use formwork_host::{ConnectOptions, Plugin, PluginTarget};
+use rmcp::model::ProtocolVersion;
 use serde_json::{Value, json};
 
 use crate::answers::{AnswerSource, CliResponder};
 use crate::config_cmd::ConfigArgs;
-use crate::{CallArgs, Choice, Outcome};
+use crate::{CallArgs, Choice, Outcome, Protocol};
 
 /// The plugin a command talks to, resolved against the config.
 struct Resolved {
@@ -24,15 +25,18 @@ struct Resolved {
     /// Whether the config's approval settings apply (a `--server`), or the person named the
     /// plugin on the command line and so asked for the call themselves.
     configured: bool,
+    /// The protocol version to speak (`--protocol`, else `protocol_version`); `None`: auto.
+    protocol: Option<ProtocolVersion>,
 }
 
-fn resolve(choice: Choice, config: &Config) -> anyhow::Result<Resolved> {
+fn resolve(choice: Choice, protocol: Protocol, config: &Config) -> anyhow::Result<Resolved> {
     match choice {
         Choice::Adhoc(target) => Ok(Resolved {
             name: plugin_name(&target),
             target,
             http_headers: Vec::new(),
             configured: false,
+            protocol: protocol.flatten(),
         }),
         Choice::Configured(name) => {
             let server = configured_server(config, &name)?;
@@ -46,6 +50,7 @@ fn resolve(choice: Choice, config: &Config) -> anyhow::Result<Resolved> {
                 http_headers,
                 name,
                 configured: true,
+                protocol: protocol.unwrap_or_else(|| server.protocol_version.clone()),
             })
         }
     }
@@ -75,9 +80,13 @@ pub(crate) fn tool_arguments(text: Option<&str>) -> anyhow::Result<Option<Value>
 }
 
 /// `formwork tools`: every tool of the plugin as one JSON array.
-pub async fn tools(choice: Choice, config: &ConfigArgs) -> anyhow::Result<Outcome> {
+pub async fn tools(
+    choice: Choice,
+    protocol: Protocol,
+    config: &ConfigArgs,
+) -> anyhow::Result<Outcome> {
     let config = config.load()?;
-    let resolved = resolve(choice, &config)?;
+    let resolved = resolve(choice, protocol, &config)?;
     let responder = Arc::new(CliResponder::new(
         AnswerSource::Unavailable,
         None,
@@ -85,6 +94,7 @@ pub async fn tools(choice: Choice, config: &ConfigArgs) -> anyhow::Result<Outcom
     ));
     let mut options = ConnectOptions::new(resolved.name, responder);
     options.http_headers = resolved.http_headers;
+    options.protocol = resolved.protocol;
     let plugin = Plugin::connect(&resolved.target, options).await?;
     let tools = plugin.list_tools().await;
     plugin.close().await;
@@ -95,13 +105,14 @@ pub async fn tools(choice: Choice, config: &ConfigArgs) -> anyhow::Result<Outcom
 /// `formwork call` and `formwork demo`.
 pub async fn call(
     choice: Choice,
+    protocol: Protocol,
     tool: &str,
     args: &CallArgs,
     config: &ConfigArgs,
     is_demo: bool,
 ) -> anyhow::Result<Outcome> {
     let config = config.load()?;
-    let resolved = resolve(choice, &config)?;
+    let resolved = resolve(choice, protocol, &config)?;
     let arguments = tool_arguments(args.args.as_deref())?;
     let source = answer_source(args, is_demo)?;
     let gate = policy::elicitation_gate(&config)
@@ -111,6 +122,7 @@ pub async fn call(
     let mut options = ConnectOptions::new(resolved.name.clone(), responder.clone());
     options.request_timeout = Duration::from_secs(args.timeout);
     options.http_headers = resolved.http_headers.clone();
+    options.protocol = resolved.protocol.clone();
     let plugin = Plugin::connect(&resolved.target, options).await?;
     let result = match approve(
         &plugin,

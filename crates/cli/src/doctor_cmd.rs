@@ -48,7 +48,13 @@ pub async fn run(args: &DoctorArgs) -> anyhow::Result<Outcome> {
     let config = args.config.load()?;
     let arguments = tool_arguments(args.args.as_deref())?;
     let (target, server) = resolve(args.plugin.choice(), &config)?;
+    let protocol = args.plugin.protocol()?;
     let mut options = DoctorOptions::new(server);
+    options.protocol = protocol.unwrap_or_else(|| {
+        config
+            .server(&options.server)
+            .and_then(|server| server.protocol_version.clone())
+    });
     options.tool = args.tool.clone().map(|tool| (tool, arguments));
     options.request_timeout = Duration::from_secs(args.timeout);
     options.wait_after_answer = Duration::from_secs(args.wait);

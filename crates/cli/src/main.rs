@@ -94,8 +94,19 @@ enum SchemaCommand {
 }
 
 #[derive(Args)]
-#[group(required = true, multiple = false)]
 struct PluginArgs {
+    #[command(flatten)]
+    target: PluginTargetArgs,
+    /// The MCP protocol version to speak: `auto` (2026-07-28 when the plugin offers it, else
+    /// the `initialize` handshake) or a version such as `2025-11-25`. Overrides the server's
+    /// `protocol_version`.
+    #[arg(long, value_name = "VERSION")]
+    protocol: Option<String>,
+}
+
+#[derive(Args)]
+#[group(required = true, multiple = false)]
+struct PluginTargetArgs {
     /// The plugin as a shell command, spoken to over stdio.
     #[arg(long, value_name = "COMMAND")]
     plugin: Option<String>,
@@ -117,7 +128,8 @@ pub enum Choice {
 
 impl PluginArgs {
     fn choice(&self) -> Choice {
-        match (&self.plugin, &self.url, &self.server) {
+        let target = &self.target;
+        match (&target.plugin, &target.url, &target.server) {
             (_, _, Some(server)) => Choice::Configured(server.clone()),
             (_, Some(url), None) => Choice::Adhoc(PluginTarget::Url(url.clone())),
             (Some(command), None, None) => Choice::Adhoc(PluginTarget::Command(command.clone())),
@@ -125,7 +137,20 @@ impl PluginArgs {
             (None, None, None) => Choice::Adhoc(PluginTarget::Command(String::new())),
         }
     }
+
+    /// `--protocol`, read: `None` when not given; `Some(None)` for `auto`.
+    fn protocol(&self) -> anyhow::Result<Protocol> {
+        self.protocol
+            .as_deref()
+            .map(formwork_host::config::parse_protocol_version)
+            .transpose()
+            .map_err(|reason| anyhow::anyhow!("--protocol: {reason}"))
+    }
 }
+
+/// A `--protocol` given on the command line (`Some(None)`: `auto`), which wins over the
+/// server's `protocol_version`.
+pub type Protocol = Option<Option<rmcp::model::ProtocolVersion>>;
 
 #[derive(Args)]
 struct CallArgs {
@@ -166,21 +191,27 @@ fn main() -> ExitCode {
         Command::Serve(args) => {
             serve_runtime().and_then(|runtime| runtime.block_on(serve_cmd::run(&args)))
         }
-        Command::Tools { plugin, config } => block_on(commands::tools(plugin.choice(), &config)),
+        Command::Tools { plugin, config } => plugin
+            .protocol()
+            .and_then(|protocol| block_on(commands::tools(plugin.choice(), protocol, &config))),
         Command::Call {
             plugin,
             tool,
             call,
             config,
-        } => block_on(commands::call(
-            plugin.choice(),
-            &tool,
-            &call,
-            &config,
-            false,
-        )),
+        } => plugin.protocol().and_then(|protocol| {
+            block_on(commands::call(
+                plugin.choice(),
+                protocol,
+                &tool,
+                &call,
+                &config,
+                false,
+            ))
+        }),
         Command::Demo { tool, call, config } => block_on(commands::call(
             Choice::Configured("demo".to_owned()),
+            None,
             &tool,
             &call,
             &config,

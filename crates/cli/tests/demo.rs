@@ -32,23 +32,7 @@ fn wire_trace_logs_each_message_whole() {
         !output.stderr.contains('\u{1b}'),
         "colour codes in a log that is not a terminal: {output}"
     );
-    let wire: Vec<(String, serde_json::Value)> = output
-        .stderr
-        .lines()
-        .filter_map(|line| {
-            let (_, rest) = line.split_once(" formwork::wire: ")?;
-            let (head, body) = rest.split_once(" body=")?;
-            let direction = head
-                .split_once("direction=")?
-                .1
-                .trim_matches('"')
-                .to_owned();
-            Some((
-                direction,
-                serde_json::from_str(body).expect("a logged body is JSON"),
-            ))
-        })
-        .collect();
+    let wire = common::wire(&output);
     let steps: Vec<String> = wire
         .iter()
         .map(|(direction, body)| {

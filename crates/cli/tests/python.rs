@@ -1,14 +1,24 @@
 //! `formwork` against Python plugins: the official `mcp` 2.3.0 SDK (tests/peers/py_plugin.py) and fastmcp 4.1.6
 //! (tests/peers/fastmcp_plugin.py). Both validate accepted content with Pydantic and report what they kept.
+//!
+//! Both plugins ask with `ctx.elicit`, which sends `elicitation/create` and so works only on a handshake
+//! connection; yet both offer 2026-07-28 in `server/discover`. So these runs ask for 2025-11-25.
+//! `a_plugin_that_pushes_forms_fails_on_2026` shows what `auto` does with them.
 
 mod common;
 
-use common::{Answers, Output, call, python_plugin};
+use common::{Answers, Output, call, call_with, python_plugin};
 use serde_json::json;
 
 /// `tool` of `plugin` answered with `answers` ends with exit `code` and the plugin's text `expected`.
 fn check(plugin: &str, tool: &str, answers: Answers, code: i32, expected: &str) -> Output {
-    let output = call(&python_plugin(plugin), tool, None, answers);
+    let output = call_with(
+        &python_plugin(plugin),
+        tool,
+        None,
+        answers,
+        &["--protocol", "2025-11-25"],
+    );
     output.assert_code(code);
     assert_eq!(output.text(), expected, "{output}");
     output
@@ -156,5 +166,16 @@ fn fastmcp_choice_declined() {
         Answers::Script(json!([{ "action": "decline" }])),
         0,
         "action=decline",
+    );
+}
+
+/// With `auto`, a plugin that offers 2026-07-28 gets it, and `ctx.elicit` (a server-to-client
+/// request) cannot be sent there: the SDK fails the call, and formwork reports the plugin's error.
+#[test]
+fn a_plugin_that_pushes_forms_fails_on_2026() {
+    let output = call(&python_plugin(MCP), "ask", None, Answers::AcceptDefaults);
+    output.assert_code(2);
+    output.assert_stderr_mentions(
+        "tools/call failed: Cannot send 'elicitation/create': this transport context has no back-channel for server-initiated requests. (code -32600)",
     );
 }

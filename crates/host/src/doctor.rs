@@ -24,7 +24,7 @@ use tokio::time::Instant;
 
 use crate::config::Config;
 use crate::jsonrpc::RpcError;
-use crate::plugin::{ConnectOptions, PROTOCOL_VERSION, Plugin, PluginTarget};
+use crate::plugin::{ConnectOptions, Era, Plugin, PluginTarget};
 use crate::policy::{self, ApprovalNeed};
 use crate::responder::{BoxFuture, DeclineNotice, FormPrompt, FormReply, FormResponder};
 use crate::{HostError, ServerInfo};
@@ -55,6 +55,9 @@ pub struct DoctorOptions {
     pub wait_after_answer: Duration,
     /// Pass the plugin's stderr through (stdio only).
     pub inherit_stderr: bool,
+    /// The protocol version to speak; `None`: 2026-07-28 when the plugin offers it, else the
+    /// handshake.
+    pub protocol: Option<rmcp::model::ProtocolVersion>,
 }
 
 impl DoctorOptions {
@@ -66,6 +69,7 @@ impl DoctorOptions {
             request_timeout: Duration::from_secs(60),
             wait_after_answer: Duration::from_secs(10),
             inherit_stderr: true,
+            protocol: None,
         }
     }
 }
@@ -115,15 +119,22 @@ pub struct Connection {
     pub connected: bool,
     /// Why it did not.
     pub error: Option<String>,
-    /// The version formwork asked for.
+    /// The version formwork asked for: `auto` (2026-07-28 when the plugin offers it in
+    /// `server/discover`, else the handshake's latest) or the configured one.
     pub requested_protocol_version: String,
-    /// The version the plugin answered with.
+    /// The version the connection speaks.
     pub protocol_version: Option<String>,
-    /// `serverInfo` from the plugin's `initialize` result.
+    /// `handshake` (`initialize`, forms as `elicitation/create` requests) or `modern`
+    /// (2026-07-28: forms inside `input_required` results).
+    pub era: Option<Era>,
+    /// Why the connection speaks that era.
+    pub era_reason: Option<String>,
+    /// `serverInfo` from the plugin's `initialize` result (in the modern era, from the
+    /// `server/discover` result's `_meta`).
     pub server_info: Value,
-    /// `capabilities` from the plugin's `initialize` result.
+    /// `capabilities` from the plugin's `initialize` (or `server/discover`) result.
     pub server_capabilities: Value,
-    /// What formwork declared in `initialize`.
+    /// What formwork declared in `initialize` (in the modern era, in every request's `_meta`).
     pub client_capabilities: Value,
     /// Whether formwork declared the `openai/form` extension (it never does).
     pub openai_form_extension: bool,
@@ -317,6 +328,7 @@ pub async fn diagnose(target: &PluginTarget, config: &Config, options: DoctorOpt
     let mut connect = ConnectOptions::new(options.server.clone(), responder);
     connect.request_timeout = options.request_timeout;
     connect.inherit_stderr = options.inherit_stderr;
+    connect.protocol = options.protocol.clone();
     let headers = config
         .server(&options.server)
         .map(|server| server.transport.http_headers())
@@ -335,8 +347,14 @@ pub async fn diagnose(target: &PluginTarget, config: &Config, options: DoctorOpt
         configured: config.server(&options.server).is_some(),
         connected: false,
         error: None,
-        requested_protocol_version: PROTOCOL_VERSION.as_str().to_owned(),
+        requested_protocol_version: options
+            .protocol
+            .as_ref()
+            .map_or("auto", |version| version.as_str())
+            .to_owned(),
         protocol_version: None,
+        era: None,
+        era_reason: None,
         server_info: Value::Null,
         server_capabilities: Value::Null,
         client_capabilities: client_capabilities(),
@@ -417,8 +435,14 @@ pub async fn diagnose(target: &PluginTarget, config: &Config, options: DoctorOpt
 
 fn describe_server(connection: &mut Connection, server: &ServerInfo) {
     connection.protocol_version = Some(server.protocol_version.clone());
+    connection.era = Some(server.era);
+    connection.era_reason = Some(server.era_reason.clone());
     let result = server.initialize_result_value();
-    connection.server_info = result.get("serverInfo").cloned().unwrap_or(Value::Null);
+    connection.server_info = result
+        .get("serverInfo")
+        .or_else(|| result.pointer("/_meta/io.modelcontextprotocol~1serverInfo"))
+        .cloned()
+        .unwrap_or(Value::Null);
     connection.server_capabilities = result.get("capabilities").cloned().unwrap_or(Value::Null);
 }
 

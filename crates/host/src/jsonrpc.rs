@@ -21,6 +21,8 @@ pub mod code {
     pub const INVALID_PARAMS: i64 = -32602;
     /// Internal error.
     pub const INTERNAL_ERROR: i64 = -32603;
+    /// The requested protocol version is not one the server speaks (2026-07-28).
+    pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 }
 
 /// A JSON-RPC id exactly as the peer wrote it (a string or a number), so that it is echoed
@@ -35,6 +37,11 @@ impl RawId {
             Value::String(_) | Value::Number(_) => Some(RawId(value.to_string())),
             _ => None,
         }
+    }
+
+    /// A string id: the key of an `inputRequests` entry, which stands for a request id there.
+    pub fn string(text: &str) -> Self {
+        RawId(Value::from(text).to_string())
     }
 
     /// The numeric value, when the id is a plain unsigned integer.

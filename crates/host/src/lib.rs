@@ -31,8 +31,8 @@ pub use events::{Command, Event, FormAnswer, Role, SessionId};
 pub use formwork_forms::{ElicitationRequest, FormRequest, UrlRequest};
 pub use jsonrpc::RpcError;
 pub use plugin::{
-    ConnectOptions, MAX_TOOL_LIST_BYTES, MAX_TOOL_PAGES, PROTOCOL_VERSION, Plugin, PluginTarget,
-    ServerInfo,
+    ConnectOptions, Era, InputRound, MAX_ROUNDS, MAX_TOOL_LIST_BYTES, MAX_TOOL_PAGES,
+    MODERN_VERSION, PROTOCOL_VERSION, Plugin, PluginTarget, RoundObserver, ServerInfo,
 };
 pub use responder::{BoxFuture, DeclineNotice, FormAction, FormPrompt, FormReply, FormResponder};
 pub use session::{CommandError, Host, HostOptions, UiGuard, reason, server_target};

@@ -296,7 +296,7 @@ fn bad_approval_mode() {
 fn unknown_keys_in_server_and_tool_tables() {
     check_error(
         "[mcp_servers.x]\ncommand = \"a\"\ndefault_tool_approval_mode = \"prompt\"\n",
-        "formwork.toml:3:1: mcp_servers.x.default_tool_approval_mode: unknown field `default_tool_approval_mode`, expected one of `command`, `args`, `env`, `cwd`, `url`, `http_headers`, `bearer_token_env_var`, `share_session`, `enabled`, `enabled_tools`, `disabled_tools`, `startup_timeout_sec`, `tool_timeout_sec`, `default_tools_approval_mode`, `tools`, `env_vars`, `startup_timeout_ms`, `required`, `scopes`, `oauth_resource`, `supports_parallel_tool_calls`",
+        "formwork.toml:3:1: mcp_servers.x.default_tool_approval_mode: unknown field `default_tool_approval_mode`, expected one of `command`, `args`, `env`, `cwd`, `url`, `http_headers`, `bearer_token_env_var`, `share_session`, `enabled`, `enabled_tools`, `disabled_tools`, `startup_timeout_sec`, `tool_timeout_sec`, `default_tools_approval_mode`, `protocol_version`, `tools`, `env_vars`, `startup_timeout_ms`, `required`, `scopes`, `oauth_resource`, `supports_parallel_tool_calls`",
     );
     check_error(
         "[mcp_servers.x]\ncommand = \"a\"\ntools.deploy.mode = \"prompt\"\n",
@@ -305,7 +305,7 @@ fn unknown_keys_in_server_and_tool_tables() {
     // A Codex key formwork would have to act on but does not implement is not ignored.
     check_error(
         "[mcp_servers.x]\nurl = \"https://x.example.com\"\nenv_http_headers = { A = \"B\" }\n",
-        "formwork.toml:3:1: mcp_servers.x.env_http_headers: unknown field `env_http_headers`, expected one of `command`, `args`, `env`, `cwd`, `url`, `http_headers`, `bearer_token_env_var`, `share_session`, `enabled`, `enabled_tools`, `disabled_tools`, `startup_timeout_sec`, `tool_timeout_sec`, `default_tools_approval_mode`, `tools`, `env_vars`, `startup_timeout_ms`, `required`, `scopes`, `oauth_resource`, `supports_parallel_tool_calls`",
+        "formwork.toml:3:1: mcp_servers.x.env_http_headers: unknown field `env_http_headers`, expected one of `command`, `args`, `env`, `cwd`, `url`, `http_headers`, `bearer_token_env_var`, `share_session`, `enabled`, `enabled_tools`, `disabled_tools`, `startup_timeout_sec`, `tool_timeout_sec`, `default_tools_approval_mode`, `protocol_version`, `tools`, `env_vars`, `startup_timeout_ms`, `required`, `scopes`, `oauth_resource`, `supports_parallel_tool_calls`",
     );
 }
 

@@ -161,12 +161,24 @@ pub enum Answers {
 
 /// `formwork call <tool> --plugin <plugin> [--args <args>]` with the given answers.
 pub fn call(plugin: &str, tool: &str, args: Option<Value>, answers: Answers) -> Output {
+    call_with(plugin, tool, args, answers, &[])
+}
+
+/// [`call`] with more flags (e.g. `--protocol`).
+pub fn call_with(
+    plugin: &str,
+    tool: &str,
+    args: Option<Value>,
+    answers: Answers,
+    flags: &[&str],
+) -> Output {
     let mut argv = vec![
         "call".to_string(),
         tool.to_string(),
         "--plugin".to_string(),
         plugin.to_string(),
     ];
+    argv.extend(flags.iter().map(|flag| (*flag).to_string()));
     if let Some(args) = args {
         argv.extend(["--args".to_string(), args.to_string()]);
     }
@@ -184,6 +196,28 @@ pub fn call(plugin: &str, tool: &str, args: Option<Value>, answers: Answers) -> 
         Answers::Nothing => None,
     };
     formwork(&argv, None)
+}
+
+/// The messages of a run with `FORMWORK_LOG=formwork::wire=trace`, in order: `("out" | "in",
+/// body)`.
+pub fn wire(output: &Output) -> Vec<(String, Value)> {
+    output
+        .stderr
+        .lines()
+        .filter_map(|line| {
+            let (_, rest) = line.split_once(" formwork::wire: ")?;
+            let (head, body) = rest.split_once(" body=")?;
+            let direction = head
+                .split_once("direction=")?
+                .1
+                .trim_matches('"')
+                .to_owned();
+            Some((
+                direction,
+                serde_json::from_str(body).expect("a logged body is JSON"),
+            ))
+        })
+        .collect()
 }
 
 /// Runs the `formwork` binary with `args` (and `stdin`, or none), bounded by [`TIMEOUT`].

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use indexmap::IndexMap;
+use rmcp::model::ProtocolVersion;
 use serde::Deserialize;
 use toml_edit::{Document, TableLike};
 
@@ -231,6 +232,7 @@ pub(crate) fn builtin_default(args: &[&str]) -> ServerConfig {
         disabled_tools: Vec::new(),
         startup_timeout: None,
         tool_timeout: None,
+        protocol_version: None,
         file: None,
     }
 }
@@ -282,6 +284,7 @@ struct RawServer {
     startup_timeout_sec: Option<f64>,
     tool_timeout_sec: Option<f64>,
     default_tools_approval_mode: Option<ApprovalMode>,
+    protocol_version: Option<String>,
     #[serde(default)]
     tools: IndexMap<String, ToolConfig>,
     // Codex keys formwork accepts and does not use. `env_vars` is moot because plugins inherit
@@ -440,6 +443,11 @@ fn build_server(
 
     let startup_timeout = timeout(ctx, &at("startup_timeout_sec"), raw.startup_timeout_sec)?;
     let tool_timeout = timeout(ctx, &at("tool_timeout_sec"), raw.tool_timeout_sec)?;
+    let protocol_version = match raw.protocol_version.as_deref() {
+        None => None,
+        Some(text) => parse_protocol_version(text)
+            .map_err(|reason| ctx.error(&at("protocol_version"), &reason))?,
+    };
 
     let builtin = builtin_server(name);
     let transport = match (raw.command, raw.url) {
@@ -546,8 +554,28 @@ fn build_server(
         disabled_tools: raw.disabled_tools.unwrap_or_default(),
         startup_timeout,
         tool_timeout,
+        protocol_version,
         file: ctx.path.map(Path::to_path_buf),
     })
+}
+
+/// Reads a `protocol_version`: `"auto"` (`None`: 2026-07-28 when the plugin offers it, else the
+/// handshake) or a version formwork knows.
+pub fn parse_protocol_version(text: &str) -> Result<Option<ProtocolVersion>, String> {
+    if text == "auto" {
+        return Ok(None);
+    }
+    let known = ProtocolVersion::KNOWN_VERSIONS;
+    match known.iter().find(|version| version.as_str() == text) {
+        Some(version) => Ok(Some(version.clone())),
+        None => {
+            let names: Vec<&str> = known.iter().map(ProtocolVersion::as_str).collect();
+            Err(format!(
+                "`{text}` is not a protocol version formwork knows; use \"auto\" or one of {}",
+                names.join(", ")
+            ))
+        }
+    }
 }
 
 /// Codex's rule for server names.

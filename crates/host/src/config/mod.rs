@@ -77,7 +77,7 @@ pub(crate) use error::dotted;
 pub use error::{ConfigError, Invalid, NO_FILE};
 pub use import::{ImportReport, ImportedServer, SkippedServer, import};
 pub use layers::{ConfigLocations, find_project_file, user_config_path};
-pub use load::MAX_TIMEOUT_SECS;
+pub use load::{MAX_TIMEOUT_SECS, parse_protocol_version};
 pub use types::{
     ApprovalMode, ApprovalPolicy, Config, ConfigSource, DEFAULT_MAX_PENDING_FORMS, Features,
     FormsConfig, GranularApproval, Layer, MAX_PENDING_FORMS_LIMIT, SensitiveFields, ServerConfig,

@@ -361,6 +361,9 @@ pub struct ServerConfig {
     pub startup_timeout: Option<Duration>,
     /// `tool_timeout_sec`: how long one tool call may take.
     pub tool_timeout: Option<Duration>,
+    /// `protocol_version`: the version to speak; `None` (`"auto"`, the default): 2026-07-28 when
+    /// the server offers it in `server/discover`, else the `initialize` handshake.
+    pub protocol_version: Option<rmcp::model::ProtocolVersion>,
     /// The file whose table this is; `None` for a built-in server no file names (and for text
     /// that did not come from a file).
     pub file: Option<PathBuf>,

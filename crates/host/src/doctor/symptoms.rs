@@ -596,6 +596,8 @@ mod tests {
                 error: None,
                 requested_protocol_version: "v".to_owned(),
                 protocol_version: Some("v".to_owned()),
+                era: None,
+                era_reason: None,
                 server_info: Value::Null,
                 server_capabilities: Value::Null,
                 client_capabilities: crate::doctor::client_capabilities(),

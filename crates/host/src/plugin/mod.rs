@@ -6,7 +6,9 @@
 mod clocks;
 mod dispatch;
 mod elicitation;
+mod era;
 mod observe;
+mod rounds;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,12 +30,15 @@ use crate::transport::{self, Sent, Transport};
 
 pub(crate) use clocks::CountedAgainst;
 use clocks::{FormClocks, RequestClock, later};
+pub use era::{Era, MODERN_VERSION};
 pub use observe::{RequestObserver, ServedRequest};
+pub use rounds::{InputRound, MAX_ROUNDS, RoundObserver};
 
-/// The protocol version formwork asks for in `initialize`.
+/// The protocol version formwork asks for in `initialize`, unless the config names another.
 pub const PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::LATEST_WITH_INITIALIZE;
 
-/// How long the `initialize` handshake may take (a plugin started by `npx` may download first).
+/// How long opening a connection may take, `server/discover` and `initialize` together (a
+/// plugin started by `npx` may download first).
 const INITIALIZE_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The most pages of `tools/list` read for one list.
@@ -76,6 +81,9 @@ pub struct ConnectOptions {
     pub on_request: Option<RequestObserver>,
     /// Headers for every HTTP request (`http_headers`, bearer token); ignored on stdio.
     pub http_headers: Vec<(String, String)>,
+    /// The protocol version to speak (`protocol_version`); by default (`None`) 2026-07-28
+    /// when the plugin offers it in `server/discover`, else the `initialize` handshake.
+    pub protocol: Option<ProtocolVersion>,
 }
 
 impl ConnectOptions {
@@ -89,12 +97,14 @@ impl ConnectOptions {
             client_info: ("formwork".to_owned(), env!("CARGO_PKG_VERSION").to_owned()),
             on_request: None,
             http_headers: Vec::new(),
+            protocol: None,
         }
     }
 }
 
-/// What formwork declares in `initialize`: form and URL elicitation, and no `openai/form`
-/// extension.
+/// What formwork declares, in `initialize` or in every 2026-07-28 request's `_meta`: form and
+/// URL elicitation, and no `openai/form` extension. No sampling and no roots: a plugin that asks
+/// for them in an `input_required` result has its call fail (see `rounds.rs`).
 pub fn client_capabilities() -> Value {
     json!({"elicitation": {"form": {}, "url": {}}})
 }
@@ -104,8 +114,14 @@ pub fn client_capabilities() -> Value {
 pub struct ServerInfo {
     /// The negotiated protocol version.
     pub protocol_version: String,
-    /// The whole `initialize` result, the JSON text as the plugin sent it (kept as text: a
-    /// connection per session holds it all its life).
+    /// The era that version belongs to.
+    pub era: Era,
+    /// Why the connection speaks that era, in words (e.g. "`server/discover` answered -32601
+    /// Method not found").
+    pub era_reason: String,
+    /// The whole `initialize` result (the `server/discover` result in the modern era), the
+    /// JSON text as the plugin sent it (kept as text: a connection per session holds it all
+    /// its life).
     pub initialize_result: Box<RawValue>,
 }
 
@@ -122,6 +138,146 @@ impl ServerInfo {
         // The text was read as JSON when it arrived.
         serde_json::from_str(self.initialize_result.get()).unwrap_or(Value::Null)
     }
+}
+
+/// Opens the conversation: `server/discover` first (unless the config names a handshake
+/// version), then `initialize` for a plugin that does not offer 2026-07-28.
+async fn open(
+    shared: &Shared,
+    choice: Option<&ProtocolVersion>,
+    client_info: &Value,
+) -> Result<ServerInfo, HostError> {
+    let opened = Instant::now();
+    let capabilities = client_capabilities();
+    let mut discover_timed_out = false;
+    let reason = if era::discovers(choice) {
+        let envelope = era::envelope(&capabilities, client_info);
+        let params = era::with_envelope(None, &envelope);
+        let answer = shared
+            .request_raw_within(
+                shared.next_id(),
+                "server/discover",
+                Some(params),
+                era::DISCOVER_TIMEOUT,
+            )
+            .await;
+        let reason = match answer {
+            Ok(result) => match era::judge_discover(result.get()) {
+                Ok(reason) => {
+                    let _ = shared.envelope.set(envelope);
+                    return Ok(ServerInfo {
+                        protocol_version: MODERN_VERSION.to_owned(),
+                        era: Era::Modern,
+                        era_reason: reason,
+                        initialize_result: result,
+                    });
+                }
+                Err(reason) => reason,
+            },
+            Err(HostError::Rpc { error, .. }) => {
+                if error.code == jsonrpc::code::UNSUPPORTED_PROTOCOL_VERSION
+                    && let Some(supported) = supported_versions(error.data.as_ref())
+                    && !supported
+                        .iter()
+                        .any(|version| handshake_version_known(version))
+                {
+                    return Err(HostError::UnsupportedVersion(format!(
+                        "the plugin supports only {}",
+                        supported.join(", ")
+                    )));
+                }
+                format!(
+                    "`server/discover` answered {} {}",
+                    error.code,
+                    crate::budget::clipped(&error.message)
+                )
+            }
+            Err(HostError::Timeout { .. }) => {
+                discover_timed_out = true;
+                format!(
+                    "`server/discover` got no answer within {} s",
+                    era::DISCOVER_TIMEOUT.as_secs()
+                )
+            }
+            Err(other) => return Err(other),
+        };
+        if choice.is_some() {
+            return Err(HostError::UnsupportedVersion(format!(
+                "{MODERN_VERSION} was asked for, but {reason}"
+            )));
+        }
+        reason
+    } else {
+        format!("the config asks for {}", era::handshake_version(choice))
+    };
+
+    let params = json!({
+        "protocolVersion": era::handshake_version(choice),
+        "capabilities": capabilities,
+        "clientInfo": client_info,
+    });
+    // Opening takes at most `INITIALIZE_TIMEOUT` in all, the probe included.
+    let left = INITIALIZE_TIMEOUT.saturating_sub(opened.elapsed());
+    let result = match shared
+        .request_raw_within(shared.next_id(), "initialize", Some(params), left)
+        .await
+    {
+        // A plugin that answered the probe after it gave up now speaks 2026-07-28 only.
+        Err(HostError::Rpc { error, .. })
+            if discover_timed_out
+                && error.code == jsonrpc::code::UNSUPPORTED_PROTOCOL_VERSION
+                && supported_versions(error.data.as_ref())
+                    .is_some_and(|supported| supported.iter().any(|v| v == MODERN_VERSION)) =>
+        {
+            let envelope = era::envelope(&capabilities, client_info);
+            let params = era::with_envelope(None, &envelope);
+            let result = shared
+                .request_raw(shared.next_id(), "server/discover", Some(params))
+                .await?;
+            let reason =
+                era::judge_discover(result.get()).map_err(HostError::UnsupportedVersion)?;
+            let _ = shared.envelope.set(envelope);
+            return Ok(ServerInfo {
+                protocol_version: MODERN_VERSION.to_owned(),
+                era: Era::Modern,
+                era_reason: format!("{reason} (after its first answer came too late)"),
+                initialize_result: result,
+            });
+        }
+        other => other?,
+    };
+    let protocol_version = serde_json::from_str::<Handshake>(result.get())
+        .ok()
+        .and_then(|handshake| handshake.protocol_version)
+        .unwrap_or_default();
+    if !handshake_version_known(&protocol_version) {
+        return Err(HostError::UnsupportedVersion(protocol_version));
+    }
+    Ok(ServerInfo {
+        protocol_version,
+        era: Era::Handshake,
+        era_reason: reason,
+        initialize_result: result,
+    })
+}
+
+/// Whether `version` is one formwork can speak with `initialize`.
+fn handshake_version_known(version: &str) -> bool {
+    ProtocolVersion::KNOWN_VERSIONS
+        .iter()
+        .any(|known| known.has_initialize() && known.as_str() == version)
+}
+
+/// `data.supported` of an unsupported-version error (-32022).
+fn supported_versions(data: Option<&Value>) -> Option<Vec<String>> {
+    let supported = data?.get("supported")?.as_array()?;
+    Some(
+        supported
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+    )
 }
 
 /// A live connection to a plugin.
@@ -154,6 +310,8 @@ pub(crate) struct Shared {
     on_request: Option<RequestObserver>,
     /// How much more this plugin may make the host log.
     log_budget: Mutex<crate::budget::LogBudget>,
+    /// The `_meta` envelope every request carries, once the connection speaks 2026-07-28.
+    envelope: OnceLock<serde_json::Map<String, Value>>,
 }
 
 impl Plugin {
@@ -191,6 +349,7 @@ impl Plugin {
             request_timeout: options.request_timeout,
             on_request: options.on_request,
             log_budget: Mutex::new(crate::budget::LogBudget::new(Instant::now())),
+            envelope: OnceLock::new(),
         });
         tasks.push(tokio::spawn(dispatch::read_loop(
             Arc::clone(&shared),
@@ -198,14 +357,8 @@ impl Plugin {
         )));
 
         let (client_name, client_version) = options.client_info;
-        let params = json!({
-            "protocolVersion": PROTOCOL_VERSION.as_str(),
-            "capabilities": client_capabilities(),
-            "clientInfo": {"name": client_name, "version": client_version},
-        });
-        let id = shared.next_id();
-        let result = shared
-            .request_raw(id, "initialize", Some(params))
+        let client_info = json!({"name": client_name, "version": client_version});
+        let server = open(&shared, options.protocol.as_ref(), &client_info)
             .await
             .map_err(|err| match err {
                 HostError::PluginGone { reason, .. } => HostError::Connect {
@@ -214,34 +367,24 @@ impl Plugin {
                 },
                 other => other,
             })?;
-        let protocol_version = serde_json::from_str::<Handshake>(result.get())
-            .ok()
-            .and_then(|handshake| handshake.protocol_version)
-            .unwrap_or_default();
-        let known = ProtocolVersion::KNOWN_VERSIONS
-            .iter()
-            .any(|version| version.has_initialize() && version.as_str() == protocol_version);
-        if !known {
-            return Err(HostError::UnsupportedVersion(protocol_version));
+        if server.era == Era::Handshake {
+            let _ = negotiated.set(server.protocol_version.clone());
+            shared.write(
+                jsonrpc::notification("notifications/initialized", None),
+                Sent::Initialized,
+            );
         }
-        let _ = negotiated.set(protocol_version.clone());
-        shared.write(
-            jsonrpc::notification("notifications/initialized", None),
-            Sent::Initialized,
-        );
         tracing::info!(
             target: "formwork::plugin",
             plugin = %shared.name,
-            protocol_version = %protocol_version,
+            protocol_version = %server.protocol_version,
+            era = %server.era_reason,
             "plugin connected"
         );
         Ok(Plugin {
             shared,
             tasks,
-            server: ServerInfo {
-                protocol_version,
-                initialize_result: result,
-            },
+            server,
         })
     }
 
@@ -335,14 +478,27 @@ impl Plugin {
         name: &str,
         arguments: Option<Value>,
     ) -> Result<Value, HostError> {
+        self.call_tool_rounds(id, name, arguments, &|_| {}).await
+    }
+
+    /// [`Plugin::call_tool_with_id`], telling `on_round` of each `input_required` round
+    /// (2026-07-28) before its forms are shown. Forms of every round carry `id` as their
+    /// [`FormPrompt::call_request`](crate::FormPrompt::call_request), though each retry is
+    /// sent under a new id.
+    pub async fn call_tool_rounds(
+        &self,
+        id: u64,
+        name: &str,
+        arguments: Option<Value>,
+        on_round: rounds::RoundObserver<'_>,
+    ) -> Result<Value, HostError> {
         let mut params = serde_json::Map::new();
         params.insert("name".into(), name.into());
         if let Some(arguments) = arguments {
             params.insert("arguments".into(), arguments);
         }
         let result = self
-            .shared
-            .request_with_id(id, "tools/call", Some(Value::Object(params)))
+            .request_rounds(id, "tools/call", Value::Object(params), on_round)
             .await?;
         if !result.is_object() {
             return Err(HostError::InvalidResponse {
@@ -353,11 +509,31 @@ impl Plugin {
         Ok(result)
     }
 
-    /// Sends any request; the request timeout pauses while a form is open.
+    /// Sends any request; the request timeout pauses while a form is open. `tools/call`,
+    /// `prompts/get` and `resources/read` on a 2026-07-28 connection have their
+    /// `input_required` rounds served.
     pub async fn request(&self, method: &str, params: Option<Value>) -> Result<Value, HostError> {
-        self.shared
-            .request_with_id(self.shared.next_id(), method, params)
-            .await
+        let id = self.shared.next_id();
+        match params {
+            Some(params) if rounds::may_ask(method) => {
+                self.request_rounds(id, method, params, &|_| {}).await
+            }
+            params => self.shared.request_with_id(id, method, params).await,
+        }
+    }
+
+    async fn request_rounds(
+        &self,
+        id: u64,
+        method: &str,
+        params: Value,
+        on_round: rounds::RoundObserver<'_>,
+    ) -> Result<Value, HostError> {
+        if self.server.era == Era::Modern {
+            rounds::drive(&self.shared, id, method, params, on_round).await
+        } else {
+            self.shared.request_with_id(id, method, Some(params)).await
+        }
     }
 
     /// Closes the connection: stdin is closed (or the HTTP session deleted) and the plugin
@@ -437,11 +613,27 @@ impl Shared {
         method: &str,
         params: Option<Value>,
     ) -> Result<Box<RawValue>, HostError> {
-        let handshake = method == "initialize";
-        let timeout = if handshake {
+        let timeout = if opens(method) {
             INITIALIZE_TIMEOUT
         } else {
             self.request_timeout
+        };
+        self.request_raw_within(id, method, params, timeout).await
+    }
+
+    /// [`Shared::request_raw`] with a timeout of its own. On a 2026-07-28 connection the
+    /// params carry the request envelope.
+    async fn request_raw_within(
+        &self,
+        id: u64,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+    ) -> Result<Box<RawValue>, HostError> {
+        let handshake = opens(method);
+        let params = match self.envelope.get() {
+            Some(envelope) => Some(era::with_envelope(params, envelope)),
+            None => params,
         };
         let (tx, mut rx) = oneshot::channel();
         if let Ok(mut pending) = self.pending.lock() {
@@ -513,6 +705,12 @@ impl Shared {
             Sent::Cancel(id),
         );
     }
+}
+
+/// Whether `method` opens the conversation: it has the handshake's timeout, which forms do not
+/// pause, and is never cancelled (the spec forbids cancelling `initialize`).
+fn opens(method: &str) -> bool {
+    matches!(method, "initialize" | "server/discover")
 }
 
 /// A request whose caller stopped waiting (a stopped turn, a session shutting down): the

@@ -194,6 +194,7 @@ async fn connect(
     options.request_timeout = host.options.request_timeout;
     options.inherit_stderr = host.options.inherit_stderr;
     if let Some(server) = host.config().server(name) {
+        options.protocol = server.protocol_version.clone();
         options.http_headers =
             server
                 .transport

@@ -20,6 +20,10 @@ use crate::jsonrpc;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
+/// 2026-07-28: a request's method and the name it concerns, mirrored from its body so that
+/// whatever sits in front of the plugin can route it without reading the body.
+const METHOD_HEADER: &str = "mcp-method";
+const NAME_HEADER: &str = "mcp-name";
 /// How long to wait for the listening stream's headers before going on without it.
 const LISTENER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 /// The pause before the listening stream, ended by the server, is opened again; it doubles, up
@@ -59,6 +63,66 @@ struct IncomingHead {
     result: Option<serde::de::IgnoredAny>,
     #[serde(default)]
     error: Option<serde::de::IgnoredAny>,
+}
+
+/// The headers of a request that carries the 2026-07-28 envelope (its protocol version in
+/// `params._meta`), which the server checks against the body.
+struct RoutingHeaders {
+    version: String,
+    method: String,
+    name: Option<String>,
+}
+
+impl RoutingHeaders {
+    fn of(body: &str) -> Option<Self> {
+        #[derive(Deserialize)]
+        struct Head {
+            method: String,
+            params: Params,
+        }
+        #[derive(Deserialize)]
+        struct Params {
+            #[serde(rename = "_meta")]
+            meta: Meta,
+            name: Option<String>,
+            uri: Option<String>,
+        }
+        #[derive(Deserialize)]
+        struct Meta {
+            #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
+            version: String,
+        }
+        if !body.contains("io.modelcontextprotocol/protocolVersion") {
+            return None;
+        }
+        let head: Head = serde_json::from_str(body).ok()?;
+        let name = match head.method.as_str() {
+            "tools/call" | "prompts/get" => head.params.name,
+            "resources/read" => head.params.uri,
+            _ => None,
+        };
+        Some(RoutingHeaders {
+            version: header_value(&head.params.meta.version),
+            method: header_value(&head.method),
+            name: name.as_deref().map(header_value),
+        })
+    }
+}
+
+/// A value as a header carries it: as is when it is plain visible ASCII, else (spaces at its
+/// ends, other characters, or what looks like the wrapping itself) base64 in `=?base64?…?=`.
+fn header_value(value: &str) -> String {
+    use base64::Engine as _;
+    let plain = !value.is_empty()
+        && value.bytes().all(|b| (0x20..0x7f).contains(&b))
+        && value.trim() == value
+        && !(value.starts_with("=?base64?") && value.ends_with("?="));
+    if plain {
+        value.to_owned()
+    } else {
+        let encoded = base64::engine::general_purpose::STANDARD.encode(value);
+        format!("=?base64?{encoded}?=")
+    }
 }
 
 /// Connects to a Streamable HTTP endpoint. Nothing is sent until the first message.
@@ -174,8 +238,20 @@ impl Shared {
         if let Some(id) = session.as_deref().filter(|id| valid_value(id)) {
             headers.push((SESSION_HEADER, id));
         }
-        if let Some(version) = self.protocol_version.get().filter(|v| valid_value(v)) {
-            headers.push((VERSION_HEADER, version));
+        let routing = RoutingHeaders::of(body);
+        match &routing {
+            Some(routing) => {
+                headers.push((VERSION_HEADER, &routing.version));
+                headers.push((METHOD_HEADER, &routing.method));
+                if let Some(name) = &routing.name {
+                    headers.push((NAME_HEADER, name));
+                }
+            }
+            None => {
+                if let Some(version) = self.protocol_version.get().filter(|v| valid_value(v)) {
+                    headers.push((VERSION_HEADER, version));
+                }
+            }
         }
         for (name, value) in &self.extra_headers {
             headers.push((name, value));
@@ -236,7 +312,7 @@ impl Shared {
 
 /// Headers the transport sets itself, or whose meaning it does not implement (`expect` would
 /// ask for an interim answer first); configuration may not set them.
-const OWN_HEADERS: [&str; 14] = [
+const OWN_HEADERS: [&str; 16] = [
     "host",
     "content-length",
     "transfer-encoding",
@@ -251,6 +327,8 @@ const OWN_HEADERS: [&str; 14] = [
     "content-type",
     SESSION_HEADER,
     VERSION_HEADER,
+    METHOD_HEADER,
+    NAME_HEADER,
 ];
 
 /// A configured header must be a valid name and value, and not one the transport sets itself.
@@ -335,7 +413,23 @@ async fn post(shared: &Shared, body: String, request_id: Option<u64>) {
         return;
     }
     if !(200..300).contains(&status) {
+        let json = response.content_type.starts_with("application/json");
         let text = response.read_to_end(64 * 1024).await.unwrap_or_default();
+        // A JSON-RPC error for the request itself (2026-07-28 servers answer e.g. an
+        // unsupported version with HTTP 400 and one) reaches it with its code.
+        if json
+            && let Some(id) = request_id
+            && let Ok(body) = std::str::from_utf8(&text)
+            && let Ok(head) = serde_json::from_str::<IncomingHead>(body)
+            && head.error.is_some()
+            && head.id.as_ref().and_then(Value::as_u64) == Some(id)
+        {
+            super::trace_in(body);
+            let _ = shared
+                .incoming
+                .unbounded_send(Frame::Message(body.to_owned(), None));
+            return;
+        }
         let snippet: String = String::from_utf8_lossy(&text).chars().take(300).collect();
         let reason = format!("the plugin answered HTTP {status}: {snippet}");
         if status == 404 && shared.has_session() {

@@ -1,0 +1,149 @@
+"""A stdio plugin on the official Python SDK (`mcp` 2.3.0, MCPServer) that asks through 2026-07-28 rounds.
+
+Its resolver tools (`Resolve` + `Elicit`) work in both eras: on 2026-07-28 the SDK answers `input_required` and
+replays the answers of earlier rounds through its sealed `requestState`; on a handshake connection it sends
+`elicitation/create` instead. The other tools hand-build their `InputRequiredResult`s:
+
+- `deploy`: a target form, then, only for production, a confirmation form in a second round.
+- `two_forms`: two independent forms in one round.
+- `state_only`: first a result with only `requestState`, then the text of the state it got back.
+- `open_url`: a URL-mode request (no `elicitationId` in 2026-07-28); reports the action.
+- `endless`: asks for a form in every round, for ever.
+- `big_state`: a `requestState` of 1 MB; reports how many bytes came back.
+- `sample`: asks for `sampling/createMessage`, which the host does not offer.
+- `era`: the protocol version of the request, as the SDK saw it.
+
+`--http PORT` serves Streamable HTTP at `http://127.0.0.1:PORT/mcp` instead of stdio.
+"""
+
+import sys
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field
+
+import mcp_types as types
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.resolve import Elicit, ElicitationResult, Resolve
+
+server = MCPServer("py-mrtr-plugin")
+
+
+class Target(BaseModel):
+    target: Literal["staging", "production"] = "staging"
+
+
+class Confirm(BaseModel):
+    confirm: bool = False
+
+
+class Name(BaseModel):
+    name: str = Field(description="Your name")
+
+
+class Color(BaseModel):
+    color: Literal["red", "green", "blue"] = "green"
+
+
+def ask_target() -> Elicit[Target]:
+    return Elicit("Where should it go?", Target)
+
+
+def ask_confirmation(
+    target: Annotated[ElicitationResult[Target], Resolve(ask_target)],
+) -> Elicit[Confirm] | None:
+    if target.action == "accept" and target.data.target == "production":
+        return Elicit("Deploy to production now?", Confirm)
+    return None
+
+
+def outcome(result) -> str:
+    if result.action == "accept":
+        return f"accept {result.data.model_dump_json()}"
+    return result.action
+
+
+@server.tool()
+async def deploy(
+    target: Annotated[ElicitationResult[Target], Resolve(ask_target)],
+    confirm: Annotated[Confirm | None, Resolve(ask_confirmation)],
+) -> str:
+    """A target, then a confirmation for production."""
+    confirmed = "not asked" if confirm is None else confirm.model_dump_json()
+    return f"target: {outcome(target)}; confirm: {confirmed}"
+
+
+def ask_name() -> Elicit[Name]:
+    return Elicit("Who are you?", Name)
+
+
+def ask_color() -> Elicit[Color]:
+    return Elicit("Pick a color", Color)
+
+
+@server.tool()
+async def two_forms(
+    name: Annotated[ElicitationResult[Name], Resolve(ask_name)],
+    color: Annotated[ElicitationResult[Color], Resolve(ask_color)],
+) -> str:
+    """Two forms in one round."""
+    return f"name: {outcome(name)}; color: {outcome(color)}"
+
+
+def form(message: str) -> types.ElicitRequest:
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    return types.ElicitRequest(params=types.ElicitRequestFormParams(message=message, requested_schema=schema))
+
+
+@server.tool()
+async def state_only(ctx: Context) -> types.InputRequiredResult | str:
+    """Asks to be called again, once."""
+    if ctx.request_state is None:
+        return types.InputRequiredResult(request_state="come back later")
+    return f"state: {ctx.request_state}; responses: {ctx.input_responses}"
+
+
+@server.tool()
+async def open_url(ctx: Context) -> types.InputRequiredResult | str:
+    """A URL-mode request."""
+    responses = ctx.input_responses or {}
+    if "link" not in responses:
+        params = types.ElicitRequestURLParams(mode="url", message="Sign in", url="https://example.com/sign-in")
+        return types.InputRequiredResult(input_requests={"link": types.ElicitRequest(params=params)})
+    return f"link: {responses['link'].action}"
+
+
+@server.tool()
+async def endless(ctx: Context) -> types.InputRequiredResult | str:
+    """Never satisfied."""
+    rounds = int(ctx.request_state or "0") + 1
+    return types.InputRequiredResult(input_requests={"again": form(f"Round {rounds}")}, request_state=str(rounds))
+
+
+@server.tool()
+async def big_state(ctx: Context) -> types.InputRequiredResult | str:
+    """A requestState of a mebibyte."""
+    if ctx.request_state is None:
+        return types.InputRequiredResult(input_requests={"go": form("Go on?")}, request_state="x" * (1 << 20))
+    return f"state came back with {len(ctx.request_state)} bytes"
+
+
+@server.tool()
+async def sample(ctx: Context) -> types.InputRequiredResult | str:
+    """Asks the host's model, which it does not offer."""
+    message = types.SamplingMessage(role="user", content=types.TextContent(type="text", text="Capital of France?"))
+    request = types.CreateMessageRequest(params=types.CreateMessageRequestParams(messages=[message], max_tokens=10))
+    return types.InputRequiredResult(input_requests={"capital": request})
+
+
+@server.tool()
+async def era(ctx: Context) -> str:
+    """The request's protocol version."""
+    return f"protocol: {ctx.protocol_version}"
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run()
