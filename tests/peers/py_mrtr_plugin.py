@@ -8,7 +8,8 @@ replays the answers of earlier rounds through its sealed `requestState`; on a ha
 - `two_forms`: two independent forms in one round.
 - `state_only`: first a result with only `requestState`, then the text of the state it got back.
 - `open_url`: a URL-mode request (no `elicitationId` in 2026-07-28); reports the action.
-- `endless`: asks for a form in every round, for ever.
+- `endless`: asks for a form in every round, for ever; with `PY_MRTR_LOG` set, appends each round's number to that
+  file, so a test sees every request that reached the plugin.
 - `big_state`: a `requestState` of 1 MB; reports how many bytes came back.
 - `sample`: asks for `sampling/createMessage`, which the host does not offer.
 - `era`: the protocol version of the request, as the SDK saw it.
@@ -16,6 +17,7 @@ replays the answers of earlier rounds through its sealed `requestState`; on a ha
 `--http PORT` serves Streamable HTTP at `http://127.0.0.1:PORT/mcp` instead of stdio.
 """
 
+import os
 import sys
 
 from typing import Annotated, Literal
@@ -117,6 +119,9 @@ async def open_url(ctx: Context) -> types.InputRequiredResult | str:
 async def endless(ctx: Context) -> types.InputRequiredResult | str:
     """Never satisfied."""
     rounds = int(ctx.request_state or "0") + 1
+    if log := os.environ.get("PY_MRTR_LOG"):
+        with open(log, "a") as file:
+            file.write(f"{rounds}\n")
     return types.InputRequiredResult(input_requests={"again": form(f"Round {rounds}")}, request_state=str(rounds))
 
 

@@ -60,6 +60,19 @@ pub enum Event {
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+    /// The plugin answered the call with `input_required` (2026-07-28): the forms of this round
+    /// follow, then the call is sent again with the answers.
+    ToolCallRound {
+        /// The invocation's id.
+        call_id: String,
+        /// 1 for the first round, and so on.
+        round: u32,
+        /// The keys of the plugin's `inputRequests`, in its order (empty when it sent only
+        /// `requestState`).
+        asked: Vec<String>,
+        /// Whether the plugin sent `requestState`.
+        request_state: bool,
+    },
     /// A plugin asks a question; show it (or queue it behind the form on screen).
     FormRequested {
         /// The form's id, used to answer it.

@@ -71,6 +71,16 @@ pub(crate) async fn write(
             };
             store.finish_invocation(call_id, outcome).await
         }
+        Event::ToolCallRound {
+            call_id,
+            round,
+            asked,
+            request_state,
+        } => {
+            store
+                .record_round(call_id, *round, asked, *request_state)
+                .await
+        }
         Event::FormRequested {
             form_id,
             call_id,

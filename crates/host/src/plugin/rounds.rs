@@ -13,7 +13,7 @@ use crate::HostError;
 use crate::jsonrpc::RawId;
 
 /// The most `input_required` answers one request may get; the next one fails it.
-pub const MAX_ROUNDS: usize = 10;
+pub const MAX_ROUNDS: u32 = 10;
 
 /// The pause before retrying a result that carried only `requestState` (the plugin asked the
 /// host to come back, e.g. while it sheds load): it doubles from the first to the last.
@@ -29,7 +29,7 @@ pub(crate) fn may_ask(method: &str) -> bool {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InputRound {
     /// 1 for the first `input_required` answer of the request, and so on.
-    pub round: usize,
+    pub round: u32,
     /// The keys of `inputRequests`, in the plugin's order.
     pub keys: Vec<String>,
     /// Whether the answer carried `requestState`.
@@ -67,7 +67,7 @@ pub(super) async fn drive(
     let mut id = first_id;
     let mut retry: Option<Retry> = None;
     let mut pause = STATE_ONLY_PAUSE_FIRST;
-    for round in 1.. {
+    for round in 1_u32.. {
         let mut sent = params.clone();
         if let (Some((responses, state)), Value::Object(sent)) = (retry.take(), &mut sent) {
             if let Some(responses) = responses {

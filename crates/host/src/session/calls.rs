@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use crate::broker::{Card, Waiter};
 use crate::config::Transport;
 use crate::events::Event;
-use crate::plugin::PluginTarget;
+use crate::plugin::{InputRound, PluginTarget};
 use crate::policy::{
     self, ApprovalAnswer, ApprovalCard, ApprovalNeed, ApprovalRequest, CardRendering,
 };
@@ -65,10 +65,13 @@ impl Session {
         let tool = tool.to_owned();
         let server = server.to_owned();
         let id = call_id.clone();
+        let stopping = host.stopping.clone();
         tokio::spawn(async move {
             let outcome = tokio::select! {
-                outcome = session.run_call(&server, &target, &id, &tool, arguments) => outcome,
+                biased;
+                () = stopping.cancelled() => Err(reason::HOST_STOPPED.to_owned()),
                 () = token.cancelled() => Err(format!("the turn was {}", reason::STOPPED)),
+                outcome = session.run_call(&server, &target, &id, &tool, arguments) => outcome,
             };
             let (result, error) = match outcome {
                 Ok(result) => (Some(result), None),
@@ -93,9 +96,17 @@ impl Session {
         let connection =
             Box::pin(self.prepare_call(server, target, call_id, tool, arguments.as_ref())).await?;
         let (request, _route) = connection.route(self, call_id);
+        let on_round = |round: &InputRound| {
+            self.emit(Event::ToolCallRound {
+                call_id: call_id.to_owned(),
+                round: round.round,
+                asked: round.keys.clone(),
+                request_state: round.request_state,
+            });
+        };
         connection
             .plugin
-            .call_tool_with_id(request, tool, arguments)
+            .call_tool_rounds(request, tool, arguments, &on_round)
             .await
             .map_err(|err| err.to_string())
     }

@@ -114,6 +114,10 @@ struct HostInner {
     ids: AtomicU64,
     /// Connections of `share_session` servers, by name and URL: one serves every session.
     shared_connections: Mutex<connections::ConnectionCells>,
+    /// Cancelled when the host stops: running calls end at once, before their cards are
+    /// cancelled, so that no call goes on with the cancellations (a 2026-07-28 call would send
+    /// them in a retry).
+    stopping: CancellationToken,
 }
 
 struct Session {
@@ -194,6 +198,7 @@ impl Host {
                 sessions: Mutex::new(HashMap::new()),
                 ids: AtomicU64::new(1),
                 shared_connections: Mutex::new(HashMap::new()),
+                stopping: CancellationToken::new(),
             }),
         }
     }
@@ -343,6 +348,7 @@ impl Host {
             .lock()
             .map(|mut sessions| sessions.drain().map(|(_, session)| session).collect())
             .unwrap_or_default();
+        self.inner.stopping.cancel();
         let mut cells = Vec::new();
         for session in &sessions {
             session.cancel_cards(reason::HOST_STOPPED);

@@ -40,8 +40,8 @@ pub use error::StoreError;
 pub use records::{
     ApprovalChoice, ApprovalRecord, ApprovalResolution, ApprovalStatus, EntryDetail, EntryKind,
     FormRecord, FormResolution, FormStatus, HOST_STOPPED, InvocationOutcome, InvocationRecord,
-    InvocationStatus, NewApproval, NewForm, NewInvocation, PlainEntryKind, Recovery, SessionRecord,
-    StoreStats, ToolResult, TranscriptEntry, UnixMillis,
+    InvocationStatus, NewApproval, NewForm, NewInvocation, PlainEntryKind, Recovery, RoundRecord,
+    SessionRecord, StoreStats, ToolResult, TranscriptEntry, UnixMillis,
 };
 pub use schema::SCHEMA_VERSION;
 
@@ -286,6 +286,26 @@ impl Store {
     pub async fn invocation(&self, id: &str) -> Result<Option<InvocationRecord>, StoreError> {
         let id = id.to_owned();
         self.read(move |conn| sql::invocation(conn, &id)).await
+    }
+
+    /// Records an `input_required` round of a running tool call.
+    pub async fn record_round(
+        &self,
+        invocation: &str,
+        round: u32,
+        asked: &[String],
+        request_state: bool,
+    ) -> Result<(), StoreError> {
+        let invocation = invocation.to_owned();
+        let asked = serde_json::Value::from(asked.to_vec()).to_string();
+        self.write(move |conn| sql::record_round(conn, &invocation, round, &asked, request_state))
+            .await
+    }
+
+    /// The `input_required` rounds of a tool call, in order.
+    pub async fn rounds(&self, invocation: &str) -> Result<Vec<RoundRecord>, StoreError> {
+        let invocation = invocation.to_owned();
+        self.read(move |conn| sql::rounds(conn, &invocation)).await
     }
 
     // ---- forms ----

@@ -261,6 +261,20 @@ pub struct InvocationRecord {
     pub finished_at: Option<UnixMillis>,
 }
 
+/// One `input_required` answer to a running tool call (2026-07-28): the plugin asked for input,
+/// and the call goes on after the host answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoundRecord {
+    /// 1 for the call's first `input_required` answer, and so on.
+    pub round: u32,
+    /// The keys of its `inputRequests`, in the plugin's order.
+    pub asked: Vec<String>,
+    /// Whether it carried `requestState`.
+    pub request_state: bool,
+    /// When it arrived.
+    pub at: UnixMillis,
+}
+
 /// A form a plugin asked for.
 #[derive(Debug, Clone, Copy)]
 pub struct NewForm<'a> {

@@ -96,6 +96,17 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (session_id, seq)
     ) STRICT;
     "#,
+    // 1 → 2: the `input_required` rounds of a call (2026-07-28), one row each.
+    r#"
+    CREATE TABLE invocation_rounds (
+        invocation_id  TEXT NOT NULL REFERENCES invocations(id) ON DELETE CASCADE,
+        round          INTEGER NOT NULL CHECK (round > 0),
+        asked          TEXT NOT NULL,
+        request_state  INTEGER NOT NULL CHECK (request_state IN (0, 1)),
+        at             INTEGER NOT NULL,
+        PRIMARY KEY (invocation_id, round)
+    ) STRICT;
+    "#,
 ];
 
 /// Settings of the writing connection. `synchronous = FULL` makes every commit sync the WAL,

@@ -9,7 +9,7 @@ use serde_json::value::RawValue;
 use super::error::{StoreError, is_duplicate};
 use super::records::{
     ApprovalChoice, ApprovalRecord, ApprovalStatus, EntryDetail, EntryKind, FormRecord, FormStatus,
-    InvocationRecord, InvocationStatus, SessionRecord, TranscriptEntry, UnixMillis,
+    InvocationRecord, InvocationStatus, RoundRecord, SessionRecord, TranscriptEntry, UnixMillis,
 };
 
 /// The current time in Unix milliseconds.
@@ -311,6 +311,72 @@ fn invocation_row(row: &Row<'_>) -> Result<InvocationRecord, StoreError> {
         started_at: row.get(11)?,
         finished_at: row.get(12)?,
     })
+}
+
+pub(super) fn record_round(
+    conn: &Connection,
+    invocation: &str,
+    round: u32,
+    asked: &str,
+    request_state: bool,
+) -> Result<(), StoreError> {
+    let running: Option<String> = conn
+        .prepare_cached("SELECT status FROM invocations WHERE id = ?1")?
+        .query_row(params![invocation], |row| row.get(0))
+        .optional()?;
+    match running.as_deref() {
+        None => {
+            return Err(StoreError::NotFound {
+                kind: "invocation",
+                id: invocation.to_owned(),
+            });
+        }
+        Some("running") => {}
+        Some(_) => {
+            return Err(StoreError::AlreadyResolved {
+                kind: "invocation",
+                id: invocation.to_owned(),
+                status: "finished",
+            });
+        }
+    }
+    conn.prepare_cached(
+        "INSERT INTO invocation_rounds (invocation_id, round, asked, request_state, at)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![invocation, round, asked, request_state, now()])
+    .map_err(|error| duplicate_or(error, "round", &format!("{invocation}#{round}")))?;
+    Ok(())
+}
+
+pub(super) fn rounds(conn: &Connection, invocation: &str) -> Result<Vec<RoundRecord>, StoreError> {
+    let mut statement = conn.prepare_cached(
+        "SELECT round, asked, request_state, at FROM invocation_rounds
+         WHERE invocation_id = ?1 ORDER BY round",
+    )?;
+    let rows = statement.query_map(params![invocation], |row| {
+        Ok((
+            row.get::<_, u32>(0)?,
+            row.get::<_, String>(1)?,
+            row.get(2)?,
+            row.get(3)?,
+        ))
+    })?;
+    let mut rounds = Vec::new();
+    for row in rows {
+        let (round, asked, request_state, at) = row?;
+        let asked = serde_json::from_str(&asked).map_err(|source| StoreError::StoredJson {
+            column: "invocation_rounds.asked",
+            source,
+        })?;
+        rounds.push(RoundRecord {
+            round,
+            asked,
+            request_state,
+            at,
+        });
+    }
+    Ok(rounds)
 }
 
 // ---- forms ----
