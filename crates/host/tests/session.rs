@@ -1195,7 +1195,7 @@ async fn next_round(s: &mut Watch) -> String {
 #[tokio::test]
 async fn each_round_of_a_2026_call_is_recorded_and_its_forms_are_cards_of_the_call() {
     let dir = tempfile::tempdir().unwrap();
-    let store = formwork_host::store::Store::open(&dir.path().join("formwork.db")).unwrap();
+    let store = formwork_host::store::Store::open(dir.path().join("formwork.db")).unwrap();
     let host = Host::with_store(
         mrtr_config(&dir.path().join("log")),
         HostOptions::default(),
@@ -1235,7 +1235,7 @@ async fn each_round_of_a_2026_call_is_recorded_and_its_forms_are_cards_of_the_ca
     );
     host.shutdown().await;
 
-    let store = formwork_host::store::Store::open(&dir.path().join("formwork.db")).unwrap();
+    let store = formwork_host::store::Store::open(dir.path().join("formwork.db")).unwrap();
     let rounds: Vec<(u32, usize, bool)> = store
         .rounds(&call_id)
         .await
