@@ -1,5 +1,6 @@
-//! `formwork` against a plugin on the official Python SDK that asks through 2026-07-28 rounds
-//! (tests/peers/py_mrtr_plugin.py): `server/discover` instead of `initialize`, the request envelope
+//! `formwork` against plugins that ask through 2026-07-28 rounds, on the official Python SDK
+//! (tests/peers/py_mrtr_plugin.py) and TypeScript SDK 2.4.0 (tests/peers/ts2_mrtr_plugin.mjs):
+//! `server/discover` instead of `initialize`, the request envelope
 //! in every `_meta`, and each `input_required` result answered and retried under a new id with the
 //! same params, `inputResponses` and `requestState` as it came.
 
@@ -10,15 +11,19 @@ mod common;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{Output, TempFile, python_plugin};
+use common::{Output, TempFile, node_plugin, python_plugin};
 use serde_json::{Value, json};
 
 const PLUGIN: &str = "py_mrtr_plugin.py";
 
-/// `formwork call <tool>` with `answers`, the wire logged.
+/// `formwork call <tool>` of the Python plugin with `answers`, the wire logged.
 fn call(tool: &str, answers: Value, flags: &[&str]) -> Output {
+    call_plugin(&python_plugin(PLUGIN), tool, answers, flags)
+}
+
+fn call_plugin(plugin: &str, tool: &str, answers: Value, flags: &[&str]) -> Output {
     let file = TempFile::new(&answers.to_string());
-    let plugin = python_plugin(PLUGIN);
+    let plugin = plugin.to_owned();
     let path = file.path.display().to_string();
     let mut args = vec!["call", tool, "--plugin", &plugin, "--answers", &path];
     args.extend(flags);
@@ -252,4 +257,54 @@ fn the_same_tool_on_2025_11_25_pushes_its_forms() {
             "elicitation/create"
         ]
     );
+}
+
+/// The TypeScript SDK 2.4.0 plugin: two rounds with its own state, two forms in one round, a
+/// state-only round and URL mode, each ending with what the plugin received.
+#[test]
+fn the_typescript_sdk_2_plugin_gets_every_round_answered() {
+    let plugin = node_plugin("ts2_mrtr_plugin.mjs");
+    let deploy = call_plugin(
+        &plugin,
+        "deploy",
+        json!([{"target": "production"}, {"confirm": true}]),
+        &[],
+    );
+    deploy.assert_code(0);
+    assert_eq!(
+        deploy.text(),
+        r#"target: production; confirm: accept {"confirm":true}"#
+    );
+    let sent = calls(&deploy);
+    assert_eq!(sent.len(), 3);
+    assert_eq!(sent[1]["params"].get("requestState"), None);
+    assert_eq!(
+        sent[2]["params"]["requestState"],
+        r#"{"target":"production"}"#
+    );
+    for (tool, answers, expected) in [
+        (
+            "two_forms",
+            json!([{"name": "Ada"}, {"color": "red"}]),
+            r#"name: accept {"name":"Ada"}; color: accept {"color":"red"}"#,
+        ),
+        ("state_only", json!([]), "state: come back later"),
+        ("open_url", json!([{"action": "accept"}]), "link: accept"),
+    ] {
+        let output = call_plugin(&plugin, tool, answers, &[]);
+        output.assert_code(0);
+        assert_eq!(output.text(), expected, "{tool}: {output}");
+    }
+    // On a handshake connection the SDK's shim pushes the same forms.
+    let legacy = call_plugin(
+        &plugin,
+        "deploy",
+        json!([{"target": "production"}, {"confirm": true}]),
+        &["--protocol", "2025-11-25"],
+    );
+    assert_eq!(
+        legacy.text(),
+        r#"target: production; confirm: accept {"confirm":true}"#
+    );
+    assert_eq!(calls(&legacy).len(), 1);
 }
