@@ -23,7 +23,8 @@ Tools:
 Command-line helpers for the tests: `--print-params N` prints the `params` of case N's last request;
 `--print-tools` prints the tool list; `--endless-tools BYTES` serves, but answers every `tools/list` with a new page
 (one tool whose description is BYTES long) and a new cursor, for ever; `--stop-reading` answers `initialize`, then
-never reads its input again.
+never reads its input again; `--modern` offers 2026-07-28 in `server/discover`, and its `hostile_round {kind}` answers
+with the malformed `input_required` result ROUNDS[kind], then (when retried) with the `inputResponses` it got, as text.
 """
 
 import json
@@ -33,6 +34,31 @@ import sys
 import time
 
 TIMEOUT_SECONDS = 5.0
+
+# Malformed or unexpected 2026-07-28 `input_required` results, by kind.
+ROUNDS = {
+    "requests_not_object": {"resultType": "input_required", "inputRequests": ["a"]},
+    "no_method": {"resultType": "input_required", "inputRequests": {"a": {"params": {}}}},
+    "unknown_kind": {"resultType": "input_required", "inputRequests": {"a": {"method": "tasks/create", "params": {}}}},
+    "roots": {"resultType": "input_required", "inputRequests": {"a": {"method": "roots/list"}}},
+    "params_not_object": {
+        "resultType": "input_required",
+        "inputRequests": {"a": {"method": "elicitation/create", "params": "hello"}},
+    },
+    "unshowable_schema": {
+        "resultType": "input_required",
+        "inputRequests": {
+            "a": {
+                "method": "elicitation/create",
+                "params": {"message": "m", "requestedSchema": {"type": "object", "properties": {"x": {"type": "object"}}}},
+            }
+        },
+        "requestState": "kept",
+    },
+    "neither": {"resultType": "input_required"},
+    "state_not_string": {"resultType": "input_required", "requestState": 5},
+    "other_type": {"resultType": "task", "task": {"taskId": "t"}},
+}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -292,10 +318,11 @@ class Stdio:
 
 
 class Plugin:
-    def __init__(self, endless_tools=None):
+    def __init__(self, endless_tools=None, modern=False):
         self.io = Stdio()
         self.last_id = 100
         self.endless_tools = endless_tools
+        self.modern = modern
 
     def next_id(self):
         self.last_id += 1
@@ -328,6 +355,17 @@ class Plugin:
                     "serverInfo": {"name": "hostile-plugin", "version": "0.1.0"},
                 },
             )
+        elif method == "server/discover" and self.modern:
+            self.answer(
+                request_id,
+                {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}, "resultType": "complete"},
+            )
+        elif method == "tools/call" and params.get("name") == "hostile_round":
+            if "inputResponses" in params or "requestState" in params:
+                got = {key: params[key] for key in ("inputResponses", "requestState") if key in params}
+                self.answer(request_id, text("retried with " + json.dumps(got, separators=(",", ":"))))
+            else:
+                self.answer(request_id, ROUNDS[(params.get("arguments") or {})["kind"]])
         elif method == "ping":
             self.answer(request_id, {})
         elif method == "tools/list" and self.endless_tools is not None:
@@ -467,6 +505,8 @@ def main(argv):
                 break  # and not one byte more
         while True:
             time.sleep(60)
+    elif len(argv) == 2 and argv[1] == "--modern":
+        Plugin(modern=True).serve()
     elif len(argv) == 3 and argv[1] == "--endless-tools":
         Plugin(endless_tools=int(argv[2])).serve()
     else:

@@ -586,3 +586,49 @@ fn unreachable_plugin_exits_2() {
     );
     assert_eq!(report["symptoms"], json!([]), "{output}");
 }
+
+/// The doctor says which era the connection speaks, and why.
+#[test]
+fn the_report_names_the_era_and_why() {
+    let era = |plugin: String, extra: &[&str]| {
+        let mut args = vec!["doctor".to_owned(), "--plugin".to_owned(), plugin];
+        args.extend(extra.iter().map(|arg| (*arg).to_owned()));
+        let output = formwork(&args, None);
+        let connection = output.json()["connection"].clone();
+        [
+            "requested_protocol_version",
+            "protocol_version",
+            "era",
+            "era_reason",
+        ]
+        .map(|key| connection[key].as_str().unwrap_or_default().to_owned())
+    };
+    let modern = common::python_plugin("py_mrtr_plugin.py");
+    assert_eq!(
+        era(modern.clone(), &[]),
+        [
+            "auto",
+            "2026-07-28",
+            "modern",
+            r#"`server/discover` offered ["2026-07-28"]"#
+        ]
+    );
+    assert_eq!(
+        era(modern, &["--protocol", "2025-11-25"]),
+        [
+            "2025-11-25",
+            "2025-11-25",
+            "handshake",
+            "2025-11-25 was asked for (`protocol_version` or `--protocol`)"
+        ]
+    );
+    assert_eq!(
+        era(plugin(""), &[]),
+        [
+            "auto",
+            "2025-11-25",
+            "handshake",
+            "`server/discover` answered -32601 Method not found"
+        ]
+    );
+}

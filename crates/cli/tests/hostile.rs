@@ -322,3 +322,57 @@ fn a_plugins_error_message_is_printed_inert() {
         "{output}"
     );
 }
+
+/// Malformed or unexpected 2026-07-28 `input_required` results end the call with an error that
+/// says what is wrong; a form that cannot be shown is declined and the call goes on.
+#[test]
+fn malformed_rounds_end_the_call_with_a_clear_error() {
+    let plugin = format!("{} --modern", python_plugin("hostile_plugin.py"));
+    for (kind, expected) in [
+        ("requests_not_object", "`inputRequests` must be an object"),
+        ("no_method", r#"inputRequests["a"] has no `method`"#),
+        (
+            "unknown_kind",
+            r#"inputRequests["a"] asks for `tasks/create`, which formwork does not know"#,
+        ),
+        (
+            "roots",
+            r#"inputRequests["a"] asks for `roots/list`, which formwork does not offer (it declares no roots capability)"#,
+        ),
+        (
+            "params_not_object",
+            r#"inputRequests["a"]: elicitation/create params must be an object"#,
+        ),
+        (
+            "neither",
+            "an `input_required` result needs `inputRequests` or `requestState`",
+        ),
+        ("state_not_string", "`requestState` must be a string"),
+        (
+            "other_type",
+            "the result type `task` is not one formwork handles",
+        ),
+    ] {
+        let output = call(
+            &plugin,
+            "hostile_round",
+            Some(json!({ "kind": kind })),
+            Answers::AcceptDefaults,
+        );
+        output.assert_code(2);
+        output.assert_stderr_mentions(&format!(
+            "formwork: tools/call returned an invalid result: {expected}"
+        ));
+    }
+    let output = call(
+        &plugin,
+        "hostile_round",
+        Some(json!({ "kind": "unshowable_schema" })),
+        Answers::AcceptDefaults,
+    );
+    output.assert_code(0);
+    assert_eq!(
+        output.text(),
+        r#"retried with {"inputResponses":{"a":{"action":"decline"}},"requestState":"kept"}"#
+    );
+}

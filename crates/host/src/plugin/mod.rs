@@ -208,7 +208,10 @@ async fn open(
         }
         reason
     } else {
-        format!("the config asks for {}", era::handshake_version(choice))
+        format!(
+            "{} was asked for (`protocol_version` or `--protocol`)",
+            era::handshake_version(choice)
+        )
     };
 
     let params = json!({
