@@ -24,7 +24,9 @@ Command-line helpers for the tests: `--print-params N` prints the `params` of ca
 `--print-tools` prints the tool list; `--endless-tools BYTES` serves, but answers every `tools/list` with a new page
 (one tool whose description is BYTES long) and a new cursor, for ever; `--stop-reading` answers `initialize`, then
 never reads its input again; `--modern` offers 2026-07-28 in `server/discover`, and its `hostile_round {kind}` answers
-with the malformed `input_required` result ROUNDS[kind], then (when retried) with the `inputResponses` it got, as text.
+with the malformed `input_required` result ROUNDS[kind], then (when retried) with the `inputResponses` it got, as text;
+`--modern-slow` is `--modern` that answers `server/discover` only after 11 s (a plugin busy starting), and from then
+on refuses `initialize` as a 2026-07-28-only server does (-32022).
 """
 
 import json
@@ -318,11 +320,13 @@ class Stdio:
 
 
 class Plugin:
-    def __init__(self, endless_tools=None, modern=False):
+    def __init__(self, endless_tools=None, modern=False, slow_discover=False):
         self.io = Stdio()
         self.last_id = 100
         self.endless_tools = endless_tools
         self.modern = modern
+        self.slow_discover = slow_discover
+        self.discovered = False
 
     def next_id(self):
         self.last_id += 1
@@ -346,7 +350,10 @@ class Plugin:
             return  # a notification, or a response nobody waits for
         request_id = message["id"]
         params = message.get("params") or {}
-        if method == "initialize":
+        if method == "initialize" and self.discovered:
+            error = {"code": -32022, "message": "this connection speaks 2026-07-28", "data": {"supported": ["2026-07-28"]}}
+            self.io.send({"jsonrpc": "2.0", "id": request_id, "error": error})
+        elif method == "initialize":
             self.answer(
                 request_id,
                 {
@@ -356,6 +363,9 @@ class Plugin:
                 },
             )
         elif method == "server/discover" and self.modern:
+            if self.slow_discover and not self.discovered:
+                time.sleep(11)
+            self.discovered = True
             self.answer(
                 request_id,
                 {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}, "resultType": "complete"},
@@ -507,6 +517,8 @@ def main(argv):
             time.sleep(60)
     elif len(argv) == 2 and argv[1] == "--modern":
         Plugin(modern=True).serve()
+    elif len(argv) == 2 and argv[1] == "--modern-slow":
+        Plugin(modern=True, slow_discover=True).serve()
     elif len(argv) == 3 and argv[1] == "--endless-tools":
         Plugin(endless_tools=int(argv[2])).serve()
     else:

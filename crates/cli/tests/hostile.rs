@@ -376,3 +376,19 @@ fn malformed_rounds_end_the_call_with_a_clear_error() {
         r#"retried with {"inputResponses":{"a":{"action":"decline"}},"requestState":"kept"}"#
     );
 }
+
+/// A plugin that answers `server/discover` only after formwork moved on to `initialize`, and
+/// then refuses `initialize` as a 2026-07-28-only server does, is asked again: it connects in
+/// the modern era.
+#[test]
+fn a_late_discover_answer_still_gets_the_modern_era() {
+    let plugin = format!("{} --modern-slow", python_plugin("hostile_plugin.py"));
+    let output = formwork(&["doctor", "--plugin", &plugin], None);
+    let connection = &output.json()["connection"];
+    assert_eq!(connection["connected"], true, "{output}");
+    assert_eq!(connection["era"], "modern", "{output}");
+    assert_eq!(
+        connection["era_reason"],
+        r#"`server/discover` offered ["2026-07-28"] (after its first answer came too late)"#
+    );
+}
