@@ -27,17 +27,9 @@ const RED_PIXEL_PNG: &str =
 /// One millisecond of silence: a WAV file of 8 unsigned 8-bit samples at 8 kHz.
 const SILENT_WAV: &str = "UklGRiwAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQgAAACAgICAgICAgA==";
 
-/// Log levels from the least to the most severe, as `logging/setLevel` names them.
-const LOG_LEVELS: [&str; 8] = [
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-];
+/// The severity rank of `info`, the level of the logging tool's messages (`debug` is 0,
+/// `emergency` 7).
+const INFO: usize = 1;
 
 /// The pause between the messages that the logging and progress tools send.
 const STEP: Duration = Duration::from_millis(50);
@@ -48,7 +40,7 @@ const RESUME_PATIENCE: Duration = Duration::from_secs(10);
 /// One MCP session's server: its only state is the log level the client set.
 #[derive(Default)]
 pub struct ConformanceServer {
-    /// Index in `LOG_LEVELS` of the least severe level still sent (0 until the client sets one).
+    /// Severity rank of the least severe level still sent (0, `debug`, until the client sets one).
     log_threshold: AtomicUsize,
 }
 
@@ -374,12 +366,17 @@ impl ServerHandler for ConformanceServer {
         request: rmcp::model::SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let level = serde_json::to_value(request.level)
-            .map_err(|err| ErrorData::internal_error(err.to_string(), None))?;
-        let threshold = LOG_LEVELS
-            .iter()
-            .position(|name| level == *name)
-            .ok_or_else(|| ErrorData::invalid_params(format!("unknown log level {level}"), None))?;
+        use rmcp::model::LoggingLevel;
+        let threshold = match request.level {
+            LoggingLevel::Debug => 0,
+            LoggingLevel::Info => INFO,
+            LoggingLevel::Notice => 2,
+            LoggingLevel::Warning => 3,
+            LoggingLevel::Error => 4,
+            LoggingLevel::Critical => 5,
+            LoggingLevel::Alert => 6,
+            LoggingLevel::Emergency => 7,
+        };
         self.log_threshold.store(threshold, Ordering::Relaxed);
         Ok(())
     }
@@ -391,7 +388,6 @@ impl ConformanceServer {
         &self,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let info = 1;
         let messages = [
             "Tool execution started",
             "Tool processing data",
@@ -401,7 +397,7 @@ impl ConformanceServer {
             if idx > 0 {
                 tokio::time::sleep(STEP).await;
             }
-            if self.log_threshold.load(Ordering::Relaxed) <= info {
+            if self.log_threshold.load(Ordering::Relaxed) <= INFO {
                 let params = from_json(
                     json!({"level": "info", "logger": "sdk-conformance", "data": message}),
                 )?;

@@ -3,15 +3,17 @@
 //! check failing or warning. Needs the test peers (`FORMWORK_PEERS`, set by `cargo xtask test`),
 //! whose node 22 runs the suite.
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::ffi::OsString;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::{
+    Server, node_bin_dir, npm_peers_dir, path_with_node, wait_bounded, wait_bounded_output,
+};
 use serde_json::Value;
 
 /// What `conformance list --server` names in 0.1.16: the run must report on each of them.
@@ -107,66 +109,25 @@ fn every_server_scenario_passes() {
     );
 }
 
-/// A browser page on another site may reach a loopback server (DNS rebinding, or a plain
-/// cross-origin request): the server refuses a foreign `Origin` even when `Host` is its own, and
-/// accepts its own origin. (The suite's scenario only sends both headers foreign at once.)
+/// `logging/setLevel` filters: with the level at `warning` the logging tool's `info` messages are
+/// not sent; at `info` they are (`tests/peers/log_level_client.mjs`, on the TS SDK).
 #[test]
-fn a_foreign_origin_is_refused() {
+fn log_messages_below_the_level_are_not_sent() {
     let server = Server::start();
-    let own = format!("http://127.0.0.1:{}", server.port);
-    for (origin, expected) in [
-        ("http://evil.example.com", 403),
-        ("http://localhost.evil.example.com", 403),
-        (own.as_str(), 200),
-    ] {
-        assert_eq!(
-            initialize_status(server.port, origin),
-            expected,
-            "Origin: {origin}"
-        );
-    }
-}
-
-/// The server under test, killed when dropped.
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Server {
-    /// Starts `sdk-conformance --port 0` and reads the port it chose from its first line.
-    fn start() -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_sdk-conformance"))
-            .args(["--port", "0"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start sdk-conformance");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("read the server's first line");
-        let port = line
-            .trim()
-            .strip_prefix("listening ")
-            .and_then(|port| port.parse().ok());
-        let Some(port) = port else {
-            let _ = child.kill();
-            panic!("sdk-conformance did not say where it listens: {line:?}");
-        };
-        Self { child, port }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/mcp", self.port)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    let client = Command::new(node_bin_dir().join("node"))
+        .arg(npm_peers_dir().join("log_level_client.mjs"))
+        .arg(server.url())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the log-level client");
+    let (status, stdout, stderr) = wait_bounded_output(client, Duration::from_secs(60));
+    assert!(status.success(), "log-level client: {status}\n{stderr}");
+    assert_eq!(
+        stdout,
+        "[\"Tool execution started\",\"Tool processing data\",\"Tool execution completed\"]\n",
+        "{stderr}"
+    );
 }
 
 /// One check of a scenario, as the suite writes it in `checks.json`.
@@ -253,64 +214,4 @@ fn summarize(checks: &BTreeMap<String, Vec<Check>>) -> String {
         ));
     }
     summary
-}
-
-/// The HTTP status of an `initialize` POST with the server's own `Host` and the given `Origin`.
-fn initialize_status(port: u16, origin: &str) -> u16 {
-    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"origin-test","version":"1"}}}"#;
-    let request = format!(
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: {origin}\r\n\
-         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("read timeout");
-    stream.write_all(request.as_bytes()).expect("send");
-    let mut head = [0; 12];
-    stream.read_exact(&mut head).expect("status line");
-    let head = String::from_utf8_lossy(&head);
-    head.strip_prefix("HTTP/1.1 ")
-        .and_then(|code| code.trim().parse().ok())
-        .unwrap_or_else(|| panic!("not an HTTP status line: {head:?}"))
-}
-
-/// Waits for `child`, killing it and failing the test after `timeout`.
-fn wait_bounded(mut child: Child, timeout: Duration) -> ExitStatus {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(status) = child.try_wait().expect("wait for the suite") {
-            return status;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the conformance suite did not finish in {timeout:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Node 22 and the suite, from the `node` and conformance npm packages of the test peers.
-fn node_bin_dir() -> PathBuf {
-    let Some(peers) = std::env::var_os("FORMWORK_PEERS") else {
-        panic!("FORMWORK_PEERS is not set: run `cargo xtask test` to install the test peers");
-    };
-    let dir = PathBuf::from(peers).join("npm/node_modules/.bin");
-    assert!(
-        dir.join("conformance").is_file(),
-        "{} has no conformance suite: run `cargo xtask peers`",
-        dir.display()
-    );
-    dir
-}
-
-/// `PATH` with node 22 first: the suite crashes on older node.
-fn path_with_node() -> OsString {
-    let mut path = OsString::from(node_bin_dir());
-    path.push(":");
-    path.push(std::env::var_os("PATH").unwrap_or_default());
-    path
 }
