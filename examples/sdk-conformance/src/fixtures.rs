@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
-    GetPromptRequestParams, GetPromptResponse, JsonObject, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ServerConfig, SubscribeRequestParams,
-    UnsubscribeRequestParams,
+    ContentBlock, GetPromptRequestParams, GetPromptResponse, GetPromptResult, JsonObject,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    ServerConfig, SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -162,7 +162,7 @@ impl ServerHandler for ConformanceServer {
             "test_tool_with_progress" => call_with_progress(&context).await?,
             "test_error_handling" => {
                 let text = "This tool intentionally returns an error for testing";
-                CallToolResult::error(vec![rmcp::model::ContentBlock::text(text)])
+                error_result(text)
             }
             "test_sampling" => call_sampling(&arguments, &context).await?,
             "test_reconnection" => call_reconnection(&context).await,
@@ -247,8 +247,7 @@ impl ServerHandler for ConformanceServer {
                 None => return Err(unknown_resource(uri)),
             },
         };
-        from_json::<rmcp::model::ReadResourceResult>(json!({ "contents": [content] }))
-            .map(Into::into)
+        from_json::<ReadResourceResult>(json!({ "contents": [content] })).map(Into::into)
     }
 
     /// The resources never change, so a subscription needs no bookkeeping: it is accepted for
@@ -333,7 +332,7 @@ impl ServerHandler for ConformanceServer {
                 ));
             }
         };
-        from_json::<rmcp::model::GetPromptResult>(json!({ "messages": messages })).map(Into::into)
+        from_json::<GetPromptResult>(json!({ "messages": messages })).map(Into::into)
     }
 
     /// Completes `arg1` of `test_prompt_with_arguments` from a short fixed list, by prefix.
@@ -486,11 +485,11 @@ fn tool(name: &str, description: &str) -> Value {
 }
 
 fn text_result(text: &str) -> CallToolResult {
-    CallToolResult::success(vec![rmcp::model::ContentBlock::text(text)])
+    CallToolResult::success(vec![ContentBlock::text(text)])
 }
 
 fn error_result(text: &str) -> CallToolResult {
-    CallToolResult::error(vec![rmcp::model::ContentBlock::text(text)])
+    CallToolResult::error(vec![ContentBlock::text(text)])
 }
 
 /// The id in `test://template/{id}/data`.

@@ -41,6 +41,28 @@ fn only_loopback_hosts_and_origins_are_served() {
     }
 }
 
+/// The handshake declares what the fixtures serve, on the revision the suite tests.
+#[test]
+fn initialize_declares_the_fixtures_capabilities() {
+    let server = Server::start();
+    let host = format!("127.0.0.1:{}", server.port);
+    let response = post(server.port, &[("Host", &host)], &initialize(0));
+    assert_eq!(
+        sse_messages(&response.body),
+        [json!({"jsonrpc": "2.0", "id": 0, "result": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {
+                "completions": {},
+                "logging": {},
+                "prompts": {},
+                "resources": {"subscribe": true},
+                "tools": {},
+            },
+            "serverInfo": {"name": "sdk-conformance", "version": env!("CARGO_PKG_VERSION")},
+        }})]
+    );
+}
+
 #[test]
 fn answers_outside_the_scenarios() {
     let server = Server::start();
@@ -56,6 +78,11 @@ fn answers_outside_the_scenarios() {
         "tools/call",
         json!({"name": "no_such_tool"}),
         json!({"error": {"code": -32602, "message": "unknown tool `no_such_tool`"}}),
+    );
+    check(
+        "tools/call",
+        json!({"name": "json_schema_2020_12_tool", "arguments": {"name": "Ada"}}),
+        json!({"result": {"content": [{"type": "text", "text": "The arguments were accepted."}], "isError": false}}),
     );
     // The session's client declared neither sampling nor elicitation.
     check(
