@@ -2,7 +2,10 @@
 //!
 //! Steps: format, dependency direction, clippy, the test peers, the conformance client, `cargo test`. A failing
 //! step does not stop the later ones (except that no test runs without peers), so one run reports every problem;
-//! the command fails at the end naming each failed step.
+//! the command fails at the end naming each failed step. `cargo test` runs the conformance suite both ways: its
+//! client scenarios against `examples/conformance-client` (crates/cli/tests/conformance.rs) and its server
+//! scenarios against `examples/sdk-conformance` (that package's tests/server_scenarios.rs, which builds its own
+//! binary, so it needs no build step here).
 
 use std::ffi::OsString;
 use std::path::Path;
