@@ -295,3 +295,17 @@ fn openai_additions_are_checked_where_they_go() {
         Err("field `nope` is not a field of this form".into())
     );
 }
+
+/// On 2026-07-28 the question travels inside rmcp's typed `InputRequest`; every field kind must come
+/// out of it exactly as written (`Forms::run` refuses to send a question rmcp would change).
+#[test]
+fn every_field_kind_survives_rmcps_typed_input_request() {
+    let question = json!({"method": "elicitation/create", "params": {
+        "mode": "form",
+        "message": "Everything?",
+        "requestedSchema": Everything::form().expect("a form").to_value(),
+    }});
+    let typed: rmcp::model::InputRequest =
+        serde_json::from_value(question.clone()).expect("an input request");
+    assert_eq!(serde_json::to_value(&typed).expect("JSON"), question);
+}
