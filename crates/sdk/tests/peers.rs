@@ -102,12 +102,18 @@ fn finish(mut command: Command, log: &std::path::Path) -> Run {
     Run { report, wire }
 }
 
-fn ts(tool: &str, answers: &str) -> Run {
+/// The TS SDK 1.32.2 client (`era` None) or the TS SDK 2.4.0 client in `era`.
+fn ts(era: Option<&str>, tool: &str, answers: &str) -> Run {
     let dir = tempfile::tempdir().expect("a temp dir");
     let log = dir.path().join("wire.log");
     let mut command = Command::new(peers_dir().join("npm/node_modules/.bin/node"));
+    match era {
+        None => command.arg(peers_dir().join("npm/sdk_ts_client.mjs")),
+        Some(era) => command
+            .arg(peers_dir().join("npm/sdk_ts2_client.mjs"))
+            .arg(era),
+    };
     command
-        .arg(peers_dir().join("npm/sdk_ts_client.mjs"))
         .args([tool, answers, "--"])
         .arg(peers_dir().join("venv/bin/python"))
         .arg(repo_root().join("tests/peers/sdk_py_client.py"))
@@ -452,6 +458,7 @@ fn modern_expired_state_is_refused() {
 
 fn ts1_push_reads_the_answers() {
     let run = ts(
+        None,
         "deploy_twice",
         &format!(r#"[{GOOD_DEPLOY},{{"action":"decline"}}]"#),
     );
@@ -466,8 +473,41 @@ fn ts1_push_reads_the_answers() {
 }
 
 fn ts1_content_that_does_not_fit_is_invalid() {
-    let run = ts("deploy", &format!("[{BAD_DEPLOY}]"));
+    let run = ts(None, "deploy", &format!("[{BAD_DEPLOY}]"));
     assert_eq!(reply(&run), r#"Invalid("replicas: must be at most 5")"#);
+}
+
+fn ts2_modern_rounds_ask_again_and_carry_answers() {
+    let run = ts(
+        Some("2026-07-28"),
+        "deploy_twice",
+        &format!(r#"[{BAD_DEPLOY},{GOOD_DEPLOY},{{"action":"accept","content":{{"sure":true}}}}]"#),
+    );
+    assert_eq!(pushed(&run), Vec::<Value>::new());
+    let asked: Vec<Value> = call_results(&run)
+        .iter()
+        .map(|message| message["result"]["inputRequests"].clone())
+        .collect();
+    let deploy = json!({"ask-1": {"method": "elicitation/create", "params": {
+        "mode": "form", "message": "Where to deploy?", "requestedSchema": deploy_form(),
+    }}});
+    let confirm = json!({"ask-2": {"method": "elicitation/create", "params": {
+        "mode": "form", "message": "Deploy now?", "requestedSchema": confirm_form(),
+    }}});
+    assert_eq!(asked, [deploy.clone(), deploy, confirm, Value::Null]);
+    assert_eq!(
+        reply(&run),
+        format!("{DEPLOYED} then Accepted(Confirm {{ sure: true }})")
+    );
+}
+
+fn ts2_handshake_push_reads_the_answer() {
+    let run = ts(Some("legacy"), "deploy", &format!("[{GOOD_DEPLOY}]"));
+    assert_eq!(
+        run.report["received"],
+        json!([{"mode": "form", "message": "Where to deploy?", "requestedSchema": deploy_form(), "_meta": {"progressToken": 0}}])
+    );
+    assert_eq!(reply(&run), DEPLOYED);
 }
 
 type Case = (&'static str, fn());
@@ -535,6 +575,14 @@ const CASES: &[Case] = &[
         modern_expired_state_is_refused,
     ),
     ("ts1_push_reads_the_answers", ts1_push_reads_the_answers),
+    (
+        "ts2_modern_rounds_ask_again_and_carry_answers",
+        ts2_modern_rounds_ask_again_and_carry_answers,
+    ),
+    (
+        "ts2_handshake_push_reads_the_answer",
+        ts2_handshake_push_reads_the_answer,
+    ),
     (
         "ts1_content_that_does_not_fit_is_invalid",
         ts1_content_that_does_not_fit_is_invalid,
