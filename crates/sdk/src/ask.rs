@@ -347,18 +347,6 @@ fn accepted<T: Elicit>(form: &FormSchema, content: Option<&Value>) -> Result<T, 
     let Some(fields) = content.as_object() else {
         return Err(format!("content is not an object: {content}"));
     };
-    let checked = formwork_forms::parse_schema(&form.to_value()).map_err(|e| e.to_string())?;
-    checked
-        .validate(fields)
-        .map_err(|errors| errors.to_string())?;
-    for (key, uris) in form.resource_choices() {
-        if let Some(value) = fields.get(key).and_then(Value::as_str)
-            && !uris.contains(&value)
-        {
-            return Err(format!(
-                "{key}: {value:?} is not one of the offered resources"
-            ));
-        }
-    }
+    form.check_content(fields)?;
     serde_json::from_value(content.clone()).map_err(|error| error.to_string())
 }

@@ -175,13 +175,27 @@ pub enum UploadKind {
     Directory,
 }
 
-/// A resource picker on a `format: "uri"` string field (`x-openai-input`): the answer is the URI
-/// of the picked resource.
+/// How a list picker's answer is formed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Selection {
+    /// The person selects and deselects options; without uploads the answer holds offered URIs only.
+    Explicit,
+    /// Every resource still listed when the form is submitted is the answer; uploads are always
+    /// allowed.
+    Implicit,
+}
+
+/// A resource picker (`x-openai-input`) on a `format: "uri"` string field, whose answer is the URI of
+/// the picked resource, or on a list of them, whose answer lists the picked URIs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceInput {
     #[serde(rename = "type")]
     kind: &'static str,
+    /// How a list picker's answer is formed (list pickers only; the client's default is explicit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub selection: Option<Selection>,
     /// The resources offered.
     pub options: Vec<ResourceOption>,
     /// Uploads the person may add; without them the answer must be one of `options`.
@@ -194,9 +208,16 @@ impl ResourceInput {
     pub fn new(options: Vec<ResourceOption>) -> Self {
         ResourceInput {
             kind: "resource",
+            selection: None,
             options,
             user_options: None,
         }
+    }
+
+    /// Sets how a list picker's answer is formed.
+    pub fn selection(mut self, selection: Selection) -> Self {
+        self.selection = Some(selection);
+        self
     }
 
     /// Lets the person add resources of their own.

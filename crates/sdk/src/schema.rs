@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
 
-use crate::openai::{ResourceInput, Suggestion, Thumbnail};
+use crate::openai::{ResourceInput, Selection, Suggestion, Thumbnail};
 
 type Object = Map<String, Value>;
 
@@ -126,6 +126,60 @@ impl FormSchema {
         Value::Object(root)
     }
 
+    /// The schema without its multi-resource pickers, which the form engine does not read: they are
+    /// checked by [`FormSchema::check_content`] itself.
+    fn engine_schema(&self) -> Value {
+        let mut checked = self.clone();
+        checked
+            .properties
+            .retain(|_, schema| !schema.as_object().is_some_and(is_free_list));
+        checked
+            .required
+            .retain(|key| checked.properties.contains_key(key));
+        checked.to_value()
+    }
+
+    /// Checks accepted `content` against the form: the form engine checks every field but the
+    /// multi-resource pickers, which are checked here (URIs, item counts), and the answer to a
+    /// picker without uploads must name offered resources. The text lists what is wrong, one
+    /// `key: message` per line.
+    pub(crate) fn check_content(&self, content: &Object) -> Result<(), String> {
+        let engine =
+            formwork_forms::parse_schema(&self.engine_schema()).map_err(|e| e.to_string())?;
+        let mut plain = content.clone();
+        let mut errors = Vec::new();
+        for (key, schema) in &self.properties {
+            let Some(schema) = schema.as_object().filter(|schema| is_free_list(schema)) else {
+                continue;
+            };
+            match plain.remove(key) {
+                None if self.required.contains(key) => errors.push(format!("{key}: is required")),
+                None => {}
+                Some(value) => errors.extend(check_uri_list(key, schema, &value)),
+            }
+        }
+        if let Err(found) = engine.validate(&plain) {
+            errors.extend(found.errors.iter().map(ToString::to_string));
+        }
+        for (key, uris) in self.resource_choices() {
+            let answered: Vec<&str> = match content.get(key) {
+                Some(Value::String(uri)) => vec![uri.as_str()],
+                Some(Value::Array(list)) => list.iter().filter_map(Value::as_str).collect(),
+                _ => Vec::new(),
+            };
+            for uri in answered.into_iter().filter(|uri| !uris.contains(uri)) {
+                errors.push(format!(
+                    "{key}: {uri:?} is not one of the offered resources"
+                ));
+            }
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors.join("\n"))
+        }
+    }
+
     /// Whether the form uses the `openai/elicitation` vocabulary (`pattern`, option descriptions,
     /// thumbnails, suggestions, resource pickers), so only clients with that extension can show it.
     pub fn uses_openai_vocabulary(&self) -> bool {
@@ -209,29 +263,47 @@ impl FormSchema {
         Ok(self)
     }
 
-    /// Makes the string field `key` a resource picker: the answer is a picked resource's URI (or,
-    /// with uploads allowed, a URI the client supplies).
+    /// Makes the field `key` a resource picker: a string field picks one resource (the answer is
+    /// its URI), a `Vec<String>` field picks several (the answer lists their URIs). With uploads
+    /// allowed the client may also answer URIs of its own.
     pub fn resource_input(
         &mut self,
         key: &str,
         input: ResourceInput,
     ) -> Result<&mut Self, SchemaError> {
         let schema = self.property_mut(key)?;
-        if !is_free_text(schema) {
+        let target = if is_free_text(schema) {
+            if input.selection.is_some() {
+                return Err(SchemaError::field(
+                    key,
+                    "picks one resource; `selection` is for a list of them",
+                ));
+            }
+            &mut *schema
+        } else if is_free_list(schema) {
+            if input.selection == Some(Selection::Implicit) && schema.contains_key("default") {
+                return Err(SchemaError::field(
+                    key,
+                    "has a default; an implicit selection cannot have one",
+                ));
+            }
+            match schema.get_mut("items").and_then(Value::as_object_mut) {
+                Some(items) => items,
+                None => return Err(SchemaError::field(key, "has no item schema")),
+            }
+        } else {
             return Err(SchemaError::field(
                 key,
-                "can be a resource picker only as a free-text string",
+                "can be a resource picker only as a free-text string or a list of them",
             ));
-        }
-        match schema.get("format") {
-            None => {
-                insert_after(
-                    schema,
-                    "format",
-                    json!("uri"),
-                    &["type", "title", "description"],
-                );
-            }
+        };
+        match target.get("format") {
+            None => insert_after(
+                target,
+                "format",
+                json!("uri"),
+                &["type", "title", "description"],
+            ),
             Some(format) if format == "uri" => {}
             Some(format) => {
                 return Err(SchemaError::field(
@@ -246,10 +318,12 @@ impl FormSchema {
 
     /// The URIs an answer to `key` must be one of: the options of a resource picker without
     /// uploads.
-    pub(crate) fn resource_choices(&self) -> impl Iterator<Item = (&str, Vec<&str>)> {
+    fn resource_choices(&self) -> impl Iterator<Item = (&str, Vec<&str>)> {
         self.properties.iter().filter_map(|(key, schema)| {
             let input = schema.get("x-openai-input")?;
-            if input.get("userOptions").is_some() {
+            if input.get("userOptions").is_some()
+                || input.get("selection") == Some(&json!("implicit"))
+            {
                 return None;
             }
             let uris = input
@@ -263,8 +337,56 @@ impl FormSchema {
     }
 }
 
+/// The problems of `value` as the answer to the multi-resource picker `key`.
+fn check_uri_list(key: &str, schema: &Object, value: &Value) -> Vec<String> {
+    let Some(list) = value.as_array() else {
+        return vec![format!("{key}: must be a list of URIs")];
+    };
+    let mut errors = Vec::new();
+    let count = list.len() as u64;
+    if let Some(min) = schema
+        .get("minItems")
+        .and_then(Value::as_u64)
+        .filter(|min| count < *min)
+    {
+        errors.push(format!("{key}: must hold at least {min} items"));
+    }
+    if let Some(max) = schema
+        .get("maxItems")
+        .and_then(Value::as_u64)
+        .filter(|max| count > *max)
+    {
+        errors.push(format!("{key}: must hold at most {max} items"));
+    }
+    // One URI field, so each item is checked by the form engine's own `format: "uri"`.
+    let uri_field =
+        json!({"type": "object", "properties": {"uri": {"type": "string", "format": "uri"}}});
+    let Ok(uri_form) = formwork_forms::parse_schema(&uri_field) else {
+        return errors;
+    };
+    for item in list {
+        if let Err(found) = uri_form.validate_field("uri", item) {
+            errors.extend(
+                found
+                    .iter()
+                    .map(|error| format!("{key}: {item}: {}", error.message)),
+            );
+        }
+    }
+    errors
+}
+
 fn to_json<T: serde::Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+/// A `Vec<String>` field: items that are plain strings, no options.
+fn is_free_list(schema: &Object) -> bool {
+    schema.get("type") == Some(&json!("array"))
+        && schema
+            .get("items")
+            .and_then(Value::as_object)
+            .is_some_and(|items| !items.contains_key("anyOf") && !items.contains_key("enum"))
 }
 
 fn is_free_text(schema: &Object) -> bool {
@@ -302,6 +424,9 @@ fn insert_after(object: &mut Object, key: &str, value: Value, before: &[&str]) {
     }
     *object = rebuilt;
 }
+
+const NOT_A_LIST_OF_OPTIONS: &str =
+    "is an array of something other than enum options; a multi-select lists its options";
 
 /// The keywords schemars writes that a property may carry, whatever its kind.
 const COMMON: &[&str] = &["type", "title", "description", "default"];
@@ -367,10 +492,25 @@ fn lower_property(key: &str, schema: &Value) -> Result<Value, SchemaError> {
                 .and_then(Value::as_object)
                 .ok_or_else(|| SchemaError::field(key, "is an array without one item schema"))?;
             if !items.contains_key("oneOf") && !items.contains_key("enum") {
-                return Err(SchemaError::field(
+                // A list of URIs can become a resource picker in `Elicit::customize`;
+                // `Elicit::form` refuses it if it does not.
+                let uri = items.get("format") == Some(&json!("uri"));
+                let text_only = items.iter().all(|(name, value)| match name.as_str() {
+                    "type" => value == "string",
+                    "format" => uri,
+                    _ => false,
+                });
+                if !text_only || items.get("type") != Some(&json!("string")) {
+                    return Err(SchemaError::field(key, NOT_A_LIST_OF_OPTIONS));
+                }
+                out.insert("items".into(), json!({"type": "string"}));
+                only(
                     key,
-                    "is an array of something other than enum options; a multi-select lists its options",
-                ));
+                    &schema,
+                    &["minItems", "maxItems", "items", "uniqueItems"],
+                )?;
+                copy_default(&schema, &mut out);
+                return Ok(Value::Object(out));
             }
             let mut item_out = Object::new();
             let mut select = Object::new();
@@ -584,8 +724,117 @@ pub trait Elicit: JsonSchema + serde::de::DeserializeOwned {
     fn form() -> Result<FormSchema, SchemaError> {
         let mut form = FormSchema::of::<Self>()?;
         Self::customize(&mut form)?;
-        formwork_forms::parse_schema(&form.to_value())
+        if let Some(key) = form.properties.iter().find_map(|(key, schema)| {
+            let schema = schema.as_object()?;
+            (is_free_list(schema) && !schema.contains_key("x-openai-input")).then_some(key)
+        }) {
+            return Err(SchemaError::field(key, NOT_A_LIST_OF_OPTIONS));
+        }
+        formwork_forms::parse_schema(&form.engine_schema())
             .map_err(|decline| SchemaError::Declined(decline.to_string()))?;
         Ok(form)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::openai::{ResourceOption, UserOptions};
+
+    #[derive(serde::Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Files {
+        #[schemars(regex(pattern = "^[a-z]+$"))]
+        name: String,
+        one: String,
+        #[schemars(length(min = 1, max = 2))]
+        many: Vec<String>,
+        uploads: Option<Vec<String>>,
+    }
+
+    impl Elicit for Files {
+        fn customize(form: &mut FormSchema) -> Result<(), SchemaError> {
+            let offered = || {
+                vec![
+                    ResourceOption::new("cad://a", "a"),
+                    ResourceOption::new("cad://b", "b"),
+                ]
+            };
+            form.resource_input("one", ResourceInput::new(offered()))?
+                .resource_input(
+                    "many",
+                    ResourceInput::new(offered()).selection(Selection::Explicit),
+                )?
+                .resource_input(
+                    "uploads",
+                    ResourceInput::new(offered())
+                        .user_options(UserOptions::files().accept([".stl"])),
+                )?;
+            Ok(())
+        }
+    }
+
+    fn check(content: Value) -> Result<(), String> {
+        let form = Files::form().expect("a form");
+        form.check_content(content.as_object().expect("an object"))
+    }
+
+    #[test]
+    fn pickers_take_offered_uris_unless_uploads_are_allowed() {
+        assert_eq!(
+            check(
+                json!({"name": "x", "one": "cad://a", "many": ["cad://b"], "uploads": ["file:///mine.stl"]})
+            ),
+            Ok(())
+        );
+        assert_eq!(
+            check(json!({"name": "X", "one": "cad://z", "many": ["cad://a", "cad://b", "nope"]})),
+            Err([
+                "many: must hold at most 2 items",
+                "many: \"nope\": must be an absolute URI like https://example.com/page",
+                "name: must match the pattern `^[a-z]+$`",
+                "one: \"cad://z\" is not one of the offered resources",
+                "many: \"nope\" is not one of the offered resources",
+            ]
+            .join("\n"))
+        );
+        assert_eq!(
+            check(json!({"name": "x", "one": "cad://a"})),
+            Err("many: is required".into())
+        );
+        assert_eq!(
+            check(json!({"name": "x", "one": "cad://a", "many": "cad://a"})),
+            Err("many: must be a list of URIs".into())
+        );
+    }
+
+    #[test]
+    fn a_list_of_text_must_become_a_picker() {
+        #[derive(serde::Deserialize, JsonSchema)]
+        #[allow(dead_code)]
+        struct Tags {
+            tags: Vec<String>,
+        }
+        impl Elicit for Tags {}
+        assert_eq!(
+            Tags::form().map(|form| form.to_value()),
+            Err(SchemaError::field("tags", NOT_A_LIST_OF_OPTIONS))
+        );
+    }
+
+    #[test]
+    fn selection_belongs_to_list_pickers() {
+        let mut form = FormSchema::of::<Files>().expect("a form");
+        assert_eq!(
+            form.resource_input(
+                "one",
+                ResourceInput::new(vec![]).selection(Selection::Implicit)
+            )
+            .map(|_| ()),
+            Err(SchemaError::field(
+                "one",
+                "picks one resource; `selection` is for a list of them"
+            ))
+        );
     }
 }

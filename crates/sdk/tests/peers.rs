@@ -199,17 +199,25 @@ fn part_form() -> Value {
                 "type": "resource",
                 "options": [{"uri": "cad://parts/hex-bolt.stl", "name": "hex-bolt.stl"}],
             }},
+            "extras": {"type": "array", "maxItems": 2, "items": {"type": "string", "format": "uri"}, "x-openai-input": {
+                "type": "resource",
+                "selection": "explicit",
+                "options": [
+                    {"uri": "cad://parts/washer.stl", "name": "washer.stl"},
+                    {"uri": "cad://parts/nut.stl", "name": "nut.stl"},
+                ],
+            }},
         },
-        "required": ["part", "code", "file"],
+        "required": ["part", "code", "file", "extras"],
     })
 }
 
 const GOOD_DEPLOY: &str = r#"{"action":"accept","content":{"target":"production","replicas":3,"contact":"ops@example.com"}}"#;
 const DEPLOYED: &str = r#"Accepted(Deploy { target: Production, replicas: 3, notify: false, contact: Some("ops@example.com") })"#;
 const BAD_DEPLOY: &str = r#"{"action":"accept","content":{"target":"production","replicas":9}}"#;
-const GOOD_PART: &str = r#"{"action":"accept","content":{"part":"hex-bolt","code":"CAD-7","file":"cad://parts/hex-bolt.stl"}}"#;
-const PARTED: &str =
-    r#"Accepted(Part { part: HexBolt, code: "CAD-7", file: "cad://parts/hex-bolt.stl" })"#;
+const GOOD_PART: &str = r#"{"action":"accept","content":{"part":"hex-bolt","code":"CAD-7","file":"cad://parts/hex-bolt.stl","extras":["cad://parts/nut.stl"]}}"#;
+const PARTED: &str = r#"Accepted(Part { part: HexBolt, code: "CAD-7", file: "cad://parts/hex-bolt.stl", extras: ["cad://parts/nut.stl"] })"#;
+const BAD_PART: &str = r#"{"action":"accept","content":{"part":"hex-bolt","code":"cad-7","file":"file:///etc/passwd","extras":["cad://parts/nut.stl","file:///etc/shadow","not a uri"]}}"#;
 
 fn handshake_push_sends_the_flat_form_and_reads_the_answer() {
     let run = py(
@@ -410,6 +418,27 @@ fn modern_openai_form_travels_in_meta() {
     assert_eq!(reply(&run), PARTED);
 }
 
+fn modern_openai_content_that_does_not_fit_is_asked_again() {
+    // A bad pattern, a URI not offered, an extra item past maxItems that is not a URI either.
+    let run = py(
+        "2026-07-28",
+        "auto",
+        "pick_part",
+        &format!("[{BAD_PART},{GOOD_PART}]"),
+        true,
+        None,
+    );
+    let asked: Vec<Value> = call_results(&run)
+        .iter()
+        .map(|message| message["result"]["inputRequests"]["ask-1"]["params"]["message"].clone())
+        .collect();
+    assert_eq!(
+        asked,
+        [json!("Choose a part"), json!("Choose a part"), Value::Null]
+    );
+    assert_eq!(reply(&run), PARTED);
+}
+
 /// One manual round: the first call by hand, then a retry changed as `retry` says.
 fn retry(retry: &str, ttl_ms: Option<u64>) -> Run {
     py(
@@ -549,6 +578,10 @@ const CASES: &[Case] = &[
     (
         "modern_openai_form_travels_in_meta",
         modern_openai_form_travels_in_meta,
+    ),
+    (
+        "modern_openai_content_that_does_not_fit_is_asked_again",
+        modern_openai_content_that_does_not_fit_is_asked_again,
     ),
     (
         "modern_state_round_trips_untouched",

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use formwork_sdk::openai::{ResourceInput, ResourceOption, Suggestion, Thumbnail};
+use formwork_sdk::openai::{ResourceInput, ResourceOption, Selection, Suggestion, Thumbnail};
 use formwork_sdk::{Ask, Asker, Elicit, FormSchema, Forms, SchemaError, StateKey};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
@@ -70,6 +70,8 @@ pub struct Part {
     #[schemars(regex(pattern = r"^[A-Z]{3}-[0-9]+$"))]
     pub code: String,
     pub file: String,
+    #[schemars(length(max = 2))]
+    pub extras: Vec<String>,
 }
 
 impl Elicit for Part {
@@ -86,6 +88,14 @@ impl Elicit for Part {
                 "cad://parts/hex-bolt.stl",
                 "hex-bolt.stl",
             )]),
+        )?
+        .resource_input(
+            "extras",
+            ResourceInput::new(vec![
+                ResourceOption::new("cad://parts/washer.stl", "washer.stl"),
+                ResourceOption::new("cad://parts/nut.stl", "nut.stl"),
+            ])
+            .selection(Selection::Explicit),
         )?;
         Ok(())
     }
