@@ -5,7 +5,8 @@ Usage: sdk_py_client.py MODE SCENARIO TOOL ANSWERS OPENAI TAPLOG -- PLUGIN...
 - MODE: "legacy" (initialize handshake) or "2026-07-28" (no handshake, per-request capabilities).
 - SCENARIO: "auto" lets the SDK drive the call (it answers pushed requests and input_required rounds
   from ANSWERS); "manual:<retry>" makes the first call by hand, prints its InputRequiredResult, then
-  retries once as <retry> says: "answer", "tamper", "other-tool", "other-args", "other-principal", "late".
+  retries once as <retry> says: "answer", "tamper", "other-tool", "other-args", "other-principal", "late", "unanswered" (no
+  inputResponses).
 - ANSWERS: a JSON list of ElicitResults, given in order; "none" declares no elicitation capability.
 - OPENAI: "openai" also declares extensions["openai/elicitation"] = {"form": {}}.
 - TAPLOG: the plugin runs behind a tap that appends every line it reads ("> ") and writes ("< ") here.
@@ -98,6 +99,8 @@ async def main(mode, scenario, tool, answers, openai, log_path, plugin):
                 arguments = {"replicas": 9}
             elif retry == "other-principal":
                 meta = {"example/principal": "mallory"}
+            elif retry == "unanswered":
+                responses = {}
             elif retry == "late":
                 await asyncio.sleep(0.3)
             try:

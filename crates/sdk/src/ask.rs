@@ -162,8 +162,6 @@ impl Forms {
             } else {
                 Era::Handshake {
                     peer: context.peer.clone(),
-                    with_mode: version
-                        .is_none_or(|version| version >= ProtocolVersion::V_2025_11_25),
                 }
             },
             capabilities,
@@ -193,11 +191,7 @@ impl Forms {
 
 #[derive(Debug, Clone)]
 enum Era {
-    Handshake {
-        peer: Peer<RoleServer>,
-        /// Whether the session's version knows elicitation `mode` (2025-11-25 and later).
-        with_mode: bool,
-    },
+    Handshake { peer: Peer<RoleServer> },
     Modern,
 }
 
@@ -239,27 +233,18 @@ impl Asker {
             round.asked += 1;
             format!("ask-{}", round.asked)
         });
-        if !self.can_show(openai) {
+        if !can_show(&self.capabilities, openai, matches!(self.era, Era::Modern)) {
             return Ok(Ask::NotSupported);
         }
         match &self.era {
-            Era::Handshake { peer, with_mode } => {
-                let (method, params) = if openai {
-                    (
-                        "openai/elicitation/create",
-                        json!({"mode": "form", "message": message, "requestedSchema": form.to_value()}),
-                    )
-                } else if *with_mode {
-                    (
-                        "elicitation/create",
-                        json!({"mode": "form", "message": message, "requestedSchema": form.to_value()}),
-                    )
+            Era::Handshake { peer } => {
+                let method = if openai {
+                    "openai/elicitation/create"
                 } else {
-                    (
-                        "elicitation/create",
-                        json!({"message": message, "requestedSchema": form.to_value()}),
-                    )
+                    "elicitation/create"
                 };
+                let params =
+                    json!({"mode": "form", "message": message, "requestedSchema": form.to_value()});
                 let request =
                     ServerRequest::CustomRequest(CustomRequest::new(method, Some(params)));
                 let answer = match peer.send_request(request).await? {
@@ -301,29 +286,28 @@ impl Asker {
             }
         }
     }
+}
 
-    /// Whether the client declared what showing this form takes: form elicitation (`{}` counts as
-    /// form) and, for an OpenAI form, `extensions["openai/elicitation"].form` (on 2026-07-28 both;
-    /// before, the extension alone).
-    fn can_show(&self, openai: bool) -> bool {
-        let elicitation = match self.capabilities.get("elicitation") {
-            Some(Value::Object(modes)) => {
-                modes.get("form").is_some_and(Value::is_object)
-                    || (!modes.contains_key("form") && !modes.contains_key("url"))
-            }
-            _ => false,
-        };
-        let extension = self
-            .capabilities
-            .get("extensions")
-            .and_then(|extensions| extensions.get(OPENAI_EXTENSION))
-            .and_then(|extension| extension.get("form"))
-            .is_some_and(Value::is_object);
-        match (openai, &self.era) {
-            (false, _) => elicitation,
-            (true, Era::Modern) => elicitation && extension,
-            (true, Era::Handshake { .. }) => extension,
+/// Whether a client with `capabilities` can show a form: it declared form elicitation (`{}` counts
+/// as form) and, for an OpenAI form, `extensions["openai/elicitation"].form` (on 2026-07-28 both;
+/// before, the extension alone).
+fn can_show(capabilities: &Value, openai: bool, modern: bool) -> bool {
+    let elicitation = match capabilities.get("elicitation") {
+        Some(Value::Object(modes)) => {
+            modes.get("form").is_some_and(Value::is_object)
+                || (!modes.contains_key("form") && !modes.contains_key("url"))
         }
+        _ => false,
+    };
+    let extension = capabilities
+        .get("extensions")
+        .and_then(|extensions| extensions.get(OPENAI_EXTENSION))
+        .and_then(|extension| extension.get("form"))
+        .is_some_and(Value::is_object);
+    match (openai, modern) {
+        (false, _) => elicitation,
+        (true, true) => elicitation && extension,
+        (true, false) => extension,
     }
 }
 
@@ -349,4 +333,30 @@ fn accepted<T: Elicit>(form: &FormSchema, content: Option<&Value>) -> Result<T, 
     };
     form.check_content(fields)?;
     serde_json::from_value(content.clone()).map_err(|error| error.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::can_show;
+    use serde_json::json;
+
+    #[test]
+    fn a_form_needs_the_form_mode_and_an_openai_form_the_extension() {
+        let form = json!({"elicitation": {"form": {}}});
+        let empty = json!({"elicitation": {}});
+        let url_only = json!({"elicitation": {"url": {}}});
+        let extension_only = json!({"extensions": {"openai/elicitation": {"form": {}}}});
+        let both = json!({"elicitation": {}, "extensions": {"openai/elicitation": {"form": {}}}});
+        for modern in [false, true] {
+            assert!(can_show(&form, false, modern));
+            assert!(can_show(&empty, false, modern));
+            assert!(!can_show(&url_only, false, modern));
+            assert!(!can_show(&json!({}), false, modern));
+            assert!(!can_show(&form, true, modern));
+            assert!(can_show(&both, true, modern));
+        }
+        // Before 2026-07-28 the extension alone is enough; on 2026-07-28 core form is needed too.
+        assert!(can_show(&extension_only, true, false));
+        assert!(!can_show(&extension_only, true, true));
+    }
 }

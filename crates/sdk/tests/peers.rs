@@ -465,6 +465,23 @@ fn modern_state_round_trips_untouched() {
     assert_eq!(run.report["result"]["content"][0]["text"], DEPLOYED);
 }
 
+fn modern_a_retry_without_the_answer_asks_again() {
+    let run = retry("unanswered", None);
+    let mut result = run.report["result"].clone();
+    assert!(result["requestState"].is_string(), "{result}");
+    result["requestState"] = json!("<state>");
+    assert_eq!(
+        result,
+        json!({
+            "resultType": "input_required",
+            "inputRequests": {"ask-1": {"method": "elicitation/create", "params": {
+                "mode": "form", "message": "Where to deploy?", "requestedSchema": deploy_form(),
+            }}},
+            "requestState": "<state>",
+        })
+    );
+}
+
 fn modern_tampered_state_is_refused() {
     refused(&retry("tamper", None));
 }
@@ -586,6 +603,10 @@ const CASES: &[Case] = &[
     (
         "modern_state_round_trips_untouched",
         modern_state_round_trips_untouched,
+    ),
+    (
+        "modern_a_retry_without_the_answer_asks_again",
+        modern_a_retry_without_the_answer_asks_again,
     ),
     (
         "modern_tampered_state_is_refused",
