@@ -15,7 +15,7 @@ enum Plain {
     Green,
 }
 
-#[derive(Deserialize, JsonSchema, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Deserialize, serde::Serialize, JsonSchema, PartialEq, Eq, PartialOrd, Ord)]
 #[serde(rename_all = "lowercase")]
 enum Titled {
     /// Small
@@ -46,6 +46,24 @@ struct Everything {
     size: Option<Titled>,
     #[serde(default = "yes")]
     ok: bool,
+    #[serde(default = "small")]
+    fallback: Titled,
+    #[serde(default = "both")]
+    picked: Vec<Titled>,
+    #[serde(default = "greeting")]
+    hello: String,
+}
+
+fn small() -> Titled {
+    Titled::Small
+}
+
+fn both() -> Vec<Titled> {
+    vec![Titled::Small, Titled::Large]
+}
+
+fn greeting() -> String {
+    "hi".into()
 }
 
 fn yes() -> bool {
@@ -79,6 +97,15 @@ fn every_field_kind_lowers_to_the_flat_grammar_in_declaration_order() {
                     {"const": "large", "title": "Large size"},
                 ]},
                 "ok": {"type": "boolean", "default": true},
+                "fallback": {"type": "string", "oneOf": [
+                    {"const": "small", "title": "Small"},
+                    {"const": "large", "title": "Large size"},
+                ], "default": "small"},
+                "picked": {"type": "array", "items": {"anyOf": [
+                    {"const": "small", "title": "Small"},
+                    {"const": "large", "title": "Large size"},
+                ]}, "default": ["small", "large"]},
+                "hello": {"type": "string", "default": "hi"},
             },
             "required": ["name", "email", "day", "at", "ratio", "count", "colours", "sizes"],
         })
@@ -93,7 +120,7 @@ fn every_field_kind_lowers_to_the_flat_grammar_in_declaration_order() {
         keys,
         [
             "name", "email", "site", "day", "at", "ratio", "count", "colours", "sizes", "size",
-            "ok"
+            "ok", "fallback", "picked", "hello",
         ]
     );
     assert!(!form.uses_openai_vocabulary());
