@@ -155,7 +155,7 @@ impl FormSchema {
             match plain.remove(key) {
                 None if self.required.contains(key) => errors.push(format!("{key}: is required")),
                 None => {}
-                Some(value) => errors.extend(check_uri_list(key, schema, &value)),
+                Some(value) => errors.extend(check_text_list(key, schema, &value)),
             }
         }
         if let Err(found) = engine.validate(&plain) {
@@ -192,6 +192,9 @@ impl FormSchema {
                 .or_else(|| schema.get("items").and_then(|items| items.get("anyOf")));
             schema.contains_key("pattern")
                 || schema.contains_key("x-openai-suggestions")
+                || schema
+                    .get("items")
+                    .is_some_and(|items| items.get("x-openai-suggestions").is_some())
                 || schema.contains_key("x-openai-input")
                 || options.and_then(Value::as_array).is_some_and(|options| {
                     options.iter().any(|option| {
@@ -241,7 +244,8 @@ impl FormSchema {
         Ok(self)
     }
 
-    /// Offers `suggestions` on the free-text field `key`.
+    /// Offers `suggestions` on the free-text field `key`: a string, or a `Vec<String>` whose items
+    /// each take a suggestion or free text.
     pub fn suggestions(
         &mut self,
         key: &str,
@@ -253,13 +257,20 @@ impl FormSchema {
             }
         }
         let schema = self.property_mut(key)?;
-        if !is_free_text(schema) {
+        let target = if is_free_text(schema) {
+            schema
+        } else if is_free_list(schema) {
+            match schema.get_mut("items").and_then(Value::as_object_mut) {
+                Some(items) => items,
+                None => return Err(SchemaError::field(key, "has no item schema")),
+            }
+        } else {
             return Err(SchemaError::field(
                 key,
-                "takes suggestions only as a free-text string",
+                "takes suggestions only as a free-text string or a list of them",
             ));
-        }
-        schema.insert("x-openai-suggestions".into(), to_json(&suggestions));
+        };
+        target.insert("x-openai-suggestions".into(), to_json(&suggestions));
         Ok(self)
     }
 
@@ -337,10 +348,11 @@ impl FormSchema {
     }
 }
 
-/// The problems of `value` as the answer to the multi-resource picker `key`.
-fn check_uri_list(key: &str, schema: &Object, value: &Value) -> Vec<String> {
+/// The problems of `value` as the answer to the list of text `key` (a multi-resource picker or a
+/// list with suggestions).
+fn check_text_list(key: &str, schema: &Object, value: &Value) -> Vec<String> {
     let Some(list) = value.as_array() else {
-        return vec![format!("{key}: must be a list of URIs")];
+        return vec![format!("{key}: must be a list of strings")];
     };
     let mut errors = Vec::new();
     let count = list.len() as u64;
@@ -358,14 +370,14 @@ fn check_uri_list(key: &str, schema: &Object, value: &Value) -> Vec<String> {
     {
         errors.push(format!("{key}: must hold at most {max} items"));
     }
-    // One URI field, so each item is checked by the form engine's own `format: "uri"`.
-    let uri_field =
-        json!({"type": "object", "properties": {"uri": {"type": "string", "format": "uri"}}});
-    let Ok(uri_form) = formwork_forms::parse_schema(&uri_field) else {
-        return errors;
+    // The item schema as a one-field form, so each item is checked by the form engine.
+    let items = schema.get("items").cloned().unwrap_or(Value::Null);
+    let item_form = json!({"type": "object", "properties": {"item": items}});
+    let Ok(item_form) = formwork_forms::parse_schema(&item_form) else {
+        return vec![format!("{key}: the form engine refuses its item schema")];
     };
     for item in list {
-        if let Err(found) = uri_form.validate_field("uri", item) {
+        if let Err(found) = item_form.validate_field("item", item) {
             errors.extend(
                 found
                     .iter()
@@ -726,7 +738,11 @@ pub trait Elicit: JsonSchema + serde::de::DeserializeOwned {
         Self::customize(&mut form)?;
         if let Some(key) = form.properties.iter().find_map(|(key, schema)| {
             let schema = schema.as_object()?;
-            (is_free_list(schema) && !schema.contains_key("x-openai-input")).then_some(key)
+            let suggested = schema
+                .get("items")
+                .is_some_and(|items| items.get("x-openai-suggestions").is_some());
+            (is_free_list(schema) && !schema.contains_key("x-openai-input") && !suggested)
+                .then_some(key)
         }) {
             return Err(SchemaError::field(key, NOT_A_LIST_OF_OPTIONS));
         }
@@ -804,7 +820,7 @@ mod tests {
         );
         assert_eq!(
             check(json!({"name": "x", "one": "cad://a", "many": "cad://a"})),
-            Err("many: must be a list of URIs".into())
+            Err("many: must be a list of strings".into())
         );
     }
 
@@ -835,6 +851,42 @@ mod tests {
                 "one",
                 "picks one resource; `selection` is for a list of them"
             ))
+        );
+    }
+
+    #[test]
+    fn a_list_with_suggestions_takes_free_text() {
+        #[derive(serde::Deserialize, JsonSchema)]
+        #[allow(dead_code)]
+        struct Extras {
+            #[schemars(length(max = 2))]
+            extras: Vec<String>,
+        }
+        impl Elicit for Extras {
+            fn customize(form: &mut FormSchema) -> Result<(), SchemaError> {
+                form.suggestions("extras", vec![Suggestion::new("washer", "Washer")])?;
+                Ok(())
+            }
+        }
+        let form = Extras::form().expect("a form");
+        assert_eq!(
+            form.to_value(),
+            json!({"type": "object", "properties": {"extras": {"type": "array", "maxItems": 2, "items": {
+                "type": "string", "x-openai-suggestions": [{"const": "washer", "title": "Washer"}],
+            }}}, "required": ["extras"]})
+        );
+        assert!(form.uses_openai_vocabulary());
+        let check = |content: Value| form.check_content(content.as_object().expect("an object"));
+        assert_eq!(
+            check(json!({"extras": ["washer", "custom-gasket"]})),
+            Ok(())
+        );
+        assert_eq!(
+            check(json!({"extras": ["a", "b", 3]})),
+            Err(
+                "extras: must hold at most 2 items\nextras: 3: must be a string, not a number"
+                    .into()
+            )
         );
     }
 }

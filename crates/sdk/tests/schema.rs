@@ -313,7 +313,7 @@ fn openai_additions_are_checked_where_they_go() {
         form.suggestions("part", vec![])
             .map(|_| ())
             .map_err(|error| error.to_string()),
-        Err("field `part` takes suggestions only as a free-text string".into())
+        Err("field `part` takes suggestions only as a free-text string or a list of them".into())
     );
     assert_eq!(
         form.resource_input("nope", ResourceInput::new(vec![]))
