@@ -3,8 +3,8 @@
 //! On a handshake-era session (up to 2025-11-25) [`Asker::ask`] sends `elicitation/create` (or
 //! `openai/elicitation/create`) to the client and waits for the answer. On 2026-07-28 there are no
 //! server-to-client requests: the first time a question is met, `ask` records it and returns
-//! [`AskError::InputRequired`], the tool returns early with `?`, and [`Forms::run`] answers the call
-//! with an `InputRequiredResult`. The client retries with the answer and the sealed
+//! [`AskError::InputRequired`], the tool returns early with `?`, and [`Forms::run`] answers the
+//! call with an `InputRequiredResult`. The client retries with the answer and the sealed
 //! `requestState`; `run` opens the state and runs the tool again, and this time `ask` returns the
 //! answer. A tool with several questions takes one round per question.
 

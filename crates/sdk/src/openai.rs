@@ -179,15 +179,16 @@ pub enum UploadKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Selection {
-    /// The person selects and deselects options; without uploads the answer holds offered URIs only.
+    /// The person selects and deselects options; without uploads the answer holds offered URIs
+    /// only.
     Explicit,
     /// Every resource still listed when the form is submitted is the answer; uploads are always
     /// allowed.
     Implicit,
 }
 
-/// A resource picker (`x-openai-input`) on a `format: "uri"` string field, whose answer is the URI of
-/// the picked resource, or on a list of them, whose answer lists the picked URIs.
+/// A resource picker (`x-openai-input`) on a `format: "uri"` string field, whose answer is the URI
+/// of the picked resource, or on a list of them, whose answer lists the picked URIs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceInput {

@@ -54,10 +54,11 @@ impl FormSchema {
     ///
     /// Strings (with `email`/`url` or a `date`/`date-time` `format`, `length`, `regex`), integers
     /// and numbers (with `range`), booleans, unit-variant enums (single select) and `Vec`s or sets
-    /// of them (multi select) are fields; `Option<_>` and `#[serde(default)]` fields are optional,
-    /// and defaults are kept. An enum option's title is its `#[schemars(title)]` or the first
-    /// paragraph of its doc comment; the rest of the doc is its description. The struct's own title
-    /// and description are not part of the form (the ask's message is).
+    /// of them (multi select) are fields, and so is a `Vec<String>` that [`Elicit::customize`]
+    /// makes a resource picker or gives suggestions; `Option<_>` and `#[serde(default)]` fields are
+    /// optional, and defaults are kept. An enum option's title is its `#[schemars(title)]` or the
+    /// first paragraph of its doc comment; the rest of the doc is its description. The struct's own
+    /// title and description are not part of the form (the ask's message is).
     pub fn of<T: JsonSchema>() -> Result<FormSchema, SchemaError> {
         let mut settings = SchemaSettings::draft2020_12();
         settings.inline_subschemas = true;
@@ -126,8 +127,8 @@ impl FormSchema {
         Value::Object(root)
     }
 
-    /// The schema without its multi-resource pickers, which the form engine does not read: they are
-    /// checked by [`FormSchema::check_content`] itself.
+    /// The schema without its lists of text (multi-resource pickers, suggestion lists), which the
+    /// form engine does not read: [`FormSchema::check_content`] checks them item by item.
     fn engine_schema(&self) -> Value {
         let mut checked = self.clone();
         checked
@@ -140,9 +141,9 @@ impl FormSchema {
     }
 
     /// Checks accepted `content` against the form: the form engine checks every field but the
-    /// multi-resource pickers, which are checked here (URIs, item counts), and the answer to a
-    /// picker without uploads must name offered resources. The text lists what is wrong, one
-    /// `key: message` per line.
+    /// lists of text, whose items it checks one by one against the list's item schema (with the
+    /// item counts checked here), and the answer to a resource picker without uploads must name
+    /// offered resources. The text lists what is wrong, one `key: message` per line.
     pub(crate) fn check_content(&self, content: &Object) -> Result<(), String> {
         let engine =
             formwork_forms::parse_schema(&self.engine_schema()).map_err(|e| e.to_string())?;

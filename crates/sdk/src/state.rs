@@ -1,5 +1,5 @@
-//! The sealed `requestState` of a 2026-07-28 round: the answers of earlier rounds and the key of the
-//! question in flight, encrypted and authenticated with XChaCha20-Poly1305.
+//! The sealed `requestState` of a 2026-07-28 round: the answers of earlier rounds and the key of
+//! the question in flight, encrypted and authenticated with XChaCha20-Poly1305.
 //!
 //! The associated data binds the state to the tool's name, a SHA-256 digest of its arguments and
 //! the principal, so state minted for one call opens for no other; the expiry is inside the sealed

@@ -23,7 +23,8 @@ fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// What one client run saw: its printed report and the wire lines (`> ` to the plugin, `< ` from it).
+/// What one client run saw: its printed report and the wire lines (`> ` to the plugin, `< ` from
+/// it).
 struct Run {
     report: Value,
     wire: Vec<String>,
