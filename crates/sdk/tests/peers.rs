@@ -661,17 +661,26 @@ fn main() {
         })
         .collect();
     println!("running {} tests", selected.len());
-    let mut failed = Vec::new();
-    for (name, case) in selected {
-        let outcome = std::panic::catch_unwind(case);
-        println!(
-            "test {name} ... {}",
-            if outcome.is_ok() { "ok" } else { "FAILED" }
-        );
-        if outcome.is_err() {
-            failed.push(*name);
+    // Two at a time: each case is mostly a client process starting up.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let failed = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| {
+                while let Some((name, case)) = selected
+                    .get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+                    .copied()
+                {
+                    let passed = std::panic::catch_unwind(case).is_ok();
+                    println!("test {name} ... {}", if passed { "ok" } else { "FAILED" });
+                    if !passed {
+                        failed.lock().unwrap_or_else(|e| e.into_inner()).push(*name);
+                    }
+                }
+            });
         }
-    }
+    });
+    let failed = failed.into_inner().unwrap_or_else(|e| e.into_inner());
     if !failed.is_empty() {
         println!("failed: {}", failed.join(", "));
         std::process::exit(1);
