@@ -23,8 +23,11 @@ const RULES: &[(&str, Forbidden)] = &[
         "formwork-host",
         Forbidden::These(&["formwork-web", "formwork"]),
     ),
-    // An SDK for plugin authors must not drag the host in.
-    ("formwork-sdk", Forbidden::These(&["formwork-host"])),
+    // An SDK for plugin authors must not drag the host, the workbench or the CLI in.
+    (
+        "formwork-sdk",
+        Forbidden::These(&["formwork-host", "formwork-web", "formwork"]),
+    ),
 ];
 
 /// `cargo metadata --format-version 1 --no-deps` of the workspace.
@@ -407,6 +410,29 @@ mod tests {
             &[
                 "  formwork-host must not depend on formwork-web (normal dependency in /formwork-host/Cargo.toml)",
                 "  formwork-host must not depend on formwork (normal dependency in /formwork-host/Cargo.toml)",
+            ],
+        );
+    }
+
+    #[test]
+    fn the_sdk_may_not_use_the_host_or_the_front_ends() {
+        check(
+            vec![
+                package(
+                    "formwork-sdk",
+                    &[
+                        "formwork-forms",
+                        "formwork-host",
+                        "formwork-web",
+                        "formwork",
+                    ],
+                ),
+                package("formwork-forms", &[]),
+            ],
+            &[
+                "  formwork-sdk must not depend on formwork-host (normal dependency in /formwork-sdk/Cargo.toml)",
+                "  formwork-sdk must not depend on formwork-web (normal dependency in /formwork-sdk/Cargo.toml)",
+                "  formwork-sdk must not depend on formwork (normal dependency in /formwork-sdk/Cargo.toml)",
             ],
         );
     }

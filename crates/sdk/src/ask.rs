@@ -1,0 +1,362 @@
+//! Asking from a tool: one call, whichever protocol era the request came in.
+//!
+//! On a handshake-era session (up to 2025-11-25) [`Asker::ask`] sends `elicitation/create` (or
+//! `openai/elicitation/create`) to the client and waits for the answer. On 2026-07-28 there are no
+//! server-to-client requests: the first time a question is met, `ask` records it and returns
+//! [`AskError::InputRequired`], the tool returns early with `?`, and [`Forms::run`] answers the
+//! call with an `InputRequiredResult`. The client retries with the answer and the sealed
+//! `requestState`; `run` opens the state and runs the tool again, and this time `ask` returns the
+//! answer. A tool with several questions takes one round per question.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientResult, CustomRequest,
+    ErrorData, InputRequest, InputRequiredResult, ProtocolVersion, ServerRequest,
+};
+use rmcp::service::{RequestContext, ServiceError};
+use rmcp::{Peer, RoleServer};
+use serde_json::{Map, Value, json};
+
+use crate::schema::{Elicit, FormSchema, SchemaError};
+use crate::state::{Binding, State, StateKey};
+
+/// The extension id of OpenAI's form elicitation.
+const OPENAI_EXTENSION: &str = "openai/elicitation";
+
+/// How a question ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ask<T> {
+    /// The person submitted the form, and the content fits it.
+    Accepted(T),
+    /// The person said no.
+    Declined,
+    /// The person dismissed the form without choosing.
+    Cancelled,
+    /// The client cannot show this form (it did not declare elicitation, or for a form with the
+    /// `openai/elicitation` vocabulary, that extension's `form`). Nothing was sent: fall back to
+    /// the tool's arguments.
+    NotSupported,
+    /// Handshake era only: the client accepted with content that does not fit the form (on
+    /// 2026-07-28 the question is asked again instead). The text says what is wrong.
+    Invalid(String),
+}
+
+/// Why a question has no outcome.
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    /// 2026-07-28: the question goes to the client with this call's result. Return this error from
+    /// the tool (`?` does); [`Forms::run`] turns the call into an `InputRequiredResult`.
+    #[error("the question goes to the client; the tool runs again with the answer")]
+    InputRequired,
+    /// The type cannot be asked as a form.
+    #[error("cannot ask for this type: {0}")]
+    Schema(#[from] SchemaError),
+    /// The elicitation request failed (the client went away, or answered with an error).
+    #[error("the elicitation request failed: {0}")]
+    Service(#[from] ServiceError),
+}
+
+impl From<AskError> for ErrorData {
+    fn from(error: AskError) -> ErrorData {
+        ErrorData::internal_error(error.to_string(), None)
+    }
+}
+
+/// The plugin-wide side of asking: the key that seals `requestState` and how long it lives.
+#[derive(Debug, Clone)]
+pub struct Forms {
+    key: StateKey,
+    ttl: Duration,
+}
+
+impl Forms {
+    /// How long a 2026-07-28 round's `requestState` is accepted unless [`Forms::ttl`] says
+    /// otherwise.
+    pub const DEFAULT_TTL: Duration = Duration::from_secs(600);
+
+    /// Asking with state sealed by `key`.
+    pub fn new(key: StateKey) -> Forms {
+        Forms {
+            key,
+            ttl: Forms::DEFAULT_TTL,
+        }
+    }
+
+    /// Sets how long the client has to answer one round.
+    pub fn ttl(mut self, ttl: Duration) -> Forms {
+        self.ttl = ttl;
+        self
+    }
+
+    /// Runs one `tools/call` with an [`Asker`]. Call it from `ServerHandler::call_tool` with the
+    /// request and context rmcp passes in; `tool` is the tool's own code.
+    ///
+    /// On 2026-07-28 a retry's `requestState` is opened first: state that was tampered with,
+    /// expired, or minted for another tool, other arguments or another principal is refused with
+    /// `-32602` and `tool` does not run.
+    pub async fn run<F, Fut>(
+        &self,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        tool: F,
+    ) -> Result<CallToolResponse, ErrorData>
+    where
+        F: FnOnce(Asker) -> Fut,
+        Fut: Future<Output = Result<CallToolResult, ErrorData>>,
+    {
+        self.run_for(None, request, context, tool).await
+    }
+
+    /// [`Forms::run`] for a call made by `principal` (e.g. the authenticated user): the state of
+    /// its rounds opens only for that principal.
+    pub async fn run_for<F, Fut>(
+        &self,
+        principal: Option<&str>,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        tool: F,
+    ) -> Result<CallToolResponse, ErrorData>
+    where
+        F: FnOnce(Asker) -> Fut,
+        Fut: Future<Output = Result<CallToolResult, ErrorData>>,
+    {
+        let version = context.protocol_version();
+        let modern = version
+            .as_ref()
+            .is_some_and(|version| *version >= ProtocolVersion::V_2026_07_28);
+        let binding = Binding {
+            tool: &request.name,
+            arguments: request.arguments.as_ref(),
+            principal,
+        };
+        let mut answers = Map::new();
+        if modern && let Some(text) = &request.request_state {
+            let state = self.key.open(text, &binding).ok_or_else(|| {
+                ErrorData::invalid_params("requestState is invalid or expired", None)
+            })?;
+            answers = state.answers;
+            if let Some(answer) = request
+                .input_responses
+                .as_ref()
+                .and_then(|responses| responses.get(&state.asking))
+            {
+                answers.insert(state.asking, answer.clone());
+            }
+        }
+        let capabilities = context
+            .client_capabilities()
+            .and_then(|capabilities| serde_json::to_value(capabilities).ok())
+            .unwrap_or(Value::Null);
+        let asker = Asker {
+            round: Arc::new(Mutex::new(Round {
+                asked: 0,
+                answers,
+                pending: None,
+            })),
+            era: if modern {
+                Era::Modern
+            } else {
+                Era::Handshake {
+                    peer: context.peer.clone(),
+                }
+            },
+            capabilities,
+        };
+        let result = tool(asker.clone()).await;
+        let (pending, answers) = asker.finish();
+        let Some((key, question)) = pending else {
+            return result.map(CallToolResponse::Complete);
+        };
+        let input_request: InputRequest = serde_json::from_value(question.clone())
+            .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+        if serde_json::to_value(&input_request).ok().as_ref() != Some(&question) {
+            return Err(ErrorData::internal_error(
+                "rmcp would not send this question as written",
+                Some(question),
+            ));
+        }
+        let state = self
+            .key
+            .seal(&State::new(self.ttl, key.clone(), answers), &binding);
+        Ok(CallToolResponse::InputRequired(InputRequiredResult::new(
+            Some(BTreeMap::from([(key, input_request)])),
+            Some(state),
+        )))
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Era {
+    Handshake { peer: Peer<RoleServer> },
+    Modern,
+}
+
+#[derive(Debug)]
+struct Round {
+    /// How many questions the tool asked so far in this run; the next one's key follows.
+    asked: usize,
+    /// Answers (`ElicitResult` JSON) by question key.
+    answers: Map<String, Value>,
+    /// The question to send with this call's result (2026-07-28).
+    pending: Option<(String, Value)>,
+}
+
+/// A tool's handle for asking the person, given to it by [`Forms::run`].
+#[derive(Debug, Clone)]
+pub struct Asker {
+    round: Arc<Mutex<Round>>,
+    era: Era,
+    capabilities: Value,
+}
+
+impl Asker {
+    fn with_round<R>(&self, f: impl FnOnce(&mut Round) -> R) -> R {
+        f(&mut self.round.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    fn finish(&self) -> (Option<(String, Value)>, Map<String, Value>) {
+        self.with_round(|round| (round.pending.take(), std::mem::take(&mut round.answers)))
+    }
+
+    /// Asks the person to fill in a `T`, with `message` above the form.
+    ///
+    /// Each call is its own question (keys `ask-1`, `ask-2`, … in the order the tool asks them),
+    /// so a tool must ask the same questions in the same order when it runs again with answers.
+    pub async fn ask<T: Elicit>(&self, message: &str) -> Result<Ask<T>, AskError> {
+        let form = T::form()?;
+        let openai = form.uses_openai_vocabulary();
+        let key = self.with_round(|round| {
+            round.asked += 1;
+            format!("ask-{}", round.asked)
+        });
+        if !can_show(&self.capabilities, openai, matches!(self.era, Era::Modern)) {
+            return Ok(Ask::NotSupported);
+        }
+        match &self.era {
+            Era::Handshake { peer } => {
+                let method = if openai {
+                    "openai/elicitation/create"
+                } else {
+                    "elicitation/create"
+                };
+                let params =
+                    json!({"mode": "form", "message": message, "requestedSchema": form.to_value()});
+                let request =
+                    ServerRequest::CustomRequest(CustomRequest::new(method, Some(params)));
+                let answer = match peer.send_request(request).await? {
+                    ClientResult::ElicitResult(result) => {
+                        serde_json::to_value(result).unwrap_or(Value::Null)
+                    }
+                    ClientResult::CustomResult(result) => result.0,
+                    other => serde_json::to_value(other).unwrap_or(Value::Null),
+                };
+                Ok(read_answer(&form, &answer))
+            }
+            Era::Modern => {
+                let answer = self.with_round(|round| round.answers.get(&key).cloned());
+                if let Some(answer) = answer {
+                    match read_answer::<T>(&form, &answer) {
+                        Ask::Invalid(_) => {
+                            self.with_round(|round| round.answers.remove(&key));
+                        }
+                        outcome => return Ok(outcome),
+                    }
+                }
+                let params = if openai {
+                    json!({
+                        "mode": "form",
+                        "message": message,
+                        "requestedSchema": {"type": "object", "properties": {}},
+                        "_meta": {OPENAI_EXTENSION: {"requestedSchema": form.to_value()}},
+                    })
+                } else {
+                    json!({"mode": "form", "message": message, "requestedSchema": form.to_value()})
+                };
+                let question = json!({"method": "elicitation/create", "params": params});
+                self.with_round(|round| {
+                    if round.pending.is_none() {
+                        round.pending = Some((key, question));
+                    }
+                });
+                Err(AskError::InputRequired)
+            }
+        }
+    }
+}
+
+/// Whether a client with `capabilities` can show a form: it declared form elicitation (`{}` counts
+/// as form) and, for an OpenAI form, `extensions["openai/elicitation"].form` (on 2026-07-28 both;
+/// before, the extension alone).
+fn can_show(capabilities: &Value, openai: bool, modern: bool) -> bool {
+    let elicitation = match capabilities.get("elicitation") {
+        Some(Value::Object(modes)) => {
+            modes.get("form").is_some_and(Value::is_object)
+                || (!modes.contains_key("form") && !modes.contains_key("url"))
+        }
+        _ => false,
+    };
+    let extension = capabilities
+        .get("extensions")
+        .and_then(|extensions| extensions.get(OPENAI_EXTENSION))
+        .and_then(|extension| extension.get("form"))
+        .is_some_and(Value::is_object);
+    match (openai, modern) {
+        (false, _) => elicitation,
+        (true, true) => elicitation && extension,
+        (true, false) => extension,
+    }
+}
+
+/// The outcome an `ElicitResult` stands for: accepted content is checked against the form by the
+/// form engine, then read into `T`.
+fn read_answer<T: Elicit>(form: &FormSchema, answer: &Value) -> Ask<T> {
+    match answer.get("action").and_then(Value::as_str) {
+        Some("decline") => Ask::Declined,
+        Some("cancel") => Ask::Cancelled,
+        Some("accept") => match accepted(form, answer.get("content")) {
+            Ok(value) => Ask::Accepted(value),
+            Err(reason) => Ask::Invalid(reason),
+        },
+        _ => Ask::Invalid(format!("the answer is not an elicitation result: {answer}")),
+    }
+}
+
+fn accepted<T: Elicit>(form: &FormSchema, content: Option<&Value>) -> Result<T, String> {
+    let empty = Value::Object(Map::new());
+    let content = content.unwrap_or(&empty);
+    let Some(fields) = content.as_object() else {
+        return Err(format!("content is not an object: {content}"));
+    };
+    form.check_content(fields)?;
+    serde_json::from_value(content.clone()).map_err(|error| error.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::can_show;
+    use serde_json::json;
+
+    #[test]
+    fn a_form_needs_the_form_mode_and_an_openai_form_the_extension() {
+        let form = json!({"elicitation": {"form": {}}});
+        let empty = json!({"elicitation": {}});
+        let url_only = json!({"elicitation": {"url": {}}});
+        let extension_only = json!({"extensions": {"openai/elicitation": {"form": {}}}});
+        let both = json!({"elicitation": {}, "extensions": {"openai/elicitation": {"form": {}}}});
+        for modern in [false, true] {
+            assert!(can_show(&form, false, modern));
+            assert!(can_show(&empty, false, modern));
+            assert!(!can_show(&url_only, false, modern));
+            assert!(!can_show(&json!({}), false, modern));
+            assert!(!can_show(&form, true, modern));
+            assert!(can_show(&both, true, modern));
+        }
+        // Before 2026-07-28 the extension alone is enough; on 2026-07-28 core form is needed too.
+        assert!(can_show(&extension_only, true, false));
+        assert!(!can_show(&extension_only, true, true));
+    }
+}

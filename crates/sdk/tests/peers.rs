@@ -1,0 +1,689 @@
+//! formwork-sdk against real clients: the official Python SDK (`mcp` 2.3.0) in handshake and
+//! 2026-07-28 modes, and the TS SDK 1.32.2 client. Each test runs this binary again as the plugin
+//! (`support/plugin.rs`) behind a tap that records the exact lines on the wire.
+//!
+//! The harness is our own (`harness = false`): the binary must be able to serve stdio without the
+//! test runner writing to stdout.
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+fn peers_dir() -> PathBuf {
+    let Some(dir) = std::env::var_os("FORMWORK_PEERS") else {
+        panic!("FORMWORK_PEERS is not set: run `cargo xtask test` to install the test peers");
+    };
+    PathBuf::from(dir)
+}
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// What one client run saw: its printed report and the wire lines (`> ` to the plugin, `< ` from
+/// it).
+struct Run {
+    report: Value,
+    wire: Vec<String>,
+}
+
+impl Run {
+    /// The messages the plugin sent, parsed.
+    fn sent(&self) -> Vec<Value> {
+        self.wire
+            .iter()
+            .filter_map(|line| line.strip_prefix("< "))
+            .map(|line| serde_json::from_str(line).expect("a JSON line from the plugin"))
+            .collect()
+    }
+
+    /// The messages the client sent, parsed.
+    fn received(&self) -> Vec<Value> {
+        self.wire
+            .iter()
+            .filter_map(|line| line.strip_prefix("> "))
+            .map(|line| serde_json::from_str(line).expect("a JSON line from the client"))
+            .collect()
+    }
+}
+
+fn py(
+    mode: &str,
+    scenario: &str,
+    tool: &str,
+    answers: &str,
+    openai: bool,
+    ttl_ms: Option<u64>,
+) -> Run {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let log = dir.path().join("wire.log");
+    let mut command = Command::new(peers_dir().join("venv/bin/python"));
+    command
+        .arg(repo_root().join("tests/peers/sdk_py_client.py"))
+        .args([
+            mode,
+            scenario,
+            tool,
+            answers,
+            if openai { "openai" } else { "core" },
+        ])
+        .arg(&log)
+        .arg("--")
+        .arg(std::env::current_exe().expect("the test binary"))
+        .env("FORMWORK_SDK_PLUGIN", "1");
+    if let Some(ttl) = ttl_ms {
+        command.env("FORMWORK_SDK_TTL_MS", ttl.to_string());
+    }
+    finish(command, &log)
+}
+
+fn finish(mut command: Command, log: &std::path::Path) -> Run {
+    let output = command.output().expect("running the client");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "client failed: {}\nstdout: {stdout}\nstderr: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report = serde_json::from_str(stdout.trim()).unwrap_or_else(|error| {
+        panic!(
+            "client printed no JSON ({error}): {stdout}\nstderr: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    let wire = std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    Run { report, wire }
+}
+
+/// The TS SDK 1.32.2 client (`era` None) or the TS SDK 2.4.0 client in `era`.
+fn ts(era: Option<&str>, tool: &str, answers: &str) -> Run {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let log = dir.path().join("wire.log");
+    let mut command = Command::new(peers_dir().join("npm/node_modules/.bin/node"));
+    match era {
+        None => command.arg(peers_dir().join("npm/sdk_ts_client.mjs")),
+        Some(era) => command
+            .arg(peers_dir().join("npm/sdk_ts2_client.mjs"))
+            .arg(era),
+    };
+    command
+        .args([tool, answers, "--"])
+        .arg(peers_dir().join("venv/bin/python"))
+        .arg(repo_root().join("tests/peers/sdk_py_client.py"))
+        .arg("--tap")
+        .arg(&log)
+        .arg(std::env::current_exe().expect("the test binary"))
+        .env("FORMWORK_SDK_PLUGIN", "1");
+    finish(command, &log)
+}
+
+/// The tool's text reply, from a client's report.
+fn reply(run: &Run) -> &str {
+    run.report["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text reply in {}", run.report))
+}
+
+/// The requests the plugin sent to the client (not responses).
+fn pushed(run: &Run) -> Vec<Value> {
+    run.sent()
+        .into_iter()
+        .filter(|message| message.get("method").is_some())
+        .collect()
+}
+
+/// The results the plugin sent for `tools/call`, with each `requestState` replaced by "<state>".
+fn call_results(run: &Run) -> Vec<Value> {
+    let calls: Vec<Value> = run
+        .received()
+        .into_iter()
+        .filter(|message| message["method"] == "tools/call")
+        .map(|message| message["id"].clone())
+        .collect();
+    run.sent()
+        .into_iter()
+        .filter(|message| calls.contains(&message["id"]) && message.get("method").is_none())
+        .map(|mut message| {
+            if let Some(state) = message.pointer_mut("/result/requestState") {
+                *state = json!("<state>");
+            }
+            message
+        })
+        .collect()
+}
+
+fn deploy_form() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "target": {"type": "string", "description": "Where the build goes", "oneOf": [
+                {"const": "staging", "title": "Staging"},
+                {"const": "production", "title": "Production"},
+            ]},
+            "replicas": {"type": "integer", "title": "Replicas", "minimum": 1, "maximum": 5},
+            "notify": {"type": "boolean", "default": false},
+            "contact": {"type": "string", "format": "email"},
+        },
+        "required": ["target", "replicas"],
+    })
+}
+
+fn confirm_form() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"sure": {"type": "boolean", "description": "Really?"}},
+        "required": ["sure"],
+    })
+}
+
+fn part_form() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "part": {"type": "string", "oneOf": [
+                {"const": "hex-bolt", "title": "M6 hex bolt", "description": "A fastener for the main joint",
+                 "x-openai-thumbnail": {"src": "https://example.com/hex-bolt.png", "mimeType": "image/png"}},
+                {"const": "washer", "title": "M6 washer"},
+            ]},
+            "code": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]+$", "x-openai-suggestions": [
+                {"const": "CAD-1", "title": "The first part"},
+            ]},
+            "file": {"type": "string", "format": "uri", "x-openai-input": {
+                "type": "resource",
+                "options": [{"uri": "cad://parts/hex-bolt.stl", "name": "hex-bolt.stl"}],
+            }},
+            "extras": {"type": "array", "maxItems": 2, "items": {"type": "string", "format": "uri"}, "x-openai-input": {
+                "type": "resource",
+                "selection": "explicit",
+                "options": [
+                    {"uri": "cad://parts/washer.stl", "name": "washer.stl"},
+                    {"uri": "cad://parts/nut.stl", "name": "nut.stl"},
+                ],
+            }},
+        },
+        "required": ["part", "code", "file", "extras"],
+    })
+}
+
+const GOOD_DEPLOY: &str = r#"{"action":"accept","content":{"target":"production","replicas":3,"contact":"ops@example.com"}}"#;
+const DEPLOYED: &str = r#"Accepted(Deploy { target: Production, replicas: 3, notify: false, contact: Some("ops@example.com") })"#;
+const BAD_DEPLOY: &str = r#"{"action":"accept","content":{"target":"production","replicas":9}}"#;
+const GOOD_PART: &str = r#"{"action":"accept","content":{"part":"hex-bolt","code":"CAD-7","file":"cad://parts/hex-bolt.stl","extras":["cad://parts/nut.stl"]}}"#;
+const PARTED: &str = r#"Accepted(Part { part: HexBolt, code: "CAD-7", file: "cad://parts/hex-bolt.stl", extras: ["cad://parts/nut.stl"] })"#;
+const BAD_PART: &str = r#"{"action":"accept","content":{"part":"hex-bolt","code":"cad-7","file":"file:///etc/passwd","extras":["cad://parts/nut.stl","file:///etc/shadow","not a uri"]}}"#;
+
+fn handshake_push_sends_the_flat_form_and_reads_the_answer() {
+    let run = py(
+        "legacy",
+        "auto",
+        "deploy",
+        &format!("[{GOOD_DEPLOY}]"),
+        false,
+        None,
+    );
+    assert_eq!(
+        pushed(&run),
+        [
+            json!({"jsonrpc": "2.0", "id": 0, "method": "elicitation/create", "params": {
+                "_meta": {"progressToken": 0},
+                "mode": "form",
+                "message": "Where to deploy?",
+                "requestedSchema": deploy_form(),
+            }})
+        ]
+    );
+    assert_eq!(reply(&run), DEPLOYED);
+}
+
+fn handshake_decline_and_cancel_are_outcomes() {
+    let run = py(
+        "legacy",
+        "auto",
+        "deploy_twice",
+        r#"[{"action":"decline"},{"action":"cancel"}]"#,
+        false,
+        None,
+    );
+    assert_eq!(
+        run.report["received"].as_array().map(|list| list
+            .iter()
+            .map(|params| params["requestedSchema"].clone())
+            .collect::<Vec<_>>()),
+        Some(vec![deploy_form(), confirm_form()])
+    );
+    assert_eq!(reply(&run), "Declined then Cancelled");
+}
+
+fn handshake_content_that_does_not_fit_is_invalid() {
+    let run = py(
+        "legacy",
+        "auto",
+        "deploy",
+        &format!("[{BAD_DEPLOY}]"),
+        false,
+        None,
+    );
+    assert_eq!(reply(&run), r#"Invalid("replicas: must be at most 5")"#);
+}
+
+fn handshake_without_the_capability_sends_nothing() {
+    let run = py("legacy", "auto", "deploy", "none", false, None);
+    assert_eq!(pushed(&run), Vec::<Value>::new());
+    assert_eq!(reply(&run), "NotSupported");
+    // An OpenAI form needs the extension, even where core elicitation is declared.
+    let run = py("legacy", "auto", "pick_part", "[]", false, None);
+    assert_eq!(pushed(&run), Vec::<Value>::new());
+    assert_eq!(reply(&run), "NotSupported");
+}
+
+fn handshake_openai_form_goes_as_openai_elicitation_create() {
+    // The Python SDK has no `openai/elicitation/create` handler: declaring the extension anyway
+    // shows the request on the wire, and the client's -32601 comes back as the call's error.
+    let run = py(
+        "legacy",
+        "auto",
+        "pick_part",
+        &format!("[{GOOD_PART}]"),
+        true,
+        None,
+    );
+    assert_eq!(
+        pushed(&run),
+        [
+            json!({"jsonrpc": "2.0", "id": 0, "method": "openai/elicitation/create", "params": {
+                "_meta": {"progressToken": 0},
+                "mode": "form",
+                "message": "Choose a part",
+                "requestedSchema": part_form(),
+            }})
+        ]
+    );
+    assert_eq!(
+        run.report["error"],
+        json!({"code": -32603, "message": "the elicitation request failed: Mcp error: -32601: Method not found(\"openai/elicitation/create\")"})
+    );
+}
+
+fn modern_asks_take_one_round_each() {
+    let run = py(
+        "2026-07-28",
+        "auto",
+        "deploy_twice",
+        &format!(r#"[{GOOD_DEPLOY},{{"action":"accept","content":{{"sure":true}}}}]"#),
+        false,
+        None,
+    );
+    assert_eq!(pushed(&run), Vec::<Value>::new());
+    assert_eq!(
+        call_results(&run),
+        [
+            json!({"jsonrpc": "2.0", "id": 1, "result": {
+                "resultType": "input_required",
+                "inputRequests": {"ask-1": {"method": "elicitation/create", "params": {
+                    "mode": "form", "message": "Where to deploy?", "requestedSchema": deploy_form(),
+                }}},
+                "requestState": "<state>",
+            }}),
+            json!({"jsonrpc": "2.0", "id": 2, "result": {
+                "resultType": "input_required",
+                "inputRequests": {"ask-2": {"method": "elicitation/create", "params": {
+                    "mode": "form", "message": "Deploy now?", "requestedSchema": confirm_form(),
+                }}},
+                "requestState": "<state>",
+            }}),
+            json!({"jsonrpc": "2.0", "id": 3, "result": {
+                "resultType": "complete",
+                "content": [{"type": "text", "text": format!("{DEPLOYED} then Accepted(Confirm {{ sure: true }})")}],
+                "isError": false,
+            }}),
+        ]
+    );
+}
+
+fn modern_content_that_does_not_fit_is_asked_again() {
+    let run = py(
+        "2026-07-28",
+        "auto",
+        "deploy",
+        &format!("[{BAD_DEPLOY},{GOOD_DEPLOY}]"),
+        false,
+        None,
+    );
+    let asked: Vec<Value> = call_results(&run)
+        .iter()
+        .map(|message| message["result"]["inputRequests"].clone())
+        .collect();
+    let question = json!({"ask-1": {"method": "elicitation/create", "params": {
+        "mode": "form", "message": "Where to deploy?", "requestedSchema": deploy_form(),
+    }}});
+    assert_eq!(asked, [question.clone(), question, Value::Null]);
+    assert_eq!(reply(&run), DEPLOYED);
+}
+
+fn modern_decline_is_an_outcome() {
+    let run = py(
+        "2026-07-28",
+        "auto",
+        "deploy",
+        r#"[{"action":"decline"}]"#,
+        false,
+        None,
+    );
+    assert_eq!(reply(&run), "Declined");
+}
+
+fn modern_without_the_capability_asks_nothing() {
+    let run = py("2026-07-28", "auto", "deploy", "none", false, None);
+    assert_eq!(
+        call_results(&run),
+        [json!({"jsonrpc": "2.0", "id": 1, "result": {
+            "resultType": "complete",
+            "content": [{"type": "text", "text": "NotSupported"}],
+            "isError": false,
+        }})]
+    );
+    let run = py("2026-07-28", "auto", "pick_part", "[]", false, None);
+    assert_eq!(reply(&run), "NotSupported");
+}
+
+fn modern_openai_form_travels_in_meta() {
+    let run = py(
+        "2026-07-28",
+        "auto",
+        "pick_part",
+        &format!("[{GOOD_PART}]"),
+        true,
+        None,
+    );
+    assert_eq!(
+        call_results(&run)[0],
+        json!({"jsonrpc": "2.0", "id": 1, "result": {
+            "resultType": "input_required",
+            "inputRequests": {"ask-1": {"method": "elicitation/create", "params": {
+                "_meta": {"openai/elicitation": {"requestedSchema": part_form()}},
+                "mode": "form",
+                "message": "Choose a part",
+                "requestedSchema": {"type": "object", "properties": {}},
+            }}},
+            "requestState": "<state>",
+        }})
+    );
+    assert_eq!(reply(&run), PARTED);
+}
+
+fn modern_openai_content_that_does_not_fit_is_asked_again() {
+    // A bad pattern, a URI not offered, an extra item past maxItems that is not a URI either.
+    let run = py(
+        "2026-07-28",
+        "auto",
+        "pick_part",
+        &format!("[{BAD_PART},{GOOD_PART}]"),
+        true,
+        None,
+    );
+    let asked: Vec<Value> = call_results(&run)
+        .iter()
+        .map(|message| message["result"]["inputRequests"]["ask-1"]["params"]["message"].clone())
+        .collect();
+    assert_eq!(
+        asked,
+        [json!("Choose a part"), json!("Choose a part"), Value::Null]
+    );
+    assert_eq!(reply(&run), PARTED);
+}
+
+/// One manual round: the first call by hand, then a retry changed as `retry` says.
+fn retry(retry: &str, ttl_ms: Option<u64>) -> Run {
+    py(
+        "2026-07-28",
+        &format!("manual:{retry}"),
+        "deploy",
+        &format!("[{GOOD_DEPLOY}]"),
+        false,
+        ttl_ms,
+    )
+}
+
+fn refused(run: &Run) {
+    assert_eq!(
+        run.report["error"],
+        json!({"code": -32602, "message": "requestState is invalid or expired"}),
+        "{}",
+        run.report
+    );
+}
+
+fn modern_state_round_trips_untouched() {
+    let run = retry("answer", None);
+    assert_eq!(run.report["result"]["content"][0]["text"], DEPLOYED);
+}
+
+fn modern_a_retry_without_the_answer_asks_again() {
+    let run = retry("unanswered", None);
+    let mut result = run.report["result"].clone();
+    assert!(result["requestState"].is_string(), "{result}");
+    result["requestState"] = json!("<state>");
+    assert_eq!(
+        result,
+        json!({
+            "resultType": "input_required",
+            "inputRequests": {"ask-1": {"method": "elicitation/create", "params": {
+                "mode": "form", "message": "Where to deploy?", "requestedSchema": deploy_form(),
+            }}},
+            "requestState": "<state>",
+        })
+    );
+}
+
+fn modern_tampered_state_is_refused() {
+    refused(&retry("tamper", None));
+}
+
+fn modern_state_replayed_on_another_tool_is_refused() {
+    refused(&retry("other-tool", None));
+}
+
+fn modern_state_replayed_with_other_arguments_is_refused() {
+    refused(&retry("other-args", None));
+}
+
+fn modern_state_replayed_by_another_principal_is_refused() {
+    refused(&retry("other-principal", None));
+}
+
+fn modern_expired_state_is_refused() {
+    refused(&retry("late", Some(200)));
+}
+
+fn ts1_push_reads_the_answers() {
+    let run = ts(
+        None,
+        "deploy_twice",
+        &format!(r#"[{GOOD_DEPLOY},{{"action":"decline"}}]"#),
+    );
+    assert_eq!(
+        run.report["received"],
+        json!([
+            {"mode": "form", "message": "Where to deploy?", "requestedSchema": deploy_form(), "_meta": {"progressToken": 0}},
+            {"mode": "form", "message": "Deploy now?", "requestedSchema": confirm_form(), "_meta": {"progressToken": 1}},
+        ])
+    );
+    assert_eq!(reply(&run), format!("{DEPLOYED} then Declined"));
+}
+
+fn ts1_content_that_does_not_fit_is_invalid() {
+    let run = ts(None, "deploy", &format!("[{BAD_DEPLOY}]"));
+    assert_eq!(reply(&run), r#"Invalid("replicas: must be at most 5")"#);
+}
+
+fn ts2_modern_rounds_ask_again_and_carry_answers() {
+    let run = ts(
+        Some("2026-07-28"),
+        "deploy_twice",
+        &format!(r#"[{BAD_DEPLOY},{GOOD_DEPLOY},{{"action":"accept","content":{{"sure":true}}}}]"#),
+    );
+    assert_eq!(pushed(&run), Vec::<Value>::new());
+    let asked: Vec<Value> = call_results(&run)
+        .iter()
+        .map(|message| message["result"]["inputRequests"].clone())
+        .collect();
+    let deploy = json!({"ask-1": {"method": "elicitation/create", "params": {
+        "mode": "form", "message": "Where to deploy?", "requestedSchema": deploy_form(),
+    }}});
+    let confirm = json!({"ask-2": {"method": "elicitation/create", "params": {
+        "mode": "form", "message": "Deploy now?", "requestedSchema": confirm_form(),
+    }}});
+    assert_eq!(asked, [deploy.clone(), deploy, confirm, Value::Null]);
+    assert_eq!(
+        reply(&run),
+        format!("{DEPLOYED} then Accepted(Confirm {{ sure: true }})")
+    );
+}
+
+fn ts2_handshake_push_reads_the_answer() {
+    let run = ts(Some("legacy"), "deploy", &format!("[{GOOD_DEPLOY}]"));
+    assert_eq!(
+        run.report["received"],
+        json!([{"mode": "form", "message": "Where to deploy?", "requestedSchema": deploy_form(), "_meta": {"progressToken": 0}}])
+    );
+    assert_eq!(reply(&run), DEPLOYED);
+}
+
+type Case = (&'static str, fn());
+
+const CASES: &[Case] = &[
+    (
+        "handshake_push_sends_the_flat_form_and_reads_the_answer",
+        handshake_push_sends_the_flat_form_and_reads_the_answer,
+    ),
+    (
+        "handshake_decline_and_cancel_are_outcomes",
+        handshake_decline_and_cancel_are_outcomes,
+    ),
+    (
+        "handshake_content_that_does_not_fit_is_invalid",
+        handshake_content_that_does_not_fit_is_invalid,
+    ),
+    (
+        "handshake_without_the_capability_sends_nothing",
+        handshake_without_the_capability_sends_nothing,
+    ),
+    (
+        "handshake_openai_form_goes_as_openai_elicitation_create",
+        handshake_openai_form_goes_as_openai_elicitation_create,
+    ),
+    (
+        "modern_asks_take_one_round_each",
+        modern_asks_take_one_round_each,
+    ),
+    (
+        "modern_content_that_does_not_fit_is_asked_again",
+        modern_content_that_does_not_fit_is_asked_again,
+    ),
+    ("modern_decline_is_an_outcome", modern_decline_is_an_outcome),
+    (
+        "modern_without_the_capability_asks_nothing",
+        modern_without_the_capability_asks_nothing,
+    ),
+    (
+        "modern_openai_form_travels_in_meta",
+        modern_openai_form_travels_in_meta,
+    ),
+    (
+        "modern_openai_content_that_does_not_fit_is_asked_again",
+        modern_openai_content_that_does_not_fit_is_asked_again,
+    ),
+    (
+        "modern_state_round_trips_untouched",
+        modern_state_round_trips_untouched,
+    ),
+    (
+        "modern_a_retry_without_the_answer_asks_again",
+        modern_a_retry_without_the_answer_asks_again,
+    ),
+    (
+        "modern_tampered_state_is_refused",
+        modern_tampered_state_is_refused,
+    ),
+    (
+        "modern_state_replayed_on_another_tool_is_refused",
+        modern_state_replayed_on_another_tool_is_refused,
+    ),
+    (
+        "modern_state_replayed_with_other_arguments_is_refused",
+        modern_state_replayed_with_other_arguments_is_refused,
+    ),
+    (
+        "modern_state_replayed_by_another_principal_is_refused",
+        modern_state_replayed_by_another_principal_is_refused,
+    ),
+    (
+        "modern_expired_state_is_refused",
+        modern_expired_state_is_refused,
+    ),
+    ("ts1_push_reads_the_answers", ts1_push_reads_the_answers),
+    (
+        "ts2_modern_rounds_ask_again_and_carry_answers",
+        ts2_modern_rounds_ask_again_and_carry_answers,
+    ),
+    (
+        "ts2_handshake_push_reads_the_answer",
+        ts2_handshake_push_reads_the_answer,
+    ),
+    (
+        "ts1_content_that_does_not_fit_is_invalid",
+        ts1_content_that_does_not_fit_is_invalid,
+    ),
+];
+
+fn main() {
+    if std::env::var_os("FORMWORK_SDK_PLUGIN").is_some() {
+        support::plugin::serve();
+        return;
+    }
+    // Like libtest: positional arguments filter by name; flags (e.g. `--nocapture`) are ignored.
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|arg| !arg.starts_with('-'))
+        .collect();
+    let selected: Vec<&Case> = CASES
+        .iter()
+        .filter(|(name, _)| {
+            filters.is_empty() || filters.iter().any(|filter| name.contains(filter.as_str()))
+        })
+        .collect();
+    println!("running {} tests", selected.len());
+    // Two at a time: each case is mostly a client process starting up.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let failed = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| {
+                while let Some((name, case)) = selected
+                    .get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+                    .copied()
+                {
+                    let passed = std::panic::catch_unwind(case).is_ok();
+                    println!("test {name} ... {}", if passed { "ok" } else { "FAILED" });
+                    if !passed {
+                        failed.lock().unwrap_or_else(|e| e.into_inner()).push(*name);
+                    }
+                }
+            });
+        }
+    });
+    let failed = failed.into_inner().unwrap_or_else(|e| e.into_inner());
+    if !failed.is_empty() {
+        println!("failed: {}", failed.join(", "));
+        std::process::exit(1);
+    }
+    println!("test result: ok");
+}
