@@ -17,6 +17,7 @@
 
 mod browser;
 mod floor;
+mod rounds;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -28,9 +29,12 @@ use crate::{cargo, peers, run_command, target_dir};
 
 const USAGE: &str = "\
 usage: cargo xtask bench [--rounds R] [--n N] [--warmup W] [--formwork PATH] [--load N,N] [--forms N]
+                         [--mrtr-rounds R] [--mrtr-calls C]
   --formwork PATH  time this formwork binary instead of building target/release/formwork
   --load N,N       session counts of the load part (default 1000,10000; 0 skips it)
-  --forms N        forms of the browser part, the workbench in Chromium (default 50; 0 skips it)";
+  --forms N        forms of the browser part, the workbench in Chromium (default 50; 0 skips it)
+  --mrtr-rounds R  rounds of the 2026-07-28 part, client and server side (default 5; 0 skips it)
+  --mrtr-calls C   calls per contender and round of that part (default 10)";
 
 /// formwork's median against the TS SDK client's, formwork's median against the floor's, formwork's p99 against
 /// its own median: each must stay at or below its limit.
@@ -113,6 +117,20 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
     drop(pinned);
     let load = [load_before, load_average()];
     print_report(&options, &summaries, &load);
+    if options.mrtr.rounds > 0 {
+        let pinned = Pinning::start(&setup);
+        let node_command = &setup.plugin_command[..setup.plugin_command.len() - 1];
+        rounds::run(
+            &rounds::Tools {
+                root,
+                formwork: &setup.formwork,
+                node_command,
+                npm_dir: &setup.npm_dir,
+            },
+            &options.mrtr,
+        )?;
+        drop(pinned);
+    }
     if !options.load_sessions.is_empty() {
         load_bench(root, &options.load_sessions)?;
     }
@@ -159,6 +177,8 @@ struct Options {
     load_sessions: Vec<usize>,
     /// Measured forms of the browser part; 0 skips it.
     forms: usize,
+    /// The 2026-07-28 part.
+    mrtr: rounds::Options,
 }
 
 impl Options {
@@ -172,6 +192,10 @@ impl Options {
             formwork: None,
             load_sessions: vec![1000, 10_000],
             forms: 50,
+            mrtr: rounds::Options {
+                rounds: 5,
+                calls: 10,
+            },
         };
         let mut args = args.iter();
         while let Some(flag) = args.next() {
@@ -183,6 +207,8 @@ impl Options {
                 "--n" => &mut options.per_round,
                 "--warmup" => &mut options.warmup,
                 "--forms" => &mut options.forms,
+                "--mrtr-rounds" => &mut options.mrtr.rounds,
+                "--mrtr-calls" => &mut options.mrtr.calls,
                 "--formwork" => {
                     options.formwork = Some(PathBuf::from(value));
                     continue;
