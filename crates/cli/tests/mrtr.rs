@@ -22,10 +22,14 @@ fn call(tool: &str, answers: Value, flags: &[&str]) -> Output {
 }
 
 fn call_plugin(plugin: &str, tool: &str, answers: Value, flags: &[&str]) -> Output {
+    call_target("--plugin", plugin, tool, answers, flags)
+}
+
+/// `formwork call <tool> <--plugin CMD | --url URL>` with `answers`, the wire logged.
+fn call_target(kind: &str, target: &str, tool: &str, answers: Value, flags: &[&str]) -> Output {
     let file = TempFile::new(&answers.to_string());
-    let plugin = plugin.to_owned();
     let path = file.path.display().to_string();
-    let mut args = vec!["call", tool, "--plugin", &plugin, "--answers", &path];
+    let mut args = vec!["call", tool, kind, target, "--answers", &path];
     args.extend(flags);
     common::run(
         Command::new(env!("CARGO_BIN_EXE_formwork"))
@@ -307,4 +311,46 @@ fn the_typescript_sdk_2_plugin_gets_every_round_answered() {
         r#"target: production; confirm: accept {"confirm":true}"#
     );
     assert_eq!(calls(&legacy).len(), 1);
+}
+
+/// The same rounds over Streamable HTTP: the Python SDK's modern endpoint checks that the
+/// `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers match each request's body.
+#[test]
+fn rounds_over_streamable_http() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|socket| socket.local_addr())
+        .unwrap()
+        .port();
+    let mut server = Command::new(common::peers_dir().join("venv/bin/python"))
+        .arg(common::peers_dir().join("npm").join(PLUGIN))
+        .args(["--http", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no server on {port}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let output = call_target(
+        "--url",
+        &url,
+        "deploy",
+        json!([{"target": "production"}, {"confirm": true}]),
+        &[],
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+    output.assert_code(0);
+    assert_eq!(
+        output.text(),
+        r#"target: accept {"target":"production"}; confirm: {"confirm":true}"#,
+        "{output}"
+    );
+    assert_eq!(calls(&output).len(), 3);
 }

@@ -1166,14 +1166,44 @@ async fn a_cancelled_approval_is_marked_cancelled() {
 /// The `[mcp_servers.py]` table of the Python SDK plugin that asks through 2026-07-28 rounds,
 /// with its `endless` tool's log at `log`.
 fn mrtr_config(log: &std::path::Path) -> Config {
+    mrtr_config_with("", log)
+}
+
+/// [`mrtr_config`] under the top-level keys `top`.
+fn mrtr_config_with(top: &str, log: &std::path::Path) -> Config {
     let python = peers().join("venv/bin/python").display().to_string();
     let plugin = peers().join("npm/py_mrtr_plugin.py").display().to_string();
     let log = log.display().to_string();
     let text = format!(
-        "[mcp_servers.py]\ncommand = {python:?}\nargs = [{plugin:?}]\nenv = {{ PY_MRTR_LOG = {log:?} }}\n{}\n",
+        "{top}\n[mcp_servers.py]\ncommand = {python:?}\nargs = [{plugin:?}]\nenv = {{ PY_MRTR_LOG = {log:?} }}\n{}\n",
         approve()
     );
     Config::from_toml(&text, None).unwrap()
+}
+
+/// A form of a round that the policy declines is answered `decline` in the retry, like any
+/// other answer, and the session says why.
+#[tokio::test]
+async fn a_round_form_the_policy_declines_is_answered_decline() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = host(mrtr_config_with(
+        "approval_policy = \"never\"",
+        &dir.path().join("log"),
+    ));
+    let mut s = Watch::open(&host);
+    s.call_on("py", "deploy");
+    let code = s
+        .next(|event| match event {
+            Event::Diagnostic { code, .. } => Some(code.clone()),
+            _ => None,
+        })
+        .await;
+    assert_eq!(code, "elicitation-declined-by-policy");
+    assert_eq!(
+        s.finished().await.unwrap(),
+        "target: decline; confirm: not asked"
+    );
+    host.shutdown().await;
 }
 
 /// The rounds a call's plugin reported, as `round asked request_state`.

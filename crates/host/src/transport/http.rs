@@ -954,4 +954,22 @@ mod tests {
             Err("the value of the header `X-Team` has characters HTTP does not allow".to_owned())
         );
     }
+
+    #[test]
+    fn a_2026_request_mirrors_its_method_and_name_in_headers() {
+        let body = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"déployer","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+        let routing = RoutingHeaders::of(body).unwrap();
+        assert_eq!(routing.version, "2026-07-28");
+        assert_eq!(routing.method, "tools/call");
+        // Not plain ASCII: base64 in the wrapping the spec gives.
+        assert_eq!(routing.name.as_deref(), Some("=?base64?ZMOpcGxveWVy?="));
+        let read = r#"{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":"file:///a b","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+        assert_eq!(
+            RoutingHeaders::of(read).unwrap().name.as_deref(),
+            Some("file:///a b")
+        );
+        assert_eq!(header_value(" padded"), "=?base64?IHBhZGRlZA==?=");
+        // A handshake-era request carries no envelope, and gets none of these headers.
+        assert!(RoutingHeaders::of(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).is_none());
+    }
 }
