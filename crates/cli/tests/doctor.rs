@@ -11,12 +11,13 @@ use common::{EverythingHttp, Output, formwork, node_bin_dir, node_plugin, peers_
 use serde_json::{Value, json};
 
 /// The rows of the symptom table, in order, by id.
-const ROWS: [&str; 5] = [
+const ROWS: [&str; 6] = [
     "openai-form-unsupported",
     "declined-before-ui",
     "schema-unsupported",
     "tool-approval",
     "no-continue-after-answer",
+    "push-form-on-2026",
 ];
 
 /// A TOML file in the temp dir, removed on drop.
@@ -630,5 +631,44 @@ fn the_report_names_the_era_and_why() {
             "handshake",
             "`server/discover` answered -32601 Method not found"
         ]
+    );
+}
+
+/// A plugin that offers 2026-07-28 but pushes its form (the Python SDK's `ctx.elicit`): the
+/// doctor names the row and both ways out.
+#[test]
+fn a_pushed_form_on_2026_is_diagnosed() {
+    let plugin = common::python_plugin("py_plugin.py");
+    let output = formwork(&["doctor", "--plugin", &plugin, "--tool", "ask"], None);
+    output.assert_code(1);
+    let report = output.json();
+    let diagnosis = row(&report, "push-form-on-2026");
+    assert_eq!(diagnosis["applies"], true, "{output}");
+    assert_eq!(
+        diagnosis["cause"],
+        r#"the connection speaks 2026-07-28 (`server/discover` offered ["2026-07-28"]), and the call failed: tools/call failed: Cannot send 'elicitation/create': this transport context has no back-channel for server-initiated requests. (code -32600)"#
+    );
+    assert!(
+        diagnosis["action"]
+            .as_str()
+            .is_some_and(|action| action.contains("protocol_version = \"2025-11-25\"")),
+        "{output}"
+    );
+    let pinned = formwork(
+        &[
+            "doctor",
+            "--plugin",
+            &plugin,
+            "--tool",
+            "ask",
+            "--protocol",
+            "2025-11-25",
+        ],
+        None,
+    );
+    assert_eq!(
+        row(&pinned.json(), "push-form-on-2026")["applies"],
+        false,
+        "{pinned}"
     );
 }

@@ -2,6 +2,7 @@
 //! why, and what to change. Pure: reads the config and the gathered [`Report`].
 
 use crate::config::{ApprovalMode, ApprovalPolicy, Config};
+use crate::plugin::Era;
 use crate::policy;
 
 use super::{FormRecord, Report, Symptom, ToolReport};
@@ -20,7 +21,7 @@ pub struct SymptomRow {
 }
 
 /// The table's rows, in its order.
-pub const SYMPTOMS: [SymptomRow; 5] = [
+pub const SYMPTOMS: [SymptomRow; 6] = [
     SymptomRow {
         id: "openai-form-unsupported",
         symptom: "The MCP client does not support openai/form requests.",
@@ -51,6 +52,21 @@ pub const SYMPTOMS: [SymptomRow; 5] = [
         meaning: "response routing or the plugin's result handling is broken",
         action: "verify the plugin handles accept, cancel and decline",
     },
+    SymptomRow {
+        id: "push-form-on-2026",
+        symptom: "A tool that asks for a form fails on a 2026-07-28 connection (\"no back-channel\", \"server-initiated requests\")",
+        meaning: "the plugin offers 2026-07-28 but pushes its forms as elicitation/create requests, which that version no longer has",
+        action: "set protocol_version = \"2025-11-25\" for the server (or --protocol 2025-11-25), or have the plugin ask through input_required (formwork-sdk, the Python SDK's Resolve/Elicit, the TS SDK's inputRequired)",
+    },
+];
+
+/// What SDKs say when a tool pushes a form on a 2026-07-28 connection (the Python SDK, fastmcp,
+/// rmcp).
+const PUSH_ON_2026: [&str; 4] = [
+    "no back-channel for server-initiated requests",
+    "server-initiated requests is unavailable on 2026-07-28",
+    "server-to-client requests are not allowed on protocol 2026-07-28",
+    "elicitation via server-initiated requests",
 ];
 
 const NOTHING: &str = "nothing to change for this row";
@@ -66,7 +82,51 @@ pub fn symptoms(config: &Config, report: &Report) -> Vec<Symptom> {
         schema_unsupported(report),
         tool_approval(config, report),
         no_continue(report),
+        push_on_2026(report),
     ]
+}
+
+/// The line of `text` that mentions `needle` (any case), cut to a readable length.
+fn line_with(text: &str, needle: &str) -> String {
+    let line = text
+        .lines()
+        .find(|line| line.to_lowercase().contains(needle))
+        .unwrap_or_default();
+    line.trim().chars().take(240).collect()
+}
+
+fn push_on_2026(report: &Report) -> Symptom {
+    let era = report.connection.era;
+    let (applies, cause) = match (era, call_text(report)) {
+        (Some(Era::Modern), Some(text)) => {
+            let lower = text.to_lowercase();
+            match PUSH_ON_2026.iter().find(|needle| lower.contains(*needle)) {
+                Some(needle) => (
+                    Some(true),
+                    format!(
+                        "the connection speaks 2026-07-28 ({}), and the call failed: {}",
+                        report.connection.era_reason.as_deref().unwrap_or_default(),
+                        line_with(&text, needle)
+                    ),
+                ),
+                None => (
+                    Some(false),
+                    "the call on the 2026-07-28 connection did not fail for a pushed form"
+                        .to_owned(),
+                ),
+            }
+        }
+        (Some(Era::Modern), None) => (
+            None,
+            "the connection speaks 2026-07-28; only a call shows whether the plugin pushes forms"
+                .to_owned(),
+        ),
+        _ => (
+            Some(false),
+            "the connection speaks the handshake era, where plugins may push forms".to_owned(),
+        ),
+    };
+    row(5, applies, cause, SYMPTOMS[5].action.to_owned())
 }
 
 fn row(index: usize, applies: Option<bool>, cause: String, action: String) -> Symptom {
