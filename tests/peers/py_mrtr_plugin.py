@@ -14,6 +14,8 @@ replays the answers of earlier rounds through its sealed `requestState`; on a ha
 - `sample`: asks for `sampling/createMessage`, which the host does not offer.
 - `era`: the protocol version of the request, as the SDK saw it.
 
+The prompt `greeting` and the resource template `note://{topic}` ask for a number the same way, then report it.
+
 `--http PORT` serves Streamable HTTP at `http://127.0.0.1:PORT/mcp` instead of stdio.
 """
 
@@ -145,6 +147,24 @@ async def sample(ctx: Context) -> types.InputRequiredResult | str:
 async def era(ctx: Context) -> str:
     """The request's protocol version."""
     return f"protocol: {ctx.protocol_version}"
+
+
+@server.prompt()
+async def greeting(ctx: Context) -> types.InputRequiredResult | str:
+    """A prompt that asks first."""
+    responses = ctx.input_responses or {}
+    if "n" not in responses:
+        return types.InputRequiredResult(input_requests={"n": form("How many?")})
+    return f"greeting: {responses['n'].action} {responses['n'].content}"
+
+
+@server.resource("note://{topic}")
+async def note(topic: str, ctx: Context) -> types.InputRequiredResult | str:
+    """A resource that asks first."""
+    responses = ctx.input_responses or {}
+    if "n" not in responses:
+        return types.InputRequiredResult(input_requests={"n": form(f"How many {topic}?")})
+    return f"note {topic}: {responses['n'].action} {responses['n'].content}"
 
 
 if __name__ == "__main__":

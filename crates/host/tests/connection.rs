@@ -318,3 +318,38 @@ async fn a_plugin_that_never_answers_initialize_is_given_up() {
     );
     assert_eq!(started.elapsed(), Duration::from_secs(120));
 }
+
+/// `prompts/get` and `resources/read` on a 2026-07-28 connection have their rounds served like
+/// `tools/call`: the form goes to the responder, and the retry carries the answer.
+#[tokio::test]
+async fn prompts_and_resources_get_their_rounds_served() {
+    let target = PluginTarget::Command(format!(
+        "'{}' '{}'",
+        peers().join("venv/bin/python").display(),
+        peers().join("npm/py_mrtr_plugin.py").display()
+    ));
+    let answer_seven = |prompt: FormPrompt| -> BoxFuture<FormReply> {
+        Box::pin(async move {
+            let form = prompt.request.form().expect("a form");
+            let mut content = formwork_forms::Content::new();
+            content.insert("n".into(), json!(7));
+            FormReply::accept(form.content_from_typed(&content).unwrap())
+        })
+    };
+    let plugin = connect(target, Duration::from_secs(30), answer_seven).await;
+    assert_eq!(plugin.server_info().protocol_version, "2026-07-28");
+    let prompt = plugin
+        .request("prompts/get", Some(json!({"name": "greeting"})))
+        .await
+        .unwrap();
+    assert_eq!(
+        prompt["messages"][0]["content"]["text"],
+        "greeting: accept {'n': 7}"
+    );
+    let note = plugin
+        .request("resources/read", Some(json!({"uri": "note://apples"})))
+        .await
+        .unwrap();
+    assert_eq!(note["contents"][0]["text"], "note apples: accept {'n': 7}");
+    plugin.close().await;
+}
