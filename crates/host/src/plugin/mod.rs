@@ -148,30 +148,28 @@ async fn open(
     client_info: &Value,
 ) -> Result<ServerInfo, HostError> {
     let opened = Instant::now();
+    // Opening takes at most `INITIALIZE_TIMEOUT` in all, every request included.
+    let left = || INITIALIZE_TIMEOUT.saturating_sub(opened.elapsed());
     let capabilities = client_capabilities();
+    let envelope = era::envelope(&capabilities, client_info);
+    let discover = |timeout| {
+        let params = era::with_envelope(None, &envelope);
+        shared.request_raw_within(shared.next_id(), "server/discover", Some(params), timeout)
+    };
+    let modern = |result: Box<RawValue>, era_reason: String| {
+        let _ = shared.envelope.set(envelope.clone());
+        ServerInfo {
+            protocol_version: MODERN_VERSION.to_owned(),
+            era: Era::Modern,
+            era_reason,
+            initialize_result: result,
+        }
+    };
     let mut discover_timed_out = false;
     let reason = if era::discovers(choice) {
-        let envelope = era::envelope(&capabilities, client_info);
-        let params = era::with_envelope(None, &envelope);
-        let answer = shared
-            .request_raw_within(
-                shared.next_id(),
-                "server/discover",
-                Some(params),
-                era::DISCOVER_TIMEOUT,
-            )
-            .await;
-        let reason = match answer {
+        let reason = match discover(era::DISCOVER_TIMEOUT).await {
             Ok(result) => match era::judge_discover(result.get()) {
-                Ok(reason) => {
-                    let _ = shared.envelope.set(envelope);
-                    return Ok(ServerInfo {
-                        protocol_version: MODERN_VERSION.to_owned(),
-                        era: Era::Modern,
-                        era_reason: reason,
-                        initialize_result: result,
-                    });
-                }
+                Ok(reason) => return Ok(modern(result, reason)),
                 Err(reason) => reason,
             },
             Err(HostError::Rpc { error, .. }) => {
@@ -219,10 +217,8 @@ async fn open(
         "capabilities": capabilities,
         "clientInfo": client_info,
     });
-    // Opening takes at most `INITIALIZE_TIMEOUT` in all, the probe included.
-    let left = INITIALIZE_TIMEOUT.saturating_sub(opened.elapsed());
     let result = match shared
-        .request_raw_within(shared.next_id(), "initialize", Some(params), left)
+        .request_raw_within(shared.next_id(), "initialize", Some(params), left())
         .await
     {
         // A plugin that answered the probe after it gave up now speaks 2026-07-28 only.
@@ -232,20 +228,13 @@ async fn open(
                 && supported_versions(error.data.as_ref())
                     .is_some_and(|supported| supported.iter().any(|v| v == MODERN_VERSION)) =>
         {
-            let envelope = era::envelope(&capabilities, client_info);
-            let params = era::with_envelope(None, &envelope);
-            let result = shared
-                .request_raw(shared.next_id(), "server/discover", Some(params))
-                .await?;
+            let result = discover(left()).await?;
             let reason =
                 era::judge_discover(result.get()).map_err(HostError::UnsupportedVersion)?;
-            let _ = shared.envelope.set(envelope);
-            return Ok(ServerInfo {
-                protocol_version: MODERN_VERSION.to_owned(),
-                era: Era::Modern,
-                era_reason: format!("{reason} (after its first answer came too late)"),
-                initialize_result: result,
-            });
+            return Ok(modern(
+                result,
+                format!("{reason} (after its first answer came too late)"),
+            ));
         }
         other => other?,
     };
