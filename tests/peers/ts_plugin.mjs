@@ -322,6 +322,23 @@ server.registerTool(
   },
 );
 
+// Any request the caller spells out, sent as is through the SDK's raw `request` (for `openai/elicitation/create`
+// and OpenAI's form shapes, which `elicitInput` would reshape): returns the result exactly as it came, unparsed.
+server.registerTool(
+  "raw_request",
+  {
+    description: "Send the request `method` with `params` and return its result as sent",
+    inputSchema: { method: z.string(), params: z.object({}).passthrough() },
+  },
+  async ({ method, params }) => {
+    try {
+      return resultText(await server.server.request({ method, params }, z.object({}).passthrough()));
+    } catch (e) {
+      return errorText(e);
+    }
+  },
+);
+
 server.registerTool("fail", { description: "Return a tool error without asking anything" }, async () => ({
   content: [{ type: "text", text: "this tool always fails" }],
   isError: true,

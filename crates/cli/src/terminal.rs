@@ -5,7 +5,7 @@
 //! plugin cannot move the cursor, clear the screen, retitle the window, turn text around with
 //! bidirectional controls, or print a line that looks like formwork's own (`── approval ──`).
 
-use formwork_forms::render::{InputKind, Question};
+use formwork_forms::render::{Image, InputKind, Question, QuestionOption};
 use formwork_forms::{Content, UrlWarning};
 use formwork_host::policy::{ApprovalAnswer, ApprovalCard, ApprovalChoice};
 use formwork_host::{ElicitationRequest, FormPrompt, FormReply};
@@ -121,9 +121,17 @@ fn ask_questions(questions: &[Question], form: &formwork_forms::Form) -> Result<
                 }
                 Some(Value::Bool(confirm.prompt()?))
             }
+            InputKind::Text if question.suggestions.is_some() => {
+                match ask_suggestion(question, &title, help.as_deref())? {
+                    Some(value) => Some(value),
+                    None => ask_text(question, form, &title, help.as_deref())?,
+                }
+            }
             InputKind::Text | InputKind::Number | InputKind::Integer => {
                 ask_text(question, form, &title, help.as_deref())?
             }
+            InputKind::TextList => ask_text_list(question, &title, help.as_deref())?,
+            InputKind::Resource => ask_resource(question, &title, help.as_deref())?,
         };
         if let Some(value) = value {
             typed.insert(question.id.clone(), value);
@@ -134,7 +142,7 @@ fn ask_questions(questions: &[Question], form: &formwork_forms::Form) -> Result<
 
 fn ask_single(question: &Question, title: &str, help: Option<&str>) -> Result<Option<Value>, Left> {
     let options = question.options.clone().unwrap_or_default();
-    let labels: Vec<String> = options.iter().map(|option| inert(&option.label)).collect();
+    let labels = option_lines(&options, question.option_images);
     let start = question
         .default
         .as_ref()
@@ -154,7 +162,7 @@ fn ask_single(question: &Question, title: &str, help: Option<&str>) -> Result<Op
 
 fn ask_multi(question: &Question, title: &str, help: Option<&str>) -> Result<Option<Value>, Left> {
     let options = question.options.clone().unwrap_or_default();
-    let labels: Vec<String> = options.iter().map(|option| inert(&option.label)).collect();
+    let labels = option_lines(&options, question.option_images);
     let defaults: Vec<usize> = match &question.default {
         Some(Value::Array(values)) => options
             .iter()
@@ -191,6 +199,124 @@ fn ask_multi(question: &Question, title: &str, help: Option<&str>) -> Result<Opt
         .filter_map(|index| options.get(index).map(|option| option.value.clone()))
         .collect();
     Ok(Some(Value::Array(values)))
+}
+
+/// The line shown for each option: its label, its description after a dash, and, when the
+/// question's options have images, a text stand-in for the image (the terminal draws none).
+fn option_lines(options: &[QuestionOption], images: bool) -> Vec<String> {
+    options
+        .iter()
+        .map(|option| {
+            let mut line = inert(&option.label);
+            if !option.description.is_empty() {
+                line.push_str(" — ");
+                line.push_str(&inert(&option.description));
+            }
+            if images {
+                line.push(' ');
+                line.push_str(&image_stand_in(option.thumbnail.as_ref()));
+            }
+            line
+        })
+        .collect()
+}
+
+/// `[image: https://…]` for a URL, `[image: image/png data]` for a data URI (never its bytes),
+/// `[no image]` for an option without one.
+fn image_stand_in(image: Option<&Image>) -> String {
+    match image {
+        None => "[no image]".to_owned(),
+        Some(image) => match image.src.strip_prefix("data:") {
+            Some(data) => {
+                let media = data.split([';', ',']).next().unwrap_or_default();
+                format!("[image: {} data]", inert(media))
+            }
+            None => format!("[image: {}]", inert(&image.src)),
+        },
+    }
+}
+
+/// The choice that leads from a list of suggestions to typing.
+const TYPE_OWN: &str = "(type something else)";
+
+/// A text question with suggestions: pick one, or choose to type (`None`).
+fn ask_suggestion(
+    question: &Question,
+    title: &str,
+    help: Option<&str>,
+) -> Result<Option<Value>, Left> {
+    let suggestions = question.suggestions.clone().unwrap_or_default();
+    let mut lines = option_lines(&suggestions, question.option_images);
+    lines.push(TYPE_OWN.to_owned());
+    let mut select = Select::new(title, lines.clone());
+    if let Some(help) = help {
+        select = select.with_help_message(help);
+    }
+    let chosen = select.prompt()?;
+    let index = lines.iter().position(|line| *line == chosen);
+    Ok(index
+        .and_then(|index| suggestions.get(index))
+        .map(|option| option.value.clone()))
+}
+
+/// A free-text list: one item per prompt (a suggestion, or typed), until an empty line or
+/// "done".
+fn ask_text_list(
+    question: &Question,
+    title: &str,
+    help: Option<&str>,
+) -> Result<Option<Value>, Left> {
+    const DONE: &str = "(done)";
+    let suggestions = question.suggestions.clone().unwrap_or_default();
+    let mut items = Vec::new();
+    loop {
+        let prompt = format!("{title} — item {}", items.len() + 1);
+        if !suggestions.is_empty() {
+            let mut lines = option_lines(&suggestions, question.option_images);
+            lines.push(TYPE_OWN.to_owned());
+            lines.push(DONE.to_owned());
+            let mut select = Select::new(&prompt, lines.clone());
+            if let Some(help) = help {
+                select = select.with_help_message(help);
+            }
+            let chosen = select.prompt()?;
+            if chosen == DONE {
+                break;
+            }
+            let index = lines.iter().position(|line| *line == chosen);
+            if let Some(option) = index.and_then(|index| suggestions.get(index)) {
+                items.push(option.value.clone());
+                continue;
+            }
+        }
+        let mut text = Text::new(&prompt).with_help_message("an empty line ends the list");
+        if let (Some(help), true) = (help, suggestions.is_empty()) {
+            text = text.with_placeholder(help);
+        }
+        let typed = text.prompt()?;
+        if typed.is_empty() {
+            break;
+        }
+        items.push(Value::String(typed));
+    }
+    if items.is_empty() && question.default.is_some() {
+        // Nothing typed: the form fills the default in.
+        return Ok(None);
+    }
+    Ok(Some(Value::Array(items)))
+}
+
+/// A resource picker: the plugin's resources, listed with their descriptions. For several,
+/// the starting selection is the default (every resource for implicit selection).
+fn ask_resource(
+    question: &Question,
+    title: &str,
+    help: Option<&str>,
+) -> Result<Option<Value>, Left> {
+    if question.multi_select {
+        return ask_multi(question, title, help);
+    }
+    ask_single(question, title, help)
 }
 
 fn ask_text(

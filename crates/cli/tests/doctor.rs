@@ -258,6 +258,38 @@ fn openai_form_request_sent_anyway() {
     assert_eq!(other["answer"]["error"]["code"], -32601, "{output}");
 }
 
+/// With `features.openai_elicitation`, the extension is declared and reported, and the older
+/// `openai/form` method is still not served.
+#[test]
+fn openai_elicitation_declared_and_openai_form_still_refused() {
+    let config = Toml::new("[features]\nopenai_elicitation = true\n");
+    let output = doctor(
+        "",
+        &["--config", &config.arg(), "--tool", "send_openai_form"],
+    );
+    let report = assert_only(
+        &output,
+        "openai-form-unsupported",
+        &[
+            "`openai/form` request",
+            "-32601",
+            "(features.openai_elicitation = true) and serves `openai/elicitation/create`",
+        ],
+    );
+    let connection = &report["connection"];
+    assert_eq!(
+        connection["client_capabilities"],
+        json!({"elicitation": {"form": {}, "url": {}},
+               "extensions": {"openai/elicitation": {"form": {}}}}),
+        "{output}"
+    );
+    assert_eq!(connection["openai_form_extension"], true, "{output}");
+    assert_eq!(
+        report["policy"]["features"]["openai_elicitation"], true,
+        "{output}"
+    );
+}
+
 // ---- row 2: decline before any UI ----
 
 #[test]

@@ -31,8 +31,9 @@ pub use events::{Command, Event, FormAnswer, Role, SessionId};
 pub use formwork_forms::{ElicitationRequest, FormRequest, UrlRequest};
 pub use jsonrpc::RpcError;
 pub use plugin::{
-    ConnectOptions, MAX_TOOL_LIST_BYTES, MAX_TOOL_PAGES, PROTOCOL_VERSION, Plugin, PluginTarget,
-    ServerInfo,
+    ClientExtensions, ConnectOptions, MAX_TOOL_LIST_BYTES, MAX_TOOL_PAGES, OPENAI_ELICITATION,
+    OPENAI_ELICITATION_METHOD, PROTOCOL_VERSION, Plugin, PluginTarget, ServerInfo,
+    client_capabilities,
 };
 pub use responder::{BoxFuture, DeclineNotice, FormAction, FormPrompt, FormReply, FormResponder};
 pub use session::{CommandError, Host, HostOptions, UiGuard, reason, server_target};

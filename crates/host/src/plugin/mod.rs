@@ -76,6 +76,17 @@ pub struct ConnectOptions {
     pub on_request: Option<RequestObserver>,
     /// Headers for every HTTP request (`http_headers`, bearer token); ignored on stdio.
     pub http_headers: Vec<(String, String)>,
+    /// The extensions formwork speaks on this connection: what it declares
+    /// ([`client_capabilities`]) and which request shapes it accepts.
+    pub extensions: ClientExtensions,
+}
+
+/// The extensions of MCP formwork may speak, each off unless the config turns it on
+/// (`[features]`; the connection knows no config, its callers fill this in).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClientExtensions {
+    /// `features.openai_elicitation`: OpenAI's form extension (`openai/elicitation`).
+    pub openai_elicitation: bool,
 }
 
 impl ConnectOptions {
@@ -89,15 +100,28 @@ impl ConnectOptions {
             client_info: ("formwork".to_owned(), env!("CARGO_PKG_VERSION").to_owned()),
             on_request: None,
             http_headers: Vec::new(),
+            extensions: ClientExtensions::default(),
         }
     }
 }
 
-/// What formwork declares in `initialize`: form and URL elicitation, and no `openai/form`
-/// extension.
-pub fn client_capabilities() -> Value {
-    json!({"elicitation": {"form": {}, "url": {}}})
+/// The client capabilities formwork declares: form and URL elicitation and, with
+/// `features.openai_elicitation`, OpenAI's form extension
+/// (`extensions["openai/elicitation"] = {"form": {}}`). The one place they are built, for
+/// `initialize` and wherever else the host states them.
+pub fn client_capabilities(extensions: &ClientExtensions) -> Value {
+    let mut capabilities = json!({"elicitation": {"form": {}, "url": {}}});
+    if extensions.openai_elicitation {
+        capabilities["extensions"] = json!({OPENAI_ELICITATION: {"form": {}}});
+    }
+    capabilities
 }
+
+/// The id of OpenAI's form extension, as declared in `capabilities.extensions`.
+pub const OPENAI_ELICITATION: &str = "openai/elicitation";
+
+/// The extension's own request method, a compatibility shape of `elicitation/create`.
+pub const OPENAI_ELICITATION_METHOD: &str = "openai/elicitation/create";
 
 /// What the plugin said about itself in the handshake.
 #[derive(Debug, Clone)]
@@ -152,6 +176,8 @@ pub(crate) struct Shared {
     pub(crate) url_flows: Mutex<HashMap<String, watch::Sender<bool>>>,
     request_timeout: Duration,
     on_request: Option<RequestObserver>,
+    /// `features.openai_elicitation`: whether OpenAI's form shapes are accepted.
+    pub(crate) openai_elicitation: bool,
     /// How much more this plugin may make the host log.
     log_budget: Mutex<crate::budget::LogBudget>,
 }
@@ -162,6 +188,7 @@ impl Plugin {
         target: &PluginTarget,
         mut options: ConnectOptions,
     ) -> Result<Plugin, HostError> {
+        let extensions = options.extensions;
         let negotiated = Arc::new(OnceLock::new());
         let Transport {
             outgoing,
@@ -190,6 +217,7 @@ impl Plugin {
             url_flows: Mutex::new(HashMap::new()),
             request_timeout: options.request_timeout,
             on_request: options.on_request,
+            openai_elicitation: extensions.openai_elicitation,
             log_budget: Mutex::new(crate::budget::LogBudget::new(Instant::now())),
         });
         tasks.push(tokio::spawn(dispatch::read_loop(
@@ -200,7 +228,7 @@ impl Plugin {
         let (client_name, client_version) = options.client_info;
         let params = json!({
             "protocolVersion": PROTOCOL_VERSION.as_str(),
-            "capabilities": client_capabilities(),
+            "capabilities": client_capabilities(&extensions),
             "clientInfo": {"name": client_name, "version": client_version},
         });
         let id = shared.next_id();
