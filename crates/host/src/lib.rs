@@ -36,5 +36,5 @@ pub use plugin::{
     client_capabilities,
 };
 pub use responder::{BoxFuture, DeclineNotice, FormAction, FormPrompt, FormReply, FormResponder};
-pub use session::{CommandError, Host, HostOptions, UiGuard, reason, server_target};
+pub use session::{CommandError, Host, HostOptions, UiGuard, UploadError, reason, server_target};
 pub use transport::MAX_FRAME_BYTES;
