@@ -8,6 +8,7 @@
 use formwork_forms::render::{Image, InputKind, Question, QuestionOption};
 use formwork_forms::{Content, UrlWarning};
 use formwork_host::policy::{ApprovalAnswer, ApprovalCard, ApprovalChoice};
+use formwork_host::store::{MAX_UPLOAD_BYTES, Store, UPLOADS_DIR, save_upload};
 use formwork_host::{ElicitationRequest, FormPrompt, FormReply};
 use inquire::{Confirm, InquireError, MultiSelect, Select, Text};
 use serde_json::{Number, Value};
@@ -289,11 +290,11 @@ fn ask_text_list(
                 continue;
             }
         }
-        let mut text = Text::new(&prompt).with_help_message("an empty line ends the list");
-        if let (Some(help), true) = (help, suggestions.is_empty()) {
-            text = text.with_placeholder(help);
-        }
-        let typed = text.prompt()?;
+        let help = match help {
+            Some(help) => format!("{help}; an empty line ends the list"),
+            None => "an empty line ends the list".to_owned(),
+        };
+        let typed = Text::new(&prompt).with_help_message(&help).prompt()?;
         if typed.is_empty() {
             break;
         }
@@ -306,17 +307,138 @@ fn ask_text_list(
     Ok(Some(Value::Array(items)))
 }
 
-/// A resource picker: the plugin's resources, listed with their descriptions. For several,
-/// the starting selection is the default (every resource for implicit selection).
+/// The choice of a single picker that leads to adding a local file.
+const ADD_FILE: &str = "(add a file from this computer)";
+
+/// A resource picker: the plugin's resources, listed with their descriptions. For several, the
+/// starting selection is the default (every resource for implicit selection). When the picker
+/// takes files, the person may name local files too: each is copied (see [`copy_file`]) and
+/// answered by the `file://` URI of the copy.
 fn ask_resource(
     question: &Question,
     title: &str,
     help: Option<&str>,
 ) -> Result<Option<Value>, Left> {
+    let uploads = question.resource.as_ref().and_then(|r| r.uploads.as_ref());
+    let options = question.options.clone().unwrap_or_default();
     if question.multi_select {
-        return ask_multi(question, title, help);
+        let mut chosen = match options.is_empty() {
+            true => Vec::new(),
+            false => match ask_multi(question, title, help)? {
+                Some(Value::Array(values)) => values,
+                _ => Vec::new(),
+            },
+        };
+        if let Some(uploads) = uploads {
+            while let Some(uri) = ask_file(title, &uploads.accept, true)? {
+                chosen.push(Value::String(uri));
+            }
+        }
+        return Ok(Some(Value::Array(chosen)));
     }
-    ask_single(question, title, help)
+    let Some(uploads) = uploads else {
+        return ask_single(question, title, help);
+    };
+    let mut lines = option_lines(&options, question.option_images);
+    lines.push(ADD_FILE.to_owned());
+    loop {
+        let mut select = Select::new(title, lines.clone());
+        if let Some(help) = help {
+            select = select.with_help_message(help);
+        }
+        let chosen = select.prompt()?;
+        let index = lines.iter().position(|line| *line == chosen);
+        if let Some(option) = index.and_then(|index| options.get(index)) {
+            return Ok(Some(option.value.clone()));
+        }
+        if let Some(uri) = ask_file(title, &uploads.accept, false)? {
+            return Ok(Some(Value::String(uri)));
+        }
+    }
+}
+
+/// Asks for the path of a local file and copies it; `None` when the person enters nothing.
+fn ask_file(title: &str, accept: &[String], several: bool) -> Result<Option<String>, Left> {
+    let prompt = format!("{title} — a file from this computer");
+    let kinds = match accept.is_empty() {
+        true => String::new(),
+        false => format!(" ({})", inert(&accept.join(", "))),
+    };
+    let after = match several {
+        true => "an empty line adds no more",
+        false => "an empty line goes back",
+    };
+    let help = format!("its path{kinds}; {after}");
+    loop {
+        let path = Text::new(&prompt).with_help_message(&help).prompt()?;
+        if path.is_empty() {
+            return Ok(None);
+        }
+        let copied =
+            uploads_root().and_then(|root| copy_file(std::path::Path::new(&path), accept, &root));
+        match copied {
+            Ok(uri) => {
+                eprintln!("added {}", inert(&uri));
+                return Ok(Some(uri));
+            }
+            Err(problem) => eprintln!("formwork: {}", inert_message(&problem)),
+        }
+    }
+}
+
+/// The uploads beside formwork's database in the data directory `formwork serve` uses.
+fn uploads_root() -> Result<std::path::PathBuf, String> {
+    Store::default_path()
+        .map_err(|err| err.to_string())?
+        .parent()
+        .map(|dir| dir.join(UPLOADS_DIR))
+        .ok_or_else(|| "the data directory has no parent".to_owned())
+}
+
+/// Copies a file the person names into `root` (the uploads, [`uploads_root`]), in a folder of
+/// this process's own, and returns the `file://` URI of the copy. The file must match one of
+/// the `accept` file endings when the picker lists any.
+fn copy_file(
+    path: &std::path::Path,
+    accept: &[String],
+    root: &std::path::Path,
+) -> Result<String, String> {
+    let name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .ok_or_else(|| format!("{} is not a file", path.display()))?;
+    if !accepts(accept, &name) {
+        return Err(format!(
+            "{name} is not one of the files this picker takes ({})",
+            accept.join(", ")
+        ));
+    }
+    let metadata = std::fs::metadata(path).map_err(|err| format!("{}: {err}", path.display()))?;
+    if !metadata.is_file() {
+        return Err(format!("{} is not a file", path.display()));
+    }
+    if metadata.len() > MAX_UPLOAD_BYTES as u64 {
+        return Err(format!(
+            "{} is {} bytes; at most {MAX_UPLOAD_BYTES} are accepted",
+            path.display(),
+            metadata.len()
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|err| format!("{}: {err}", path.display()))?;
+    let folder = format!("call-{}", std::process::id());
+    save_upload(root, &folder, &name, &bytes)
+        .map(|upload| upload.uri)
+        .map_err(|err| err.to_string())
+}
+
+/// Whether `name` fits the picker's `accept` tokens: a file ending (`.stl`) must match, case
+/// aside; a media type (`image/*`) cannot be told from a name, so it lets any file through.
+fn accepts(accept: &[String], name: &str) -> bool {
+    let lower = name.to_lowercase();
+    accept.is_empty()
+        || accept
+            .iter()
+            .any(|token| !token.starts_with('.') || lower.ends_with(&token.to_lowercase()))
 }
 
 fn ask_text(
@@ -537,7 +659,74 @@ fn is_hidden_format(c: char) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
+
+    #[test]
+    fn added_files_must_fit_the_accept_list() {
+        let stl = [".stl".to_owned(), ".STEP".to_owned()];
+        assert!(accepts(&stl, "bolt.STL"));
+        assert!(accepts(&stl, "bolt.step"));
+        assert!(!accepts(&stl, "bolt.obj"));
+        assert!(accepts(&[], "anything"));
+        assert!(accepts(&["image/*".to_owned()], "photo.heic"));
+        assert_eq!(
+            copy_file(
+                std::path::Path::new("/tmp/bolt.obj"),
+                &stl,
+                std::path::Path::new("/nowhere")
+            ),
+            Err("bolt.obj is not one of the files this picker takes (.stl, .STEP)".to_owned())
+        );
+    }
+
+    #[test]
+    fn added_files_are_copied_beside_the_database() {
+        let data = tempfile::tempdir().unwrap();
+        let source = data.path().join("my bolt.stl");
+        std::fs::write(&source, "solid bolt").unwrap();
+        let root = data.path().join("uploads");
+        let uri = copy_file(&source, &[".stl".to_owned()], &root);
+        let copy = data
+            .path()
+            .canonicalize()
+            .unwrap()
+            .join(format!("uploads/call-{}/1-my_bolt.stl", std::process::id()));
+        assert_eq!(uri, Ok(format!("file://{}", copy.display())));
+        assert_eq!(std::fs::read_to_string(copy).unwrap(), "solid bolt");
+    }
+
+    #[test]
+    fn options_show_descriptions_and_a_stand_in_for_images() {
+        let option = |label: &str, description: &str, src: Option<&str>| QuestionOption {
+            label: label.to_owned(),
+            description: description.to_owned(),
+            value: Value::String(label.to_owned()),
+            thumbnail: src.map(|src| Image {
+                src: src.to_owned(),
+                mime_type: None,
+            }),
+        };
+        let options = [
+            option(
+                "Matte\u{1b}[2J",
+                "No shine\nat all",
+                Some("https://example.com/m.png"),
+            ),
+            option("Gloss", "", Some("data:image/png;base64,iVBORw0KGgo=")),
+            option("Raw", "", None),
+        ];
+        assert_eq!(
+            option_lines(&options, true),
+            [
+                "Matte\\u{1b}[2J — No shine\\nat all [image: https://example.com/m.png]",
+                "Gloss [image: image/png data]",
+                "Raw [no image]",
+            ]
+        );
+        assert_eq!(option_lines(&options[2..], false), ["Raw"]);
+    }
 
     #[test]
     fn messages_carrying_plugin_text_stay_inert_and_indented() {
