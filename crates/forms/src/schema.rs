@@ -420,8 +420,11 @@ fn parse_property(
     let default = match (&kind, obj.member("default")) {
         (FieldKind::Resource(picker), default) => picker_default(key, picker, default)?,
         (_, None) => None,
-        (_, Some(value)) => {
-            let value = normalize(&kind, value);
+        (_, Some(value)) => Some(normalize(&kind, value)),
+    };
+    let default = match default {
+        None => None,
+        Some(value) => {
             if let Some(problem) = check_value(&kind, &value).into_iter().next() {
                 return Err(Decline::property(
                     key,

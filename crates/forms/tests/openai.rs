@@ -314,6 +314,22 @@ fn picker_defaults_name_offered_resources() {
         "default-outside-constraints: property `field`: `default` \"file:///tmp/a.stl\" is not \
          allowed: it must name resources from `options`"
     );
+    // A default (named or implied) meets the item counts like any other.
+    let mut property = multi_picker(json!({}));
+    property["default"] = json!(["cad://parts/washer", "cad://parts/hex-bolt"]);
+    property["maxItems"] = json!(1);
+    assert_eq!(
+        declined(property, OPENAI),
+        "default-outside-constraints: property `field`: `default` \
+         [\"cad://parts/washer\",\"cad://parts/hex-bolt\"] is not allowed: it must have at most 1 item"
+    );
+    let mut property = multi_picker(json!({"selection": "implicit"}));
+    property["minItems"] = json!(3);
+    assert_eq!(
+        declined(property, OPENAI),
+        "default-outside-constraints: property `field`: `default` \
+         [\"cad://parts/hex-bolt\",\"cad://parts/washer\"] is not allowed: it must have at least 3 items"
+    );
     let mut property = multi_picker(json!({"selection": "implicit"}));
     property["default"] = json!(["cad://parts/washer"]);
     assert_eq!(

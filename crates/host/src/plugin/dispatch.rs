@@ -137,7 +137,7 @@ async fn serve_request(
         "ping" => (Ok(json!({})), None),
         // The extension's method is served only when formwork declared the extension.
         "elicitation/create" | super::OPENAI_ELICITATION_METHOD
-            if method == "elicitation/create" || shared.openai_elicitation =>
+            if method == "elicitation/create" || shared.extensions.openai_elicitation =>
         {
             let answer =
                 elicitation::handle(&shared, &id, &method, params, stream_of, cancelled.clone())

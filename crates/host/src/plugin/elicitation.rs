@@ -137,7 +137,7 @@ fn read(
     tracing::info!(target: "formwork::form", marker = "request-received", plugin = %shared.name, id = %clipped(id.as_json()), "elicitation received");
 
     let options = ParseOptions {
-        openai_elicitation: shared.openai_elicitation,
+        openai_elicitation: shared.extensions.openai_elicitation,
     };
     match parse_request_with(&params, options) {
         Ok(request) => Ok((request, text)),

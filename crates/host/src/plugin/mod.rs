@@ -176,8 +176,9 @@ pub(crate) struct Shared {
     pub(crate) url_flows: Mutex<HashMap<String, watch::Sender<bool>>>,
     request_timeout: Duration,
     on_request: Option<RequestObserver>,
-    /// `features.openai_elicitation`: whether OpenAI's form shapes are accepted.
-    pub(crate) openai_elicitation: bool,
+    /// The extensions this connection declared, and so speaks: OpenAI's form shapes are
+    /// accepted only with `openai_elicitation`.
+    pub(crate) extensions: ClientExtensions,
     /// How much more this plugin may make the host log.
     log_budget: Mutex<crate::budget::LogBudget>,
 }
@@ -217,7 +218,7 @@ impl Plugin {
             url_flows: Mutex::new(HashMap::new()),
             request_timeout: options.request_timeout,
             on_request: options.on_request,
-            openai_elicitation: extensions.openai_elicitation,
+            extensions,
             log_budget: Mutex::new(crate::budget::LogBudget::new(Instant::now())),
         });
         tasks.push(tokio::spawn(dispatch::read_loop(
