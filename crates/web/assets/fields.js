@@ -692,8 +692,6 @@ class ResourceField extends Field {
         }
       });
       chooser = el("p", { class: "file-chooser" }, el("label", { for: input.id, class: "hint", text: this.multiple ? "Add files from this computer: " : "Or a file from this computer: " }), input);
-    } else if (uploads) {
-      chooser = el("p", { class: "hint", text: "This picker also takes files, which only a form card can add." });
     }
     const fieldset = el(
       "fieldset",
