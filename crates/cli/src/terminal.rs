@@ -5,7 +5,7 @@
 //! plugin cannot move the cursor, clear the screen, retitle the window, turn text around with
 //! bidirectional controls, or print a line that looks like formwork's own (`── approval ──`).
 
-use formwork_forms::render::{Image, InputKind, Question, QuestionOption};
+use formwork_forms::render::{Image, InputKind, Question, QuestionOption, UploadRules};
 use formwork_forms::{Content, UrlWarning};
 use formwork_host::policy::{ApprovalAnswer, ApprovalCard, ApprovalChoice};
 use formwork_host::store::{MAX_UPLOAD_BYTES, Store, UPLOADS_DIR, save_upload};
@@ -330,7 +330,7 @@ fn ask_resource(
             },
         };
         if let Some(uploads) = uploads {
-            while let Some(uri) = ask_file(title, &uploads.accept, true)? {
+            while let Some(uri) = ask_file(title, uploads, true)? {
                 chosen.push(Value::String(uri));
             }
         }
@@ -351,18 +351,18 @@ fn ask_resource(
         if let Some(option) = index.and_then(|index| options.get(index)) {
             return Ok(Some(option.value.clone()));
         }
-        if let Some(uri) = ask_file(title, &uploads.accept, false)? {
+        if let Some(uri) = ask_file(title, uploads, false)? {
             return Ok(Some(Value::String(uri)));
         }
     }
 }
 
 /// Asks for the path of a local file and copies it; `None` when the person enters nothing.
-fn ask_file(title: &str, accept: &[String], several: bool) -> Result<Option<String>, Left> {
+fn ask_file(title: &str, uploads: &UploadRules, several: bool) -> Result<Option<String>, Left> {
     let prompt = format!("{title} — a file from this computer");
-    let kinds = match accept.is_empty() {
+    let kinds = match uploads.accept.is_empty() {
         true => String::new(),
-        false => format!(" ({})", inert(&accept.join(", "))),
+        false => format!(" ({})", inert(&uploads.accept.join(", "))),
     };
     let after = match several {
         true => "an empty line adds no more",
@@ -375,7 +375,7 @@ fn ask_file(title: &str, accept: &[String], several: bool) -> Result<Option<Stri
             return Ok(None);
         }
         let copied =
-            uploads_root().and_then(|root| copy_file(std::path::Path::new(&path), accept, &root));
+            uploads_root().and_then(|root| copy_file(std::path::Path::new(&path), uploads, &root));
         match copied {
             Ok(uri) => {
                 eprintln!("added {}", inert(&uri));
@@ -396,21 +396,21 @@ fn uploads_root() -> Result<std::path::PathBuf, String> {
 }
 
 /// Copies a file the person names into `root` (the uploads, [`uploads_root`]), in a folder of
-/// this process's own, and returns the `file://` URI of the copy. The file must match one of
-/// the `accept` file endings when the picker lists any.
+/// this process's own, and returns the `file://` URI of the copy. The file must be one the
+/// picker takes ([`UploadRules::accepts`]).
 fn copy_file(
     path: &std::path::Path,
-    accept: &[String],
+    uploads: &UploadRules,
     root: &std::path::Path,
 ) -> Result<String, String> {
     let name = path
         .file_name()
         .map(|name| name.to_string_lossy().into_owned())
         .ok_or_else(|| format!("{} is not a file", path.display()))?;
-    if !accepts(accept, &name) {
+    if !uploads.accepts(&name) {
         return Err(format!(
             "{name} is not one of the files this picker takes ({})",
-            accept.join(", ")
+            uploads.accept.join(", ")
         ));
     }
     let metadata = std::fs::metadata(path).map_err(|err| format!("{}: {err}", path.display()))?;
@@ -429,16 +429,6 @@ fn copy_file(
     save_upload(root, &folder, &name, &bytes)
         .map(|upload| upload.uri)
         .map_err(|err| err.to_string())
-}
-
-/// Whether `name` fits the picker's `accept` tokens: a file ending (`.stl`) must match, case
-/// aside; a media type (`image/*`) cannot be told from a name, so it lets any file through.
-fn accepts(accept: &[String], name: &str) -> bool {
-    let lower = name.to_lowercase();
-    accept.is_empty()
-        || accept
-            .iter()
-            .any(|token| !token.starts_with('.') || lower.ends_with(&token.to_lowercase()))
 }
 
 fn ask_text(
@@ -663,14 +653,20 @@ mod tests {
 
     use super::*;
 
+    fn rules(accept: &[&str]) -> UploadRules {
+        UploadRules {
+            accept: accept.iter().map(|token| (*token).to_owned()).collect(),
+        }
+    }
+
     #[test]
     fn added_files_must_fit_the_accept_list() {
-        let stl = [".stl".to_owned(), ".STEP".to_owned()];
-        assert!(accepts(&stl, "bolt.STL"));
-        assert!(accepts(&stl, "bolt.step"));
-        assert!(!accepts(&stl, "bolt.obj"));
-        assert!(accepts(&[], "anything"));
-        assert!(accepts(&["image/*".to_owned()], "photo.heic"));
+        let stl = rules(&[".stl", ".STEP"]);
+        assert!(stl.accepts("bolt.STL"));
+        assert!(stl.accepts("bolt.step"));
+        assert!(!stl.accepts("bolt.obj"));
+        assert!(rules(&[]).accepts("anything"));
+        assert!(rules(&["image/*"]).accepts("photo.heic"));
         assert_eq!(
             copy_file(
                 std::path::Path::new("/tmp/bolt.obj"),
@@ -687,7 +683,7 @@ mod tests {
         let source = data.path().join("my bolt.stl");
         std::fs::write(&source, "solid bolt").unwrap();
         let root = data.path().join("uploads");
-        let uri = copy_file(&source, &[".stl".to_owned()], &root);
+        let uri = copy_file(&source, &rules(&[".stl"]), &root);
         let copy = data
             .path()
             .canonicalize()

@@ -161,6 +161,15 @@ pub struct UploadRules {
     pub accept: Vec<String>,
 }
 
+impl UploadRules {
+    /// Whether a file named `name` may be added: its ending matches a file-ending token
+    /// (`.stl`, case aside), or a media-type token (`image/*`, which a name cannot show) or no
+    /// token at all lets any file through. The answer is checked the same way.
+    pub fn accepts(&self, name: &str) -> bool {
+        crate::resource::accepts(&self.accept, name)
+    }
+}
+
 /// The control a question needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

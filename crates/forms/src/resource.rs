@@ -508,6 +508,17 @@ pub(crate) fn picker_default(
     }
 }
 
+/// Whether a file named `name` (or a URI ending in it) fits `accept`, a picker's HTML `accept`
+/// tokens: a file ending (`.stl`) must match, case aside; a media type (`image/*`) cannot be
+/// told from a name, so it lets any file through; no tokens take any file.
+pub(crate) fn accepts(accept: &[String], name: &str) -> bool {
+    let lower = name.to_lowercase();
+    accept.is_empty()
+        || accept
+            .iter()
+            .any(|token| !token.starts_with('.') || lower.ends_with(&token.to_lowercase()))
+}
+
 /// Every way `value` breaks the picker's rules, as message fragments.
 pub(crate) fn check_picked(picker: &ResourcePicker, value: &Value) -> Vec<String> {
     match (picker.multiple, value) {
@@ -553,11 +564,18 @@ fn check_uri(picker: &ResourcePicker, uri: &str) -> Option<String> {
     if picker.options.iter().any(|option| option.uri == uri) {
         return None;
     }
-    if picker.uploads.is_some() {
+    if let Some(uploads) = &picker.uploads {
         let local = uri.starts_with("file:///") && formats::is_valid(StringFormat::Uri, uri);
-        return (!local).then(|| {
-            format!(
+        if !local {
+            return Some(format!(
                 "must be an offered resource or a file:/// URI of an added file, not \"{}\"",
+                clip(uri)
+            ));
+        }
+        return (!accepts(&uploads.accept, uri)).then(|| {
+            format!(
+                "names a file this picker does not take (it takes {}): \"{}\"",
+                uploads.accept.join(", "),
                 clip(uri)
             )
         });

@@ -251,6 +251,23 @@ fn a_single_resource_picker() {
         ),
         json!({"field": "file:///home/me/.local/share/formwork/uploads/1/mine.stl"})
     );
+    // An added file must be of a kind the picker takes.
+    assert_eq!(
+        answered(
+            uploads.clone(),
+            json!(["file:///tmp/formwork/uploads/s1/1-notes.txt"])
+        ),
+        json!(
+            "field: names a file this picker does not take (it takes .stl): \"file:///tmp/formwork/uploads/s1/1-notes.txt\""
+        )
+    );
+    assert_eq!(
+        answered(
+            uploads.clone(),
+            json!(["file:///tmp/formwork/uploads/s1/1-PART.STL"])
+        ),
+        json!({"field": "file:///tmp/formwork/uploads/s1/1-PART.STL"})
+    );
     assert_eq!(
         answered(uploads, json!(["https://elsewhere.example/x.stl"])),
         json!(

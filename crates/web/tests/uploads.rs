@@ -88,7 +88,7 @@ async fn an_added_file_is_copied_and_answered_by_its_uri() {
     socket
         .send(render(
             &form_id,
-            json!({"part": {"answers": ["file:///etc/passwd"]}}),
+            json!({"part": {"answers": ["file:///tmp/elsewhere/bolt.stl"]}}),
         ))
         .await;
     let error = socket.until("command_error").await;
