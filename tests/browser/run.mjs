@@ -16,7 +16,7 @@
 // downloads a browser: Chromium is /usr/bin/chromium, or $FORMWORK_CHROMIUM.
 
 import { createRequire } from "node:module";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import http from "node:http";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -557,6 +557,38 @@ test("a-form-asking-for-a-secret-warns", async (page) => {
 });
 
 // ---- the run ----
+
+// OpenAI's form extension (the server runs with features.openai_elicitation): option images, a text list with
+// suggestions, and a resource picker answered with a file the person adds, which the plugin gets as the file://
+// URI of the host's copy.
+test("openai-picker-images-list-upload", async (page) => {
+  await newSession(page);
+  await callTool(page, "ask_openai_part");
+  const card = await openCard(page);
+  const part = question(card, "part");
+  assert.equal(await part.getAttribute("data-input"), "resource");
+  const images = part.locator(tid("option-image"));
+  assert.equal(await images.count(), 2, "every option has an image slot");
+  assert.equal(await images.nth(0).evaluate((node) => node.tagName), "IMG");
+  assert.equal(await images.nth(0).evaluate((node) => node.src), "data:image/gif;base64,R0lGODlhAQABAAAAACw=");
+  assert.equal(await images.nth(1).evaluate((node) => node.tagName), "SPAN", "a placeholder where there is none");
+  assert.equal(await option(part, "M6 hex bolt").locator(".option-description").textContent(), "A fastener for the main joint");
+  const list = question(card, "accessories");
+  await list.locator(`${tid("suggestion")}[data-label="Washer"]`).click();
+  await list.locator(tid("add-item")).click();
+  await list.locator(tid("item-input")).nth(1).pressSequentially("custom-gasket");
+  const chooser = part.locator(tid("file-input"));
+  assert.equal(await chooser.getAttribute("accept"), ".stl");
+  await chooser.setInputFiles({ name: "my bolt.stl", mimeType: "model/stl", buffer: Buffer.from("solid bolt") });
+  await option(part, "1-my_bolt.stl").waitFor();
+  assert.equal(await option(part, "1-my_bolt.stl").locator(tid("option-input")).isChecked(), true);
+  await submit(card);
+  const result = await pluginResult(page, "ask_openai_part");
+  assert.equal(result.action, "accept");
+  assert.deepEqual(result.content.accessories, ["washer", "custom-gasket"]);
+  assert.match(result.content.part, /^file:\/\/\/.*\/uploads\/[^/]+\/1-my_bolt\.stl$/);
+  assert.equal(readFileSync(fileURLToPath(result.content.part), "utf8"), "solid bolt");
+});
 
 async function main() {
   const browser = await chromium.launch({

@@ -3,6 +3,8 @@
 Its tool `ask` elicits the Pydantic model of peers.md §4.1 through `ctx.elicit`, whose generated schema carries a
 top-level `title` and no `required` array (every field has a default). The SDK validates the accepted content with
 Pydantic; the tool returns the validated data as JSON text, so the tests see exactly what the plugin kept.
+Its tool `client_capabilities` returns the capabilities the host declared, as the SDK parsed them (the SDK keeps
+the 2026-07-28 `extensions` member).
 """
 
 from typing import Literal
@@ -29,6 +31,15 @@ async def ask(ctx: Context) -> str:
     if result.action == "accept":
         return f"action=accept data={result.data.model_dump_json()}"
     return f"action={result.action}"
+
+
+@server.tool()
+async def client_capabilities(ctx: Context) -> str:
+    """Report the client capabilities declared in initialize, as the SDK read them."""
+    params = ctx.session.client_params
+    if params is None:
+        return "no initialize params"
+    return params.capabilities.model_dump_json(exclude_none=True)
 
 
 if __name__ == "__main__":

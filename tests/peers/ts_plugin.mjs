@@ -322,6 +322,74 @@ server.registerTool(
   },
 );
 
+// Any request the caller spells out, sent as is through the SDK's raw `request` (for `openai/elicitation/create`
+// and OpenAI's form shapes, which `elicitInput` would reshape): returns the result exactly as it came, unparsed.
+server.registerTool(
+  "raw_request",
+  {
+    description: "Send the request `method` with `params` and return its result as sent",
+    inputSchema: { method: z.string(), params: z.object({}).passthrough() },
+  },
+  async ({ method, params }) => {
+    try {
+      return resultText(await server.server.request({ method, params }, z.object({}).passthrough()));
+    } catch (e) {
+      return errorText(e);
+    }
+  },
+);
+
+// An OpenAI form through the extension's own method (the host serves it with features.openai_elicitation): a part
+// picked from two resources (one with a data: thumbnail, one without) or from a file the person adds, and a free-text
+// list of accessories with two suggestions.
+const openaiPartForm = {
+  mode: "form",
+  message: "Choose a CAD part",
+  requestedSchema: {
+    type: "object",
+    required: ["part"],
+    properties: {
+      part: {
+        type: "string",
+        format: "uri",
+        title: "Part",
+        "x-openai-input": {
+          type: "resource",
+          options: [
+            {
+              uri: "cad://parts/hex-bolt",
+              name: "hex-bolt",
+              title: "M6 hex bolt",
+              description: "A fastener for the main joint",
+              _meta: { "openai/thumbnail": { src: "data:image/gif;base64,R0lGODlhAQABAAAAACw=" } },
+            },
+            { uri: "cad://parts/washer", name: "washer" },
+          ],
+          userOptions: { kind: "file", accept: [".stl"] },
+        },
+      },
+      accessories: {
+        type: "array",
+        title: "Accessories",
+        items: {
+          type: "string",
+          "x-openai-suggestions": [
+            { const: "washer", title: "Washer", description: "M6 steel" },
+            { const: "spacer", title: "Spacer" },
+          ],
+        },
+      },
+    },
+  },
+};
+server.registerTool("ask_openai_part", { description: "Ask for a part through openai/elicitation/create" }, async () => {
+  try {
+    return resultText(await server.server.request({ method: "openai/elicitation/create", params: openaiPartForm }, z.object({}).passthrough()));
+  } catch (e) {
+    return errorText(e);
+  }
+});
+
 server.registerTool("fail", { description: "Return a tool error without asking anything" }, async () => ({
   content: [{ type: "text", text: "this tool always fails" }],
   isError: true,

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Context;
 use formwork_host::config::{ApprovalMode, Config, ServerConfig};
 use formwork_host::policy::{self, ApprovalNeed, ApprovalRequest};
-use formwork_host::{ConnectOptions, Plugin, PluginTarget};
+use formwork_host::{ClientExtensions, ConnectOptions, Plugin, PluginTarget};
 use rmcp::model::ProtocolVersion;
 use serde_json::{Value, json};
 
@@ -95,6 +95,9 @@ pub async fn tools(
     let mut options = ConnectOptions::new(resolved.name, responder);
     options.http_headers = resolved.http_headers;
     options.protocol = resolved.protocol;
+    options.extensions = ClientExtensions {
+        openai_elicitation: config.features.openai_elicitation,
+    };
     let plugin = Plugin::connect(&resolved.target, options).await?;
     let tools = plugin.list_tools().await;
     plugin.close().await;
@@ -123,6 +126,9 @@ pub async fn call(
     options.request_timeout = Duration::from_secs(args.timeout);
     options.http_headers = resolved.http_headers.clone();
     options.protocol = resolved.protocol.clone();
+    options.extensions = ClientExtensions {
+        openai_elicitation: config.features.openai_elicitation,
+    };
     let plugin = Plugin::connect(&resolved.target, options).await?;
     let result = match approve(
         &plugin,
@@ -229,7 +235,8 @@ fn answer_source(args: &CallArgs, is_demo: bool) -> anyhow::Result<AnswerSource>
 }
 
 /// `formwork schema check`: the render block, or the reason the schema is declined.
-pub fn schema_check(file: Option<&Path>) -> anyhow::Result<Outcome> {
+/// `openai_elicitation`: read it as `features.openai_elicitation` would.
+pub fn schema_check(file: Option<&Path>, openai_elicitation: bool) -> anyhow::Result<Outcome> {
     let text = match file {
         Some(path) if path != Path::new("-") => std::fs::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?,
@@ -242,9 +249,16 @@ pub fn schema_check(file: Option<&Path>) -> anyhow::Result<Outcome> {
         }
     };
     let input: Value = serde_json::from_str(&text).context("the input is not valid JSON")?;
-    // Whole elicitation/create params carry `requestedSchema`; anything else is a bare schema.
-    let parsed = if input.get("requestedSchema").is_some() || input.get("mode").is_some() {
-        formwork_forms::parse_request(&input).map(|request| match request {
+    // Whole elicitation/create params carry `requestedSchema`; anything else is a bare schema,
+    // read as the params of a form with no message.
+    let options = formwork_forms::ParseOptions { openai_elicitation };
+    let whole = input.get("requestedSchema").is_some() || input.get("mode").is_some();
+    let params = match whole {
+        true => input,
+        false => json!({"message": "", "requestedSchema": input}),
+    };
+    let parsed = {
+        formwork_forms::parse_request_with(&params, options).map(|request| match request {
             formwork_forms::ElicitationRequest::Form(request) => {
                 serde_json::to_value(&*request.render)
             }
@@ -256,8 +270,6 @@ pub fn schema_check(file: Option<&Path>) -> anyhow::Result<Outcome> {
                 "elicitationId": request.elicitation_id,
             })),
         })
-    } else {
-        formwork_forms::parse_schema(&input).map(|form| serde_json::to_value(form.render("")))
     };
     match parsed {
         Ok(render) => {

@@ -90,6 +90,10 @@ enum SchemaCommand {
     Check {
         /// The JSON file to read; `-` or nothing reads stdin.
         file: Option<PathBuf>,
+        /// Read it as `features.openai_elicitation = true` would: OpenAI's form shapes and
+        /// vocabulary (thumbnails, free-text lists, resource pickers).
+        #[arg(long)]
+        openai_elicitation: bool,
     },
 }
 
@@ -183,8 +187,12 @@ fn main() -> ExitCode {
     init_logging();
     let outcome = match cli.command {
         Command::Schema {
-            command: SchemaCommand::Check { file },
-        } => commands::schema_check(file.as_deref()),
+            command:
+                SchemaCommand::Check {
+                    file,
+                    openai_elicitation,
+                },
+        } => commands::schema_check(file.as_deref(), openai_elicitation),
         Command::Config { command } => config_cmd::run(command),
         Command::Trust { dir } => config_cmd::trust(dir.as_deref()),
         Command::Doctor(args) => block_on(doctor_cmd::run(&args)),

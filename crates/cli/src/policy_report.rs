@@ -149,7 +149,7 @@ mod tests {
                 "approval_policy": "on-request",
                 "elicitations_auto_deny": false,
                 "plugin_forms": {"allowed": true},
-                "features": {"tool_call_mcp_elicitation": false},
+                "features": {"tool_call_mcp_elicitation": false, "openai_elicitation": false},
                 "approval_card": "request_user_input",
                 "mcp_servers": {"demo": {
                     "enabled": true, "builtin": true, "transport": "builtin", "args": ["demo-plugin"],

@@ -5,9 +5,10 @@
 //! plugin cannot move the cursor, clear the screen, retitle the window, turn text around with
 //! bidirectional controls, or print a line that looks like formwork's own (`── approval ──`).
 
-use formwork_forms::render::{InputKind, Question};
+use formwork_forms::render::{Image, InputKind, Question, QuestionOption, UploadRules};
 use formwork_forms::{Content, UrlWarning};
 use formwork_host::policy::{ApprovalAnswer, ApprovalCard, ApprovalChoice};
+use formwork_host::store::{MAX_UPLOAD_BYTES, Store, UPLOADS_DIR, save_upload};
 use formwork_host::{ElicitationRequest, FormPrompt, FormReply};
 use inquire::{Confirm, InquireError, MultiSelect, Select, Text};
 use serde_json::{Number, Value};
@@ -121,9 +122,17 @@ fn ask_questions(questions: &[Question], form: &formwork_forms::Form) -> Result<
                 }
                 Some(Value::Bool(confirm.prompt()?))
             }
+            InputKind::Text if question.suggestions.is_some() => {
+                match ask_suggestion(question, &title, help.as_deref())? {
+                    Some(value) => Some(value),
+                    None => ask_text(question, form, &title, help.as_deref())?,
+                }
+            }
             InputKind::Text | InputKind::Number | InputKind::Integer => {
                 ask_text(question, form, &title, help.as_deref())?
             }
+            InputKind::TextList => ask_text_list(question, &title, help.as_deref())?,
+            InputKind::Resource => ask_resource(question, &title, help.as_deref())?,
         };
         if let Some(value) = value {
             typed.insert(question.id.clone(), value);
@@ -134,7 +143,7 @@ fn ask_questions(questions: &[Question], form: &formwork_forms::Form) -> Result<
 
 fn ask_single(question: &Question, title: &str, help: Option<&str>) -> Result<Option<Value>, Left> {
     let options = question.options.clone().unwrap_or_default();
-    let labels: Vec<String> = options.iter().map(|option| inert(&option.label)).collect();
+    let labels = option_lines(&options, question.option_images);
     let start = question
         .default
         .as_ref()
@@ -154,7 +163,7 @@ fn ask_single(question: &Question, title: &str, help: Option<&str>) -> Result<Op
 
 fn ask_multi(question: &Question, title: &str, help: Option<&str>) -> Result<Option<Value>, Left> {
     let options = question.options.clone().unwrap_or_default();
-    let labels: Vec<String> = options.iter().map(|option| inert(&option.label)).collect();
+    let labels = option_lines(&options, question.option_images);
     let defaults: Vec<usize> = match &question.default {
         Some(Value::Array(values)) => options
             .iter()
@@ -191,6 +200,235 @@ fn ask_multi(question: &Question, title: &str, help: Option<&str>) -> Result<Opt
         .filter_map(|index| options.get(index).map(|option| option.value.clone()))
         .collect();
     Ok(Some(Value::Array(values)))
+}
+
+/// The line shown for each option: its label, its description after a dash, and, when the
+/// question's options have images, a text stand-in for the image (the terminal draws none).
+fn option_lines(options: &[QuestionOption], images: bool) -> Vec<String> {
+    options
+        .iter()
+        .map(|option| {
+            let mut line = inert(&option.label);
+            if !option.description.is_empty() {
+                line.push_str(" — ");
+                line.push_str(&inert(&option.description));
+            }
+            if images {
+                line.push(' ');
+                line.push_str(&image_stand_in(option.thumbnail.as_ref()));
+            }
+            line
+        })
+        .collect()
+}
+
+/// `[image: https://…]` for a URL, `[image: image/png data]` for a data URI (never its bytes),
+/// `[no image]` for an option without one.
+fn image_stand_in(image: Option<&Image>) -> String {
+    match image {
+        None => "[no image]".to_owned(),
+        Some(image) => match image.src.strip_prefix("data:") {
+            Some(data) => {
+                let media = data.split([';', ',']).next().unwrap_or_default();
+                format!("[image: {} data]", inert(media))
+            }
+            None => format!("[image: {}]", inert(&image.src)),
+        },
+    }
+}
+
+/// The choice that leads from a list of suggestions to typing.
+const TYPE_OWN: &str = "(type something else)";
+
+/// A text question with suggestions: pick one, or choose to type (`None`).
+fn ask_suggestion(
+    question: &Question,
+    title: &str,
+    help: Option<&str>,
+) -> Result<Option<Value>, Left> {
+    let suggestions = question.suggestions.clone().unwrap_or_default();
+    let mut lines = option_lines(&suggestions, question.option_images);
+    lines.push(TYPE_OWN.to_owned());
+    let mut select = Select::new(title, lines.clone());
+    if let Some(help) = help {
+        select = select.with_help_message(help);
+    }
+    let chosen = select.prompt()?;
+    let index = lines.iter().position(|line| *line == chosen);
+    Ok(index
+        .and_then(|index| suggestions.get(index))
+        .map(|option| option.value.clone()))
+}
+
+/// A free-text list: one item per prompt (a suggestion, or typed), until an empty line or
+/// "done".
+fn ask_text_list(
+    question: &Question,
+    title: &str,
+    help: Option<&str>,
+) -> Result<Option<Value>, Left> {
+    const DONE: &str = "(done)";
+    let suggestions = question.suggestions.clone().unwrap_or_default();
+    let mut items = Vec::new();
+    loop {
+        let prompt = format!("{title} — item {}", items.len() + 1);
+        if !suggestions.is_empty() {
+            let mut lines = option_lines(&suggestions, question.option_images);
+            lines.push(TYPE_OWN.to_owned());
+            lines.push(DONE.to_owned());
+            let mut select = Select::new(&prompt, lines.clone());
+            if let Some(help) = help {
+                select = select.with_help_message(help);
+            }
+            let chosen = select.prompt()?;
+            if chosen == DONE {
+                break;
+            }
+            let index = lines.iter().position(|line| *line == chosen);
+            if let Some(option) = index.and_then(|index| suggestions.get(index)) {
+                items.push(option.value.clone());
+                continue;
+            }
+        }
+        let help = match help {
+            Some(help) => format!("{help}; an empty line ends the list"),
+            None => "an empty line ends the list".to_owned(),
+        };
+        let typed = Text::new(&prompt).with_help_message(&help).prompt()?;
+        if typed.is_empty() {
+            break;
+        }
+        items.push(Value::String(typed));
+    }
+    if items.is_empty() && question.default.is_some() {
+        // Nothing typed: the form fills the default in.
+        return Ok(None);
+    }
+    Ok(Some(Value::Array(items)))
+}
+
+/// The choice of a single picker that leads to adding a local file.
+const ADD_FILE: &str = "(add a file from this computer)";
+
+/// A resource picker: the plugin's resources, listed with their descriptions. For several, the
+/// starting selection is the default (every resource for implicit selection). When the picker
+/// takes files, the person may name local files too: each is copied (see [`copy_file`]) and
+/// answered by the `file://` URI of the copy.
+fn ask_resource(
+    question: &Question,
+    title: &str,
+    help: Option<&str>,
+) -> Result<Option<Value>, Left> {
+    let uploads = question.resource.as_ref().and_then(|r| r.uploads.as_ref());
+    let options = question.options.clone().unwrap_or_default();
+    if question.multi_select {
+        let mut chosen = match options.is_empty() {
+            true => Vec::new(),
+            false => match ask_multi(question, title, help)? {
+                Some(Value::Array(values)) => values,
+                _ => Vec::new(),
+            },
+        };
+        if let Some(uploads) = uploads {
+            while let Some(uri) = ask_file(title, uploads, true)? {
+                chosen.push(Value::String(uri));
+            }
+        }
+        return Ok(Some(Value::Array(chosen)));
+    }
+    let Some(uploads) = uploads else {
+        return ask_single(question, title, help);
+    };
+    let mut lines = option_lines(&options, question.option_images);
+    lines.push(ADD_FILE.to_owned());
+    loop {
+        let mut select = Select::new(title, lines.clone());
+        if let Some(help) = help {
+            select = select.with_help_message(help);
+        }
+        let chosen = select.prompt()?;
+        let index = lines.iter().position(|line| *line == chosen);
+        if let Some(option) = index.and_then(|index| options.get(index)) {
+            return Ok(Some(option.value.clone()));
+        }
+        if let Some(uri) = ask_file(title, uploads, false)? {
+            return Ok(Some(Value::String(uri)));
+        }
+    }
+}
+
+/// Asks for the path of a local file and copies it; `None` when the person enters nothing.
+fn ask_file(title: &str, uploads: &UploadRules, several: bool) -> Result<Option<String>, Left> {
+    let prompt = format!("{title} — a file from this computer");
+    let kinds = match uploads.accept.is_empty() {
+        true => String::new(),
+        false => format!(" ({})", inert(&uploads.accept.join(", "))),
+    };
+    let after = match several {
+        true => "an empty line adds no more",
+        false => "an empty line goes back",
+    };
+    let help = format!("its path{kinds}; {after}");
+    loop {
+        let path = Text::new(&prompt).with_help_message(&help).prompt()?;
+        if path.is_empty() {
+            return Ok(None);
+        }
+        let copied =
+            uploads_root().and_then(|root| copy_file(std::path::Path::new(&path), uploads, &root));
+        match copied {
+            Ok(uri) => {
+                eprintln!("added {}", inert(&uri));
+                return Ok(Some(uri));
+            }
+            Err(problem) => eprintln!("formwork: {}", inert_message(&problem)),
+        }
+    }
+}
+
+/// The uploads beside formwork's database in the data directory `formwork serve` uses.
+fn uploads_root() -> Result<std::path::PathBuf, String> {
+    Store::default_path()
+        .map_err(|err| err.to_string())?
+        .parent()
+        .map(|dir| dir.join(UPLOADS_DIR))
+        .ok_or_else(|| "the data directory has no parent".to_owned())
+}
+
+/// Copies a file the person names into `root` (the uploads, [`uploads_root`]), in a folder of
+/// this process's own, and returns the `file://` URI of the copy. The file must be one the
+/// picker takes ([`UploadRules::accepts`]).
+fn copy_file(
+    path: &std::path::Path,
+    uploads: &UploadRules,
+    root: &std::path::Path,
+) -> Result<String, String> {
+    let name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .ok_or_else(|| format!("{} is not a file", path.display()))?;
+    if !uploads.accepts(&name) {
+        return Err(format!(
+            "{name} is not one of the files this picker takes ({})",
+            uploads.accept.join(", ")
+        ));
+    }
+    let metadata = std::fs::metadata(path).map_err(|err| format!("{}: {err}", path.display()))?;
+    if !metadata.is_file() {
+        return Err(format!("{} is not a file", path.display()));
+    }
+    if metadata.len() > MAX_UPLOAD_BYTES as u64 {
+        return Err(format!(
+            "{} is {} bytes; at most {MAX_UPLOAD_BYTES} are accepted",
+            path.display(),
+            metadata.len()
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|err| format!("{}: {err}", path.display()))?;
+    let folder = format!("call-{}", std::process::id());
+    save_upload(root, &folder, &name, &bytes)
+        .map(|upload| upload.uri)
+        .map_err(|err| err.to_string())
 }
 
 fn ask_text(
@@ -411,7 +649,80 @@ fn is_hidden_format(c: char) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
+
+    fn rules(accept: &[&str]) -> UploadRules {
+        UploadRules {
+            accept: accept.iter().map(|token| (*token).to_owned()).collect(),
+        }
+    }
+
+    #[test]
+    fn added_files_must_fit_the_accept_list() {
+        let stl = rules(&[".stl", ".STEP"]);
+        assert!(stl.accepts("bolt.STL"));
+        assert!(stl.accepts("bolt.step"));
+        assert!(!stl.accepts("bolt.obj"));
+        assert!(rules(&[]).accepts("anything"));
+        assert!(rules(&["image/*"]).accepts("photo.heic"));
+        assert_eq!(
+            copy_file(
+                std::path::Path::new("/tmp/bolt.obj"),
+                &stl,
+                std::path::Path::new("/nowhere")
+            ),
+            Err("bolt.obj is not one of the files this picker takes (.stl, .STEP)".to_owned())
+        );
+    }
+
+    #[test]
+    fn added_files_are_copied_beside_the_database() {
+        let data = tempfile::tempdir().unwrap();
+        let source = data.path().join("my bolt.stl");
+        std::fs::write(&source, "solid bolt").unwrap();
+        let root = data.path().join("uploads");
+        let uri = copy_file(&source, &rules(&[".stl"]), &root);
+        let copy = data
+            .path()
+            .canonicalize()
+            .unwrap()
+            .join(format!("uploads/call-{}/1-my_bolt.stl", std::process::id()));
+        assert_eq!(uri, Ok(format!("file://{}", copy.display())));
+        assert_eq!(std::fs::read_to_string(copy).unwrap(), "solid bolt");
+    }
+
+    #[test]
+    fn options_show_descriptions_and_a_stand_in_for_images() {
+        let option = |label: &str, description: &str, src: Option<&str>| QuestionOption {
+            label: label.to_owned(),
+            description: description.to_owned(),
+            value: Value::String(label.to_owned()),
+            thumbnail: src.map(|src| Image {
+                src: src.to_owned(),
+                mime_type: None,
+            }),
+        };
+        let options = [
+            option(
+                "Matte\u{1b}[2J",
+                "No shine\nat all",
+                Some("https://example.com/m.png"),
+            ),
+            option("Gloss", "", Some("data:image/png;base64,iVBORw0KGgo=")),
+            option("Raw", "", None),
+        ];
+        assert_eq!(
+            option_lines(&options, true),
+            [
+                "Matte\\u{1b}[2J — No shine\\nat all [image: https://example.com/m.png]",
+                "Gloss [image: image/png data]",
+                "Raw [no image]",
+            ]
+        );
+        assert_eq!(option_lines(&options[2..], false), ["Raw"]);
+    }
 
     #[test]
     fn messages_carrying_plugin_text_stay_inert_and_indented() {

@@ -259,6 +259,93 @@ fn openai_form_request_sent_anyway() {
     assert_eq!(other["answer"]["error"]["code"], -32601, "{output}");
 }
 
+/// With `features.openai_elicitation`, the extension is declared and reported, and the older
+/// `openai/form` method is still not served.
+#[test]
+fn openai_elicitation_declared_and_openai_form_still_refused() {
+    let config = Toml::new("[features]\nopenai_elicitation = true\n");
+    let output = doctor(
+        "",
+        &["--config", &config.arg(), "--tool", "send_openai_form"],
+    );
+    let report = assert_only(
+        &output,
+        "openai-form-unsupported",
+        &[
+            "`openai/form` request",
+            "-32601",
+            "(features.openai_elicitation = true) and serves `openai/elicitation/create`",
+        ],
+    );
+    let connection = &report["connection"];
+    assert_eq!(
+        connection["client_capabilities"],
+        json!({"elicitation": {"form": {}, "url": {}},
+               "extensions": {"openai/elicitation": {"form": {}}}}),
+        "{output}"
+    );
+    assert_eq!(connection["openai_form_extension"], true, "{output}");
+    assert_eq!(
+        report["policy"]["features"]["openai_elicitation"], true,
+        "{output}"
+    );
+}
+
+/// With the feature, the extension's own method is a form: recorded under `forms`, shown, and
+/// answered `cancel` like any other. Without it, it is another request, answered -32601.
+#[test]
+fn openai_elicitation_create_is_a_form_only_with_the_feature() {
+    let args = json!({"method": "openai/elicitation/create", "params": {"mode": "form", "message": "Choose",
+        "requestedSchema": {"type": "object", "properties": {"part": {"type": "string", "format": "uri",
+            "x-openai-input": {"type": "resource", "options": [{"uri": "cad://a", "name": "a"}]}}}}}})
+    .to_string();
+    let config = Toml::new("[features]\nopenai_elicitation = true\n");
+    let plugin = node_plugin("ts_plugin.mjs");
+    let on = formwork(
+        &[
+            "doctor",
+            "--plugin",
+            &plugin,
+            "--config",
+            &config.arg(),
+            "--tool",
+            "raw_request",
+            "--args",
+            &args,
+        ],
+        None,
+    );
+    let report = on.json();
+    assert_eq!(report["forms"].as_array().map(Vec::len), Some(1), "{on}");
+    let form = &report["forms"][0];
+    assert_eq!(form["supported"], true, "{on}");
+    assert_eq!(form["shown"], true, "{on}");
+    assert_eq!(form["answer"], json!({"action": "cancel"}), "{on}");
+    assert_eq!(report["other_requests"], json!([]), "{on}");
+    let off = formwork(
+        &[
+            "doctor",
+            "--plugin",
+            &plugin,
+            "--tool",
+            "raw_request",
+            "--args",
+            &args,
+        ],
+        None,
+    );
+    let report = off.json();
+    assert_eq!(report["forms"], json!([]), "{off}");
+    assert_eq!(
+        report["other_requests"][0]["method"], "openai/elicitation/create",
+        "{off}"
+    );
+    assert_eq!(
+        report["other_requests"][0]["answer"]["error"]["code"], -32601,
+        "{off}"
+    );
+}
+
 // ---- row 2: decline before any UI ----
 
 #[test]

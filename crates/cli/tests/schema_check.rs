@@ -220,3 +220,40 @@ fn a_field_that_names_a_secret_is_marked_sensitive() {
         ]
     );
 }
+
+#[test]
+fn openai_elicitation_reads_the_extension_vocabulary() {
+    let schema = json!({"type": "object", "properties": {"part": {
+        "type": "string", "format": "uri",
+        "x-openai-input": {"type": "resource", "options": [{"uri": "cad://parts/washer", "name": "washer"}]}
+    }}});
+    let output = formwork(
+        &["schema", "check", "--openai-elicitation", "-"],
+        Some(schema.to_string().as_bytes()),
+    );
+    let shown = questions(&output, "");
+    assert_eq!(shown[0]["input"], "resource", "{output}");
+    assert_eq!(
+        shown[0]["options"],
+        json!([{"label": "washer", "description": "", "value": "cad://parts/washer"}]),
+        "{output}"
+    );
+    // Without the flag, the same property is a `uri` text field.
+    let plain = questions(&check_stdin(&schema), "");
+    assert_eq!(plain[0]["input"], "text");
+    let declined = formwork(
+        &["schema", "check", "--openai-elicitation", "-"],
+        Some(
+            json!({"type": "object", "properties": {"part": {"type": "string", "format": "uri",
+                "x-openai-input": {"type": "resource", "userOptions": {"kind": "directory"}}}}})
+            .to_string()
+            .as_bytes(),
+        ),
+    );
+    declined.assert_code(1);
+    assert_eq!(
+        declined.json(),
+        json!({"declined": {"property": "part", "rule": "unsupported-input", "reason":
+            "property `part`: asks for a directory (`userOptions.kind: \"directory\"`); formwork can add files only"}})
+    );
+}

@@ -13,7 +13,7 @@ use std::collections::HashSet;
 use serde_json::{Number, Value};
 
 use crate::Content;
-use crate::field::{Choice, Field, FieldKind, Form};
+use crate::field::{Choice, Field, FieldKind, Form, ResourcePicker};
 use crate::render::RenderAnswers;
 use crate::size::clip;
 use crate::validate::{
@@ -131,8 +131,15 @@ impl Form {
 
 /// Converts the texts a UI sent for one question (never an empty list).
 fn from_texts(field: &Field, texts: &[String]) -> Result<Answer, String> {
-    if let FieldKind::MultiSelect(select) = &field.kind {
-        return multi_from_texts(&select.options, texts);
+    match &field.kind {
+        FieldKind::MultiSelect(select) => return multi_from_texts(&select.options, texts),
+        FieldKind::TextList(list) => return Ok(list_from_texts(&list.items.suggestions, texts)),
+        FieldKind::Resource(picker) if picker.multiple => {
+            return Ok(Answer::Value(Value::Array(
+                picked_texts(picker, texts).map(Value::String).collect(),
+            )));
+        }
+        _ => {}
     }
     let [text] = texts else {
         return Err(format!("takes one answer, not {}", texts.len()));
@@ -178,8 +185,50 @@ fn from_texts(field: &Field, texts: &[String]) -> Result<Answer, String> {
             None if text.is_empty() => Ok(Answer::Empty),
             None => Err(not_an_option(text, &select.options)),
         },
-        FieldKind::MultiSelect(_) => Err("takes option labels".to_owned()),
+        FieldKind::Resource(_) if text.is_empty() => Ok(Answer::Empty),
+        FieldKind::Resource(picker) => Ok(Answer::Value(Value::String(
+            picked_texts(picker, texts).next().unwrap_or_default(),
+        ))),
+        FieldKind::MultiSelect(_) | FieldKind::TextList(_) => {
+            Err("takes a list of answers".to_owned())
+        }
     }
+}
+
+/// A free-text list's items: a suggestion's label stands for its value, anything else is an
+/// item as typed. A lone `""` is the empty list.
+fn list_from_texts(suggestions: &[Choice], texts: &[String]) -> Answer {
+    if let [only] = texts
+        && only.is_empty()
+    {
+        return Answer::Value(Value::Array(Vec::new()));
+    }
+    let items = texts.iter().map(|text| {
+        let value = suggestions
+            .iter()
+            .find(|s| &s.label == text)
+            .map_or(text, |s| &s.value);
+        Value::String(value.clone())
+    });
+    Answer::Value(Value::Array(items.collect()))
+}
+
+/// The URIs a picker's answers stand for: an option's label or URI is that option's URI;
+/// anything else (a `file://` URI of an added file) is kept as sent, for validation to judge.
+/// A lone `""` is no resource at all.
+fn picked_texts<'a>(
+    picker: &'a ResourcePicker,
+    texts: &'a [String],
+) -> impl Iterator<Item = String> + 'a {
+    let empty = matches!(texts, [only] if only.is_empty());
+    texts.iter().filter(move |_| !empty).map(|text| {
+        let option = picker
+            .options
+            .iter()
+            .find(|o| o.label() == text)
+            .or_else(|| picker.options.iter().find(|o| &o.uri == text));
+        option.map_or_else(|| text.clone(), |o| o.uri.clone())
+    })
 }
 
 fn multi_from_texts(options: &[Choice], texts: &[String]) -> Result<Answer, String> {

@@ -56,7 +56,8 @@ pub enum DeclineRule {
     /// A params field has the wrong JSON type or is missing (`message`, `requestedSchema`,
     /// `elicitationId`, `_meta`, `mode`).
     InvalidParams,
-    /// `mode` is neither absent, `"form"` nor `"url"`.
+    /// `mode` is neither absent, `"form"` nor `"url"` (nor, with
+    /// [`crate::ParseOptions::openai_elicitation`], `"openai/form"`).
     UnsupportedMode,
     /// A URL-mode request has no `url`, or it is not an absolute `http`/`https` URL with a host.
     InvalidUrl,
@@ -100,6 +101,15 @@ pub enum DeclineRule {
     UnknownRequired,
     /// A text, a list or the whole request exceeds a limit in [`crate::limits`].
     TooLarge,
+    /// An option's `x-openai-thumbnail` is not an icon whose `src` is an `https://` URL or a
+    /// base64 `data:image/...` URI.
+    InvalidThumbnail,
+    /// An `x-openai-input` the host cannot show: another input `type`, a directory picker, a
+    /// `selection` on a single resource, or a picker on a field that does not hold URIs.
+    UnsupportedInput,
+    /// An OpenAI form (empty core schema) whose `_meta["openai/elicitation"]` has no usable
+    /// `requestedSchema`.
+    NoOpenAiSchema,
 }
 
 impl DeclineRule {
@@ -129,6 +139,9 @@ impl DeclineRule {
             DeclineRule::InvalidRequired => "invalid-required",
             DeclineRule::UnknownRequired => "unknown-required",
             DeclineRule::TooLarge => "too-large",
+            DeclineRule::InvalidThumbnail => "invalid-thumbnail",
+            DeclineRule::UnsupportedInput => "unsupported-input",
+            DeclineRule::NoOpenAiSchema => "no-openai-schema",
         }
     }
 }

@@ -187,6 +187,110 @@ pub enum FieldKind {
     /// Several distinct strings out of a fixed list (`type: "array"` with `items.enum` or
     /// `items.anyOf`).
     MultiSelect(MultiSelect),
+    /// Any number of typed strings (`type: "array"` whose string `items` list no options),
+    /// with optional suggestions. Only with [`crate::ParseOptions::openai_elicitation`].
+    TextList(TextList),
+    /// One resource URI (a `format: "uri"` string) or several (an array of them) picked from
+    /// the plugin's options or added by the person (`x-openai-input`). Only with
+    /// [`crate::ParseOptions::openai_elicitation`].
+    Resource(ResourcePicker),
+}
+
+/// A free-text list: every item follows `items`' string rules.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct TextList {
+    /// The rules of each item, and the suggestions (`items.x-openai-suggestions`).
+    pub items: TextRules,
+    /// `minItems`.
+    pub min_items: Option<u64>,
+    /// `maxItems`.
+    pub max_items: Option<u64>,
+    /// `uniqueItems: true`: no item twice.
+    pub unique_items: bool,
+}
+
+/// An `x-openai-input` resource picker.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ResourcePicker {
+    /// Whether several resources are picked (an array field) or one (a string field).
+    pub multiple: bool,
+    /// How a multi-select picker selects (always [`Selection::Explicit`] for one resource).
+    pub selection: Selection,
+    /// The resources the plugin offers (MCP `Resource`s), in schema order; URIs are unique.
+    pub options: Vec<ResourceOption>,
+    /// Whether the person may add local files, and which (`userOptions`). Answers may then be
+    /// `file://` URIs besides the options'.
+    pub uploads: Option<Uploads>,
+    /// `minItems` (multi-select).
+    pub min_items: Option<u64>,
+    /// `maxItems` (multi-select).
+    pub max_items: Option<u64>,
+}
+
+/// `x-openai-input.selection`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Selection {
+    /// `"explicit"` (the default): the person selects and deselects options.
+    Explicit,
+    /// `"implicit"`: every option starts in the answer; what remains at submit is the answer.
+    /// Always allows uploads.
+    Implicit,
+}
+
+impl Selection {
+    /// The keyword value as written in a schema.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Selection::Explicit => "explicit",
+            Selection::Implicit => "implicit",
+        }
+    }
+}
+
+/// One resource a picker offers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ResourceOption {
+    /// The resource URI: what the answer holds.
+    pub uri: String,
+    /// The resource `name`.
+    pub name: String,
+    /// The resource `title`, shown in place of the name when present.
+    pub title: Option<String>,
+    /// The resource `description`.
+    pub description: Option<String>,
+    /// The resource `mimeType`.
+    pub mime_type: Option<String>,
+    /// `_meta["openai/thumbnail"]`, checked like an option thumbnail.
+    pub thumbnail: Option<Thumbnail>,
+}
+
+impl ResourceOption {
+    /// The text shown for the option: the title, else the name.
+    pub fn label(&self) -> &str {
+        self.title.as_deref().unwrap_or(&self.name)
+    }
+}
+
+/// `x-openai-input.userOptions`: the person may add files of their own.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Uploads {
+    /// HTML `accept` tokens (`.stl`, `image/*`); empty means any file.
+    pub accept: Vec<String>,
+}
+
+/// An option's image (`x-openai-thumbnail`, an MCP `Icon`): `src` is an `https://` URL or a
+/// base64 `data:image/...` URI, nothing else.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Thumbnail {
+    /// The image URL.
+    pub src: String,
+    /// The icon's `mimeType`, if given.
+    pub mime_type: Option<String>,
 }
 
 /// Constraints of a text field.
@@ -251,6 +355,9 @@ pub struct Choice {
     pub label: String,
     /// The option's `description`, if any.
     pub description: Option<String>,
+    /// The option's `x-openai-thumbnail` (or its deprecated alias `x-openai-preview`), read
+    /// only with [`crate::ParseOptions::openai_elicitation`].
+    pub thumbnail: Option<Thumbnail>,
 }
 
 /// The string formats forms support.

@@ -4,8 +4,8 @@
 //! Compiled only for this crate's tests and with the `fuzzing` feature, which only the fuzz workspace
 //! turns on; it is hidden from the docs and is no part of the crate's API.
 //!
-//! The path: bytes → JSON params → [`parse_request`] → [`Form::render`] → render answers, typed content
-//! and defaults → [`Form::validate`]. Besides "never panics", it checks the crate's promises: every
+//! The path: bytes → JSON params → [`parse_request_with`] (core MCP, then again with OpenAI's form
+//! extension) → [`Form::render`] → render answers, typed content and defaults → [`Form::validate`]. Besides "never panics", it checks the crate's promises: every
 //! content the crate returns passes `validate`, and the render block survives a serde round trip.
 //!
 //! Input layout: the JSON params, then optionally a `0xFF` byte followed by answer records separated by
@@ -15,9 +15,12 @@
 use serde_json::Value;
 
 use crate::render::{RenderAnswer, RenderAnswers, RenderBlock};
-use crate::{Content, ElicitationRequest, Form, ValidationErrors, parse_request};
+use crate::{
+    Content, ElicitationRequest, Form, ParseOptions, ValidationErrors, parse_request_with,
+};
 
-/// Runs one input through the form engine; panics when a promise is broken.
+/// Runs one input through the form engine, with and without OpenAI's form extension; panics when
+/// a promise is broken.
 pub fn parse_map_answer(data: &[u8]) {
     let (json, answers) = match data.iter().position(|b| *b == 0xFF) {
         Some(split) => (&data[..split], &data[split + 1..]),
@@ -26,7 +29,13 @@ pub fn parse_map_answer(data: &[u8]) {
     let Ok(params) = serde_json::from_slice::<Value>(json) else {
         return;
     };
-    let Ok(ElicitationRequest::Form(request)) = parse_request(&params) else {
+    for openai_elicitation in [false, true] {
+        check(&params, answers, ParseOptions { openai_elicitation });
+    }
+}
+
+fn check(params: &Value, answers: &[u8], options: ParseOptions) {
+    let Ok(ElicitationRequest::Form(request)) = parse_request_with(params, options) else {
         return;
     };
     let form = request

@@ -5,18 +5,31 @@ use serde_json::{Number, Value};
 
 use crate::decline::{Decline, DeclineRule};
 use crate::field::{
-    Choice, FieldKind, MultiSelect, NumberRules, SingleSelect, StringFormat, TextRules,
+    Choice, FieldKind, MultiSelect, NumberRules, SingleSelect, StringFormat, TextList, TextRules,
 };
 use crate::limits::{MAX_PATTERN_BYTES, MAX_TEXT_BYTES};
 use crate::options::{parse_const_options, parse_enum};
 use crate::pattern::Pattern;
+use crate::resource;
 use crate::schema::Members;
 use crate::schema::{Object, check_keywords};
 use crate::size::{self, kind_of, show};
 use crate::validate::check_text;
 
-pub(crate) fn parse_string(key: &str, obj: &Object) -> Result<FieldKind, Decline> {
+/// `openai`: read OpenAI's vocabulary (thumbnails, `x-openai-input`).
+pub(crate) fn parse_string(key: &str, obj: &Object, openai: bool) -> Result<FieldKind, Decline> {
     let mut rules = parse_text_rules(key, obj, "")?;
+    if let Some(input) = obj.member("x-openai-input").filter(|_| openai) {
+        if obj.has("enum") || obj.has("oneOf") || obj.has("x-openai-suggestions") {
+            return Err(Decline::property(
+                key,
+                DeclineRule::UnsupportedInput,
+                "has `x-openai-input` beside `enum`/`oneOf`/`x-openai-suggestions`; a resource \
+                 picker lists its resources in `x-openai-input.options`",
+            ));
+        }
+        return resource::parse_single(key, obj, input);
+    }
     let options = match (obj.member("enum"), obj.member("oneOf")) {
         (Some(_), Some(_)) => {
             return Err(Decline::property(
@@ -26,7 +39,7 @@ pub(crate) fn parse_string(key: &str, obj: &Object) -> Result<FieldKind, Decline
             ));
         }
         (Some(values), None) => Some(parse_enum(key, values, obj.member("enumNames"), "")?),
-        (None, Some(list)) => Some(parse_const_options(key, list, "oneOf")?),
+        (None, Some(list)) => Some(parse_const_options(key, list, "oneOf", openai)?),
         (None, None) => None,
     };
     if options.is_none() && obj.has("enumNames") {
@@ -43,14 +56,15 @@ pub(crate) fn parse_string(key: &str, obj: &Object) -> Result<FieldKind, Decline
         }
         None => {
             if let Some(list) = obj.member("x-openai-suggestions") {
-                rules.suggestions = parse_const_options(key, list, "x-openai-suggestions")?;
+                rules.suggestions = parse_const_options(key, list, "x-openai-suggestions", openai)?;
             }
             Ok(FieldKind::Text(rules))
         }
     }
 }
 
-pub(crate) fn parse_array(key: &str, obj: &Object) -> Result<FieldKind, Decline> {
+/// `openai`: read OpenAI's vocabulary (thumbnails, free-text lists, `x-openai-input`).
+pub(crate) fn parse_array(key: &str, obj: &Object, openai: bool) -> Result<FieldKind, Decline> {
     reject_format(key, obj, "array")?;
     if obj.has("enum") || obj.has("oneOf") {
         return Err(Decline::property(
@@ -102,7 +116,52 @@ pub(crate) fn parse_array(key: &str, obj: &Object) -> Result<FieldKind, Decline>
         }
     }
     check_keywords(key, items, "`items` ")?;
-    let item_rules = parse_text_rules(key, items, "`items` ")?;
+    let mut item_rules = parse_text_rules(key, items, "`items` ")?;
+    let min_items = count(key, obj, "minItems")?;
+    let max_items = count(key, obj, "maxItems")?;
+    if let (Some(min), Some(max)) = (min_items, max_items)
+        && min > max
+    {
+        return Err(Decline::property(
+            key,
+            DeclineRule::InvalidConstraint,
+            format!("`minItems` {min} is larger than `maxItems` {max}"),
+        ));
+    }
+    if let Some(unique) = obj
+        .member("uniqueItems")
+        .filter(|value| !value.is_boolean())
+    {
+        return Err(Decline::property(
+            key,
+            DeclineRule::InvalidKeyword,
+            format!("`uniqueItems` must be a boolean, not {}", kind_of(unique)),
+        ));
+    }
+    let listed = items.has("enum") || items.has("anyOf") || items.has("oneOf");
+    if openai && !listed {
+        if let Some(input) = obj.member("x-openai-input") {
+            if items.has("x-openai-suggestions") {
+                return Err(Decline::property(
+                    key,
+                    DeclineRule::UnsupportedInput,
+                    "has `x-openai-input` and `items.x-openai-suggestions`; a resource picker \
+                     lists its resources in `x-openai-input.options`",
+                ));
+            }
+            return resource::parse_multi(key, items, input, min_items, max_items);
+        }
+        if let Some(list) = items.member("x-openai-suggestions") {
+            item_rules.suggestions =
+                parse_const_options(key, list, "items.x-openai-suggestions", openai)?;
+        }
+        return Ok(FieldKind::TextList(TextList {
+            items: item_rules,
+            min_items,
+            max_items,
+            unique_items: obj.member("uniqueItems") == Some(&Value::Bool(true)),
+        }));
+    }
     let options = match (
         items.member("enum"),
         items.member("anyOf").or_else(|| items.member("oneOf")),
@@ -121,7 +180,7 @@ pub(crate) fn parse_array(key: &str, obj: &Object) -> Result<FieldKind, Decline>
             } else {
                 "items.oneOf"
             };
-            parse_const_options(key, list, keyword)?
+            parse_const_options(key, list, keyword, openai)?
         }
         (None, None) => {
             return Err(Decline::property(
@@ -139,17 +198,6 @@ pub(crate) fn parse_array(key: &str, obj: &Object) -> Result<FieldKind, Decline>
         ));
     }
     check_options_against(key, &options, &item_rules)?;
-    let min_items = count(key, obj, "minItems")?;
-    let max_items = count(key, obj, "maxItems")?;
-    if let (Some(min), Some(max)) = (min_items, max_items)
-        && min > max
-    {
-        return Err(Decline::property(
-            key,
-            DeclineRule::InvalidConstraint,
-            format!("`minItems` {min} is larger than `maxItems` {max}"),
-        ));
-    }
     if let Some(min) = min_items.filter(|min| *min > options.len() as u64) {
         return Err(Decline::property(
             key,
@@ -158,16 +206,6 @@ pub(crate) fn parse_array(key: &str, obj: &Object) -> Result<FieldKind, Decline>
                 "`minItems` {min} is more than the {} options",
                 options.len()
             ),
-        ));
-    }
-    if let Some(unique) = obj
-        .member("uniqueItems")
-        .filter(|value| !value.is_boolean())
-    {
-        return Err(Decline::property(
-            key,
-            DeclineRule::InvalidKeyword,
-            format!("`uniqueItems` must be a boolean, not {}", kind_of(unique)),
         ));
     }
     Ok(FieldKind::MultiSelect(MultiSelect {

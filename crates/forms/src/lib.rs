@@ -7,7 +7,8 @@
 //!
 //! The flow:
 //!
-//! 1. [`parse_request`] reads the whole params; [`parse_schema`] reads only a `requestedSchema`.
+//! 1. [`parse_request`] reads the whole params ([`parse_request_with`] also OpenAI's form
+//!    extension, when the host speaks it); [`parse_schema`] reads only a `requestedSchema`.
 //!    The form keeps each property schema as JSON text ([`SchemaText`]).
 //!    Anything outside the supported grammar is declined as a whole with a [`Decline`] that names the
 //!    property and the rule: a form is never partly rendered.
@@ -34,6 +35,7 @@ mod options;
 mod pattern;
 pub mod render;
 mod request;
+mod resource;
 mod schema;
 mod sensitive;
 mod size;
@@ -42,11 +44,13 @@ mod validate;
 
 pub use decline::{Decline, DeclineRule};
 pub use field::{
-    Choice, Field, FieldKind, Form, MultiSelect, NumberRules, SchemaText, SingleSelect,
-    StringFormat, TextRules,
+    Choice, Field, FieldKind, Form, MultiSelect, NumberRules, ResourceOption, ResourcePicker,
+    SchemaText, Selection, SingleSelect, StringFormat, TextList, TextRules, Thumbnail, Uploads,
 };
 pub use pattern::Pattern;
-pub use request::{ElicitationRequest, FormRequest, UrlRequest, parse_request};
+pub use request::{
+    ElicitationRequest, FormRequest, ParseOptions, UrlRequest, parse_request, parse_request_with,
+};
 pub use schema::parse_schema;
 pub use url_warning::UrlWarning;
 pub use validate::{FieldError, ValidationErrors};

@@ -22,6 +22,10 @@ pub const MAX_PATTERN_BYTES: usize = 1024;
 /// Longest `url` of a URL-mode request, in bytes.
 pub const MAX_URL_BYTES: usize = 8 * 1024;
 
+/// Longest `data:` URI of a thumbnail, in bytes (an `https://` thumbnail is bounded by
+/// [`MAX_URL_BYTES`]).
+pub const MAX_THUMBNAIL_BYTES: usize = 256 * 1024;
+
 /// Largest whole `params` object (and so any `requestedSchema`), measured as the bytes of its strings
 /// and keys plus 8 bytes for every other JSON value.
 pub const MAX_REQUEST_BYTES: usize = 1024 * 1024;

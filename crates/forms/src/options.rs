@@ -8,6 +8,7 @@ use serde_json::Value;
 use crate::decline::{Decline, DeclineRule};
 use crate::field::Choice;
 use crate::limits::{MAX_OPTIONS, MAX_TEXT_BYTES};
+use crate::resource::option_thumbnail;
 use crate::schema::Members;
 use crate::size::{clip, kind_of, show};
 
@@ -37,6 +38,7 @@ pub(crate) fn parse_enum(
             value: value.clone(),
             label: value.clone(),
             description: None,
+            thumbnail: None,
         });
     }
     if let Some(names) = names {
@@ -81,11 +83,13 @@ pub(crate) fn parse_enum(
 }
 
 /// Options from a list of `{const, title?, description?}` objects; `keyword` names the list in
-/// messages. A missing `title` falls back to the `const` value.
+/// messages. A missing `title` falls back to the `const` value. With `openai`, an entry's
+/// `x-openai-thumbnail` is read (and checked) too.
 pub(crate) fn parse_const_options(
     key: &str,
     entries: &Value,
     keyword: &str,
+    openai: bool,
 ) -> Result<Vec<Choice>, Decline> {
     let entries = list(key, entries, || format!("`{keyword}`"))?;
     let mut options = Vec::with_capacity(entries.len());
@@ -127,10 +131,15 @@ pub(crate) fn parse_const_options(
         let description = optional_text(key, entry.member("description"), || {
             format!("`{keyword}[{idx}].description`")
         })?;
+        let thumbnail = match openai {
+            true => option_thumbnail(key, entry, &format!("{keyword}[{idx}]"))?,
+            false => None,
+        };
         options.push(Choice {
             value: value.clone(),
             label: label.unwrap_or_else(|| value.clone()),
             description,
+            thumbnail,
         });
     }
     check_unique(key, &options)?;

@@ -10,7 +10,10 @@ pub use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Number, Value};
 
-use crate::field::{Choice, Field, FieldKind, Form, NumberRules, SchemaText, TextRules};
+use crate::field::{
+    Choice, Field, FieldKind, Form, NumberRules, ResourcePicker, SchemaText, StringFormat,
+    TextRules, Thumbnail,
+};
 
 /// The block a UI renders for one form: `{"type": "request_user_input", "message", "questions"}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -95,9 +98,17 @@ pub struct Question {
     /// An ECMAScript regex (flag `u`) the text must match somewhere (unanchored).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pattern: Option<String>,
-    /// Proposed values of a text question (`x-openai-suggestions`); free text stays allowed.
+    /// Proposed values of a text or text-list question (`x-openai-suggestions`); free text
+    /// stays allowed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suggestions: Option<Vec<QuestionOption>>,
+    /// `true` when an option or suggestion has a `thumbnail`: every one of them then gets an
+    /// image slot, a placeholder where it has no image. Absent when `false`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub option_images: bool,
+    /// How a `resource` question picks (absent for other inputs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<ResourceInput>,
     /// The property schema as the server sent it, unknown keywords included (shared with the
     /// form's field, not copied).
     pub schema: SchemaText,
@@ -111,8 +122,52 @@ pub struct QuestionOption {
     /// A sentence about the option; `""` when the schema has none.
     pub description: String,
     /// The typed value this option stands for in `content` (a string, or a boolean for
-    /// boolean questions).
+    /// boolean questions, or the resource URI of a `resource` question).
     pub value: Value,
+    /// The option's image (`x-openai-thumbnail`, or a resource's `_meta["openai/thumbnail"]`):
+    /// an `https://` URL or a base64 `data:image/...` URI, nothing else. Absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thumbnail: Option<Image>,
+}
+
+/// An image to show: `{"src", "mimeType"?}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Image {
+    /// An `https://` URL or a base64 `data:image/...` URI.
+    pub src: String,
+    /// The image type, when the plugin gave it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+}
+
+/// How a `resource` question picks: `{"selection"?, "uploads"?}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceInput {
+    /// `"explicit"` (select and deselect options) or `"implicit"` (every option starts
+    /// selected; what remains is the answer); absent when one resource is picked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selection: Option<String>,
+    /// Present when the person may add local files; the answer then holds the `file://` URI
+    /// of the host's copy of each.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uploads: Option<UploadRules>,
+}
+
+/// Which local files the person may add: `{"accept": [...]}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UploadRules {
+    /// HTML `accept` tokens (`.stl`, `image/*`); empty means any file.
+    pub accept: Vec<String>,
+}
+
+impl UploadRules {
+    /// Whether a file named `name` may be added: its ending matches a file-ending token
+    /// (`.stl`, case aside), or a media-type token (`image/*`, which a name cannot show) or no
+    /// token at all lets any file through. The answer is checked the same way.
+    pub fn accepts(&self, name: &str) -> bool {
+        crate::resource::accepts(&self.accept, name)
+    }
 }
 
 /// The control a question needs.
@@ -131,6 +186,10 @@ pub enum InputKind {
     SingleSelect,
     /// Pick any number of distinct options.
     MultiSelect,
+    /// Type any number of strings, each following the question's text rules.
+    TextList,
+    /// Pick resources (`options`, valued by URI) and, with `resource.uploads`, add local files.
+    Resource,
 }
 
 /// What the UI sends back: `{"answers": {"<question id>": {"answers": ["..."]}}}`.
@@ -214,6 +273,8 @@ fn question_for(field: &Field) -> Question {
         format: None,
         pattern: None,
         suggestions: None,
+        option_images: false,
+        resource: None,
         schema: field.schema.clone(),
     };
     match &field.kind {
@@ -235,8 +296,59 @@ fn question_for(field: &Field) -> Question {
             q.min_items = select.min_items;
             q.max_items = select.max_items;
         }
+        FieldKind::TextList(list) => {
+            fill_text(&mut q, &list.items);
+            q.input = InputKind::TextList;
+            q.multi_select = true;
+            q.is_other = true;
+            q.min_items = list.min_items;
+            q.max_items = list.max_items;
+        }
+        FieldKind::Resource(picker) => fill_resource(&mut q, picker),
     }
+    let images = |options: &Option<Vec<QuestionOption>>| {
+        options
+            .iter()
+            .flatten()
+            .any(|option| option.thumbnail.is_some())
+    };
+    q.option_images = images(&q.options) || images(&q.suggestions);
     q
+}
+
+fn fill_resource(q: &mut Question, picker: &ResourcePicker) {
+    q.input = InputKind::Resource;
+    q.multi_select = picker.multiple;
+    q.format = Some(StringFormat::Uri.as_str().to_owned());
+    q.min_items = picker.min_items;
+    q.max_items = picker.max_items;
+    q.options = Some(
+        picker
+            .options
+            .iter()
+            .map(|option| QuestionOption {
+                label: option.label().to_owned(),
+                description: option.description.clone().unwrap_or_default(),
+                value: Value::String(option.uri.clone()),
+                thumbnail: option.thumbnail.as_ref().map(image),
+            })
+            .collect(),
+    );
+    q.resource = Some(ResourceInput {
+        selection: picker
+            .multiple
+            .then(|| picker.selection.as_str().to_owned()),
+        uploads: picker.uploads.as_ref().map(|uploads| UploadRules {
+            accept: uploads.accept.clone(),
+        }),
+    });
+}
+
+fn image(thumbnail: &Thumbnail) -> Image {
+    Image {
+        src: thumbnail.src.clone(),
+        mime_type: thumbnail.mime_type.clone(),
+    }
 }
 
 fn fill_text(q: &mut Question, rules: &TextRules) {
@@ -268,6 +380,7 @@ fn option_for(choice: &Choice) -> QuestionOption {
         label: choice.label.clone(),
         description: choice.description.clone().unwrap_or_default(),
         value: Value::String(choice.value.clone()),
+        thumbnail: choice.thumbnail.as_ref().map(image),
     }
 }
 
@@ -276,5 +389,6 @@ fn bool_option(value: bool) -> QuestionOption {
         label: value.to_string(),
         description: String::new(),
         value: Value::Bool(value),
+        thumbnail: None,
     }
 }

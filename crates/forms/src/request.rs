@@ -78,19 +78,51 @@ pub struct UrlRequest {
     pub meta: Option<Content>,
 }
 
+/// What a host accepts beyond core MCP elicitation. The default is core MCP only.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ParseOptions {
+    /// OpenAI's form extension (`openai/elicitation`):
+    /// - `mode: "openai/form"` is read as a form;
+    /// - a core `requestedSchema` that is the empty `{"type": "object", "properties": {}}`
+    ///   beside a `_meta["openai/elicitation"]` object stands for that object's
+    ///   `requestedSchema`, which is parsed in its place (declined when absent or
+    ///   unsupported; the empty core form is never shown for it);
+    /// - schemas may use the extension's vocabulary: option thumbnails, free-text string
+    ///   lists and `x-openai-input` resource pickers.
+    pub openai_elicitation: bool,
+}
+
+/// The extension's `_meta` key, which holds the real schema of an OpenAI form.
+const OPENAI_META: &str = "openai/elicitation";
+
+/// Parses `elicitation/create` params with core MCP only: [`parse_request_with`] with the
+/// default [`ParseOptions`].
+pub fn parse_request(params: &Value) -> Result<ElicitationRequest, Decline> {
+    parse_request_with(params, ParseOptions::default())
+}
+
 /// Parses `elicitation/create` params, or declines the request as a whole.
 ///
 /// `mode` absent or `"form"` needs a `requestedSchema` (see [`crate::parse_schema`]); `"url"` needs an
 /// absolute `http`/`https` `url`; any other mode is declined. `message` must be a string. `_meta`
 /// (an object, or null) is kept as [`FormRequest::meta`] / [`UrlRequest::meta`]. Other params keys,
-/// such as `task`, are left to the caller.
-pub fn parse_request(params: &Value) -> Result<ElicitationRequest, Decline> {
-    let (message, meta, mode) = read_header(params)?;
+/// such as `task`, are left to the caller. `options` adds what [`ParseOptions`] lists.
+pub fn parse_request_with(
+    params: &Value,
+    options: ParseOptions,
+) -> Result<ElicitationRequest, Decline> {
+    let openai = options.openai_elicitation;
+    let (message, meta, mode) = read_header(params, openai)?;
     let (message, meta) = (message.clone(), meta.cloned());
     match mode {
         Mode::Form => {
+            let core = params.get("requestedSchema").ok_or_else(no_schema)?;
+            let schema = match meta.as_ref().and_then(|meta| meta.member(OPENAI_META)) {
+                Some(extension) if openai && is_empty_core(core) => openai_schema(extension)?,
+                _ => core,
+            };
             // Within the size limits as part of the params.
-            let form = parse_sized_schema(params.get("requestedSchema").ok_or_else(no_schema)?)?;
+            let form = parse_sized_schema(schema, openai)?;
             Ok(ElicitationRequest::Form(FormRequest {
                 render: Arc::new(form.render(&message)),
                 meta,
@@ -114,7 +146,7 @@ enum Mode {
 
 /// Checks what every request shares, in order (an object within the size limits, `message`,
 /// `_meta`, `mode`) and returns the `message`, the `_meta` and the mode.
-fn read_header(params: &Value) -> Result<(&String, Option<&Content>, Mode), Decline> {
+fn read_header(params: &Value, openai: bool) -> Result<(&String, Option<&Content>, Mode), Decline> {
     let Value::Object(obj) = params else {
         return Err(Decline::whole(
             DeclineRule::NotAnObject,
@@ -160,17 +192,58 @@ fn read_header(params: &Value) -> Result<(&String, Option<&Content>, Mode), Decl
         None => Mode::Form,
         Some(Value::String(mode)) if mode == "form" => Mode::Form,
         Some(Value::String(mode)) if mode == "url" => Mode::Url,
+        // The extension's older name for a form, accepted for compatibility.
+        Some(Value::String(mode)) if openai && mode == "openai/form" => Mode::Form,
         Some(other) => {
+            let supported = match openai {
+                true => "\"form\", \"url\" and \"openai/form\" are",
+                false => "\"form\" and \"url\" are",
+            };
             return Err(Decline::whole(
                 DeclineRule::UnsupportedMode,
-                format!(
-                    "mode {} is not supported; only \"form\" and \"url\" are",
-                    show(other)
-                ),
+                format!("mode {} is not supported; only {supported}", show(other)),
             ));
         }
     };
     Ok((message, meta, mode))
+}
+
+/// Whether a core `requestedSchema` is the empty object an OpenAI form sends in place of its
+/// own schema: `type: "object"`, empty `properties`, and at most an empty `required` and a
+/// `$schema` beside them.
+fn is_empty_core(schema: &Value) -> bool {
+    let Value::Object(root) = schema else {
+        return false;
+    };
+    root.iter().all(|(key, value)| match key.as_str() {
+        "type" => value == "object",
+        "properties" => value.as_object().is_some_and(|p| p.is_empty()),
+        "required" => value.as_array().is_some_and(|r| r.is_empty()),
+        "$schema" => true,
+        _ => false,
+    }) && root.contains_key("properties")
+}
+
+/// The schema in `_meta["openai/elicitation"]`, or the reason there is none to show.
+fn openai_schema(extension: &Value) -> Result<&Value, Decline> {
+    let Value::Object(extension) = extension else {
+        return Err(Decline::whole(
+            DeclineRule::NoOpenAiSchema,
+            format!(
+                "`_meta[\"{OPENAI_META}\"]` must be an object, not {}",
+                kind_of(extension)
+            ),
+        ));
+    };
+    extension.member("requestedSchema").ok_or_else(|| {
+        Decline::whole(
+            DeclineRule::NoOpenAiSchema,
+            format!(
+                "the core `requestedSchema` is empty and `_meta[\"{OPENAI_META}\"]` has no \
+                 `requestedSchema` to show in its place"
+            ),
+        )
+    })
 }
 
 fn no_schema() -> Decline {

@@ -4,7 +4,9 @@
 //! strings (optionally with `format`, `minLength`, `maxLength`), numbers, integers, booleans, or one
 //! of the five enum shapes. On top of it forms accept `pattern`, `exclusiveMinimum`,
 //! `exclusiveMaximum`, `multipleOf`, `x-openai-suggestions` and option `description`s, and keep every
-//! other unknown keyword untouched in [`Field::schema`]. A keyword that would change what is valid
+//! other unknown keyword untouched in [`Field::schema`]. With OpenAI's extension
+//! ([`crate::ParseOptions::openai_elicitation`]) they also read option thumbnails, string arrays
+//! without options (free-text lists) and `x-openai-input` resource pickers (`crate::resource`). A keyword that would change what is valid
 //! and that forms cannot honour declines the whole schema, so content we accept always passes the
 //! server's own JSON Schema check.
 
@@ -18,6 +20,7 @@ use crate::kinds::{
     parse_array, parse_number_rules, parse_string, reject_format, reject_options, text,
 };
 use crate::limits::{MAX_KEY_BYTES, MAX_PROPERTIES, MAX_TEXT_BYTES};
+use crate::resource::picker_default;
 use crate::size::{self, kind_of, show};
 use crate::validate::{check_value, normalize};
 
@@ -81,12 +84,13 @@ const REFERENCES: &[&str] = &["$ref", "$dynamicRef", "$recursiveRef"];
 /// (`allOf`, `minProperties`, ...) are declined.
 pub fn parse_schema(requested_schema: &Value) -> Result<Form, Decline> {
     size::check(requested_schema, "requestedSchema")?;
-    parse_sized_schema(requested_schema)
+    parse_sized_schema(requested_schema, false)
 }
 
 /// [`parse_schema`] for a schema already known to be within the size limits, e.g. as part of
-/// params that are.
-pub(crate) fn parse_sized_schema(requested_schema: &Value) -> Result<Form, Decline> {
+/// params that are. `openai`: read OpenAI's vocabulary too (thumbnails, free-text lists,
+/// resource pickers).
+pub(crate) fn parse_sized_schema(requested_schema: &Value, openai: bool) -> Result<Form, Decline> {
     let Value::Object(root) = requested_schema else {
         return Err(not_an_object(requested_schema));
     };
@@ -95,7 +99,7 @@ pub(crate) fn parse_sized_schema(requested_schema: &Value) -> Result<Form, Decli
         Some(Value::Object(properties)) => properties,
         other => return Err(no_properties(other)),
     };
-    let parts = parse_properties(root, properties)?;
+    let parts = parse_properties(root, properties, openai)?;
     // Sized exactly: `collect` on this zip would leave room for four fields or more, which a
     // pending form would hold.
     let mut fields = Vec::with_capacity(parts.len());
@@ -183,7 +187,11 @@ fn check_root(root: &Object) -> Result<(Option<String>, Option<String>), Decline
 }
 
 /// Checks the number of properties and `required`, then parses every property in order.
-fn parse_properties(root: &Object, properties: &Object) -> Result<Vec<FieldParts>, Decline> {
+fn parse_properties(
+    root: &Object,
+    properties: &Object,
+    openai: bool,
+) -> Result<Vec<FieldParts>, Decline> {
     if properties.len() > MAX_PROPERTIES {
         return Err(Decline::whole(
             DeclineRule::TooLarge,
@@ -196,7 +204,7 @@ fn parse_properties(root: &Object, properties: &Object) -> Result<Vec<FieldParts
     let required = parse_required(root, properties)?;
     properties
         .iter()
-        .map(|(key, schema)| parse_property(key, schema, required.contains(key.as_str())))
+        .map(|(key, schema)| parse_property(key, schema, required.contains(key.as_str()), openai))
         .collect()
 }
 
@@ -319,7 +327,12 @@ impl FieldParts {
     }
 }
 
-fn parse_property(key: &str, schema: &Value, required: bool) -> Result<FieldParts, Decline> {
+fn parse_property(
+    key: &str,
+    schema: &Value,
+    required: bool,
+    openai: bool,
+) -> Result<FieldParts, Decline> {
     if key.len() > MAX_KEY_BYTES {
         return Err(Decline::property(
             key,
@@ -365,7 +378,7 @@ fn parse_property(key: &str, schema: &Value, required: bool) -> Result<FieldPart
     let title = text(key, obj, "title")?;
     let description = text(key, obj, "description")?;
     let kind = match type_name {
-        "string" => parse_string(key, obj)?,
+        "string" => parse_string(key, obj, openai)?,
         "number" => FieldKind::Number(parse_number_rules(key, obj, type_name, false)?),
         "integer" => FieldKind::Integer(parse_number_rules(key, obj, type_name, true)?),
         "boolean" => {
@@ -373,7 +386,7 @@ fn parse_property(key: &str, schema: &Value, required: bool) -> Result<FieldPart
             reject_format(key, obj, type_name)?;
             FieldKind::Boolean
         }
-        "array" => parse_array(key, obj)?,
+        "array" => parse_array(key, obj, openai)?,
         "object" => {
             return Err(Decline::property(
                 key,
@@ -392,17 +405,26 @@ fn parse_property(key: &str, schema: &Value, required: bool) -> Result<FieldPart
             ));
         }
     };
-    if !matches!(kind, FieldKind::MultiSelect(_)) && obj.has("items") {
+    let is_array = match &kind {
+        FieldKind::MultiSelect(_) | FieldKind::TextList(_) => true,
+        FieldKind::Resource(picker) => picker.multiple,
+        _ => false,
+    };
+    if !is_array && obj.has("items") {
         return Err(Decline::property(
             key,
             DeclineRule::UnsupportedKeyword,
             "has `items` but is not an array",
         ));
     }
-    let default = match obj.member("default") {
+    let default = match (&kind, obj.member("default")) {
+        (FieldKind::Resource(picker), default) => picker_default(key, picker, default)?,
+        (_, None) => None,
+        (_, Some(value)) => Some(normalize(&kind, value)),
+    };
+    let default = match default {
         None => None,
         Some(value) => {
-            let value = normalize(&kind, value);
             if let Some(problem) = check_value(&kind, &value).into_iter().next() {
                 return Err(Decline::property(
                     key,

@@ -12,8 +12,9 @@ use serde::Serialize;
 use serde_json::{Number, Value};
 
 use crate::Content;
-use crate::field::{Choice, FieldKind, Form, NumberRules, TextRules};
+use crate::field::{Choice, FieldKind, Form, NumberRules, TextList, TextRules};
 use crate::formats;
+use crate::resource;
 use crate::size::{clip, kind_of};
 
 /// The largest integer magnitude every JSON peer (JavaScript included) holds exactly: 2^53 - 1.
@@ -167,6 +168,8 @@ pub(crate) fn check_value(kind: &FieldKind, value: &Value) -> Vec<String> {
         (FieldKind::MultiSelect(select), Value::Array(items)) => {
             check_items(&select.options, select.min_items, select.max_items, items)
         }
+        (FieldKind::TextList(list), Value::Array(items)) => check_text_list(list, items),
+        (FieldKind::Resource(picker), value) => resource::check_picked(picker, value),
         (kind, other) => vec![format!(
             "must be {}, not {}",
             expected(kind),
@@ -182,6 +185,8 @@ fn expected(kind: &FieldKind) -> &'static str {
         FieldKind::Integer(_) => "an integer",
         FieldKind::Boolean => "true or false",
         FieldKind::MultiSelect(_) => "an array of option values",
+        FieldKind::TextList(_) => "an array of strings",
+        FieldKind::Resource(_) => "a resource URI",
     }
 }
 
@@ -284,7 +289,38 @@ fn check_items(
     problems
 }
 
-fn plural(n: u64) -> &'static str {
+fn check_text_list(list: &TextList, items: &[Value]) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut seen = HashSet::new();
+    for (idx, item) in items.iter().enumerate() {
+        match item {
+            Value::String(text) => {
+                problems.extend(
+                    check_text(&list.items, text)
+                        .into_iter()
+                        .map(|problem| format!("item {idx} {problem}")),
+                );
+                if list.unique_items && !seen.insert(text.as_str()) {
+                    problems.push(format!("must not list \"{}\" twice", clip(text)));
+                }
+            }
+            other => problems.push(format!("must list only strings, not {}", kind_of(other))),
+        }
+        if problems.len() >= 10 {
+            break;
+        }
+    }
+    let count = items.len() as u64;
+    if let Some(min) = list.min_items.filter(|min| count < *min) {
+        problems.push(format!("must have at least {min} item{}", plural(min)));
+    }
+    if let Some(max) = list.max_items.filter(|max| count > *max) {
+        problems.push(format!("must have at most {max} item{}", plural(max)));
+    }
+    problems
+}
+
+pub(crate) fn plural(n: u64) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 

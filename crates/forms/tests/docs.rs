@@ -3,15 +3,20 @@
 #![allow(clippy::unwrap_used)]
 
 use formwork_forms::render::RenderAnswers;
-use formwork_forms::{ElicitationRequest, parse_request};
-use serde_json::Value;
+use formwork_forms::{ElicitationRequest, ParseOptions, parse_request, parse_request_with};
+use serde_json::{Value, json};
 
 /// The ```json blocks of the doc's "## Example" section, in order.
 fn example_blocks() -> Vec<Value> {
+    blocks_of("Example")
+}
+
+/// The ```json blocks of the doc's section `## <title>`, in order.
+fn blocks_of(title: &str) -> Vec<Value> {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/render-protocol.md");
     let doc = std::fs::read_to_string(path).unwrap();
     let section = doc
-        .split("\n## Example\n")
+        .split(&format!("\n## {title}\n"))
         .nth(1)
         .unwrap()
         .split("\n## ")
@@ -45,4 +50,31 @@ fn render_protocol_example_is_accurate() {
         serde_json::to_string(&actual).unwrap(),
         serde_json::to_string(content).unwrap()
     );
+}
+
+/// The OpenAI section's examples come in pairs: a property, then the question it renders to
+/// (with the extension on), its `schema` left out.
+#[test]
+fn openai_extension_examples_are_accurate() {
+    let blocks = blocks_of("OpenAI's form extension");
+    assert_eq!(blocks.len(), 4);
+    for pair in blocks.chunks(2) {
+        let [property, expected] = pair else {
+            unreachable!()
+        };
+        let id = expected["id"].as_str().unwrap();
+        let params = json!({"message": "m", "requestedSchema": {"type": "object", "properties": {id: property}}});
+        let options = ParseOptions {
+            openai_elicitation: true,
+        };
+        let Ok(ElicitationRequest::Form(request)) = parse_request_with(&params, options) else {
+            panic!("{property} must parse");
+        };
+        let mut question = serde_json::to_value(&request.render.questions[0]).unwrap();
+        assert_eq!(
+            question.as_object_mut().unwrap().remove("schema").unwrap(),
+            *property
+        );
+        assert_eq!(&question, expected);
+    }
 }

@@ -6,21 +6,28 @@
 mod common;
 
 use common::{check_snapshot, fixture};
-use formwork_forms::{ElicitationRequest, parse_request};
+use formwork_forms::{ElicitationRequest, ParseOptions, parse_request_with};
 use serde_json::{Value, json};
 
 /// Parses `tests/fixtures/requests/<name>.json` and checks its render block, its default content,
 /// and the content when only `fill` (typed values for the required fields without defaults) is
 /// answered, against the snapshot `<name>`.
 fn check(name: &str, fill: Value) {
+    check_with(name, fill, ParseOptions::default(), "/requestedSchema");
+}
+
+/// [`check`] with `options`; `shown` points at the schema in the params that the form is made
+/// of (an OpenAI form's is in `_meta`).
+fn check_with(name: &str, fill: Value, options: ParseOptions, shown: &str) {
     let params = fixture(&format!("requests/{name}.json"));
-    let request = match parse_request(&params) {
+    let request = match parse_request_with(&params, options) {
         Ok(ElicitationRequest::Form(request)) => request,
         other => panic!("{name}: {other:?}"),
     };
     let form = request.form.as_deref().unwrap();
     // The form gives back the schema as sent.
-    assert_eq!(form.schema(), &params["requestedSchema"], "{name}");
+    let schema = params.pointer(shown).unwrap();
+    assert_eq!(form.schema(), schema, "{name}");
     let defaults = match form.default_content() {
         Ok(content) => json!({ "content": content }),
         Err(errors) => json!({ "errors": errors.to_string().lines().collect::<Vec<_>>() }),
@@ -29,7 +36,7 @@ fn check(name: &str, fill: Value) {
         form.validate(content.as_object().unwrap()).unwrap();
     }
     // The property schemas reach the UI verbatim, in order.
-    let properties = params["requestedSchema"]["properties"].as_object().unwrap();
+    let properties = schema["properties"].as_object().unwrap();
     let block = serde_json::to_value(&*request.render).unwrap();
     assert_eq!(
         *request.render,
@@ -102,5 +109,18 @@ fn openai_extensions_and_unknown_keywords() {
     check(
         "openai_extensions",
         json!({"code": "ABC-1234", "quantity": 25}),
+    );
+}
+
+/// A 2026-07-28 OpenAI form (the schema in `_meta`) using all of the extension's vocabulary.
+#[test]
+fn openai_form_with_pickers_images_and_lists() {
+    check_with(
+        "openai_cad_form",
+        json!({"code": "CAD-1234", "part": "cad://parts/washer"}),
+        ParseOptions {
+            openai_elicitation: true,
+        },
+        "/_meta/openai~1elicitation/requestedSchema",
     );
 }

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use formwork_forms::ElicitationRequest;
+use formwork_forms::{ElicitationRequest, ParseOptions};
 use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
@@ -24,7 +24,9 @@ use tokio::time::Instant;
 
 use crate::config::Config;
 use crate::jsonrpc::RpcError;
-use crate::plugin::{ConnectOptions, Era, Plugin, PluginTarget};
+use crate::plugin::{
+    ClientExtensions, ConnectOptions, Era, OPENAI_ELICITATION_METHOD, Plugin, PluginTarget,
+};
 use crate::policy::{self, ApprovalNeed};
 use crate::responder::{BoxFuture, DeclineNotice, FormPrompt, FormReply, FormResponder};
 use crate::{HostError, ServerInfo};
@@ -270,6 +272,8 @@ pub struct Symptom {
 /// What the doctor's responder and observer saw.
 #[derive(Default)]
 struct Recorder {
+    /// `features.openai_elicitation`: `openai/elicitation/create` is a form request too.
+    openai_elicitation: bool,
     in_call: AtomicBool,
     answered: Notify,
     seen: Mutex<Seen>,
@@ -293,12 +297,19 @@ impl Recorder {
     fn observe(&self, request: &ServedRequest) {
         let during_call = self.in_call.load(Ordering::SeqCst);
         let mut seen = self.lock();
-        if request.method == "elicitation/create" && request.answer.is_some() {
+        if self.is_form(&request.method) && request.answer.is_some() {
             seen.last_answer = Some(Instant::now());
         }
         seen.served.push((request.clone(), during_call));
         drop(seen);
         self.answered.notify_one();
+    }
+
+    /// Whether `method` asks for a form: `elicitation/create`, and the extension's method when
+    /// formwork serves it.
+    fn is_form(&self, method: &str) -> bool {
+        method == "elicitation/create"
+            || (self.openai_elicitation && method == OPENAI_ELICITATION_METHOD)
     }
 
     fn last_answer(&self) -> Option<Instant> {
@@ -323,12 +334,19 @@ impl FormResponder for CancelEverything {
 /// Connects, lists, optionally calls `options.tool`, and diagnoses. Never fails: a plugin
 /// that cannot be reached gives a report with `connection.connected == false`.
 pub async fn diagnose(target: &PluginTarget, config: &Config, options: DoctorOptions) -> Report {
-    let recorder = Arc::new(Recorder::default());
+    let recorder = Arc::new(Recorder {
+        openai_elicitation: config.features.openai_elicitation,
+        ..Recorder::default()
+    });
     let responder = Arc::new(CancelEverything(Arc::clone(&recorder)));
     let mut connect = ConnectOptions::new(options.server.clone(), responder);
     connect.request_timeout = options.request_timeout;
     connect.inherit_stderr = options.inherit_stderr;
     connect.protocol = options.protocol.clone();
+    let extensions = ClientExtensions {
+        openai_elicitation: config.features.openai_elicitation,
+    };
+    connect.extensions = extensions;
     let headers = config
         .server(&options.server)
         .map(|server| server.transport.http_headers())
@@ -357,8 +375,8 @@ pub async fn diagnose(target: &PluginTarget, config: &Config, options: DoctorOpt
         era_reason: None,
         server_info: Value::Null,
         server_capabilities: Value::Null,
-        client_capabilities: client_capabilities(),
-        openai_form_extension: false,
+        client_capabilities: client_capabilities(&extensions),
+        openai_form_extension: config.features.openai_elicitation,
         tools_error: None,
     };
     let mut report = Report {
@@ -404,6 +422,9 @@ pub async fn diagnose(target: &PluginTarget, config: &Config, options: DoctorOpt
     plugin.close().await;
 
     let gate = gate_report(config);
+    let parse = ParseOptions {
+        openai_elicitation: config.features.openai_elicitation,
+    };
     let (served, declined, shown) = {
         let mut seen = recorder.lock();
         (
@@ -415,11 +436,14 @@ pub async fn diagnose(target: &PluginTarget, config: &Config, options: DoctorOpt
     for (request, during_call) in served {
         match request.method.as_str() {
             "ping" => {}
-            "elicitation/create" => {
-                report
-                    .forms
-                    .push(form_record(&request, during_call, &gate, &shown, &declined))
-            }
+            method if recorder.is_form(method) => report.forms.push(form_record(
+                &request,
+                during_call,
+                &gate,
+                &shown,
+                &declined,
+                parse,
+            )),
             _ => report.other_requests.push(OtherRequest {
                 request_id: request.id.clone(),
                 method: request.method.clone(),
@@ -567,6 +591,7 @@ fn form_record(
     gate: &GateReport,
     shown: &HashSet<String>,
     declined: &[DeclineNotice],
+    parse: ParseOptions,
 ) -> FormRecord {
     let params = request.params.as_ref();
     let mode = params
@@ -587,7 +612,7 @@ fn form_record(
             rule: Some("invalid-params".to_owned()),
             reason: error.message.clone(),
         }),
-        (Some(params), _) => match formwork_forms::parse_request(params) {
+        (Some(params), _) => match formwork_forms::parse_request_with(params, parse) {
             Ok(ElicitationRequest::Form(_) | ElicitationRequest::Url(_)) => None,
             Err(decline) => Some(DeclineReport {
                 property: decline.property.clone(),
@@ -598,7 +623,7 @@ fn form_record(
         (None, _) => Some(DeclineReport {
             property: None,
             rule: Some("invalid-params".to_owned()),
-            reason: "elicitation/create needs params".to_owned(),
+            reason: format!("{} needs params", request.method),
         }),
     };
     FormRecord {

@@ -31,9 +31,10 @@ pub use events::{Command, Event, FormAnswer, Role, SessionId};
 pub use formwork_forms::{ElicitationRequest, FormRequest, UrlRequest};
 pub use jsonrpc::RpcError;
 pub use plugin::{
-    ConnectOptions, Era, InputRound, MAX_ROUNDS, MAX_TOOL_LIST_BYTES, MAX_TOOL_PAGES,
-    MODERN_VERSION, PROTOCOL_VERSION, Plugin, PluginTarget, RoundObserver, ServerInfo,
+    ClientExtensions, ConnectOptions, Era, InputRound, MAX_ROUNDS, MAX_TOOL_LIST_BYTES,
+    MAX_TOOL_PAGES, MODERN_VERSION, OPENAI_ELICITATION, OPENAI_ELICITATION_METHOD,
+    PROTOCOL_VERSION, Plugin, PluginTarget, RoundObserver, ServerInfo, client_capabilities,
 };
 pub use responder::{BoxFuture, DeclineNotice, FormAction, FormPrompt, FormReply, FormResponder};
-pub use session::{CommandError, Host, HostOptions, UiGuard, reason, server_target};
+pub use session::{CommandError, Host, HostOptions, UiGuard, UploadError, reason, server_target};
 pub use transport::MAX_FRAME_BYTES;

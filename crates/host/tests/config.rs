@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use formwork_host::config::{
-    self, ApprovalMode, ApprovalPolicy, Config, ConfigError, ConfigLocations, GranularApproval,
-    Layer, RememberOutcome, SourceStatus, SyncAction, Transport,
+    self, ApprovalMode, ApprovalPolicy, Config, ConfigError, ConfigLocations, Features,
+    GranularApproval, Layer, RememberOutcome, SourceStatus, SyncAction, Transport,
 };
 use formwork_host::policy::{self, ModeSource};
 use serde_json::{Value, json};
@@ -351,6 +351,24 @@ fn bad_flags_and_features() {
         "[features]\ntool_call_mcp_elicitation = \"yes\"\n",
         "formwork.toml:2:1: features.tool_call_mcp_elicitation: expected true or false, found string",
     );
+    check_error(
+        "[features]\nopenai_elicitation = 1\n",
+        "formwork.toml:2:1: features.openai_elicitation: expected true or false, found integer",
+    );
+}
+
+#[test]
+fn openai_elicitation_is_off_unless_set() {
+    assert!(!load("").features.openai_elicitation);
+    let config = load("[features]\nopenai_elicitation = true\n");
+    assert_eq!(
+        config.features,
+        Features {
+            tool_call_mcp_elicitation: false,
+            openai_elicitation: true,
+        }
+    );
+    assert!(config.ignored_keys.is_empty());
 }
 
 #[test]

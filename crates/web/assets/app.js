@@ -3,7 +3,7 @@
 // response to an event from the person or the server.
 
 import { el } from "./dom.js";
-import { api, takeToken, tokenInFragment, LockedError, SessionSocket } from "./net.js";
+import { api, takeToken, tokenInFragment, LockedError, SessionSocket, uploadFile } from "./net.js";
 import { Transcript } from "./transcript.js";
 import { Palette } from "./palette.js";
 
@@ -22,6 +22,7 @@ const reconnectButton = $("reconnect");
 
 const transcript = new Transcript($("transcript"), {
   send: (command) => page.socket?.send(command) ?? false,
+  upload: (file) => uploadFile(page.sessionId, file),
   onTurn: (running) => {
     stopButton.hidden = !running;
   },

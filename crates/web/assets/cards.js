@@ -33,7 +33,7 @@ const APPROVAL_CHOICES = [
 ];
 
 class Card {
-  // ctx: {send(command) -> bool}
+  // ctx: {send(command) -> bool, upload(file) -> Promise<{uri, name}>}
   constructor({ id, kind, source, title, ctx }) {
     this.id = id;
     this.ctx = ctx;
@@ -164,7 +164,7 @@ export class FormCard extends Card {
     this.questions = render.questions ?? [];
     this.single = answersOnClick(this.questions);
     this.fields = this.questions.map((question) =>
-      createField(question, this.single ? { immediate: (label) => this.submit(label) } : {}),
+      createField(question, this.single ? { immediate: (label) => this.submit(label) } : { upload: ctx.upload }),
     );
     // A field that names a secret: plugins must not ask for one in a form, so say so plainly.
     const secret = this.questions.filter((q) => q.sensitive).map((q) => q.header);

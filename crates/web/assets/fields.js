@@ -20,8 +20,9 @@ const FORMAT_INPUTS = { email: "email", uri: "url", date: "date", "date-time": "
 const NUMBER = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
 
 // Builds the field for a question. `immediate(label)`, when given, turns an option question into
-// buttons that answer on click (a form whose only question is an option question).
-export function createField(question, { immediate } = {}) {
+// buttons that answer on click (a form whose only question is an option question). `upload(file)`,
+// when given, stores a file the person adds to a resource picker and resolves to `{uri, name}`.
+export function createField(question, { immediate, upload } = {}) {
   switch (question.input) {
     case "text":
       return new TextField(question);
@@ -33,6 +34,10 @@ export function createField(question, { immediate } = {}) {
       return immediate ? new ButtonChoiceField(question, immediate) : new RadioField(question);
     case "multi_select":
       return new MultiField(question);
+    case "text_list":
+      return new TextListField(question);
+    case "resource":
+      return new ResourceField(question, upload);
     default:
       return new UnknownField(question);
   }
@@ -183,8 +188,7 @@ class TextField extends Field {
               this.input.focus();
             },
           },
-          el("span", { class: "option-label", text: s.label }),
-          s.description ? el("span", { class: "option-description", text: s.description }) : null,
+          optionContent(s, this.question.optionImages),
         ),
       ),
     );
@@ -302,11 +306,39 @@ function initialOption(question) {
   return options.find((o) => sameJson(o.value, question.default)) ?? options[0] ?? null;
 }
 
-function optionContent(option) {
-  return [
+// The only images this page shows: an https URL, or a base64 data URI of an image. The host declines
+// every other thumbnail; this check keeps anything else out of an image's source all the same.
+const DATA_IMAGE = /^data:image\/[A-Za-z0-9.+-]+;base64,[A-Za-z0-9+/=]+$/;
+
+export function safeImageSrc(src) {
+  if (typeof src !== "string") return false;
+  if (DATA_IMAGE.test(src)) return true;
+  if (/\s/.test(src)) return false;
+  try {
+    return new URL(src).protocol === "https:";
+  } catch {
+    return false;
+  }
+}
+
+// An option's image slot (when its question's options have images): the thumbnail, or a placeholder.
+function imageSlot(option) {
+  const src = option.thumbnail?.src;
+  if (!safeImageSrc(src)) {
+    return el("span", { class: "option-image is-empty", testid: "option-image", "aria-hidden": "true" });
+  }
+  const image = el("img", { class: "option-image", testid: "option-image", alt: "", loading: "lazy", referrerpolicy: "no-referrer" });
+  image.src = src;
+  return image;
+}
+
+function optionContent(option, images = false) {
+  const words = [
     el("span", { class: "option-label", text: option.label }),
     option.description ? el("span", { class: "option-description", text: option.description }) : null,
   ];
+  if (!images) return words;
+  return [imageSlot(option), el("span", { class: "option-words" }, words)];
 }
 
 // Booleans and single selects inside a form with several questions: a radio group.
@@ -335,7 +367,7 @@ class RadioField extends Field {
         "label",
         { class: "choice", testid: "option", dataset: { label: option.label, default: sameJson(option.value, q.default) || null } },
         input,
-        el("span", { class: "choice-text" }, optionContent(option)),
+        el("span", { class: "choice-text" }, optionContent(option, q.optionImages)),
       );
     });
     this.control = this.radios[0]?.querySelector("input") ?? null;
@@ -386,7 +418,7 @@ class ButtonChoiceField extends Field {
           dataset: { label: option.label, default: sameJson(option.value, q.default) || null },
           onclick: () => immediate(option.label),
         },
-        optionContent(option),
+        optionContent(option, q.optionImages),
       ),
     );
     this.control = this.buttons[(q.options ?? []).indexOf(initial)] ?? this.buttons[0] ?? null;
@@ -446,7 +478,7 @@ class MultiField extends Field {
         "label",
         { class: "choice", testid: "option", dataset: { label: option.label } },
         input,
-        el("span", { class: "choice-text" }, optionContent(option)),
+        el("span", { class: "choice-text" }, optionContent(option, q.optionImages)),
       );
     });
     this.inputs = this.boxes.map((box) => box.querySelector("input"));
@@ -506,6 +538,230 @@ class MultiField extends Field {
   }
 }
 
+// A list of texts (`text_list`): one box per item, an Add button, and the suggestions as buttons that
+// add an item. Each item follows the question's text rules; the host checks them again.
+class TextListField extends Field {
+  constructor(question) {
+    super(question);
+    const q = question;
+    const { header, text } = this.headerParts();
+    this.list = el("ol", { class: "text-list", testid: "text-list" });
+    this.items = [];
+    const add = el("button", {
+      type: "button",
+      class: "button",
+      testid: "add-item",
+      text: "Add",
+      onclick: () => this.addItem("").focus(),
+    });
+    const hint = this.hint(listHint(q));
+    const chips = (q.suggestions ?? []).map((s) =>
+      el(
+        "li",
+        {},
+        el(
+          "button",
+          { type: "button", class: "suggestion", testid: "suggestion", dataset: { label: s.label }, onclick: () => this.addItem(s.label) },
+          optionContent(s, q.optionImages),
+        ),
+      ),
+    );
+    const group = el(
+      "div",
+      { class: "choices", role: "group", "aria-labelledby": `${this.id}-legend` },
+      el("p", { class: "question-header", id: `${this.id}-legend` }, header),
+      text,
+      this.list,
+      add,
+      chips.length ? el("p", { class: "hint", text: "Suggestions (you may type something else):" }) : null,
+      chips.length ? el("ul", { class: "suggestion-list" }, chips) : null,
+      hint,
+    );
+    this.element.append(group, this.errorNode);
+    this.describe(group);
+    for (const value of Array.isArray(q.default) ? q.default : []) this.addItem(show(value), false);
+    this.control = add;
+  }
+
+  // Adds an item box holding `value`; returns its input.
+  addItem(value, touch = true) {
+    const input = el("input", { type: "text", class: "input", testid: "item-input", autocomplete: "off", spellcheck: "false", value });
+    input.setAttribute("aria-label", `${this.question.header}, item`);
+    const item = el(
+      "li",
+      { class: "text-item" },
+      input,
+      el("button", {
+        type: "button",
+        class: "button",
+        testid: "remove-item",
+        text: "Remove",
+        onclick: () => {
+          this.items = this.items.filter((other) => other !== input);
+          item.remove();
+          this.touched = true;
+          this.setError(this.check(false));
+        },
+      }),
+    );
+    input.addEventListener("input", () => {
+      this.touched = true;
+      this.setError(this.check(false));
+    });
+    this.items.push(input);
+    this.list.append(item);
+    if (touch) {
+      this.touched = true;
+      this.setError(this.check(false));
+    }
+    return input;
+  }
+
+  values() {
+    return this.items.map((input) => input.value).filter((value) => value !== "");
+  }
+
+  check(final) {
+    const q = this.question;
+    for (const value of this.values()) {
+      const length = [...value].length;
+      if (q.minLength != null && length < q.minLength) return `each item must be at least ${q.minLength} characters`;
+      if (q.maxLength != null && length > q.maxLength) return `each item must be at most ${q.maxLength} characters`;
+    }
+    if (!final || (!this.touched && this.hasDefault)) return null;
+    const count = this.values().length;
+    if (q.minItems != null && count < q.minItems) return `add at least ${q.minItems} ${q.minItems === 1 ? "item" : "items"}`;
+    if (q.maxItems != null && count > q.maxItems) return `add at most ${q.maxItems}`;
+    return null;
+  }
+
+  answers() {
+    if (!this.touched) return [];
+    const values = this.values();
+    return values.length ? values : [""];
+  }
+
+  typed() {
+    if (!this.touched && this.hasDefault) return { present: true, value: this.question.default };
+    if (!this.touched) return { present: false };
+    const suggestions = this.question.suggestions ?? [];
+    return { present: true, value: this.values().map((v) => suggestions.find((s) => s.label === v)?.value ?? v) };
+  }
+}
+
+// A resource picker (`resource`): the plugin's resources as radio buttons (one) or checkboxes
+// (several; implicit selection starts with every one ticked), and, when the picker takes uploads
+// and the card can store them, a file chooser whose files join the answer as the host's file:// URIs.
+class ResourceField extends Field {
+  constructor(question, upload) {
+    super(question);
+    const q = question;
+    this.multiple = q.multiSelect;
+    const options = q.options ?? [];
+    const defaults = this.multiple ? (Array.isArray(q.default) ? q.default : []) : q.default === undefined ? [] : [q.default];
+    // Chosen entries in order: {label} for an option, {uri, name} for an added file.
+    this.chosen = options.filter((o) => defaults.some((d) => sameJson(d, o.value))).map((o) => ({ label: o.label }));
+    const { header, text } = this.headerParts();
+    const name = `${this.id}-choice`;
+    this.list = el("div", { class: "choice-list" });
+    for (const option of options) this.list.append(this.choiceFor(option.label, optionContent(option, q.optionImages), name, { label: option.label }));
+    const uploads = q.resource?.uploads;
+    let chooser = null;
+    if (uploads && upload) {
+      const input = el("input", {
+        type: "file",
+        class: "file-input",
+        testid: "file-input",
+        id: `${this.id}-file`,
+        multiple: this.multiple || null,
+        accept: (uploads.accept ?? []).join(",") || null,
+      });
+      input.addEventListener("change", async () => {
+        const files = [...input.files];
+        input.value = "";
+        for (const file of files) {
+          try {
+            this.setError(null);
+            const stored = await upload(file);
+            const entry = { uri: stored.uri, name: stored.name };
+            const content = [el("span", { class: "option-label", text: stored.name }), el("span", { class: "option-description", text: "Added from this computer" })];
+            this.list.append(this.choiceFor(stored.uri, content, name, entry, true));
+          } catch (error) {
+            this.setError(`could not add ${file.name}: ${error.message ?? error}`);
+          }
+        }
+      });
+      chooser = el("p", { class: "file-chooser" }, el("label", { for: input.id, class: "hint", text: this.multiple ? "Add files from this computer: " : "Or a file from this computer: " }), input);
+    }
+    const fieldset = el(
+      "fieldset",
+      { class: "choices", "aria-required": q.required ? "true" : null },
+      el("legend", { class: "question-header" }, header),
+      text,
+      this.list,
+      chooser,
+      this.hint(this.multiple ? itemsHint(q) : null),
+    );
+    this.element.append(fieldset, this.errorNode);
+    this.describe(fieldset);
+    this.control = this.list.querySelector("input");
+  }
+
+  // One choice: a checkbox (several) or radio (one), ticked when `entry` is chosen (or `fresh`).
+  choiceFor(value, content, name, entry, fresh = false) {
+    const key = entry.uri ?? entry.label;
+    const same = (other) => (other.uri ?? other.label) === key;
+    if (fresh) {
+      if (!this.multiple) this.chosen = [];
+      this.chosen.push(entry);
+      this.touched = true;
+    }
+    const input = el("input", {
+      type: this.multiple ? "checkbox" : "radio",
+      name: this.multiple ? null : name,
+      class: "choice-input",
+      testid: "option-input",
+      value,
+      checked: this.chosen.some(same),
+      onchange: (event) => {
+        this.touched = true;
+        if (!this.multiple) this.chosen = [entry];
+        else if (event.target.checked) this.chosen.push(entry);
+        else this.chosen = this.chosen.filter((other) => !same(other));
+        this.setError(this.check(false));
+      },
+    });
+    if (fresh && !this.multiple) for (const other of this.list.querySelectorAll("input")) other.checked = false;
+    input.checked = this.chosen.some(same);
+    return el("label", { class: "choice", testid: "option", dataset: { label: entry.label ?? entry.name } }, input, el("span", { class: "choice-text" }, content));
+  }
+
+  check(final) {
+    const q = this.question;
+    if (!final || (!this.touched && this.hasDefault)) return null;
+    if (!this.multiple) return this.chosen.length === 0 ? this.missing(final) : null;
+    if (q.minItems != null && this.chosen.length < q.minItems) return `choose at least ${q.minItems}`;
+    if (q.maxItems != null && this.chosen.length > q.maxItems) return `choose at most ${q.maxItems}`;
+    if (q.required && this.chosen.length === 0) return "is required";
+    return null;
+  }
+
+  answers() {
+    if (!this.touched) return [];
+    const answers = this.chosen.map((entry) => entry.uri ?? entry.label);
+    return answers.length ? answers : [""];
+  }
+
+  typed() {
+    const options = this.question.options ?? [];
+    if (!this.touched && this.hasDefault) return { present: true, value: this.question.default };
+    if (!this.touched) return { present: false };
+    const uris = this.chosen.map((entry) => entry.uri ?? options.find((o) => o.label === entry.label)?.value);
+    if (this.multiple) return { present: true, value: uris };
+    return uris.length ? { present: true, value: uris[0] } : { present: false };
+  }
+}
+
 // An input kind this page does not know (a newer host): shown, never answered.
 class UnknownField extends Field {
   constructor(question) {
@@ -555,6 +811,11 @@ function numberHint(q, integer) {
   if (q.exclusiveMaximum != null) parts.push(`less than ${q.exclusiveMaximum}`);
   if (q.multipleOf != null) parts.push(`a multiple of ${q.multipleOf}`);
   return parts.join(", ");
+}
+
+function listHint(q) {
+  const parts = [textHint(q), itemsHint(q).replace("Choose", "Items:")].filter((part) => part && part !== "Items: any");
+  return parts.join(" · ");
 }
 
 function itemsHint(q) {

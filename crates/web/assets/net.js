@@ -71,6 +71,17 @@ export async function api(path, options = {}) {
   return response.json();
 }
 
+// Stores a file the person adds to a resource picker in session `sessionId`: resolves to {uri, name}, the
+// host's copy (its file:// URI is what the picker answers).
+export async function uploadFile(sessionId, file) {
+  const name = encodeURIComponent(file.name);
+  return api(`/api/sessions/${encodeURIComponent(sessionId)}/uploads?name=${name}`, {
+    method: "POST",
+    headers: { "Content-Type": "application/octet-stream" },
+    body: file,
+  });
+}
+
 // One WebSocket to /api/sessions/{id}/socket. Messages arrive as parsed JSON through onMessage;
 // commands go out with send(). There is no automatic reconnect (and so no timer): the page offers a
 // Reconnect button instead.

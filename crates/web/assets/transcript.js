@@ -7,7 +7,7 @@ import { FormCard, UrlCard, ApprovalCard } from "./cards.js";
 const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
 
 export class Transcript {
-  // hooks: {send(command) -> bool, onTurn(running), announce(text), composer()}
+  // hooks: {send(command) -> bool, upload(file) -> Promise<{uri, name}>, onTurn(running), announce(text), composer()}
   constructor(root, hooks) {
     this.root = root;
     this.hooks = hooks;
@@ -169,7 +169,7 @@ export class Transcript {
   }
 
   cardRequested(event) {
-    const ctx = { send: this.hooks.send };
+    const ctx = { send: this.hooks.send, upload: this.hooks.upload };
     let card;
     if (event.type === "approval_requested") card = new ApprovalCard(event, ctx);
     else if (event.body?.mode === "url") card = new UrlCard(event, ctx);

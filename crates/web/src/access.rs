@@ -60,7 +60,7 @@ enum Refusal {
 impl Access {
     pub(crate) fn new(token: String, port: u16) -> Access {
         let csp = format!(
-            "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+            "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: https:; \
              font-src 'self'; connect-src 'self' ws://127.0.0.1:{port} ws://localhost:{port}; \
              object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; \
              require-trusted-types-for 'script'; trusted-types 'none'"

@@ -5,10 +5,11 @@ use std::sync::Arc;
 use std::collections::HashSet;
 
 use axum::Json;
-use axum::extract::{Query, State};
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use formwork_host::{Event, Role};
+use formwork_host::{Event, Role, UploadError};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -47,6 +48,46 @@ pub(crate) async fn list_sessions(State(state): State<AppState>) -> Json<Value> 
 pub(crate) async fn create_session(State(state): State<AppState>) -> Response {
     let id = state.host.create_session();
     (StatusCode::CREATED, Json(json!({ "id": id }))).into_response()
+}
+
+#[derive(Deserialize)]
+pub(crate) struct UploadQuery {
+    name: String,
+}
+
+/// `POST /api/sessions/{id}/uploads?name=NAME` with the file's bytes as the body: copies a
+/// file the person adds to a resource picker into the session's uploads; `201 {"uri", "name"}`,
+/// the `file://` URI the picker then answers. `404` for an unknown session, `409` when the host
+/// keeps no files, `413` for a file over the limit.
+pub(crate) async fn upload(
+    State(state): State<AppState>,
+    Path(session): Path<String>,
+    Query(query): Query<UploadQuery>,
+    body: Bytes,
+) -> Response {
+    let host = state.host.clone();
+    let saved =
+        tokio::task::spawn_blocking(move || host.save_upload(&session, &query.name, &body)).await;
+    match saved {
+        Ok(Ok(upload)) => (
+            StatusCode::CREATED,
+            Json(json!({ "uri": upload.uri, "name": upload.name })),
+        )
+            .into_response(),
+        Ok(Err(err)) => {
+            let status = match err {
+                UploadError::NoSession(_) => StatusCode::NOT_FOUND,
+                UploadError::NoStore => StatusCode::CONFLICT,
+                UploadError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            };
+            (status, format!("formwork: {err}\n")).into_response()
+        }
+        Err(_) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "formwork: storing the file failed\n",
+        )
+            .into_response(),
+    }
 }
 
 #[derive(Deserialize)]

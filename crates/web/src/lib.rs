@@ -32,9 +32,11 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
 use axum::Router;
-use axum::routing::get;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use formwork_host::Host;
+use formwork_host::store::MAX_UPLOAD_BYTES;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -157,6 +159,10 @@ fn router(state: AppState) -> Router {
         )
         .route("/api/tools", get(api::tools))
         .route("/api/sessions/{id}/socket", get(socket::upgrade))
+        .route(
+            "/api/sessions/{id}/uploads",
+            post(api::upload).layer(DefaultBodyLimit::max(MAX_UPLOAD_BYTES)),
+        )
         .fallback(api::not_found)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use formwork_host::config::ServerConfig;
 use formwork_host::{
-    BoxFuture, ConnectOptions, FormPrompt, FormReply, FormResponder, Host, Plugin,
+    BoxFuture, ClientExtensions, ConnectOptions, FormPrompt, FormReply, FormResponder, Host, Plugin,
 };
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
@@ -75,6 +75,9 @@ async fn fetch(host: &Host, name: &str, server: &ServerConfig) -> Result<Vec<Val
     let target = host.server_target(name).map_err(|err| err.to_string())?;
     let mut options = ConnectOptions::new(name.to_owned(), Arc::new(DeclineAll));
     options.http_headers = server.transport.http_headers()?;
+    options.extensions = ClientExtensions {
+        openai_elicitation: host.config().features.openai_elicitation,
+    };
     let plugin = Plugin::connect(&target, options)
         .await
         .map_err(|err| err.to_string())?;

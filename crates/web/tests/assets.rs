@@ -43,6 +43,8 @@ async fn every_file_is_served_with_its_type_and_the_policy() {
         "default-src 'self'",
         "script-src 'self'",
         "style-src 'self'",
+        // Option thumbnails: https URLs and data URIs only (the host declines other sources).
+        "img-src 'self' data: https:;",
         "object-src 'none'",
         "frame-ancestors 'none'",
         "base-uri 'none'",

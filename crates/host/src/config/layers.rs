@@ -162,6 +162,7 @@ pub(crate) fn assemble(sources: Vec<ConfigSource>, files: Vec<(Layer, FileConfig
     let mut approval_policy = None;
     let mut elicitations_auto_deny = None;
     let mut tool_call_mcp_elicitation = None;
+    let mut openai_elicitation = None;
     let mut forms = FormsConfig::default();
     let mut mcp_servers = IndexMap::new();
     let mut ignored_keys: Vec<String> = Vec::new();
@@ -169,6 +170,7 @@ pub(crate) fn assemble(sources: Vec<ConfigSource>, files: Vec<(Layer, FileConfig
         approval_policy = file.approval_policy.or(approval_policy);
         elicitations_auto_deny = file.elicitations_auto_deny.or(elicitations_auto_deny);
         tool_call_mcp_elicitation = file.tool_call_mcp_elicitation.or(tool_call_mcp_elicitation);
+        openai_elicitation = file.openai_elicitation.or(openai_elicitation);
         forms.max_pending = file.max_pending_forms.unwrap_or(forms.max_pending);
         forms.sensitive_fields = file.sensitive_fields.unwrap_or(forms.sensitive_fields);
         // `insert` keeps an existing name in its place and replaces its table.
@@ -195,6 +197,7 @@ pub(crate) fn assemble(sources: Vec<ConfigSource>, files: Vec<(Layer, FileConfig
         elicitations_auto_deny: elicitations_auto_deny.unwrap_or(false),
         features: Features {
             tool_call_mcp_elicitation: tool_call_mcp_elicitation.unwrap_or(false),
+            openai_elicitation: openai_elicitation.unwrap_or(false),
         },
         forms,
         mcp_servers,

@@ -116,6 +116,7 @@ pub(crate) struct FileConfig {
     pub(crate) approval_policy: Option<ApprovalPolicy>,
     pub(crate) elicitations_auto_deny: Option<bool>,
     pub(crate) tool_call_mcp_elicitation: Option<bool>,
+    pub(crate) openai_elicitation: Option<bool>,
     /// `[forms] max_pending`, checked.
     pub(crate) max_pending_forms: Option<usize>,
     /// `[forms] sensitive_fields`.
@@ -179,7 +180,7 @@ pub(crate) fn parse_file(text: &str, path: Option<&Path>) -> Result<FileConfig, 
         ConfigError::invalid(path, text, inner.span(), key, inner.message())
     })?;
 
-    let tool_call_mcp_elicitation = read_features(&ctx, &raw.features, &mut ignored_keys)?;
+    let features = read_features(&ctx, &raw.features, &mut ignored_keys)?;
     let mut mcp_servers = IndexMap::new();
     for (name, server) in raw.mcp_servers {
         let server = build_server(&ctx, &name, server, &mut ignored_keys)?;
@@ -205,7 +206,8 @@ pub(crate) fn parse_file(text: &str, path: Option<&Path>) -> Result<FileConfig, 
     Ok(FileConfig {
         approval_policy: raw.approval_policy,
         elicitations_auto_deny: raw.elicitations_auto_deny,
-        tool_call_mcp_elicitation,
+        tool_call_mcp_elicitation: features.tool_call_mcp_elicitation,
+        openai_elicitation: features.openai_elicitation,
         max_pending_forms,
         sensitive_fields: raw.forms.sensitive_fields,
         mcp_servers,
@@ -335,28 +337,41 @@ fn locate(root: &dyn TableLike, keys: &[&str]) -> Option<Range<usize>> {
     found
 }
 
-/// `features.tool_call_mcp_elicitation`, when the file sets it; other features are listed as
-/// ignored.
+/// The `[features]` flags one file sets.
+struct FileFeatures {
+    tool_call_mcp_elicitation: Option<bool>,
+    openai_elicitation: Option<bool>,
+}
+
+/// `features.tool_call_mcp_elicitation` and `features.openai_elicitation`, when the file sets
+/// them; other features are listed as ignored.
 fn read_features(
     ctx: &Ctx<'_>,
     raw: &IndexMap<String, toml::Value>,
     ignored_keys: &mut Vec<String>,
-) -> Result<Option<bool>, ConfigError> {
-    let mut tool_call_mcp_elicitation = None;
+) -> Result<FileFeatures, ConfigError> {
+    let mut features = FileFeatures {
+        tool_call_mcp_elicitation: None,
+        openai_elicitation: None,
+    };
     for (name, value) in raw {
-        if name == "tool_call_mcp_elicitation" {
-            let value = value.as_bool().ok_or_else(|| {
-                ctx.error(
-                    &["features", name],
-                    format!("expected true or false, found {}", value.type_str()),
-                )
-            })?;
-            tool_call_mcp_elicitation = Some(value);
-        } else {
-            ignored_keys.push(dotted(["features", name.as_str()]));
-        }
+        let slot = match name.as_str() {
+            "tool_call_mcp_elicitation" => &mut features.tool_call_mcp_elicitation,
+            "openai_elicitation" => &mut features.openai_elicitation,
+            _ => {
+                ignored_keys.push(dotted(["features", name.as_str()]));
+                continue;
+            }
+        };
+        let value = value.as_bool().ok_or_else(|| {
+            ctx.error(
+                &["features", name],
+                format!("expected true or false, found {}", value.type_str()),
+            )
+        })?;
+        *slot = Some(value);
     }
-    Ok(tool_call_mcp_elicitation)
+    Ok(features)
 }
 
 /// `[projects]`: every key an absolute directory path. Which entry counts is decided by

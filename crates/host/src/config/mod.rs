@@ -7,6 +7,7 @@
 //!
 //! [features]
 //! tool_call_mcp_elicitation = false
+//! openai_elicitation = false
 //!
 //! [mcp_servers.shop]
 //! command = "python3"

@@ -336,6 +336,13 @@ pub struct Features {
     /// style form (`_meta.codex_approval_kind = "mcp_tool_call"`) instead of a
     /// `request_user_input` question. Default `false`.
     pub tool_call_mcp_elicitation: bool,
+    /// `openai_elicitation`: speak OpenAI's form extension (`openai/elicitation`). formwork
+    /// then declares `extensions["openai/elicitation"] = {"form": {}}`, accepts the
+    /// `openai/elicitation/create` method and `mode: "openai/form"` as compatibility shapes,
+    /// renders `_meta["openai/elicitation"].requestedSchema` in place of an empty core schema,
+    /// and reads the extension's schema vocabulary (thumbnails, free-text lists, resource
+    /// pickers). Default `false`.
+    pub openai_elicitation: bool,
 }
 
 /// One `[mcp_servers.<name>]` table.

@@ -77,7 +77,7 @@ pub fn symptoms(config: &Config, report: &Report) -> Vec<Symptom> {
         return Vec::new();
     }
     vec![
-        openai_form(report),
+        openai_form(config, report),
         declined_before_ui(config, report),
         schema_unsupported(report),
         tool_approval(config, report),
@@ -185,9 +185,16 @@ fn quote_around(text: &str, needle: &str) -> String {
     quote.replace("\\n", " ").trim().to_owned()
 }
 
-fn openai_form(report: &Report) -> Symptom {
-    let declared = "formwork declares only `elicitation: {form: {}, url: {}}` in initialize, never the \
-                    `openai/form` extension";
+fn openai_form(config: &Config, report: &Report) -> Symptom {
+    let declared = if config.features.openai_elicitation {
+        "formwork declares `elicitation: {form: {}, url: {}}` and \
+         `extensions[\"openai/elicitation\"] = {form: {}}` in initialize \
+         (features.openai_elicitation = true) and serves `openai/elicitation/create`, but never \
+         the older `openai/form` extension"
+    } else {
+        "formwork declares only `elicitation: {form: {}, url: {}}` in initialize, never the \
+         `openai/form` extension (features.openai_elicitation is off)"
+    };
     let action = "switch the plugin to a standard `elicitation/create` with mode: \"form\" (look for \
                   `capabilities.elicitation.form` instead of the openai/form extension), or fall back \
                   to normal chat/tool parameters; formwork will not advertise openai/form"
@@ -660,7 +667,7 @@ mod tests {
                 era_reason: None,
                 server_info: Value::Null,
                 server_capabilities: Value::Null,
-                client_capabilities: crate::doctor::client_capabilities(),
+                client_capabilities: crate::doctor::client_capabilities(&Default::default()),
                 openai_form_extension: false,
                 tools_error: None,
             },

@@ -135,9 +135,13 @@ async fn serve_request(
         .map(|_| jsonrpc::read_params(params.as_deref()).and_then(Result::ok));
     let (outcome, form) = match method.as_str() {
         "ping" => (Ok(json!({})), None),
-        "elicitation/create" => {
+        // The extension's method is served only when formwork declared the extension.
+        "elicitation/create" | super::OPENAI_ELICITATION_METHOD
+            if method == "elicitation/create" || shared.extensions.openai_elicitation =>
+        {
             let answer =
-                elicitation::handle(&shared, &id, params, stream_of, cancelled.clone()).await;
+                elicitation::handle(&shared, &id, &method, params, stream_of, cancelled.clone())
+                    .await;
             (answer.result, answer.form)
         }
         other => (

@@ -1,11 +1,13 @@
-//! Serving `elicitation/create`: raw params in, a form for the responder, an `ElicitResult` out.
+//! Serving `elicitation/create` (and, with `features.openai_elicitation`, the extension's
+//! `openai/elicitation/create`, which takes the same params): raw params in, a form for the
+//! responder, an `ElicitResult` out.
 //!
 //! The params are read from the JSON of the request as is, so the exact mode, every schema
 //! keyword, the property order and the request `_meta` reach `formwork_forms` untouched.
 
 use std::sync::Arc;
 
-use formwork_forms::{ElicitationRequest, Form, parse_request};
+use formwork_forms::{ElicitationRequest, Form, ParseOptions, parse_request_with};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::sync::watch;
@@ -51,11 +53,12 @@ pub(crate) struct Answer {
 pub(crate) async fn handle(
     shared: &Shared,
     id: &RawId,
+    method: &str,
     params: Params,
     stream_of: Option<u64>,
     cancelled: CancellationToken,
 ) -> Answer {
-    let (request, params) = match read(shared, id, params, stream_of) {
+    let (request, params) = match read(shared, id, method, params, stream_of) {
         Ok(read) => read,
         Err(result) => return Answer { result, form: None },
     };
@@ -111,30 +114,32 @@ pub(crate) async fn handle(
 fn read(
     shared: &Shared,
     id: &RawId,
+    method: &str,
     params: Params,
     stream_of: Option<u64>,
 ) -> Result<(ElicitationRequest, Box<RawValue>), Result<Value, RpcError>> {
     let Some(text) = params else {
-        return Err(Err(invalid_params(
-            "elicitation/create needs params".to_owned(),
-        )));
+        return Err(Err(invalid_params(format!("{method} needs params"))));
     };
     let params: Value = match serde_json::from_str(text.get()) {
         Ok(params) => params,
         Err(err) => {
             return Err(Err(invalid_params(format!(
-                "elicitation/create params could not be read: {err}"
+                "{method} params could not be read: {err}"
             ))));
         }
     };
     if !params.is_object() {
-        return Err(Err(invalid_params(
-            "elicitation/create params must be an object".to_owned(),
-        )));
+        return Err(Err(invalid_params(format!(
+            "{method} params must be an object"
+        ))));
     }
     tracing::info!(target: "formwork::form", marker = "request-received", plugin = %shared.name, id = %clipped(id.as_json()), "elicitation received");
 
-    match parse_request(&params) {
+    let options = ParseOptions {
+        openai_elicitation: shared.extensions.openai_elicitation,
+    };
+    match parse_request_with(&params, options) {
         Ok(request) => Ok((request, text)),
         Err(decline) => {
             let reason = decline.to_string();

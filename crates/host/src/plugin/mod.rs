@@ -84,6 +84,17 @@ pub struct ConnectOptions {
     /// The protocol version to speak (`protocol_version`); by default (`None`) 2026-07-28
     /// when the plugin offers it in `server/discover`, else the `initialize` handshake.
     pub protocol: Option<ProtocolVersion>,
+    /// The extensions formwork speaks on this connection: what it declares
+    /// ([`client_capabilities`]) and which request shapes it accepts.
+    pub extensions: ClientExtensions,
+}
+
+/// The extensions of MCP formwork may speak, each off unless the config turns it on
+/// (`[features]`; the connection knows no config, its callers fill this in).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClientExtensions {
+    /// `features.openai_elicitation`: OpenAI's form extension (`openai/elicitation`).
+    pub openai_elicitation: bool,
 }
 
 impl ConnectOptions {
@@ -98,16 +109,29 @@ impl ConnectOptions {
             on_request: None,
             http_headers: Vec::new(),
             protocol: None,
+            extensions: ClientExtensions::default(),
         }
     }
 }
 
-/// What formwork declares, in `initialize` or in every 2026-07-28 request's `_meta`: form and
-/// URL elicitation, and no `openai/form` extension. No sampling and no roots: a plugin that asks
-/// for them in an `input_required` result has its call fail (see `rounds.rs`).
-pub fn client_capabilities() -> Value {
-    json!({"elicitation": {"form": {}, "url": {}}})
+/// The client capabilities formwork declares, in `initialize` or in every 2026-07-28 request's
+/// `_meta`: form and URL elicitation and, with `features.openai_elicitation`, OpenAI's form
+/// extension (`extensions["openai/elicitation"] = {"form": {}}`). No sampling and no roots: a
+/// plugin that asks for them in an `input_required` result has its call fail (see `rounds.rs`).
+/// The one place they are built.
+pub fn client_capabilities(extensions: &ClientExtensions) -> Value {
+    let mut capabilities = json!({"elicitation": {"form": {}, "url": {}}});
+    if extensions.openai_elicitation {
+        capabilities["extensions"] = json!({OPENAI_ELICITATION: {"form": {}}});
+    }
+    capabilities
 }
+
+/// The id of OpenAI's form extension, as declared in `capabilities.extensions`.
+pub const OPENAI_ELICITATION: &str = "openai/elicitation";
+
+/// The extension's own request method, a compatibility shape of `elicitation/create`.
+pub const OPENAI_ELICITATION_METHOD: &str = "openai/elicitation/create";
 
 /// What the plugin said about itself in the handshake.
 #[derive(Debug, Clone)]
@@ -150,7 +174,7 @@ async fn open(
     let opened = Instant::now();
     // Opening takes at most `INITIALIZE_TIMEOUT` in all, every request included.
     let left = || INITIALIZE_TIMEOUT.saturating_sub(opened.elapsed());
-    let capabilities = client_capabilities();
+    let capabilities = client_capabilities(&shared.extensions);
     let envelope = era::envelope(&capabilities, client_info);
     let discover = |timeout| {
         let params = era::with_envelope(None, &envelope);
@@ -300,6 +324,9 @@ pub(crate) struct Shared {
     pub(crate) url_flows: Mutex<HashMap<String, watch::Sender<bool>>>,
     request_timeout: Duration,
     on_request: Option<RequestObserver>,
+    /// The extensions this connection declared, and so speaks: OpenAI's form shapes are
+    /// accepted only with `openai_elicitation`.
+    pub(crate) extensions: ClientExtensions,
     /// How much more this plugin may make the host log.
     log_budget: Mutex<crate::budget::LogBudget>,
     /// The `_meta` envelope every request carries, once the connection speaks 2026-07-28.
@@ -312,6 +339,7 @@ impl Plugin {
         target: &PluginTarget,
         mut options: ConnectOptions,
     ) -> Result<Plugin, HostError> {
+        let extensions = options.extensions;
         let negotiated = Arc::new(OnceLock::new());
         let Transport {
             outgoing,
@@ -340,6 +368,7 @@ impl Plugin {
             url_flows: Mutex::new(HashMap::new()),
             request_timeout: options.request_timeout,
             on_request: options.on_request,
+            extensions,
             log_budget: Mutex::new(crate::budget::LogBudget::new(Instant::now())),
             envelope: OnceLock::new(),
         });

@@ -196,7 +196,8 @@ async fn answer(shared: &Shared, call: u64, key: &str, request: &Value) -> Resul
         .as_ref()
         .map(|_| request.get("params").cloned());
     let cancelled = shared.closed.child_token();
-    let answer = elicitation::handle(shared, &id, params, Some(call), cancelled.clone()).await;
+    let answer =
+        elicitation::handle(shared, &id, method, params, Some(call), cancelled.clone()).await;
     if let (Some(observer), Some(params)) = (&shared.on_request, observed) {
         observer(&ServedRequest {
             id: Value::from(key),

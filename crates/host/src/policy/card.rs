@@ -252,6 +252,7 @@ impl ApprovalCard {
                 label: choice.label().to_owned(),
                 description: choice.description().to_owned(),
                 value: Value::String(choice.label().to_owned()),
+                thumbnail: None,
             })
             .collect();
         RenderBlock {
@@ -281,6 +282,8 @@ impl ApprovalCard {
                 format: None,
                 pattern: None,
                 suggestions: None,
+                option_images: false,
+                resource: None,
                 schema: formwork_forms::SchemaText::new(
                     &json!({ "type": "string", "enum": labels }),
                 ),

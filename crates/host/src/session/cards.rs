@@ -1,8 +1,10 @@
 //! The cards of a session: plugin forms and approval cards, queued, answered and ended.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
-use formwork_forms::{ElicitationRequest, FormRequest};
+use formwork_forms::{ElicitationRequest, FieldError, FieldKind, FormRequest};
+use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 
@@ -173,7 +175,7 @@ impl Session {
             };
             match &card.waiter {
                 Waiter::Elicitation { form, .. } => {
-                    EndBy::Person(reply_for(form.as_deref(), answer)?)
+                    EndBy::Person(reply_for(form.as_deref(), answer, &state.uploads)?)
                 }
                 Waiter::Approval { card, .. } => EndBy::Approved(approval_from_form(card, answer)?),
             }
@@ -431,8 +433,55 @@ fn approval_from_form(
     })
 }
 
-/// Turns a UI answer into the reply for the plugin, validating it against the form.
+/// Turns a UI answer into the reply for the plugin, validating it against the form. A local
+/// file a resource picker names must be one of `uploads`, the copies the host made for this
+/// session.
 fn reply_for(
+    form: Option<&formwork_forms::Form>,
+    answer: FormAnswer,
+    uploads: &HashSet<String>,
+) -> Result<FormReply, CommandError> {
+    let reply = content_for(form, answer)?;
+    if let (Some(form), Some(content)) = (form, &reply.content) {
+        let errors = foreign_files(form, content, uploads);
+        if !errors.is_empty() {
+            return Err(CommandError::Invalid(formwork_forms::ValidationErrors {
+                errors,
+            }));
+        }
+    }
+    Ok(reply)
+}
+
+/// One error per `file:` URI in a resource picker's answer that the host did not make.
+fn foreign_files(
+    form: &formwork_forms::Form,
+    content: &formwork_forms::Content,
+    uploads: &HashSet<String>,
+) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    for field in form.fields() {
+        if !matches!(field.kind, FieldKind::Resource(_)) {
+            continue;
+        }
+        let uris = match content.get(&field.key) {
+            Some(Value::String(uri)) => vec![uri.as_str()],
+            Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        for uri in uris {
+            if uri.starts_with("file:") && !uploads.contains(uri) {
+                errors.push(FieldError {
+                    field: field.key.clone(),
+                    message: "names a local file that was not added in this session".to_owned(),
+                });
+            }
+        }
+    }
+    errors
+}
+
+fn content_for(
     form: Option<&formwork_forms::Form>,
     answer: FormAnswer,
 ) -> Result<FormReply, CommandError> {

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use tokio::sync::OnceCell;
 
-use crate::plugin::{ConnectOptions, Plugin, PluginTarget};
+use crate::plugin::{ClientExtensions, ConnectOptions, Plugin, PluginTarget};
 use crate::responder::{BoxFuture, DeclineNotice, FormPrompt, FormReply, FormResponder};
 
 use super::{HostInner, Session};
@@ -193,6 +193,9 @@ async fn connect(
     let mut options = ConnectOptions::new(name.to_owned(), Arc::clone(&router) as _);
     options.request_timeout = host.options.request_timeout;
     options.inherit_stderr = host.options.inherit_stderr;
+    options.extensions = ClientExtensions {
+        openai_elicitation: host.config().features.openai_elicitation,
+    };
     if let Some(server) = host.config().server(name) {
         options.protocol = server.protocol_version.clone();
         options.http_headers =

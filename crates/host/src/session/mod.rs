@@ -11,7 +11,7 @@ mod connections;
 
 pub use calls::server_target;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
@@ -99,6 +99,20 @@ pub enum CommandError {
     Mismatch(String),
 }
 
+/// Why an added file was not stored ([`Host::save_upload`]).
+#[derive(Debug, thiserror::Error)]
+pub enum UploadError {
+    /// There is no session with this id.
+    #[error("no session `{0}`")]
+    NoSession(String),
+    /// The host keeps no files: it has no store on disk.
+    #[error("this host keeps no files (it has no store on disk)")]
+    NoStore,
+    /// Writing the copy failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
 /// The runtime: sessions and the plugins they use.
 #[derive(Clone)]
 pub struct Host {
@@ -143,6 +157,9 @@ struct SessionState {
     /// Events not yet written to the store, in order; one task writes them at a time.
     unsaved: VecDeque<Unsaved>,
     saving: bool,
+    /// The `file://` URIs of the files the person added in this session ([`Host::save_upload`]):
+    /// the only local files an answer may name.
+    uploads: HashSet<String>,
 }
 
 /// An event waiting for the store.
@@ -252,6 +269,31 @@ impl Host {
     /// Whether the session exists.
     pub fn has_session(&self, session: &str) -> bool {
         self.inner.session(session).is_ok()
+    }
+
+    /// Copies a file the person adds to a resource picker into the session's uploads (beside
+    /// the database, see [`crate::store::save_upload`]) and returns the copy, whose `file://`
+    /// URI the picker may then answer. Only URIs made here for this session are accepted in an
+    /// answer. Blocks on the file system: call it off the async threads.
+    pub fn save_upload(
+        &self,
+        session: &str,
+        name: &str,
+        bytes: &[u8],
+    ) -> Result<crate::store::Upload, UploadError> {
+        let handle = self
+            .inner
+            .session(session)
+            .map_err(|_| UploadError::NoSession(session.to_owned()))?;
+        let root = self
+            .inner
+            .store
+            .as_ref()
+            .and_then(Store::uploads_dir)
+            .ok_or(UploadError::NoStore)?;
+        let upload = crate::store::save_upload(&root, session, name, bytes)?;
+        handle.lock().uploads.insert(upload.uri.clone());
+        Ok(upload)
     }
 
     /// Everything that happened in the session so far, without following it.

@@ -27,6 +27,7 @@ mod lock;
 mod records;
 mod schema;
 mod sql;
+mod uploads;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -44,6 +45,7 @@ pub use records::{
     SessionRecord, StoreStats, ToolResult, TranscriptEntry, UnixMillis,
 };
 pub use schema::SCHEMA_VERSION;
+pub use uploads::{MAX_UPLOAD_BYTES, UPLOADS_DIR, Upload, save_upload};
 
 use writer::{ClosureJob, Message, Stats};
 
@@ -145,6 +147,13 @@ impl Store {
     /// The database file; `None` for an in-memory store.
     pub fn path(&self) -> Option<&Path> {
         self.inner.path.as_deref()
+    }
+
+    /// Where the person's added files are copied: `uploads/` beside the database; `None` for
+    /// an in-memory store, which keeps no files.
+    pub fn uploads_dir(&self) -> Option<PathBuf> {
+        let database = self.path()?;
+        Some(database.parent().unwrap_or(Path::new("")).join(UPLOADS_DIR))
     }
 
     /// What opening found unfinished and cancelled.

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use formwork_host::config::Config;
+use formwork_host::store::Store;
 use formwork_host::{Host, HostOptions};
 use formwork_web::{ScriptedModel, WebOptions, Workbench};
 use futures::{SinkExt, StreamExt};
@@ -65,13 +66,30 @@ impl Server {
     /// A workbench over `config_toml` (no store), with an optional scripted model (JSON). The
     /// built-in demo server is switched off: it runs as the formwork binary, which a test is not.
     pub async fn start(config_toml: &str, model: Option<&str>) -> Server {
+        let (config, options) = Server::config(config_toml);
+        Server::serve(Host::new(config, options), model).await
+    }
+
+    /// A workbench over `config_toml` whose host keeps its sessions (and uploads) in `store`.
+    pub async fn start_with_store(config_toml: &str, store: Store) -> Server {
+        let (config, options) = Server::config(config_toml);
+        let host = Host::with_store(config, options, store)
+            .await
+            .expect("host");
+        Server::serve(host, None).await
+    }
+
+    fn config(config_toml: &str) -> (Config, HostOptions) {
         let text = format!("{config_toml}\n[mcp_servers.demo]\nenabled = false\n");
         let config = Config::from_toml(&text, None).expect("config");
         let options = HostOptions {
             request_timeout: TIMEOUT,
             ..HostOptions::default()
         };
-        let host = Host::new(config, options);
+        (config, options)
+    }
+
+    async fn serve(host: Host, model: Option<&str>) -> Server {
         let session = host.create_session();
         let model = model.map(|text| ScriptedModel::from_json(text, "model.json").expect("model"));
         let workbench = Workbench::bind(
@@ -152,6 +170,18 @@ impl Server {
         self.raw("POST", target, &headers).await
     }
 
+    /// A POST of `body` as the page makes it: right Host and Origin, the token as a bearer.
+    pub async fn post_body(&self, target: &str, body: &[u8]) -> Response {
+        let headers = [
+            ("Host", self.host_header()),
+            ("Origin", self.origin()),
+            ("Authorization", self.bearer()),
+            ("Content-Type", "application/octet-stream".to_owned()),
+            ("Content-Length", body.len().to_string()),
+        ];
+        raw_request_with_body(self.addr, "POST", target, &headers, body).await
+    }
+
     /// Opens the socket of `session` as the page does.
     pub async fn socket(&self, session: &str) -> Socket {
         let url = format!("ws://{}/api/sessions/{session}/socket", self.addr);
@@ -224,6 +254,17 @@ pub async fn raw_request(
     target: &str,
     headers: &[(&str, String)],
 ) -> Response {
+    raw_request_with_body(addr, method, target, headers, b"").await
+}
+
+/// [`raw_request`] with `body` after the headers.
+pub async fn raw_request_with_body(
+    addr: SocketAddr,
+    method: &str,
+    target: &str,
+    headers: &[(&str, String)],
+    body: &[u8],
+) -> Response {
     let work = async {
         let mut stream = TcpStream::connect(addr).await.expect("connect");
         let mut request = format!("{method} {target} HTTP/1.1\r\n");
@@ -232,6 +273,7 @@ pub async fn raw_request(
         }
         request.push_str("Connection: close\r\n\r\n");
         stream.write_all(request.as_bytes()).await.expect("write");
+        stream.write_all(body).await.expect("write");
         let mut bytes = Vec::new();
         // An upgrade leaves the connection open: read what arrives until the headers are in.
         loop {
