@@ -130,6 +130,8 @@ impl AppServer {
             format!("mcp_servers.{SERVER}.args=[{tap_args}]"),
             format!(r#"mcp_servers.{SERVER}.env={{FORMWORK_SDK_PLUGIN="1"}}"#),
             format!(r#"mcp_servers.{SERVER}.default_tools_approval_mode="approve""#),
+            // The plugin starts behind the Python tap; on a busy machine that can take a while.
+            format!("mcp_servers.{SERVER}.startup_timeout_sec=30"),
         ];
         let stderr = dir.join("codex.stderr");
         let mut command = Command::new(codex_binary());
