@@ -2,8 +2,8 @@
 //!
 //! Layout under `target/peers/`:
 //! - `npm/`: `tests/peers/package.json` + `package-lock.json`, installed with `npm ci` (server-everything, the TS SDK,
-//!   the conformance suite, and node 22 in `node_modules/.bin`), plus a copy of the peer-side fixture scripts so
-//!   that their ESM imports resolve against that `node_modules`.
+//!   the conformance suite, node 22 in `node_modules/.bin`, and Codex 0.171.0 with its native binary), plus a copy
+//!   of the peer-side fixture scripts so that their ESM imports resolve against that `node_modules`.
 //! - `venv/`: a Python virtual environment with `tests/peers/requirements.txt` (`mcp`, `fastmcp`).
 //!
 //! Outside `target/`: Debian's `chromium` package at `/usr/bin/chromium` for the browser tests

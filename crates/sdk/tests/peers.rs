@@ -7,21 +7,11 @@
 
 mod support;
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::{Value, json};
 
-fn peers_dir() -> PathBuf {
-    let Some(dir) = std::env::var_os("FORMWORK_PEERS") else {
-        panic!("FORMWORK_PEERS is not set: run `cargo xtask test` to install the test peers");
-    };
-    PathBuf::from(dir)
-}
-
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use support::{Case, peers_dir, repo_root};
 
 /// What one client run saw: its printed report and the wire lines (`> ` to the plugin, `< ` from
 /// it).
@@ -557,8 +547,6 @@ fn ts2_handshake_push_reads_the_answer() {
     assert_eq!(reply(&run), DEPLOYED);
 }
 
-type Case = (&'static str, fn());
-
 const CASES: &[Case] = &[
     (
         "handshake_push_sends_the_flat_form_and_reads_the_answer",
@@ -645,45 +633,5 @@ const CASES: &[Case] = &[
 ];
 
 fn main() {
-    if std::env::var_os("FORMWORK_SDK_PLUGIN").is_some() {
-        support::plugin::serve();
-        return;
-    }
-    // Like libtest: positional arguments filter by name; flags (e.g. `--nocapture`) are ignored.
-    let filters: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|arg| !arg.starts_with('-'))
-        .collect();
-    let selected: Vec<&Case> = CASES
-        .iter()
-        .filter(|(name, _)| {
-            filters.is_empty() || filters.iter().any(|filter| name.contains(filter.as_str()))
-        })
-        .collect();
-    println!("running {} tests", selected.len());
-    // Two at a time: each case is mostly a client process starting up.
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let failed = std::sync::Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..2 {
-            scope.spawn(|| {
-                while let Some((name, case)) = selected
-                    .get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
-                    .copied()
-                {
-                    let passed = std::panic::catch_unwind(case).is_ok();
-                    println!("test {name} ... {}", if passed { "ok" } else { "FAILED" });
-                    if !passed {
-                        failed.lock().unwrap_or_else(|e| e.into_inner()).push(*name);
-                    }
-                }
-            });
-        }
-    });
-    let failed = failed.into_inner().unwrap_or_else(|e| e.into_inner());
-    if !failed.is_empty() {
-        println!("failed: {}", failed.join(", "));
-        std::process::exit(1);
-    }
-    println!("test result: ok");
+    support::main(CASES);
 }
