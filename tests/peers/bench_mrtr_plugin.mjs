@@ -11,29 +11,10 @@
 import { McpServer, inputRequired, inputResponse } from "@modelcontextprotocol/server";
 import { serveStdio } from "@modelcontextprotocol/server/stdio";
 import * as z from "zod";
+import { EXPECTED, params } from "./bench_form.mjs";
 
-const requestedSchema = {
-  type: "object",
-  properties: {
-    strategy: {
-      type: "string",
-      title: "Strategy",
-      description: "How should the plugin continue?",
-      oneOf: [
-        { const: "fast", title: "Fast" },
-        { const: "safe", title: "Safe" },
-        { const: "manual", title: "Ask me before each step" },
-      ],
-      default: "safe",
-    },
-    dry_run: { type: "boolean", title: "Dry run", description: "Only show what would change", default: true },
-    retries: { type: "integer", title: "Retries", minimum: 0, maximum: 10, default: 3 },
-    target: { type: "string", title: "Target environment", minLength: 1, maxLength: 40, default: "staging" },
-  },
-  required: ["strategy"],
-};
-const EXPECTED = JSON.stringify({ strategy: "safe", dry_run: true, retries: 3, target: "staging" });
-const form = { method: "elicitation/create", params: { mode: "form", message: "Choose how to continue", requestedSchema } };
+const expected = JSON.stringify(EXPECTED);
+const form = { method: "elicitation/create", params };
 const fail = (text) => ({ content: [{ type: "text", text }], isError: true });
 
 let askedAt = 0n;
@@ -57,7 +38,7 @@ function plugin() {
       const state = stateText ? JSON.parse(stateText) : { done: 0, ns: [] };
       if (stateText) {
         const answer = inputResponse(ctx.mcpReq.inputResponses, "choice");
-        if (answer.kind !== "elicit" || answer.action !== "accept" || JSON.stringify(answer.content) !== EXPECTED) {
+        if (answer.kind !== "elicit" || answer.action !== "accept" || JSON.stringify(answer.content) !== expected) {
           return fail(`round ${state.done + 1}: unexpected answer ${JSON.stringify(answer)}`);
         }
         if (state.done > 0) state.ns.push((retriedAt - askedAt).toString());

@@ -56,6 +56,8 @@ const PLUGIN: &str = "bench_plugin.mjs";
 const TS_CLIENT: &str = "bench_ts_client.mjs";
 /// The TS SDK plugin of the load part (`examples/load-bench`).
 const LOAD_PLUGIN: &str = "http_plugin.mjs";
+/// The form every part's plugin asks for.
+const FORM: &str = "bench_form.mjs";
 
 pub fn run(root: &Path, args: &[String]) -> Result<()> {
     if args.iter().any(|arg| arg == "-h" || arg == "--help") {
@@ -261,7 +263,7 @@ impl Setup {
             peers::install(root)?;
         }
         // Copied every run, so that the imports resolve against the pinned SDK and edits take effect.
-        for name in [PLUGIN, TS_CLIENT, LOAD_PLUGIN] {
+        for name in [PLUGIN, TS_CLIENT, LOAD_PLUGIN, FORM] {
             let source = root.join("tests/peers").join(name);
             std::fs::copy(&source, npm_dir.join(name))
                 .with_context(|| format!("copying {}", source.display()))?;
