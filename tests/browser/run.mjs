@@ -183,6 +183,25 @@ test("kind-number", (page) =>
 test("kind-boolean", (page) =>
   answered(page, "ask_boolean", (card) => option(card, "true").click(), accept({ agree: true })));
 
+// A 2026-07-28 call: each round's form is a card of the call, which shows the round it is in.
+test("rounds-2026", async (page) => {
+  await newSession(page);
+  await callTool(page, "deploy", "ts2");
+  const call = page.locator(`${tid("tool-call")}[data-server="ts2"][data-tool="deploy"]`);
+  let card = await openCard(page);
+  assert.equal(await call.getAttribute("data-round"), "1");
+  await option(card, "production").click();
+  await page.locator(`${tid("tool-call")}[data-server="ts2"][data-round="2"]`).waitFor();
+  assert.equal(await call.locator(tid("tool-status")).textContent(), "running · asked for input (round 2)");
+  card = await openCard(page);
+  await option(card, "true").click();
+  await page.locator(`${tid("tool-call")}[data-server="ts2"][data-state="done"]`).waitFor();
+  assert.equal(
+    await call.locator(tid("result-text")).first().textContent(),
+    'target: production; confirm: accept {"confirm":true}',
+  );
+});
+
 test("kind-enum", (page) =>
   answered(page, "ask_enum", (card) => option(card, "blue").click(), accept({ color: "blue" })));
 

@@ -142,16 +142,19 @@ fn workbench_in_headless_chromium() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("formwork.toml");
     let node = node_bin_dir().join("node").display().to_string();
-    // `ts`: one tool per field kind; `markup`: HTML in every text it sends. Neither needs an approval card.
+    // `ts`: one tool per field kind; `markup`: HTML in every text it sends; `ts2`: the TS SDK 2
+    // plugin that asks through 2026-07-28 rounds. None needs an approval card.
     // OpenAI's form extension is on for the `openai-*` cases; the other cases send core forms only.
     std::fs::write(
         &config,
         format!(
             "[features]\nopenai_elicitation = true\n\n[mcp_servers.ts]\ncommand = {node:?}\nargs = [{:?}]\ndefault_tools_approval_mode = \"approve\"\n\n\
-             [mcp_servers.markup]\ncommand = {node:?}\nargs = [{:?}, {:?}]\ndefault_tools_approval_mode = \"approve\"\n",
+             [mcp_servers.markup]\ncommand = {node:?}\nargs = [{:?}, {:?}]\ndefault_tools_approval_mode = \"approve\"\n\n\
+             [mcp_servers.ts2]\ncommand = {node:?}\nargs = [{:?}]\ndefault_tools_approval_mode = \"approve\"\n",
             peers.join("npm/ts_plugin.mjs").display().to_string(),
             root.join("tests/browser/markup_plugin.mjs").display().to_string(),
             peers.join("npm/node_modules").display().to_string(),
+            peers.join("npm/ts2_mrtr_plugin.mjs").display().to_string(),
         ),
     )
     .unwrap();

@@ -83,6 +83,8 @@ export class Transcript {
         return this.callStarted(message);
       case "tool_call_finished":
         return this.callFinished(message);
+      case "tool_call_round":
+        return this.callRound(message);
       case "form_requested":
       case "approval_requested":
         return this.cardRequested(message);
@@ -146,6 +148,14 @@ export class Transcript {
     );
     this.calls.set(call_id, { node, status });
     this.add(node);
+  }
+
+  // A 2026-07-28 plugin asked for input; the round's cards follow, then the call goes on.
+  callRound({ call_id, round }) {
+    const call = this.calls.get(call_id);
+    if (!call) return;
+    call.node.dataset.round = String(round);
+    call.status.textContent = `running · asked for input (round ${round})`;
   }
 
   callFinished(event) {
