@@ -186,29 +186,24 @@ fn text(text: String) -> CallToolResult {
     CallToolResult::success(vec![ContentBlock::text(text)])
 }
 
-/// Why a form gave no answer, for the tool's reply.
-fn refusal<T>(outcome: &Ask<T>) -> String {
+/// The accepted answer, or why there is none (for the tool's reply).
+fn answered<T>(outcome: Ask<T>) -> Result<T, String> {
     match outcome {
-        Ask::Declined => "the form was declined".to_owned(),
-        Ask::Cancelled => "the form was cancelled".to_owned(),
-        Ask::NotSupported => "this client shows no forms".to_owned(),
-        Ask::Invalid(reason) => format!("the answer did not fit: {reason}"),
-        Ask::Accepted(_) => "the form was accepted".to_owned(),
+        Ask::Accepted(answer) => Ok(answer),
+        Ask::Declined => Err("the form was declined".to_owned()),
+        Ask::Cancelled => Err("the form was cancelled".to_owned()),
+        Ask::NotSupported => Err("this client shows no forms".to_owned()),
+        Ask::Invalid(reason) => Err(format!("the answer did not fit: {reason}")),
     }
 }
 
 async fn deploy(ask: Asker, service: String) -> Result<CallToolResult, ErrorData> {
-    let plan = match ask
+    let asked = ask
         .ask::<Plan>(&format!("How should `{service}` be deployed?"))
-        .await?
-    {
-        Ask::Accepted(plan) => plan,
-        other => {
-            return Ok(text(format!(
-                "Deployment of {service} stopped: {}.",
-                refusal(&other)
-            )));
-        }
+        .await?;
+    let plan = match answered(asked) {
+        Ok(plan) => plan,
+        Err(why) => return Ok(text(format!("Deployment of {service} stopped: {why}."))),
     };
     if plan.target == Target::Production {
         let confirmation = ask
@@ -243,13 +238,15 @@ async fn deploy(ask: Asker, service: String) -> Result<CallToolResult, ErrorData
 }
 
 async fn pick_color(ask: Asker) -> Result<CallToolResult, ErrorData> {
-    Ok(text(match ask.ask::<ColorChoice>("Pick a color").await? {
-        Ask::Accepted(choice) => format!(
-            "You picked {}.",
-            serde_json::to_value(choice.color).unwrap_or(Value::Null)
-        ),
-        other => format!("No color: {}.", refusal(&other)),
-    }))
+    Ok(text(
+        match answered(ask.ask::<ColorChoice>("Pick a color").await?) {
+            Ok(choice) => format!(
+                "You picked {}.",
+                serde_json::to_value(choice.color).unwrap_or(Value::Null)
+            ),
+            Err(why) => format!("No color: {why}."),
+        },
+    ))
 }
 
 #[cfg(test)]
