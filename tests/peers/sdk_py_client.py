@@ -11,6 +11,8 @@ Usage: sdk_py_client.py MODE SCENARIO TOOL ANSWERS OPENAI TAPLOG -- PLUGIN...
 - OPENAI: "openai" also declares extensions["openai/elicitation"] = {"form": {}}.
 - TAPLOG: the plugin runs behind a tap that appends every line it reads ("> ") and writes ("< ") here.
 
+The tool is called with the JSON object in the environment variable SDK_CLIENT_ARGUMENTS (default {}).
+
 Prints one JSON object: the elicitation params the callback saw, and the call's result or error.
 """
 
@@ -75,22 +77,25 @@ async def main(mode, scenario, tool, answers, openai, log_path, plugin):
         extensions=[advertise("openai/elicitation", {"form": {}})] if openai else None,
     )
     meta = {"example/principal": "alice"}
+    call_arguments = json.loads(os.environ.get("SDK_CLIENT_ARGUMENTS", "{}"))
     out = {"received": received}
     async with client:
         if scenario == "auto":
             try:
-                result = await client.call_tool(tool, {}, meta=meta)
+                result = await client.call_tool(tool, call_arguments, meta=meta)
                 out["result"] = dump(result)
             except MCPError as error:
                 out["error"] = {"code": error.code, "message": error.error.message}
         else:
             retry = scenario.split(":", 1)[1]
-            first = await client.session.call_tool(tool, {}, meta=meta, allow_input_required=True)
+            first = await client.session.call_tool(
+                tool, call_arguments, meta=meta, allow_input_required=True
+            )
             first = dump(first)
             out["first"] = first
             state = first.get("requestState")
             responses = {key: queue[0] for key in first.get("inputRequests", {})}
-            name, arguments = tool, {}
+            name, arguments = tool, call_arguments
             if retry == "tamper":
                 state = state[:-2] + ("AA" if not state.endswith("AA") else "BB")
             elif retry == "other-tool":

@@ -28,6 +28,11 @@ const RULES: &[(&str, Forbidden)] = &[
         "formwork-sdk",
         Forbidden::These(&["formwork-host", "formwork-web", "formwork"]),
     ),
+    // The examples are plugins on the SDK: the CLI bundles them, never the reverse.
+    (
+        "form-examples",
+        Forbidden::These(&["formwork-host", "formwork-web", "formwork"]),
+    ),
 ];
 
 /// `cargo metadata --format-version 1 --no-deps` of the workspace.
@@ -410,6 +415,23 @@ mod tests {
             &[
                 "  formwork-host must not depend on formwork-web (normal dependency in /formwork-host/Cargo.toml)",
                 "  formwork-host must not depend on formwork (normal dependency in /formwork-host/Cargo.toml)",
+            ],
+        );
+    }
+
+    #[test]
+    fn the_examples_may_use_the_sdk_but_not_the_host_or_the_cli() {
+        check(
+            vec![
+                package(
+                    "form-examples",
+                    &["formwork-sdk", "formwork-host", "formwork"],
+                ),
+                package("formwork", &["form-examples", "formwork-host"]),
+            ],
+            &[
+                "  form-examples must not depend on formwork-host (normal dependency in /form-examples/Cargo.toml)",
+                "  form-examples must not depend on formwork (normal dependency in /form-examples/Cargo.toml)",
             ],
         );
     }

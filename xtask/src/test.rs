@@ -5,7 +5,8 @@
 //! the command fails at the end naming each failed step. `cargo test` runs the conformance suite both ways: its
 //! client scenarios against `examples/conformance-client` (crates/cli/tests/conformance.rs) and its server
 //! scenarios against `examples/sdk-conformance` (that package's tests/server_scenarios.rs, which builds its own
-//! binary, so it needs no build step here).
+//! binary, so it needs no build step here). The form examples' tests (examples/form-examples/tests) run its bins under
+//! the `formwork` binary that the same `cargo test` builds for the CLI's tests, so they need none either.
 
 use std::ffi::OsString;
 use std::path::Path;
