@@ -1,8 +1,9 @@
 //! Each example under `formwork call`, in both protocol eras: `auto` (formwork speaks 2026-07-28,
 //! which rmcp offers, so forms come as `input_required` rounds) and `--protocol 2025-11-25` (forms
 //! are pushed as `elicitation/create`). For each: accept, decline and cancel, the exact reply and
-//! the exact form. formwork declares no `openai/elicitation` extension, so the CAD part falls back
-//! to its arguments, and the release note to its plain form.
+//! the exact form. By default formwork declares no `openai/elicitation` extension, so the CAD part
+//! falls back to its arguments, and the release note to its plain form; with
+//! `features.openai_elicitation` both are shown as they are.
 //!
 //! The `formwork` binary is the one beside the examples' bins: `cargo test --workspace` (and so
 //! `cargo xtask test`) builds it; alone, run `cargo build -p formwork` first.
@@ -34,12 +35,29 @@ enum Answers {
 
 /// `formwork call --plugin <example bin> <tool> --protocol <era>` with the wire logged.
 fn call(example: &str, tool: &str, era: &str, args: Option<Value>, answers: Answers) -> Output {
+    call_configured(None, example, tool, era, args, answers)
+}
+
+/// [`call`] under the config `toml`, when given.
+fn call_configured(
+    toml: Option<&str>,
+    example: &str,
+    tool: &str,
+    era: &str,
+    args: Option<Value>,
+    answers: Answers,
+) -> Output {
     let dir = tempfile::tempdir().expect("a temp dir");
     let mut command = Command::new(formwork());
     command
         .args(["call", tool, "--protocol", era, "--plugin"])
         .arg(bin(example))
         .env("FORMWORK_LOG", "formwork::wire=trace");
+    if let Some(toml) = toml {
+        let file = dir.path().join("formwork.toml");
+        std::fs::write(&file, toml).expect("writing the config");
+        command.arg("--config").arg(file);
+    }
     if let Some(args) = args {
         command.args(["--args", &args.to_string()]);
     }
@@ -461,6 +479,107 @@ fn cad_part_falls_back_to_its_arguments_under_formwork() {
             &output,
             1,
             "No part inspected: this client shows no OpenAI forms; pass `part` (hex-bolt, washer or nut) as an argument.",
+        );
+    }
+}
+
+const OPENAI_ON: &str = "[features]\nopenai_elicitation = true\n";
+
+/// With `features.openai_elicitation` formwork shows the CAD form: in `_meta` of an embedded
+/// `elicitation/create` on 2026-07-28, as `openai/elicitation/create` before; the part, the
+/// material typed over the suggestions and an offered drawing reach the tool.
+#[test]
+fn cad_part_is_shown_with_openai_elicitation_on() {
+    for era in ERAS {
+        let output = call_configured(
+            Some(OPENAI_ON),
+            "cad-part",
+            "inspect_part",
+            era,
+            None,
+            Answers::Script(
+                json!([{"part": "washer", "material": "bronze", "drawing": "cad://drawings/m6-bolt.stl"}]),
+            ),
+        );
+        assert_reply(
+            &output,
+            0,
+            "Inspecting washer in bronze, against cad://drawings/m6-bolt.stl.",
+        );
+        let asked: Vec<Value> = wire(&output)
+            .into_iter()
+            .filter_map(|(direction, body)| match direction.as_str() {
+                "in" if body["method"] == "openai/elicitation/create" => {
+                    Some(body["params"].clone())
+                }
+                "in" => body["result"]["inputRequests"]
+                    .as_object()
+                    .and_then(|requests| requests.values().next())
+                    .map(|request| request["params"].clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(asked.len(), 1, "{era}: {output}");
+        let schema = if era == "auto" {
+            assert_eq!(
+                asked[0]["requestedSchema"],
+                json!({"type": "object", "properties": {}}),
+                "{era}"
+            );
+            &asked[0]["_meta"]["openai/elicitation"]["requestedSchema"]
+        } else {
+            &asked[0]["requestedSchema"]
+        };
+        assert_eq!(
+            schema["properties"]["part"]["oneOf"][1]["x-openai-thumbnail"]["src"],
+            "https://example.com/parts/washer.png",
+            "{era}"
+        );
+        let output = call_configured(
+            Some(OPENAI_ON),
+            "cad-part",
+            "inspect_part",
+            era,
+            None,
+            Answers::Script(json!([{"action": "decline"}])),
+        );
+        assert_reply(&output, 0, "No part inspected: the form was declined.");
+    }
+}
+
+/// With `features.openai_elicitation` formwork gets the patterned release note and checks the
+/// pattern itself: a note that does not match never reaches the plugin.
+#[test]
+fn release_note_keeps_its_pattern_with_openai_elicitation_on() {
+    for era in ERAS {
+        let output = call_configured(
+            Some(OPENAI_ON),
+            "release-note",
+            "release_note",
+            era,
+            None,
+            Answers::Script(json!([{"note": "Added: dark mode"}])),
+        );
+        assert_reply(&output, 0, "Recorded release note: Added: dark mode");
+        let output = call_configured(
+            Some(OPENAI_ON),
+            "release-note",
+            "release_note",
+            era,
+            None,
+            Answers::Script(json!([{"note": "dark mode"}])),
+        );
+        // Exit 2: formwork refused the answer and sent `cancel` in its place.
+        assert_eq!(output.code, 2, "{output}");
+        assert_eq!(
+            output.json()["content"][0]["text"],
+            "No release note: the form was cancelled."
+        );
+        assert!(
+            output
+                .stderr
+                .contains("note: must match the pattern `^(Added|Changed|Fixed|Removed): \\S`"),
+            "{output}"
         );
     }
 }
