@@ -2,6 +2,7 @@
 //! answering what its scenario's description asks for. Results are written as JSON, the way they go
 //! on the wire, and read into rmcp's types.
 
+use formwork_sdk::{Forms, StateKey};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -37,11 +38,21 @@ const STEP: Duration = Duration::from_millis(50);
 /// How long `test_reconnection` waits for the client to come back after it ended the stream.
 const RESUME_PATIENCE: Duration = Duration::from_secs(10);
 
-/// One MCP session's server: its only state is the log level the client set.
-#[derive(Default)]
+/// One MCP session's server: the log level the client set, and how its forms are asked.
 pub struct ConformanceServer {
     /// Severity rank of the least severe level still sent (0, `debug`, until the client sets one).
     log_threshold: AtomicUsize,
+    /// formwork-sdk's forms (a random key: a round's state opens only in this process).
+    forms: Forms,
+}
+
+impl Default for ConformanceServer {
+    fn default() -> Self {
+        ConformanceServer {
+            log_threshold: AtomicUsize::new(0),
+            forms: Forms::new(StateKey::random()),
+        }
+    }
 }
 
 impl ServerHandler for ConformanceServer {
@@ -125,11 +136,11 @@ impl ServerHandler for ConformanceServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        if let Some(result) = elicitation::call(&request, &context, &self.forms).await {
+            return result;
+        }
         let arguments = request.arguments.unwrap_or_default();
         let name = request.name.as_ref();
-        if let Some(result) = elicitation::call(name, &arguments, &context.peer).await {
-            return result.map(Into::into);
-        }
         let result = match name {
             "test_simple_text" => text_result("This is a simple text response for testing."),
             "test_image_content" => from_json(json!({"content": [
