@@ -67,7 +67,9 @@ pub(super) async fn drive(
     let mut id = first_id;
     let mut retry: Option<Retry> = None;
     let mut pause = STATE_ONLY_PAUSE_FIRST;
-    for round in 1_u32.. {
+    let mut round = 0_u32;
+    loop {
+        round += 1;
         let mut sent = params.clone();
         if let (Some((responses, state)), Value::Object(sent)) = (retry.take(), &mut sent) {
             if let Some(responses) = responses {
@@ -117,7 +119,6 @@ pub(super) async fn drive(
         retry = Some((responses, state));
         id = shared.next_id();
     }
-    unreachable!("the rounds end with a result or an error")
 }
 
 /// Reads `resultType` (absent means `complete`) and, for `input_required`, what is asked.
