@@ -204,6 +204,18 @@ pub(crate) async fn replay(store: &Store, session: &str) -> Result<Vec<Event>, S
             (EntryKind::InvocationEnd, Some(EntryDetail::Invocation(call))) => {
                 events.push(finished_call(call));
             }
+            (EntryKind::InvocationRound, Some(EntryDetail::Invocation(call))) => {
+                let round = |key: &str| payload.get(key).cloned().unwrap_or(Value::Null);
+                events.push(Event::ToolCallRound {
+                    call_id: call.id,
+                    round: round("round")
+                        .as_u64()
+                        .and_then(|round| u32::try_from(round).ok())
+                        .unwrap_or_default(),
+                    asked: serde_json::from_value(round("asked")).unwrap_or_default(),
+                    request_state: round("request_state").as_bool().unwrap_or_default(),
+                });
+            }
             (EntryKind::Form, Some(EntryDetail::Form(form))) => {
                 let body: Option<ElicitationRequest> = form
                     .render

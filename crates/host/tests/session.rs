@@ -1331,6 +1331,18 @@ async fn a_restart_between_rounds_shows_the_call_interrupted_and_never_resends_i
         })
         .collect();
     assert_eq!(ended, ["host-stopped"]);
+    // The round is in the transcript, between the call's start and its form.
+    let order: Vec<&str> = replayed
+        .iter()
+        .filter_map(|event| match event.as_ref() {
+            Event::ToolCallStarted { .. } => Some("started"),
+            Event::ToolCallRound { round: 1, .. } => Some("round 1"),
+            Event::FormRequested { .. } => Some("form"),
+            Event::ToolCallFinished { .. } => Some("finished"),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(order, ["started", "round 1", "form", "finished"]);
     tokio::time::sleep(Duration::from_millis(500)).await;
     host.shutdown().await;
     let store = formwork_host::store::Store::open(&path).unwrap();

@@ -297,7 +297,8 @@ impl Store {
         self.read(move |conn| sql::invocation(conn, &id)).await
     }
 
-    /// Records an `input_required` round of a running tool call.
+    /// Records an `input_required` round of a running tool call: a transcript entry of kind
+    /// [`EntryKind::InvocationRound`] referring to the call.
     pub async fn record_round(
         &self,
         invocation: &str,
@@ -306,7 +307,7 @@ impl Store {
         request_state: bool,
     ) -> Result<(), StoreError> {
         let invocation = invocation.to_owned();
-        let asked = serde_json::Value::from(asked.to_vec()).to_string();
+        let asked = asked.to_vec();
         self.write(move |conn| sql::record_round(conn, &invocation, round, &asked, request_state))
             .await
     }

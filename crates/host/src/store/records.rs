@@ -67,6 +67,9 @@ stored_enum! {
         ApprovalEnd => "approval_end",
         /// Something the host wants the user to see (a decline, a cancellation, an error).
         Diagnostic => "diagnostic",
+        /// A 2026-07-28 round of a running tool call (its payload: `round`, `asked`,
+        /// `request_state`); the entry refers to the call's [`InvocationRecord`].
+        InvocationRound => "invocation_round",
     }
 }
 

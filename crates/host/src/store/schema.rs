@@ -96,16 +96,25 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (session_id, seq)
     ) STRICT;
     "#,
-    // 1 → 2: the `input_required` rounds of a call (2026-07-28), one row each.
+    // 1 → 2: a transcript entry kind for the `input_required` rounds of a call (2026-07-28),
+    // `invocation_round`, whose ref_id names the invocation. SQLite cannot alter a CHECK, so the
+    // table is built anew and its rows copied.
     r#"
-    CREATE TABLE invocation_rounds (
-        invocation_id  TEXT NOT NULL REFERENCES invocations(id) ON DELETE CASCADE,
-        round          INTEGER NOT NULL CHECK (round > 0),
-        asked          TEXT NOT NULL,
-        request_state  INTEGER NOT NULL CHECK (request_state IN (0, 1)),
-        at             INTEGER NOT NULL,
-        PRIMARY KEY (invocation_id, round)
+    CREATE TABLE transcript_v2 (
+        session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        seq         INTEGER NOT NULL CHECK (seq > 0),
+        kind        TEXT NOT NULL CHECK (kind IN ('user_message', 'assistant_message',
+                        'invocation', 'form', 'approval', 'diagnostic',
+                        'invocation_end', 'form_end', 'approval_end', 'invocation_round')),
+        ref_id      TEXT,
+        payload     TEXT NOT NULL,
+        at          INTEGER NOT NULL,
+        PRIMARY KEY (session_id, seq)
     ) STRICT;
+    INSERT INTO transcript_v2 (session_id, seq, kind, ref_id, payload, at)
+        SELECT session_id, seq, kind, ref_id, payload, at FROM transcript;
+    DROP TABLE transcript;
+    ALTER TABLE transcript_v2 RENAME TO transcript;
     "#,
 ];
 

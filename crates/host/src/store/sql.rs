@@ -181,7 +181,7 @@ pub(super) fn transcript(
         let kind = EntryKind::from_stored("transcript.kind", &row.get::<_, String>(1)?)?;
         let ref_id: Option<String> = row.get(2)?;
         let detail = ref_id.and_then(|id| match kind {
-            EntryKind::Invocation | EntryKind::InvocationEnd => {
+            EntryKind::Invocation | EntryKind::InvocationEnd | EntryKind::InvocationRound => {
                 invocations.get(&id).cloned().map(EntryDetail::Invocation)
             }
             EntryKind::Form | EntryKind::FormEnd => forms.get(&id).cloned().map(EntryDetail::Form),
@@ -317,21 +317,21 @@ pub(super) fn record_round(
     conn: &Connection,
     invocation: &str,
     round: u32,
-    asked: &str,
+    asked: &[String],
     request_state: bool,
 ) -> Result<(), StoreError> {
-    let running: Option<String> = conn
-        .prepare_cached("SELECT status FROM invocations WHERE id = ?1")?
-        .query_row(params![invocation], |row| row.get(0))
+    let found: Option<(String, String)> = conn
+        .prepare_cached("SELECT session_id, status FROM invocations WHERE id = ?1")?
+        .query_row(params![invocation], |row| Ok((row.get(0)?, row.get(1)?)))
         .optional()?;
-    match running.as_deref() {
+    let session = match found {
         None => {
             return Err(StoreError::NotFound {
                 kind: "invocation",
                 id: invocation.to_owned(),
             });
         }
-        Some("running") => {}
+        Some((session, status)) if status == "running" => session,
         Some(_) => {
             return Err(StoreError::AlreadyResolved {
                 kind: "invocation",
@@ -339,44 +339,54 @@ pub(super) fn record_round(
                 status: "finished",
             });
         }
-    }
-    conn.prepare_cached(
-        "INSERT INTO invocation_rounds (invocation_id, round, asked, request_state, at)
-         VALUES (?1, ?2, ?3, ?4, ?5)",
-    )?
-    .execute(params![invocation, round, asked, request_state, now()])
-    .map_err(|error| duplicate_or(error, "round", &format!("{invocation}#{round}")))?;
-    Ok(())
+    };
+    let payload =
+        serde_json::json!({"round": round, "asked": asked, "request_state": request_state});
+    append_entry(
+        conn,
+        &session,
+        EntryKind::InvocationRound,
+        Some(invocation),
+        &payload.to_string(),
+    )
+    .map(drop)
 }
 
 pub(super) fn rounds(conn: &Connection, invocation: &str) -> Result<Vec<RoundRecord>, StoreError> {
     let mut statement = conn.prepare_cached(
-        "SELECT round, asked, request_state, at FROM invocation_rounds
-         WHERE invocation_id = ?1 ORDER BY round",
+        "SELECT payload, at FROM transcript
+         WHERE kind = 'invocation_round' AND ref_id = ?1 ORDER BY seq",
     )?;
     let rows = statement.query_map(params![invocation], |row| {
-        Ok((
-            row.get::<_, u32>(0)?,
-            row.get::<_, String>(1)?,
-            row.get(2)?,
-            row.get(3)?,
-        ))
+        Ok((row.get::<_, String>(0)?, row.get(1)?))
     })?;
     let mut rounds = Vec::new();
     for row in rows {
-        let (round, asked, request_state, at) = row?;
-        let asked = serde_json::from_str(&asked).map_err(|source| StoreError::StoredJson {
-            column: "invocation_rounds.asked",
-            source,
-        })?;
-        rounds.push(RoundRecord {
-            round,
-            asked,
-            request_state,
-            at,
-        });
+        let (payload, at) = row?;
+        rounds.push(round_record(&payload, at)?);
     }
     Ok(rounds)
+}
+
+/// A round from the payload of its transcript entry.
+fn round_record(payload: &str, at: UnixMillis) -> Result<RoundRecord, StoreError> {
+    #[derive(serde::Deserialize)]
+    struct Payload {
+        round: u32,
+        asked: Vec<String>,
+        request_state: bool,
+    }
+    let payload: Payload =
+        serde_json::from_str(payload).map_err(|source| StoreError::StoredJson {
+            column: "transcript.payload",
+            source,
+        })?;
+    Ok(RoundRecord {
+        round: payload.round,
+        asked: payload.asked,
+        request_state: payload.request_state,
+        at,
+    })
 }
 
 // ---- forms ----
