@@ -414,12 +414,45 @@ fn declined_form_is_an_outcome() {
     assert_eq!(turn.tool_output(), "Declined");
 }
 
+/// An answer that does not fit the form (`replicas` above its maximum) never becomes
+/// `Accepted`: on this handshake-era connection the SDK reports it as `Invalid`.
+fn content_that_does_not_fit_is_invalid() {
+    let turn = turn(json!({
+        "action": "accept",
+        "content": {"target": "staging", "replicas": 9},
+    }));
+    turn.assert_the_form_arrived();
+    assert_eq!(
+        turn.plugin_got(),
+        r#"{"jsonrpc":"2.0","id":0,"result":{"action":"accept","content":{"target":"staging","replicas":9}}}"#
+    );
+    assert_eq!(
+        turn.tool_output(),
+        r#"Invalid("replicas: must be at most 5")"#
+    );
+}
+
+fn cancelled_form_is_an_outcome() {
+    let turn = turn(json!({"action": "cancel", "content": null}));
+    turn.assert_the_form_arrived();
+    assert_eq!(
+        turn.plugin_got(),
+        r#"{"jsonrpc":"2.0","id":0,"result":{"action":"cancel"}}"#
+    );
+    assert_eq!(turn.tool_output(), "Cancelled");
+}
+
 const CASES: &[Case] = &[
     (
         "accepted_form_reaches_the_tool",
         accepted_form_reaches_the_tool,
     ),
     ("declined_form_is_an_outcome", declined_form_is_an_outcome),
+    ("cancelled_form_is_an_outcome", cancelled_form_is_an_outcome),
+    (
+        "content_that_does_not_fit_is_invalid",
+        content_that_does_not_fit_is_invalid,
+    ),
 ];
 
 fn main() {
