@@ -263,7 +263,10 @@ impl Setup {
             peers::install(root)?;
         }
         // Copied every run, so that the imports resolve against the pinned SDK and edits take effect.
-        for name in [PLUGIN, TS_CLIENT, LOAD_PLUGIN, FORM] {
+        for name in [PLUGIN, TS_CLIENT, LOAD_PLUGIN, FORM]
+            .into_iter()
+            .chain(rounds::FIXTURES)
+        {
             let source = root.join("tests/peers").join(name);
             std::fs::copy(&source, npm_dir.join(name))
                 .with_context(|| format!("copying {}", source.display()))?;

@@ -13,7 +13,7 @@ use crate::responder::FormAction;
 use crate::store::{
     ApprovalChoice, ApprovalResolution, ApprovalStatus, EntryDetail, EntryKind, FormResolution,
     FormStatus, InvocationOutcome, InvocationStatus, NewApproval, NewForm, NewInvocation,
-    PlainEntryKind, Store, StoreError, ToolResult,
+    PlainEntryKind, RoundRecord, Store, StoreError, ToolResult,
 };
 
 /// Writes one event of `session`; `request` is the plugin's params of a `FormRequested`.
@@ -205,16 +205,14 @@ pub(crate) async fn replay(store: &Store, session: &str) -> Result<Vec<Event>, S
                 events.push(finished_call(call));
             }
             (EntryKind::InvocationRound, Some(EntryDetail::Invocation(call))) => {
-                let round = |key: &str| payload.get(key).cloned().unwrap_or(Value::Null);
-                events.push(Event::ToolCallRound {
-                    call_id: call.id,
-                    round: round("round")
-                        .as_u64()
-                        .and_then(|round| u32::try_from(round).ok())
-                        .unwrap_or_default(),
-                    asked: serde_json::from_value(round("asked")).unwrap_or_default(),
-                    request_state: round("request_state").as_bool().unwrap_or_default(),
-                });
+                if let Ok(round) = RoundRecord::from_payload(entry.payload.get(), entry.at) {
+                    events.push(Event::ToolCallRound {
+                        call_id: call.id,
+                        round: round.round,
+                        asked: round.asked,
+                        request_state: round.request_state,
+                    });
+                }
             }
             (EntryKind::Form, Some(EntryDetail::Form(form))) => {
                 let body: Option<ElicitationRequest> = form

@@ -31,6 +31,8 @@ const TARGET_VS_PYTHON: f64 = 0.5;
 /// call (cold paths) is not counted.
 const ROUNDS_PER_CALL: usize = 9;
 
+/// The fixtures of this part, copied with the rest of the bench's by its setup.
+pub const FIXTURES: [&str; 3] = [INSTRUMENT, PY_CLIENT, PY_SERVER];
 const INSTRUMENT: &str = "bench_mrtr_plugin.mjs";
 const PY_CLIENT: &str = "bench_py_client.py";
 const PY_SERVER: &str = "bench_py_server.py";
@@ -57,11 +59,6 @@ pub struct Tools<'a> {
 
 pub fn run(tools: &Tools<'_>, options: &Options) -> Result<()> {
     let target = target_dir(tools.root);
-    for name in [INSTRUMENT, PY_CLIENT, PY_SERVER] {
-        let source = tools.root.join("tests/peers").join(name);
-        std::fs::copy(&source, tools.npm_dir.join(name))
-            .with_context(|| format!("copying {}", source.display()))?;
-    }
     run_command(
         cargo()
             .args([

@@ -5,7 +5,7 @@
 //! number spelling and whitespace survive a round trip byte for byte. Times are Unix milliseconds
 //! taken by the store when the write is carried out.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use super::error::StoreError;
@@ -276,6 +276,41 @@ pub struct RoundRecord {
     pub request_state: bool,
     /// When it arrived.
     pub at: UnixMillis,
+}
+
+/// The payload of an `invocation_round` transcript entry.
+#[derive(Serialize, Deserialize)]
+struct RoundPayload {
+    round: u32,
+    asked: Vec<String>,
+    request_state: bool,
+}
+
+impl RoundRecord {
+    /// The payload of its transcript entry, as JSON text.
+    pub(crate) fn payload(round: u32, asked: &[String], request_state: bool) -> String {
+        let payload = RoundPayload {
+            round,
+            asked: asked.to_vec(),
+            request_state,
+        };
+        serde_json::to_string(&payload).unwrap_or_default()
+    }
+
+    /// The round an `invocation_round` entry written at `at` holds.
+    pub fn from_payload(payload: &str, at: UnixMillis) -> Result<RoundRecord, StoreError> {
+        let payload: RoundPayload =
+            serde_json::from_str(payload).map_err(|source| StoreError::StoredJson {
+                column: "transcript.payload",
+                source,
+            })?;
+        Ok(RoundRecord {
+            round: payload.round,
+            asked: payload.asked,
+            request_state: payload.request_state,
+            at,
+        })
+    }
 }
 
 /// A form a plugin asked for.

@@ -340,14 +340,13 @@ pub(super) fn record_round(
             });
         }
     };
-    let payload =
-        serde_json::json!({"round": round, "asked": asked, "request_state": request_state});
+    let payload = RoundRecord::payload(round, asked, request_state);
     append_entry(
         conn,
         &session,
         EntryKind::InvocationRound,
         Some(invocation),
-        &payload.to_string(),
+        &payload,
     )
     .map(drop)
 }
@@ -363,30 +362,9 @@ pub(super) fn rounds(conn: &Connection, invocation: &str) -> Result<Vec<RoundRec
     let mut rounds = Vec::new();
     for row in rows {
         let (payload, at) = row?;
-        rounds.push(round_record(&payload, at)?);
+        rounds.push(RoundRecord::from_payload(&payload, at)?);
     }
     Ok(rounds)
-}
-
-/// A round from the payload of its transcript entry.
-fn round_record(payload: &str, at: UnixMillis) -> Result<RoundRecord, StoreError> {
-    #[derive(serde::Deserialize)]
-    struct Payload {
-        round: u32,
-        asked: Vec<String>,
-        request_state: bool,
-    }
-    let payload: Payload =
-        serde_json::from_str(payload).map_err(|source| StoreError::StoredJson {
-            column: "transcript.payload",
-            source,
-        })?;
-    Ok(RoundRecord {
-        round: payload.round,
-        asked: payload.asked,
-        request_state: payload.request_state,
-        at,
-    })
 }
 
 // ---- forms ----
