@@ -144,6 +144,19 @@ const HOST_ROOMS: &[(&str, &[&str])] = &[
         "config",
         &["session", "plugin", "doctor", "store", "transport"],
     ),
+    // MCP Apps' pure decisions: plugin JSON in, policy out; the session layer acts on them.
+    (
+        "apps",
+        &[
+            "session",
+            "plugin",
+            "transport",
+            "store",
+            "doctor",
+            "persist",
+            "broker",
+        ],
+    ),
 ];
 
 /// Fails with one line per use of a higher room from a lower one in `crates/host/src`: a path
