@@ -97,6 +97,7 @@ pub async fn tools(
     options.protocol = resolved.protocol;
     options.extensions = ClientExtensions {
         openai_elicitation: config.features.openai_elicitation,
+        mcp_apps: false,
     };
     let plugin = Plugin::connect(&resolved.target, options).await?;
     let tools = plugin.list_tools().await;
@@ -128,6 +129,7 @@ pub async fn call(
     options.protocol = resolved.protocol.clone();
     options.extensions = ClientExtensions {
         openai_elicitation: config.features.openai_elicitation,
+        mcp_apps: false,
     };
     let plugin = Plugin::connect(&resolved.target, options).await?;
     let result = match approve(

@@ -345,6 +345,7 @@ pub async fn diagnose(target: &PluginTarget, config: &Config, options: DoctorOpt
     connect.protocol = options.protocol.clone();
     let extensions = ClientExtensions {
         openai_elicitation: config.features.openai_elicitation,
+        mcp_apps: false,
     };
     connect.extensions = extensions;
     let headers = config

@@ -73,6 +73,16 @@ pub enum Event {
         /// Whether the plugin sent `requestState`.
         request_state: bool,
     },
+    /// The call declared an MCP App: its tool definition (before the call is sent) or its
+    /// result's `_meta` (just before `tool_call_finished`) names a UI resource. Only such
+    /// calls get an app card; the UI opens the document through the host
+    /// ([`Host::open_app`](crate::Host::open_app)).
+    ToolCallApp {
+        /// The invocation's id.
+        call_id: String,
+        /// The UI resource's URI.
+        resource_uri: String,
+    },
     /// A plugin asks a question; show it (or queue it behind the form on screen).
     FormRequested {
         /// The form's id, used to answer it.

@@ -37,5 +37,8 @@ pub use plugin::{
     PROTOCOL_VERSION, Plugin, PluginTarget, RoundObserver, ServerInfo, client_capabilities,
 };
 pub use responder::{BoxFuture, DeclineNotice, FormAction, FormPrompt, FormReply, FormResponder};
-pub use session::{CommandError, Host, HostOptions, UiGuard, UploadError, reason, server_target};
+pub use session::{
+    APPS_PROTOCOL_VERSION, AppError, AppReply, CommandError, Host, HostOptions, MAX_APP_TEXT_BYTES,
+    OpenedApp, UiGuard, UploadError, reason, server_target,
+};
 pub use transport::MAX_FRAME_BYTES;

@@ -11,9 +11,9 @@ use formwork_forms::ElicitationRequest;
 use crate::events::{Event, Role};
 use crate::responder::FormAction;
 use crate::store::{
-    ApprovalChoice, ApprovalResolution, ApprovalStatus, EntryDetail, EntryKind, FormResolution,
-    FormStatus, InvocationOutcome, InvocationStatus, NewApproval, NewForm, NewInvocation,
-    PlainEntryKind, RoundRecord, Store, StoreError, ToolResult,
+    AppRecord, ApprovalChoice, ApprovalResolution, ApprovalStatus, EntryDetail, EntryKind,
+    FormResolution, FormStatus, InvocationOutcome, InvocationStatus, NewApproval, NewForm,
+    NewInvocation, PlainEntryKind, RoundRecord, Store, StoreError, ToolResult,
 };
 
 /// Writes one event of `session`; `request` is the plugin's params of a `FormRequested`.
@@ -79,6 +79,19 @@ pub(crate) async fn write(
         } => {
             store
                 .record_round(call_id, *round, asked, *request_state)
+                .await
+        }
+        Event::ToolCallApp {
+            call_id,
+            resource_uri,
+        } => {
+            store
+                .record_app(
+                    call_id,
+                    AppRecord {
+                        resource_uri: resource_uri.clone(),
+                    },
+                )
                 .await
         }
         Event::FormRequested {
@@ -211,6 +224,14 @@ pub(crate) async fn replay(store: &Store, session: &str) -> Result<Vec<Event>, S
                         round: round.round,
                         asked: round.asked,
                         request_state: round.request_state,
+                    });
+                }
+            }
+            (EntryKind::InvocationApp, Some(EntryDetail::Invocation(call))) => {
+                if let Ok(app) = AppRecord::from_payload(entry.payload.get()) {
+                    events.push(Event::ToolCallApp {
+                        call_id: call.id,
+                        resource_uri: app.resource_uri,
                     });
                 }
             }

@@ -103,6 +103,7 @@ async fn connect(target: PluginTarget, openai: bool, answer: Answer) -> (Plugin,
     options.inherit_stderr = false;
     options.extensions = ClientExtensions {
         openai_elicitation: openai,
+        mcp_apps: false,
     };
     let plugin = tokio::time::timeout(Duration::from_secs(60), Plugin::connect(&target, options))
         .await
@@ -167,6 +168,7 @@ fn capabilities_gain_the_extension_only_with_the_feature() {
     );
     let on = ClientExtensions {
         openai_elicitation: true,
+        mcp_apps: false,
     };
     assert_eq!(
         client_capabilities(&on),

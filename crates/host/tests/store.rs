@@ -1026,8 +1026,8 @@ impl Random {
     }
 }
 
-/// A database of schema 1 (before `invocation_round` entries) opens with its transcript intact,
-/// and then takes rounds.
+/// A database of schema 1 (before `invocation_round` entries and MCP Apps) opens with its
+/// transcript intact, and then takes rounds.
 #[tokio::test]
 async fn a_schema_1_database_keeps_its_transcript_and_takes_rounds() {
     let (_dir, path) = temp_db();
@@ -1055,6 +1055,7 @@ async fn a_schema_1_database_keeps_its_transcript_and_takes_rounds() {
         INSERT INTO transcript_v1 SELECT * FROM transcript;
         DROP TABLE transcript;
         ALTER TABLE transcript_v1 RENAME TO transcript;
+        DROP TABLE app_state;
         PRAGMA user_version = 1;",
     )
     .unwrap();

@@ -6,6 +6,7 @@ import { el } from "./dom.js";
 import { api, takeToken, tokenInFragment, LockedError, SessionSocket, uploadFile } from "./net.js";
 import { Transcript } from "./transcript.js";
 import { Palette } from "./palette.js";
+import { Apps } from "./apps.js";
 
 const $ = (testid) => document.querySelector(`[data-testid=${testid}]`);
 
@@ -20,7 +21,17 @@ const stopButton = $("stop-turn");
 const connection = $("connection-status");
 const reconnectButton = $("reconnect");
 
+const apps = new Apps({
+  panel: $("app-panel"),
+  panelBody: $("app-panel-body"),
+  panelTitle: $("app-panel-title"),
+  panelClose: $("app-panel-close"),
+  pip: $("app-pip"),
+  parking: $("app-parking"),
+});
+
 const transcript = new Transcript($("transcript"), {
+  apps,
   send: (command) => page.socket?.send(command) ?? false,
   upload: (file) => uploadFile(page.sessionId, file),
   onTurn: (running) => {
@@ -64,6 +75,7 @@ $("theme-toggle").addEventListener("click", () => {
     // Storage may be off; the theme still changes for this page.
   }
   applyTheme(next);
+  window.dispatchEvent(new Event("formwork-theme"));
 });
 
 // ---- sessions ----
@@ -137,6 +149,7 @@ function openSession(id) {
   if (page.sessionId === id && page.socket) return;
   page.socket?.close();
   page.sessionId = id;
+  apps.open(id);
   drawSessions();
   connect();
 }

@@ -66,7 +66,14 @@ export async function api(path, options = {}) {
   }
   if (!response.ok) {
     const text = await response.text();
-    throw new Error(`${response.status}: ${text.trim()}`);
+    const error = new Error(`${response.status}: ${text.trim()}`);
+    error.status = response.status;
+    try {
+      error.data = JSON.parse(text);
+    } catch {
+      error.data = null;
+    }
+    throw error;
   }
   return response.json();
 }

@@ -7,7 +7,8 @@ import { FormCard, UrlCard, ApprovalCard } from "./cards.js";
 const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
 
 export class Transcript {
-  // hooks: {send(command) -> bool, upload(file) -> Promise<{uri, name}>, onTurn(running), announce(text), composer()}
+  // hooks: {send(command) -> bool, upload(file) -> Promise<{uri, name}>, onTurn(running), announce(text), composer(),
+  //         apps: the page's Apps}
   constructor(root, hooks) {
     this.root = root;
     this.hooks = hooks;
@@ -16,6 +17,7 @@ export class Transcript {
 
   // Forgets everything: a snapshot follows.
   reset() {
+    this.hooks.apps.park();
     this.root.replaceChildren();
     this.cards = new Map();
     this.calls = new Map();
@@ -85,6 +87,11 @@ export class Transcript {
         return this.callFinished(message);
       case "tool_call_round":
         return this.callRound(message);
+      case "tool_call_app": {
+        const call = this.calls.get(message.call_id);
+        if (call) call.app = this.hooks.apps.declare(message, call.call, call.node);
+        return;
+      }
       case "form_requested":
       case "approval_requested":
         return this.cardRequested(message);
@@ -146,7 +153,7 @@ export class Transcript {
         el("pre", { testid: "tool-arguments", text: pretty(args ?? {}) }),
       ),
     );
-    this.calls.set(call_id, { node, status });
+    this.calls.set(call_id, { node, status, call: { server, tool, arguments: args } });
     this.add(node);
   }
 
@@ -164,6 +171,7 @@ export class Transcript {
       if (card.callId === event.call_id) card.callFinished(event);
     }
     if (!call) return;
+    this.hooks.apps.finished(event);
     const { node, status } = call;
     if (event.error) {
       node.dataset.state = "error";

@@ -58,10 +58,12 @@ enum Refusal {
 }
 
 impl Access {
-    pub(crate) fn new(token: String, port: u16) -> Access {
+    pub(crate) fn new(token: String, port: u16, apps_port: u16) -> Access {
+        let frames = crate::sandbox::Sandbox::frame_source(apps_port);
         let csp = format!(
             "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: https:; \
              font-src 'self'; connect-src 'self' ws://127.0.0.1:{port} ws://localhost:{port}; \
+             frame-src {frames}; \
              object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; \
              require-trusted-types-for 'script'; trusted-types 'none'"
         );
@@ -240,7 +242,7 @@ mod tests {
     use super::*;
 
     fn access() -> Access {
-        Access::new("abc".to_owned(), 4000)
+        Access::new("abc".to_owned(), 4000, 4001)
     }
 
     fn check_as(method: Method, headers: &[(&str, &str)], uri: &str) -> Result<(), Refusal> {

@@ -57,6 +57,11 @@ const ASSETS: &[Asset] = &[
         body: include_str!("../assets/transcript.js"),
     },
     Asset {
+        name: "apps.js",
+        mime: JS,
+        body: include_str!("../assets/apps.js"),
+    },
+    Asset {
         name: "palette.js",
         mime: JS,
         body: include_str!("../assets/palette.js"),

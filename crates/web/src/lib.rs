@@ -24,6 +24,7 @@ mod assets;
 mod assistant;
 mod error;
 pub mod model;
+mod sandbox;
 mod socket;
 mod tools;
 
@@ -59,6 +60,8 @@ pub struct WebOptions {
 /// A bound, not yet serving workbench.
 pub struct Workbench {
     listener: TcpListener,
+    /// The app sandbox's listener: app documents, each on an origin of its own.
+    apps_listener: TcpListener,
     addr: SocketAddr,
     state: AppState,
 }
@@ -70,6 +73,7 @@ pub(crate) struct AppState {
     pub(crate) access: Arc<access::Access>,
     pub(crate) model: Option<Arc<ScriptedModel>>,
     pub(crate) tools: Arc<tools::Catalogue>,
+    pub(crate) sandbox: Arc<sandbox::Sandbox>,
     /// Cancelled when the server stops, so open sockets close instead of holding it up.
     pub(crate) shutdown: CancellationToken,
 }
@@ -88,6 +92,13 @@ impl Workbench {
             port: options.port,
             source,
         })?;
+        let apps_listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .await
+            .map_err(|source| WebError::Bind { port: 0, source })?;
+        let apps_port = apps_listener
+            .local_addr()
+            .map_err(|source| WebError::Bind { port: 0, source })?
+            .port();
         let token = match options.token {
             Some(token) if access::usable_token(&token) => token,
             Some(_) => return Err(WebError::Token),
@@ -95,9 +106,10 @@ impl Workbench {
         };
         let state = AppState {
             host,
-            access: Arc::new(access::Access::new(token, addr.port())),
+            access: Arc::new(access::Access::new(token, addr.port(), apps_port)),
             model: options.model.map(Arc::new),
             tools: Arc::new(tools::Catalogue::default()),
+            sandbox: Arc::new(sandbox::Sandbox::new(addr.port(), apps_port)),
             shutdown: CancellationToken::new(),
         };
         let warm = state.clone();
@@ -106,6 +118,7 @@ impl Workbench {
         });
         Ok(Workbench {
             listener,
+            apps_listener,
             addr,
             state,
         })
@@ -114,6 +127,14 @@ impl Workbench {
     /// The bound address (always 127.0.0.1).
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The port of the app sandbox's listener (app documents are served on
+    /// `http://<document>.localhost:<port>/`).
+    pub fn apps_port(&self) -> u16 {
+        self.apps_listener
+            .local_addr()
+            .map_or(0, |addr| addr.port())
     }
 
     /// The access token.
@@ -133,6 +154,18 @@ impl Workbench {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), WebError> {
         let stop = self.state.shutdown.clone();
+        let apps = Router::new()
+            .route("/", get(sandbox::document))
+            .fallback(sandbox::nothing)
+            .with_state(Arc::clone(&self.state.sandbox));
+        let apps_stop = stop.clone();
+        let apps_server = axum::serve(self.apps_listener, apps)
+            .with_graceful_shutdown(async move { apps_stop.cancelled().await });
+        tokio::spawn(async move {
+            if let Err(err) = apps_server.await {
+                tracing::error!(target: "formwork::web", %err, "the app sandbox listener failed");
+            }
+        });
         let app = router(self.state);
         // Events are small and must reach the page at once: no Nagle delay on the socket.
         let listener = self.listener.tap_io(|tcp| {
@@ -158,6 +191,9 @@ fn router(state: AppState) -> Router {
             get(api::list_sessions).post(api::create_session),
         )
         .route("/api/tools", get(api::tools))
+        .route("/api/sessions/{id}/apps/{call}", post(sandbox::open))
+        .route("/api/apps/{doc}/rpc", post(sandbox::relay))
+        .route("/api/apps/{doc}", axum::routing::delete(sandbox::release))
         .route("/api/sessions/{id}/socket", get(socket::upgrade))
         .route(
             "/api/sessions/{id}/uploads",

@@ -66,6 +66,8 @@ async fn list_server(host: &Host, name: &str, server: &ServerConfig) -> Value {
                 .and_then(Value::as_str)
                 .is_some_and(|tool| server.exposes_tool(tool))
         })
+        // A tool only an app may call is not the person's (nor the model's) to call.
+        .filter(|tool| formwork_host::apps::visibility(tool).model)
         .map(describe)
         .collect();
     json!({ "name": name, "tools": tools, "error": error })
@@ -77,6 +79,7 @@ async fn fetch(host: &Host, name: &str, server: &ServerConfig) -> Result<Vec<Val
     options.http_headers = server.transport.http_headers()?;
     options.extensions = ClientExtensions {
         openai_elicitation: host.config().features.openai_elicitation,
+        mcp_apps: true,
     };
     let plugin = Plugin::connect(&target, options)
         .await

@@ -3,6 +3,7 @@
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
@@ -208,6 +209,12 @@ fn on_notification(shared: &Shared, method: &str, params: Params) {
             if let Some(token) = token {
                 token.cancel();
             }
+        }
+        "notifications/tools/list_changed" => {
+            shared.changes.tools.fetch_add(1, Ordering::AcqRel);
+        }
+        "notifications/resources/list_changed" => {
+            shared.changes.resources.fetch_add(1, Ordering::AcqRel);
         }
         "notifications/message" => {
             let level = params

@@ -95,6 +95,9 @@ pub struct ConnectOptions {
 pub struct ClientExtensions {
     /// `features.openai_elicitation`: OpenAI's form extension (`openai/elicitation`).
     pub openai_elicitation: bool,
+    /// MCP Apps (`io.modelcontextprotocol/ui`): declared by a host that shows app documents
+    /// (the workbench's sessions and palette), never by the terminal commands.
+    pub mcp_apps: bool,
 }
 
 impl ConnectOptions {
@@ -115,14 +118,26 @@ impl ConnectOptions {
 }
 
 /// The client capabilities formwork declares, in `initialize` or in every 2026-07-28 request's
-/// `_meta`: form and URL elicitation and, with `features.openai_elicitation`, OpenAI's form
-/// extension (`extensions["openai/elicitation"] = {"form": {}}`). No sampling and no roots: a
+/// `_meta`: form and URL elicitation; with `features.openai_elicitation`, OpenAI's form
+/// extension (`extensions["openai/elicitation"] = {"form": {}}`); with `mcp_apps`, MCP Apps
+/// (`extensions["io.modelcontextprotocol/ui"] = {"mimeTypes": ["text/html;profile=mcp-app"]}`).
+/// No sampling and no roots: a
 /// plugin that asks for them in an `input_required` result has its call fail (see `rounds.rs`).
 /// The one place they are built.
 pub fn client_capabilities(extensions: &ClientExtensions) -> Value {
     let mut capabilities = json!({"elicitation": {"form": {}, "url": {}}});
+    let mut declared = serde_json::Map::new();
     if extensions.openai_elicitation {
-        capabilities["extensions"] = json!({OPENAI_ELICITATION: {"form": {}}});
+        declared.insert(OPENAI_ELICITATION.to_owned(), json!({"form": {}}));
+    }
+    if extensions.mcp_apps {
+        declared.insert(
+            crate::apps::UI_EXTENSION.to_owned(),
+            json!({"mimeTypes": [crate::apps::APP_MIME]}),
+        );
+    }
+    if !declared.is_empty() {
+        capabilities["extensions"] = Value::Object(declared);
     }
     capabilities
 }
@@ -331,6 +346,18 @@ pub(crate) struct Shared {
     log_budget: Mutex<crate::budget::LogBudget>,
     /// The `_meta` envelope every request carries, once the connection speaks 2026-07-28.
     envelope: OnceLock<serde_json::Map<String, Value>>,
+    /// How often the plugin said its tools or its resources changed
+    /// (`notifications/{tools,resources}/list_changed`): what was listed before is stale.
+    pub(crate) changes: ListChanges,
+    /// The last `tools/list`, and the count of tool changes it was listed at.
+    tools: Mutex<Option<(u64, Arc<Vec<Value>>)>>,
+}
+
+/// Counts of the plugin's `list_changed` notifications.
+#[derive(Default)]
+pub(crate) struct ListChanges {
+    pub(crate) tools: AtomicU64,
+    pub(crate) resources: AtomicU64,
 }
 
 impl Plugin {
@@ -371,6 +398,8 @@ impl Plugin {
             extensions,
             log_budget: Mutex::new(crate::budget::LogBudget::new(Instant::now())),
             envelope: OnceLock::new(),
+            changes: ListChanges::default(),
+            tools: Mutex::new(None),
         });
         tasks.push(tokio::spawn(dispatch::read_loop(
             Arc::clone(&shared),
@@ -471,15 +500,39 @@ impl Plugin {
         )))
     }
 
-    /// The tool's entry in `tools/list` (annotations, title, description), or `null` when the
-    /// plugin does not list it.
+    /// [`Plugin::list_tools`], listed again only after the plugin said its tools changed
+    /// (`notifications/tools/list_changed`).
+    pub async fn tools(&self) -> Result<Arc<Vec<Value>>, HostError> {
+        let changes = self.shared.changes.tools.load(Ordering::Acquire);
+        if let Ok(cached) = self.shared.tools.lock()
+            && let Some((listed_at, tools)) = cached.as_ref()
+            && *listed_at == changes
+        {
+            return Ok(Arc::clone(tools));
+        }
+        let tools = Arc::new(self.list_tools().await?);
+        if let Ok(mut cached) = self.shared.tools.lock() {
+            *cached = Some((changes, Arc::clone(&tools)));
+        }
+        Ok(tools)
+    }
+
+    /// The tool's entry in `tools/list` (annotations, title, description, `_meta`), or `null`
+    /// when the plugin does not list it.
     pub async fn listed_tool(&self, tool: &str) -> Result<Value, HostError> {
         Ok(self
-            .list_tools()
+            .tools()
             .await?
-            .into_iter()
+            .iter()
             .find(|listed| listed.get("name").and_then(Value::as_str) == Some(tool))
+            .cloned()
             .unwrap_or(Value::Null))
+    }
+
+    /// How many times the plugin has said its resources changed
+    /// (`notifications/resources/list_changed`): a resource read at another count may be stale.
+    pub fn resource_changes(&self) -> u64 {
+        self.shared.changes.resources.load(Ordering::Acquire)
     }
 
     /// Calls a tool and returns its `CallToolResult` exactly as the plugin sent it.

@@ -93,8 +93,16 @@ impl Session {
     ) -> Result<Value, String> {
         // Everything before the call is boxed and gone once it is done: the call's own wait,
         // which may last as long as a person takes, holds only what it needs.
-        let connection =
+        let (connection, listed) =
             Box::pin(self.prepare_call(server, target, call_id, tool, arguments.as_ref())).await?;
+        // An app card only for a call whose tool, or else result, declares a UI.
+        let mut declared = crate::apps::declared_ui(Some(&listed), None);
+        if let Some(resource_uri) = &declared {
+            self.emit(Event::ToolCallApp {
+                call_id: call_id.to_owned(),
+                resource_uri: resource_uri.clone(),
+            });
+        }
         let (request, _route) = connection.route(self, call_id);
         let on_round = |round: &InputRound| {
             self.emit(Event::ToolCallRound {
@@ -104,14 +112,25 @@ impl Session {
                 request_state: round.request_state,
             });
         };
-        connection
+        let result = connection
             .plugin
             .call_tool_rounds(request, tool, arguments, &on_round)
             .await
-            .map_err(|err| err.to_string())
+            .map_err(|err| err.to_string())?;
+        if declared.is_none() {
+            declared = crate::apps::declared_ui(None, Some(&result));
+            if let Some(resource_uri) = declared {
+                self.emit(Event::ToolCallApp {
+                    call_id: call_id.to_owned(),
+                    resource_uri,
+                });
+            }
+        }
+        Ok(result)
     }
 
-    /// The connection for a call the policy allows, once any approval card was answered.
+    /// The connection for a call the policy allows, once any approval card was answered, and
+    /// the tool's listing (`null` when the plugin does not list it).
     async fn prepare_call(
         self: &Arc<Self>,
         server: &str,
@@ -119,7 +138,7 @@ impl Session {
         call_id: &str,
         tool: &str,
         arguments: Option<&Value>,
-    ) -> Result<Connection, String> {
+    ) -> Result<(Connection, Value), String> {
         let connection = Box::pin(self.connection(server, target))
             .await
             .map_err(|err| err.to_string())?;
@@ -129,15 +148,16 @@ impl Session {
             .upgrade()
             .ok_or_else(|| "the host is shutting down".to_owned())?;
         let config = host.config();
-        // The tool's annotations matter unless the mode approves every call anyway.
-        let (mode, _) = policy::approval_mode(&config, server, tool);
-        let listed = if mode == crate::config::ApprovalMode::Approve {
-            Value::Null
-        } else {
-            Box::pin(plugin.listed_tool(tool))
-                .await
-                .unwrap_or(Value::Null)
-        };
+        // Listed once per connection (until the plugin says its tools changed): its
+        // annotations, its visibility and its app.
+        let listed = Box::pin(plugin.listed_tool(tool))
+            .await
+            .unwrap_or(Value::Null);
+        if !listed.is_null() && !crate::apps::visibility(&listed).model {
+            return Err(format!(
+                "`{tool}` is a tool for the plugin's app only (its `_meta.ui.visibility` lacks \"model\")"
+            ));
+        }
         let verdict = policy::tool_approval(&config, server, tool, listed.get("annotations"));
         let verdict = self.lock().approvals.apply(verdict);
         tracing::info!(target: "formwork::policy", marker = "policy-decision", session = %self.id, server, tool, reason = %verdict.reason, "tool approval");
@@ -165,7 +185,7 @@ impl Session {
                 }
             }
         }
-        Ok(connection)
+        Ok((connection, listed))
     }
 
     /// Shows the approval card and waits for the person.

@@ -86,14 +86,23 @@ impl Session {
             );
             return Box::pin(async { FormReply::decline() });
         }
-        if self.lock().turn.is_none() {
+        // A form outside a turn belongs to an app's tool call, or to nothing.
+        let app_call = call_id
+            .is_none()
+            .then(|| self.lock().only_app_call().cloned())
+            .flatten();
+        let outside = {
+            let state = self.lock();
+            state.turn.is_none() && call_id.is_none() && !state.app_calls_running()
+        };
+        if outside {
             self.plugin_diagnostic(
                 "elicitation-outside-turn",
                 format!("{server} asked for a form while no tool call of this session was running; declined"),
             );
             return Box::pin(async { FormReply::decline() });
         }
-        let call_id = call_id.or_else(|| {
+        let call_id = call_id.or(app_call).or_else(|| {
             self.lock().turn.as_ref().and_then(|turn| {
                 (turn.calls.len() == 1)
                     .then(|| turn.calls.keys().next().cloned())

@@ -195,6 +195,7 @@ async fn connect(
     options.inherit_stderr = host.options.inherit_stderr;
     options.extensions = ClientExtensions {
         openai_elicitation: host.config().features.openai_elicitation,
+        mcp_apps: true,
     };
     if let Some(server) = host.config().server(name) {
         options.protocol = server.protocol_version.clone();

@@ -5,10 +5,12 @@
 //! call whose stream carried it (a connection shared by sessions, see `connections.rs`); forms
 //! of different sessions never wait on each other.
 
+mod apps;
 mod calls;
 mod cards;
 mod connections;
 
+pub use apps::{APPS_PROTOCOL_VERSION, AppError, AppReply, MAX_APP_TEXT_BYTES, OpenedApp};
 pub use calls::server_target;
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -160,6 +162,8 @@ struct SessionState {
     /// The `file://` URIs of the files the person added in this session ([`Host::save_upload`]):
     /// the only local files an answer may name.
     uploads: HashSet<String>,
+    /// The documents of its apps and what they left behind.
+    apps: apps::SessionApps,
 }
 
 /// An event waiting for the store.
@@ -199,6 +203,7 @@ impl Host {
         for record in store.list_sessions().await? {
             let events = crate::persist::replay(&store, &record.id).await?;
             let session = host.inner.new_session(record.id.clone(), events);
+            session.restore_app_state(store.app_states(&record.id).await?);
             if let Ok(mut sessions) = host.inner.sessions.lock() {
                 sessions.insert(record.id, session);
             }

@@ -39,10 +39,11 @@ use tokio::sync::{mpsc, oneshot};
 
 pub use error::StoreError;
 pub use records::{
-    ApprovalChoice, ApprovalRecord, ApprovalResolution, ApprovalStatus, EntryDetail, EntryKind,
-    FormRecord, FormResolution, FormStatus, HOST_STOPPED, InvocationOutcome, InvocationRecord,
-    InvocationStatus, NewApproval, NewForm, NewInvocation, PlainEntryKind, Recovery, RoundRecord,
-    SessionRecord, StoreStats, ToolResult, TranscriptEntry, UnixMillis,
+    AppRecord, AppStatePart, AppStateRecord, ApprovalChoice, ApprovalRecord, ApprovalResolution,
+    ApprovalStatus, EntryDetail, EntryKind, FormRecord, FormResolution, FormStatus, HOST_STOPPED,
+    InvocationOutcome, InvocationRecord, InvocationStatus, NewApproval, NewForm, NewInvocation,
+    PlainEntryKind, Recovery, RoundRecord, SessionRecord, StoreStats, ToolResult, TranscriptEntry,
+    UnixMillis,
 };
 pub use schema::SCHEMA_VERSION;
 pub use uploads::{MAX_UPLOAD_BYTES, UPLOADS_DIR, Upload, save_upload};
@@ -310,6 +311,33 @@ impl Store {
         let asked = asked.to_vec();
         self.write(move |conn| sql::record_round(conn, &invocation, round, &asked, request_state))
             .await
+    }
+
+    /// Records the UI resource (MCP App) a tool call declared: a transcript entry of kind
+    /// [`EntryKind::InvocationApp`] referring to the call.
+    pub async fn record_app(&self, invocation: &str, app: AppRecord) -> Result<(), StoreError> {
+        let invocation = invocation.to_owned();
+        self.write(move |conn| sql::record_app(conn, &invocation, &app))
+            .await
+    }
+
+    /// Replaces one part of the state an invocation's app left behind (`value`: JSON text,
+    /// kept as it is).
+    pub async fn save_app_state(
+        &self,
+        invocation: &str,
+        part: AppStatePart,
+        value: String,
+    ) -> Result<(), StoreError> {
+        let invocation = invocation.to_owned();
+        self.write(move |conn| sql::save_app_state(conn, &invocation, part, &value))
+            .await
+    }
+
+    /// The states the apps of a session's invocations left behind.
+    pub async fn app_states(&self, session: &str) -> Result<Vec<AppStateRecord>, StoreError> {
+        let session = session.to_owned();
+        self.read(move |conn| sql::app_states(conn, &session)).await
     }
 
     /// The `input_required` rounds of a tool call, in order.

@@ -70,6 +70,9 @@ stored_enum! {
         /// A 2026-07-28 round of a running tool call (its payload: `round`, `asked`,
         /// `request_state`); the entry refers to the call's [`InvocationRecord`].
         InvocationRound => "invocation_round",
+        /// The UI resource (MCP App) a tool call declared (its payload: `resource_uri`); the
+        /// entry refers to the call's [`InvocationRecord`].
+        InvocationApp => "invocation_app",
     }
 }
 
@@ -311,6 +314,50 @@ impl RoundRecord {
             at,
         })
     }
+}
+
+/// The payload of an `invocation_app` transcript entry: the UI resource a call declared.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppRecord {
+    /// The `ui://` (or `openai/outputTemplate`) URI of the app's document.
+    pub resource_uri: String,
+}
+
+impl AppRecord {
+    /// The payload of its transcript entry, as JSON text.
+    pub(crate) fn payload(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// The record an `invocation_app` entry holds.
+    pub fn from_payload(payload: &str) -> Result<AppRecord, StoreError> {
+        serde_json::from_str(payload).map_err(|source| StoreError::StoredJson {
+            column: "transcript.payload",
+            source,
+        })
+    }
+}
+
+/// What an app left behind for its invocation, each part the JSON text the app sent.
+#[derive(Debug, Clone)]
+pub struct AppStateRecord {
+    /// The invocation whose app it is.
+    pub invocation: String,
+    /// The last `ui/update-model-context` params.
+    pub model_context: Option<Box<RawValue>>,
+    /// The last state a widget saved (`window.openai.setWidgetState`).
+    pub widget_state: Option<Box<RawValue>>,
+    /// When it last changed.
+    pub updated_at: UnixMillis,
+}
+
+/// Which part of an app's state to replace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppStatePart {
+    /// `ui/update-model-context`: the context the model sees with later messages.
+    ModelContext,
+    /// A widget's saved state.
+    WidgetState,
 }
 
 /// A form a plugin asked for.

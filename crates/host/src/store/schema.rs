@@ -116,6 +116,37 @@ const MIGRATIONS: &[&str] = &[
     DROP TABLE transcript;
     ALTER TABLE transcript_v2 RENAME TO transcript;
     "#,
+    // 2 → 3: MCP Apps. The entry kind `invocation_app` says which UI resource a call declared
+    // (its ref_id names the invocation), rebuilt in like 1 → 2; `app_state` keeps what an app
+    // left behind per invocation: the model context it set and a widget's saved state, each the
+    // JSON text as the app sent it.
+    r#"
+    CREATE TABLE transcript_v3 (
+        session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        seq         INTEGER NOT NULL CHECK (seq > 0),
+        kind        TEXT NOT NULL CHECK (kind IN ('user_message', 'assistant_message',
+                        'invocation', 'form', 'approval', 'diagnostic',
+                        'invocation_end', 'form_end', 'approval_end', 'invocation_round',
+                        'invocation_app')),
+        ref_id      TEXT,
+        payload     TEXT NOT NULL,
+        at          INTEGER NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    ) STRICT;
+    INSERT INTO transcript_v3 (session_id, seq, kind, ref_id, payload, at)
+        SELECT session_id, seq, kind, ref_id, payload, at FROM transcript;
+    DROP TABLE transcript;
+    ALTER TABLE transcript_v3 RENAME TO transcript;
+
+    CREATE TABLE app_state (
+        invocation_id  TEXT PRIMARY KEY NOT NULL REFERENCES invocations(id) ON DELETE CASCADE,
+        session_id     TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        model_context  TEXT,
+        widget_state   TEXT,
+        updated_at     INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX app_state_by_session ON app_state(session_id);
+    "#,
 ];
 
 /// Settings of the writing connection. `synchronous = FULL` makes every commit sync the WAL,

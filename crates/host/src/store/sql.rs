@@ -8,8 +8,9 @@ use serde_json::value::RawValue;
 
 use super::error::{StoreError, is_duplicate};
 use super::records::{
-    ApprovalChoice, ApprovalRecord, ApprovalStatus, EntryDetail, EntryKind, FormRecord, FormStatus,
-    InvocationRecord, InvocationStatus, RoundRecord, SessionRecord, TranscriptEntry, UnixMillis,
+    AppRecord, AppStatePart, AppStateRecord, ApprovalChoice, ApprovalRecord, ApprovalStatus,
+    EntryDetail, EntryKind, FormRecord, FormStatus, InvocationRecord, InvocationStatus,
+    RoundRecord, SessionRecord, TranscriptEntry, UnixMillis,
 };
 
 /// The current time in Unix milliseconds.
@@ -181,7 +182,10 @@ pub(super) fn transcript(
         let kind = EntryKind::from_stored("transcript.kind", &row.get::<_, String>(1)?)?;
         let ref_id: Option<String> = row.get(2)?;
         let detail = ref_id.and_then(|id| match kind {
-            EntryKind::Invocation | EntryKind::InvocationEnd | EntryKind::InvocationRound => {
+            EntryKind::Invocation
+            | EntryKind::InvocationEnd
+            | EntryKind::InvocationRound
+            | EntryKind::InvocationApp => {
                 invocations.get(&id).cloned().map(EntryDetail::Invocation)
             }
             EntryKind::Form | EntryKind::FormEnd => forms.get(&id).cloned().map(EntryDetail::Form),
@@ -365,6 +369,81 @@ pub(super) fn rounds(conn: &Connection, invocation: &str) -> Result<Vec<RoundRec
         rounds.push(RoundRecord::from_payload(&payload, at)?);
     }
     Ok(rounds)
+}
+
+/// Records the UI resource a tool call declared: an `invocation_app` entry referring to it.
+pub(super) fn record_app(
+    conn: &Connection,
+    invocation: &str,
+    app: &AppRecord,
+) -> Result<(), StoreError> {
+    let session: Option<String> = conn
+        .prepare_cached("SELECT session_id FROM invocations WHERE id = ?1")?
+        .query_row(params![invocation], |row| row.get(0))
+        .optional()?;
+    let Some(session) = session else {
+        return Err(StoreError::NotFound {
+            kind: "invocation",
+            id: invocation.to_owned(),
+        });
+    };
+    append_entry(
+        conn,
+        &session,
+        EntryKind::InvocationApp,
+        Some(invocation),
+        &app.payload(),
+    )
+    .map(drop)
+}
+
+/// Replaces one part of the state an invocation's app left behind.
+pub(super) fn save_app_state(
+    conn: &Connection,
+    invocation: &str,
+    part: AppStatePart,
+    value: &str,
+) -> Result<(), StoreError> {
+    let column = match part {
+        AppStatePart::ModelContext => "model_context",
+        AppStatePart::WidgetState => "widget_state",
+    };
+    let changed = conn
+        .prepare_cached(&format!(
+            "INSERT INTO app_state (invocation_id, session_id, {column}, updated_at)
+             SELECT id, session_id, ?2, ?3 FROM invocations WHERE id = ?1
+             ON CONFLICT (invocation_id) DO UPDATE SET {column} = ?2, updated_at = ?3"
+        ))?
+        .execute(params![invocation, value, now()])?;
+    if changed == 0 {
+        return Err(StoreError::NotFound {
+            kind: "invocation",
+            id: invocation.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// The app states of a session's invocations, in no particular order.
+pub(super) fn app_states(
+    conn: &Connection,
+    session: &str,
+) -> Result<Vec<AppStateRecord>, StoreError> {
+    let mut statement = conn.prepare_cached(
+        "SELECT invocation_id, model_context, widget_state, updated_at FROM app_state
+         WHERE session_id = ?1",
+    )?;
+    let mut rows = statement.query(params![session])?;
+    let mut states = Vec::new();
+    while let Some(row) = rows.next()? {
+        states.push(AppStateRecord {
+            invocation: row.get(0)?,
+            model_context: optional_json("app_state.model_context", row.get(1)?)?,
+            widget_state: optional_json("app_state.widget_state", row.get(2)?)?,
+            updated_at: row.get(3)?,
+        });
+    }
+    Ok(states)
 }
 
 // ---- forms ----

@@ -1,0 +1,767 @@
+//! MCP Apps of a session: the document of a call that declared a UI, and the requests its app
+//! sends through the page's bridge.
+//!
+//! Authority comes from the invocation alone. A UI names a call of one of its sessions; the
+//! app behind it reaches only the server that call went to, only the tools that server shows
+//! to apps (`_meta.ui.visibility` with `"app"`), and nothing it sends (params, `_meta`, model
+//! context) can name another server, session or tool list. `ui/message` and `ui/open-link`
+//! ask the person first, with a card of the call.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+use crate::apps::{self, AppDocument};
+use crate::broker::{Card, Waiter};
+use crate::events::{Command, Event};
+use crate::responder::FormAction;
+use crate::store::AppStatePart;
+
+use super::{CommandError, Host, Session};
+
+/// The MCP Apps protocol version formwork speaks with apps.
+pub const APPS_PROTOCOL_VERSION: &str = "2026-01-26";
+
+/// A JSON-RPC error code for a refused app request (the spec's implementation-defined code).
+const REFUSED: i64 = -32000;
+const METHOD_NOT_FOUND: i64 = -32601;
+const INVALID_PARAMS: i64 = -32602;
+const INVALID_REQUEST: i64 = -32600;
+
+/// The longest text an app may hand to `ui/message` or set as model context, in bytes.
+pub const MAX_APP_TEXT_BYTES: usize = 64 * 1024;
+
+/// The apps of a session: documents read, and what each invocation's app left behind.
+#[derive(Default)]
+pub(super) struct SessionApps {
+    /// Documents by server and URI, with the server's resource change count they were read at.
+    documents: HashMap<(String, String), (u64, Arc<AppDocument>)>,
+    /// The last `ui/update-model-context` params of each invocation's app.
+    model_context: HashMap<String, Value>,
+    /// A widget's saved state, by invocation.
+    widget_state: HashMap<String, Value>,
+    /// Tool calls apps are making now, by request id: the invocation whose app makes each.
+    calls_in_flight: HashMap<u64, String>,
+}
+
+/// Why an invocation's app cannot be shown.
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[non_exhaustive]
+pub enum AppError {
+    /// No such session.
+    #[error(transparent)]
+    Command(#[from] CommandError),
+    /// The call declared no UI: it is an ordinary tool call, and gets no app.
+    #[error("the call `{0}` declared no app")]
+    NoApp(String),
+    /// The app's source (its server, or the resource) cannot be reached or read.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+/// An invocation's app, ready to show.
+#[derive(Debug, Clone)]
+pub struct OpenedApp {
+    /// The server the call went to.
+    pub server: String,
+    /// The tool's definition as listed (`null` when the server no longer lists it).
+    pub tool: Value,
+    /// The document, its sandbox policy built.
+    pub document: Arc<AppDocument>,
+    /// The state a widget saved for this invocation, if any.
+    pub widget_state: Option<Value>,
+}
+
+/// What the page does with an app's message, once the host decided.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AppReply {
+    /// The JSON-RPC response to post back to the app (none for a notification).
+    pub response: Option<Value>,
+    /// A link the person agreed to open (`ui/open-link`); the page opens it.
+    pub open_link: Option<String>,
+}
+
+impl AppReply {
+    fn result(id: &Value, result: Value) -> AppReply {
+        AppReply {
+            response: Some(json!({"jsonrpc": "2.0", "id": id, "result": result})),
+            open_link: None,
+        }
+    }
+
+    fn error(id: &Value, code: i64, message: impl Into<String>) -> AppReply {
+        AppReply {
+            response: Some(json!({
+                "jsonrpc": "2.0",
+                "id": id,
+                "error": {"code": code, "message": message.into()},
+            })),
+            open_link: None,
+        }
+    }
+}
+
+/// What the session knows of one call, from its events.
+struct CallRecord {
+    server: String,
+    tool: String,
+    resource_uri: Option<String>,
+}
+
+impl Host {
+    /// The app of the call `call_id`: its server is connected (if need be) and its document
+    /// read (once per session, until the server says its resources changed). A call that
+    /// declared no UI has no app ([`AppError::NoApp`]); one whose source is gone says why.
+    pub async fn open_app(&self, session: &str, call_id: &str) -> Result<OpenedApp, AppError> {
+        let session = self.inner.session(session)?;
+        session.open_app(call_id).await
+    }
+
+    /// Serves one message an app sent over the page's bridge: `message` is its JSON-RPC
+    /// request or notification, `context` the host context the page knows (theme, display
+    /// mode, container size, locale, time zone) for `ui/initialize`.
+    pub async fn app_request(
+        &self,
+        session: &str,
+        call_id: &str,
+        message: Value,
+        context: Value,
+    ) -> Result<AppReply, AppError> {
+        let session = self.inner.session(session)?;
+        Ok(session.app_request(call_id, message, context).await)
+    }
+
+    /// The model context the apps of a session set, oldest invocation first: for each, the
+    /// invocation and the params of its last `ui/update-model-context`. A model must treat it
+    /// as untrusted data from the app, never as instructions.
+    pub fn app_model_context(&self, session: &str) -> Result<Vec<(String, Value)>, CommandError> {
+        let session = self.inner.session(session)?;
+        let state = session.lock();
+        let mut contexts: Vec<(String, Value)> = state
+            .log
+            .iter()
+            .filter_map(|event| match event.as_ref() {
+                Event::ToolCallStarted { call_id, .. } => state
+                    .apps
+                    .model_context
+                    .get(call_id)
+                    .map(|context| (call_id.clone(), context.clone())),
+                _ => None,
+            })
+            .collect();
+        contexts.dedup_by(|a, b| a.0 == b.0);
+        Ok(contexts)
+    }
+}
+
+impl Session {
+    fn call_record(&self, call_id: &str) -> Option<CallRecord> {
+        let state = self.lock();
+        let mut record: Option<CallRecord> = None;
+        for event in &state.log {
+            match event.as_ref() {
+                Event::ToolCallStarted {
+                    call_id: id,
+                    server,
+                    tool,
+                    ..
+                } if id == call_id => {
+                    record = Some(CallRecord {
+                        server: server.clone(),
+                        tool: tool.clone(),
+                        resource_uri: None,
+                    });
+                }
+                Event::ToolCallApp {
+                    call_id: id,
+                    resource_uri,
+                } if id == call_id => {
+                    if let Some(record) = record.as_mut() {
+                        record.resource_uri = Some(resource_uri.clone());
+                    }
+                }
+                _ => {}
+            }
+        }
+        record
+    }
+
+    /// Loads what the store kept of this session's apps.
+    pub(super) fn restore_app_state(&self, states: Vec<crate::store::AppStateRecord>) {
+        let mut state = self.lock();
+        for record in states {
+            let parse = |raw: Option<Box<serde_json::value::RawValue>>| {
+                raw.and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
+            };
+            if let Some(context) = parse(record.model_context) {
+                state
+                    .apps
+                    .model_context
+                    .insert(record.invocation.clone(), context);
+            }
+            if let Some(widget) = parse(record.widget_state) {
+                state.apps.widget_state.insert(record.invocation, widget);
+            }
+        }
+    }
+
+    async fn open_app(self: &Arc<Self>, call_id: &str) -> Result<OpenedApp, AppError> {
+        let call = self
+            .call_record(call_id)
+            .ok_or_else(|| AppError::NoApp(call_id.to_owned()))?;
+        let uri = call
+            .resource_uri
+            .clone()
+            .ok_or_else(|| AppError::NoApp(call_id.to_owned()))?;
+        let connection = self.app_connection(&call).await?;
+        let plugin = &connection.plugin;
+        let tool = plugin.listed_tool(&call.tool).await.unwrap_or(Value::Null);
+        let changes = plugin.resource_changes();
+        let key = (call.server.clone(), uri.clone());
+        let cached = self
+            .lock()
+            .apps
+            .documents
+            .get(&key)
+            .filter(|(read_at, _)| *read_at == changes)
+            .map(|(_, document)| Arc::clone(document));
+        let document = match cached {
+            Some(document) => document,
+            None => {
+                let document = Arc::new(read_app_document(plugin, &uri).await?);
+                self.lock()
+                    .apps
+                    .documents
+                    .insert(key, (changes, Arc::clone(&document)));
+                document
+            }
+        };
+        if !document.policy.dropped.is_empty() {
+            tracing::warn!(target: "formwork::apps", session = %self.id, server = %call.server, uri = %crate::budget::clipped(&uri), dropped = ?document.policy.dropped, "entries of the app's CSP were dropped");
+        }
+        let widget_state = self.lock().apps.widget_state.get(call_id).cloned();
+        Ok(OpenedApp {
+            server: call.server,
+            tool,
+            document,
+            widget_state,
+        })
+    }
+
+    async fn app_connection(
+        self: &Arc<Self>,
+        call: &CallRecord,
+    ) -> Result<super::connections::Connection, AppError> {
+        let host = self
+            .host
+            .upgrade()
+            .ok_or_else(|| AppError::Unavailable("the host is shutting down".to_owned()))?;
+        let target = host.target(&call.server).map_err(|_| {
+            AppError::Unavailable(format!(
+                "the app's server `{}` is not configured or not enabled any more",
+                call.server
+            ))
+        })?;
+        Box::pin(self.connection(&call.server, &target))
+            .await
+            .map_err(|err| AppError::Unavailable(format!("the app's server is unavailable: {err}")))
+    }
+
+    async fn app_request(
+        self: &Arc<Self>,
+        call_id: &str,
+        message: Value,
+        context: Value,
+    ) -> AppReply {
+        let Some(method) = message.get("method").and_then(Value::as_str) else {
+            return AppReply::error(
+                message.get("id").unwrap_or(&Value::Null),
+                INVALID_REQUEST,
+                "not a JSON-RPC request or notification",
+            );
+        };
+        let params = message.get("params").cloned().unwrap_or(Value::Null);
+        let Some(id) = message.get("id").cloned() else {
+            self.app_notification(call_id, method, &params);
+            return AppReply::default();
+        };
+        if !(id.is_string() || id.is_number()) || message.get("jsonrpc") != Some(&json!("2.0")) {
+            return AppReply::error(&id, INVALID_REQUEST, "not a JSON-RPC 2.0 request");
+        }
+        let Some(call) = self.call_record(call_id) else {
+            return AppReply::error(&id, REFUSED, format!("no call `{call_id}` in this session"));
+        };
+        if call.resource_uri.is_none() {
+            return AppReply::error(&id, REFUSED, "this call declared no app");
+        }
+        match method {
+            "ui/initialize" => AppReply::result(
+                &id,
+                self.initialize_result(call_id, &call, &params, context)
+                    .await,
+            ),
+            "ping" => AppReply::result(&id, json!({})),
+            "tools/call" => self.app_tool_call(&id, call_id, &call, &params).await,
+            "resources/read" | "resources/list" | "resources/templates/list" => {
+                self.app_resources(&id, &call, method, &params).await
+            }
+            "ui/update-model-context" => self.update_model_context(&id, call_id, params).await,
+            "ui/message" => self.app_message(&id, call_id, &call, &params).await,
+            "ui/open-link" => self.open_link(&id, call_id, &call, &params).await,
+            "openai/setWidgetState" => self.set_widget_state(&id, call_id, params).await,
+            other => AppReply::error(
+                &id,
+                METHOD_NOT_FOUND,
+                format!(
+                    "formwork does not serve `{}` to apps",
+                    crate::budget::clipped(other)
+                ),
+            ),
+        }
+    }
+
+    fn app_notification(&self, call_id: &str, method: &str, params: &Value) {
+        if method == "notifications/message" {
+            let level = params
+                .get("level")
+                .and_then(Value::as_str)
+                .unwrap_or("info");
+            let data = params.get("data").unwrap_or(&Value::Null).to_string();
+            if let Some(suppressed) = self.lock().diagnostics_for_apps() {
+                tracing::info!(target: "formwork::app_log", session = %self.id, call = %call_id, level = %crate::budget::clipped(level), data = %crate::budget::clipped(&data), suppressed, "app log");
+            }
+        } else {
+            tracing::debug!(target: "formwork::apps", session = %self.id, call = %call_id, method = %crate::budget::clipped(method), "app notification ignored");
+        }
+    }
+
+    async fn initialize_result(
+        self: &Arc<Self>,
+        call_id: &str,
+        call: &CallRecord,
+        params: &Value,
+        context: Value,
+    ) -> Value {
+        // One version is spoken; an app that asked for another reads it here and decides.
+        let _ = params;
+        let opened = self.open_app(call_id).await.ok();
+        let sandbox = opened
+            .as_ref()
+            .map_or_else(|| json!({}), |app| app.document.policy.granted.clone());
+        let mut host_context = match context {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        };
+        let tool = opened.as_ref().map_or(Value::Null, |app| app.tool.clone());
+        let tool = if tool.is_null() {
+            json!({"name": call.tool, "inputSchema": {"type": "object"}})
+        } else {
+            tool
+        };
+        host_context.insert("toolInfo".to_owned(), json!({"id": call_id, "tool": tool}));
+        if let Some(app) = &opened
+            && app.document.skybridge
+        {
+            host_context.insert(
+                "openai/widgetState".to_owned(),
+                app.widget_state.clone().unwrap_or(Value::Null),
+            );
+        }
+        json!({
+            "protocolVersion": APPS_PROTOCOL_VERSION,
+            "hostInfo": {"name": "formwork", "version": env!("CARGO_PKG_VERSION")},
+            "hostCapabilities": {
+                "openLinks": {},
+                "serverTools": {},
+                "serverResources": {},
+                "logging": {},
+                "updateModelContext": {"text": {}, "structuredContent": {}},
+                "message": {"text": {}},
+                "sandbox": sandbox,
+            },
+            "hostContext": Value::Object(host_context),
+        })
+    }
+
+    async fn app_tool_call(
+        self: &Arc<Self>,
+        id: &Value,
+        call_id: &str,
+        call: &CallRecord,
+        params: &Value,
+    ) -> AppReply {
+        let Some(name) = params.get("name").and_then(Value::as_str) else {
+            return AppReply::error(id, INVALID_PARAMS, "`tools/call` needs a tool `name`");
+        };
+        let arguments = params.get("arguments").cloned();
+        if arguments
+            .as_ref()
+            .is_some_and(|arguments| !arguments.is_object())
+        {
+            return AppReply::error(id, INVALID_PARAMS, "`arguments` must be an object");
+        }
+        let host = match self.host.upgrade() {
+            Some(host) => host,
+            None => return AppReply::error(id, REFUSED, "the host is shutting down"),
+        };
+        let config = host.config();
+        if !config
+            .server(&call.server)
+            .is_some_and(|server| server.enabled && server.exposes_tool(name))
+        {
+            return AppReply::error(
+                id,
+                REFUSED,
+                format!(
+                    "`{}` is not a tool of `{}` that formwork runs",
+                    crate::budget::clipped(name),
+                    call.server
+                ),
+            );
+        }
+        let connection = match self.app_connection(call).await {
+            Ok(connection) => connection,
+            Err(err) => return AppReply::error(id, REFUSED, err.to_string()),
+        };
+        let listed = match connection.plugin.listed_tool(name).await {
+            Ok(listed) => listed,
+            Err(err) => return AppReply::error(id, REFUSED, err.to_string()),
+        };
+        if listed.is_null() {
+            return AppReply::error(
+                id,
+                REFUSED,
+                format!(
+                    "`{}` lists no tool `{}`",
+                    call.server,
+                    crate::budget::clipped(name)
+                ),
+            );
+        }
+        if !apps::visibility(&listed).app {
+            return AppReply::error(
+                id,
+                REFUSED,
+                format!(
+                    "`{}` is not visible to apps (its `_meta.ui.visibility` lacks \"app\")",
+                    crate::budget::clipped(name)
+                ),
+            );
+        }
+        tracing::info!(target: "formwork::apps", marker = "app-tool-call", session = %self.id, call = %call_id, server = %call.server, tool = %crate::budget::clipped(name), "app calls a tool");
+        let (request, _route) = connection.route(self, call_id);
+        self.lock()
+            .apps
+            .calls_in_flight
+            .insert(request, call_id.to_owned());
+        let outcome = connection
+            .plugin
+            .call_tool_rounds(request, name, arguments, &|_| {})
+            .await;
+        self.lock().apps.calls_in_flight.remove(&request);
+        match outcome {
+            Ok(result) => AppReply::result(id, result),
+            Err(crate::HostError::Rpc { error, .. }) => {
+                AppReply::error(id, error.code, error.message)
+            }
+            Err(err) => AppReply::error(id, REFUSED, err.to_string()),
+        }
+    }
+
+    async fn app_resources(
+        self: &Arc<Self>,
+        id: &Value,
+        call: &CallRecord,
+        method: &str,
+        params: &Value,
+    ) -> AppReply {
+        let params = match method {
+            "resources/read" => match params.get("uri").and_then(Value::as_str) {
+                Some(uri) => Some(json!({"uri": uri})),
+                None => {
+                    return AppReply::error(id, INVALID_PARAMS, "`resources/read` needs a `uri`");
+                }
+            },
+            _ => params
+                .get("cursor")
+                .and_then(Value::as_str)
+                .map(|cursor| json!({"cursor": cursor})),
+        };
+        let connection = match self.app_connection(call).await {
+            Ok(connection) => connection,
+            Err(err) => return AppReply::error(id, REFUSED, err.to_string()),
+        };
+        match connection.plugin.request(method, params).await {
+            Ok(result) => AppReply::result(id, result),
+            Err(crate::HostError::Rpc { error, .. }) => {
+                AppReply::error(id, error.code, error.message)
+            }
+            Err(err) => AppReply::error(id, REFUSED, err.to_string()),
+        }
+    }
+
+    async fn update_model_context(
+        self: &Arc<Self>,
+        id: &Value,
+        call_id: &str,
+        params: Value,
+    ) -> AppReply {
+        if !params.is_object() {
+            return AppReply::error(id, INVALID_PARAMS, "the model context must be an object");
+        }
+        let text = params.to_string();
+        if text.len() > MAX_APP_TEXT_BYTES {
+            return AppReply::error(
+                id,
+                INVALID_PARAMS,
+                format!("the model context is longer than {MAX_APP_TEXT_BYTES} bytes"),
+            );
+        }
+        self.lock()
+            .apps
+            .model_context
+            .insert(call_id.to_owned(), params);
+        self.save_app_part(call_id, AppStatePart::ModelContext, text)
+            .await;
+        AppReply::result(id, json!({}))
+    }
+
+    async fn set_widget_state(
+        self: &Arc<Self>,
+        id: &Value,
+        call_id: &str,
+        params: Value,
+    ) -> AppReply {
+        let state = params.get("state").cloned().unwrap_or(Value::Null);
+        let text = state.to_string();
+        if text.len() > MAX_APP_TEXT_BYTES {
+            return AppReply::error(
+                id,
+                INVALID_PARAMS,
+                format!("the widget state is longer than {MAX_APP_TEXT_BYTES} bytes"),
+            );
+        }
+        self.lock()
+            .apps
+            .widget_state
+            .insert(call_id.to_owned(), state);
+        self.save_app_part(call_id, AppStatePart::WidgetState, text)
+            .await;
+        AppReply::result(id, json!({}))
+    }
+
+    async fn save_app_part(&self, call_id: &str, part: AppStatePart, text: String) {
+        let Some(store) = self.host.upgrade().and_then(|host| host.store.clone()) else {
+            return;
+        };
+        if let Err(err) = store.save_app_state(call_id, part, text).await {
+            tracing::error!(target: "formwork::store", session = %self.id, call = %call_id, %err, "app state not stored");
+        }
+    }
+
+    async fn app_message(
+        self: &Arc<Self>,
+        id: &Value,
+        call_id: &str,
+        call: &CallRecord,
+        params: &Value,
+    ) -> AppReply {
+        let text = message_text(params.get("content"));
+        let Some(text) = text.filter(|text| !text.trim().is_empty()) else {
+            return AppReply::error(id, INVALID_PARAMS, "`ui/message` needs text content");
+        };
+        if text.len() > MAX_APP_TEXT_BYTES {
+            return AppReply::error(
+                id,
+                INVALID_PARAMS,
+                format!("the message is longer than {MAX_APP_TEXT_BYTES} bytes"),
+            );
+        }
+        let question = format!(
+            "The app of {} · {} wants to send this message as you:\n\n{text}",
+            call.server, call.tool
+        );
+        if !self
+            .confirm(call_id, &call.server, question, "Send", "Don't send")
+            .await
+        {
+            return AppReply::error(id, REFUSED, "the person did not send the app's message");
+        }
+        let Some(host) = self.host.upgrade() else {
+            return AppReply::error(id, REFUSED, "the host is shutting down");
+        };
+        match (Host { inner: host }).command(&self.id, Command::SendMessage { text }) {
+            Ok(()) => AppReply::result(id, json!({})),
+            Err(err) => AppReply::error(id, REFUSED, err.to_string()),
+        }
+    }
+
+    async fn open_link(
+        self: &Arc<Self>,
+        id: &Value,
+        call_id: &str,
+        call: &CallRecord,
+        params: &Value,
+    ) -> AppReply {
+        let Some(url) = params.get("url").and_then(Value::as_str) else {
+            return AppReply::error(id, INVALID_PARAMS, "`ui/open-link` needs a `url`");
+        };
+        let Some(url) = web_link(url) else {
+            return AppReply::error(id, REFUSED, "only http and https links can be opened");
+        };
+        let question = format!(
+            "The app of {} · {} wants to open a link:\n\n{url}",
+            call.server, call.tool
+        );
+        if !self
+            .confirm(call_id, &call.server, question, "Open", "Don't open")
+            .await
+        {
+            return AppReply::error(id, REFUSED, "the person did not open the link");
+        }
+        AppReply {
+            open_link: Some(url),
+            ..AppReply::result(id, json!({}))
+        }
+    }
+
+    /// Asks the person with a card of the call; true only when they chose `yes`.
+    async fn confirm(
+        &self,
+        call_id: &str,
+        server: &str,
+        question: String,
+        yes: &str,
+        no: &str,
+    ) -> bool {
+        let params = json!({
+            "mode": "form",
+            "message": question,
+            "requestedSchema": {
+                "type": "object",
+                "properties": {
+                    "choice": {
+                        "type": "string",
+                        "title": "Your choice",
+                        "oneOf": [{"const": "yes", "title": yes}, {"const": "no", "title": no}],
+                    },
+                },
+                "required": ["choice"],
+            },
+        });
+        let Ok(mut body) = formwork_forms::parse_request(&params) else {
+            return false;
+        };
+        let form = body.take_form();
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let raw = serde_json::value::to_raw_value(&params).ok();
+        self.push_card(
+            Card {
+                id: self.new_id("f"),
+                call_id: Some(call_id.to_owned()),
+                plugin: server.to_owned(),
+                body,
+                waiter: Waiter::Elicitation { form, reply },
+            },
+            raw,
+        );
+        match answer.await {
+            Ok(reply) => {
+                reply.action == FormAction::Accept
+                    && reply
+                        .content
+                        .as_ref()
+                        .and_then(|content| content.get("choice"))
+                        .and_then(Value::as_str)
+                        == Some("yes")
+            }
+            Err(_) => false,
+        }
+    }
+}
+
+impl super::SessionState {
+    /// Whether an app may log now (apps share the session's diagnostics budget).
+    fn diagnostics_for_apps(&mut self) -> Option<u64> {
+        self.diagnostics.take(tokio::time::Instant::now())
+    }
+
+    /// The invocation whose app makes the only app tool call in flight, when there is one.
+    pub(super) fn only_app_call(&self) -> Option<&String> {
+        let mut calls = self.apps.calls_in_flight.values();
+        match (calls.next(), calls.next()) {
+            (Some(call), None) => Some(call),
+            _ => None,
+        }
+    }
+
+    /// Whether an app's tool call is running (its forms may be shown outside a turn).
+    pub(super) fn app_calls_running(&self) -> bool {
+        !self.apps.calls_in_flight.is_empty()
+    }
+}
+
+/// The text of `ui/message` content: a text block, or a list of blocks (their texts joined).
+fn message_text(content: Option<&Value>) -> Option<String> {
+    let text_of = |block: &Value| {
+        (block.get("type").and_then(Value::as_str) == Some("text"))
+            .then(|| block.get("text").and_then(Value::as_str))
+            .flatten()
+            .map(str::to_owned)
+    };
+    match content? {
+        Value::Array(blocks) => {
+            let texts: Vec<String> = blocks.iter().filter_map(text_of).collect();
+            (!texts.is_empty()).then(|| texts.join("\n"))
+        }
+        block => text_of(block),
+    }
+}
+
+/// `url` when it is an absolute http(s) URL without credentials, normalised.
+fn web_link(url: &str) -> Option<String> {
+    let parsed = url::Url::parse(url).ok()?;
+    let web = matches!(parsed.scheme(), "http" | "https")
+        && parsed.host_str().is_some()
+        && parsed.username().is_empty()
+        && parsed.password().is_none();
+    web.then(|| parsed.to_string())
+}
+
+/// Reads `uri` from the plugin and makes it a document; a content item without metadata takes
+/// the resource's entry in `resources/list`.
+async fn read_app_document(plugin: &crate::Plugin, uri: &str) -> Result<AppDocument, AppError> {
+    let unavailable = |err: String| {
+        AppError::Unavailable(format!("the app's resource {uri} could not be read: {err}"))
+    };
+    let result = plugin
+        .request("resources/read", Some(json!({"uri": uri})))
+        .await
+        .map_err(|err| unavailable(err.to_string()))?;
+    let has_meta = result
+        .get("contents")
+        .and_then(Value::as_array)
+        .is_some_and(|contents| {
+            contents.iter().any(|content| {
+                content.get("uri").and_then(Value::as_str) == Some(uri)
+                    && (content.get("_meta").is_some() || content.get("meta").is_some())
+            })
+        });
+    let listed = if has_meta {
+        None
+    } else {
+        plugin
+            .request("resources/list", None)
+            .await
+            .ok()
+            .and_then(|list| {
+                list.get("resources")?
+                    .as_array()?
+                    .iter()
+                    .find(|entry| entry.get("uri").and_then(Value::as_str) == Some(uri))
+                    .cloned()
+            })
+    };
+    apps::read_document(uri, &result, listed.as_ref()).map_err(|err| unavailable(err.to_string()))
+}

@@ -1,0 +1,446 @@
+// MCP Apps on the page: one frame per invocation that declared a UI, the bridge between the frame and the
+// host, and where the frame is shown (inline in the conversation, the side panel, fullscreen over the side,
+// picture in picture).
+//
+// The frame's document comes from the sandbox listener, on an origin of its own (`http://<id>.localhost:<port>`),
+// never this page's: it cannot reach this page's DOM, storage (the token) or requests. The page is a relay
+// with a filter: a message counts only when it comes from the frame's own window AND its document's origin,
+// and the page posts only to that window, with that origin as the target. Everything the app asks of the host
+// goes to `POST /api/apps/{doc}/rpc`; the host decides from the invocation the document was minted for. Only
+// presentation is decided here: the frame's size and display mode.
+//
+// A frame is moved between places with `moveBefore` (the browsing context, its input, login state and
+// in-flight requests survive), never re-created, and it is parked while the transcript redraws.
+
+import { el } from "./dom.js";
+import { api } from "./net.js";
+
+const HOST_MODES = ["inline", "fullscreen", "pip"];
+const TEARDOWN_WAIT_MS = 1000;
+const INLINE_MAX_HEIGHT = 640;
+const MIN_HEIGHT = 48;
+
+// Moves `node` to the end of `parent` keeping its frames alive when the browser can.
+function moveInto(parent, node) {
+  if (node.parentNode === parent && parent.lastChild === node) return;
+  if (typeof parent.moveBefore === "function" && node.isConnected && parent.isConnected) parent.moveBefore(node, null);
+  else parent.append(node);
+}
+
+function currentTheme() {
+  const chosen = document.documentElement.dataset.theme;
+  if (chosen === "light" || chosen === "dark") return chosen;
+  return matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light";
+}
+
+function isRpc(data) {
+  return data !== null && typeof data === "object" && !Array.isArray(data) && data.jsonrpc === "2.0";
+}
+
+export class Apps {
+  // places: {panel, panelBody, panelTitle, panelClose, pip, parking}
+  constructor(places) {
+    this.places = places;
+    this.views = new Map();
+    this.sessionId = null;
+    this.inPanel = null;
+    places.panelClose.addEventListener("click", () => this.inPanel?.leavePanel());
+    window.addEventListener("message", (event) => {
+      for (const view of this.views.values()) {
+        if (view.frame && event.source === view.frame.contentWindow) {
+          view.receive(event);
+          return;
+        }
+      }
+    });
+    window.addEventListener("formwork-theme", () => {
+      for (const view of this.views.values()) view.contextChanged({ theme: currentTheme() });
+    });
+  }
+
+  // A new session is shown: the apps of the old one are torn down.
+  open(sessionId) {
+    if (sessionId === this.sessionId) return;
+    for (const view of this.views.values()) view.close({ quiet: true });
+    this.views.clear();
+    this.sessionId = sessionId;
+  }
+
+  // The transcript is redrawn from a snapshot: keep the frames alive off-screen until their calls come back.
+  park() {
+    for (const view of this.views.values()) view.park();
+  }
+
+  // The call `call_id` declared an app: its card goes in `callNode`.
+  declare(event, call, callNode) {
+    let view = this.views.get(event.call_id);
+    if (!view) {
+      view = new AppView(this, event, call);
+      this.views.set(event.call_id, view);
+    }
+    view.attach(callNode);
+    return view;
+  }
+
+  finished(event) {
+    this.views.get(event.call_id)?.finished(event);
+  }
+
+  // The side panel shows `view` (tab or fullscreen); the one that was there goes back.
+  takePanel(view, fullscreen) {
+    if (this.inPanel && this.inPanel !== view) this.inPanel.leavePanel();
+    this.inPanel = view;
+    const { panel, panelBody, panelTitle } = this.places;
+    panelTitle.textContent = view.title;
+    panel.hidden = false;
+    panel.dataset.mode = fullscreen ? "fullscreen" : "tab";
+    document.body.dataset.appPanel = fullscreen ? "fullscreen" : "tab";
+    moveInto(panelBody, view.box);
+  }
+
+  releasePanel(view) {
+    if (this.inPanel !== view) return;
+    this.inPanel = null;
+    this.places.panel.hidden = true;
+    delete document.body.dataset.appPanel;
+  }
+}
+
+class AppView {
+  constructor(apps, event, call) {
+    this.apps = apps;
+    this.callId = event.call_id;
+    this.resourceUri = event.resource_uri;
+    this.title = `${call.server} · ${call.tool}`;
+    this.arguments = call.arguments ?? {};
+    this.outcome = null;
+    this.sentOutcome = null;
+    this.initialized = false;
+    this.mode = "inline";
+    this.appModes = null;
+    this.nextId = 1;
+    this.pending = new Map();
+    this.doc = null;
+    this.origin = null;
+    this.frame = null;
+    this.state = "loading";
+
+    this.status = el("span", { class: "app-status", testid: "app-status", text: "loading" });
+    this.error = el("p", { class: "app-error", testid: "app-error", role: "alert", hidden: true });
+    this.box = el("div", { class: "app-box", testid: "app-box" });
+    this.slot = el("div", { class: "app-slot", testid: "app-slot" }, this.box);
+    this.placeNote = el("p", { class: "hint app-place", testid: "app-place", hidden: true });
+    const button = (testid, text, onclick) => el("button", { type: "button", class: "button button-quiet", testid, text, onclick });
+    this.buttons = {
+      inline: button("app-inline", "Inline", () => this.setMode("inline")),
+      tab: button("app-tab", "Side panel", () => this.setMode("tab")),
+      fullscreen: button("app-fullscreen", "Fullscreen", () => this.setMode("fullscreen")),
+      pip: button("app-pip", "Picture in picture", () => this.setMode("pip")),
+      close: button("app-close", "Close app", () => this.close()),
+      reopen: button("app-reopen", "Open app", () => this.reopen()),
+    };
+    this.buttons.reopen.hidden = true;
+    this.element = el(
+      "section",
+      { class: "app-card", testid: "app-card", dataset: { callId: this.callId, state: "loading", mode: "inline" }, "aria-label": `App of ${this.title}` },
+      el(
+        "header",
+        { class: "app-head" },
+        el("span", { class: "app-name", text: "App" }),
+        this.status,
+        el("span", { class: "app-actions" }, ...Object.values(this.buttons)),
+      ),
+      this.error,
+      this.placeNote,
+      this.slot,
+    );
+    this.updateButtons();
+    this.load();
+  }
+
+  attach(callNode) {
+    moveInto(callNode, this.element);
+    if (this.mode === "inline") moveInto(this.slot, this.box);
+  }
+
+  park() {
+    if (this.mode === "inline") moveInto(this.apps.places.parking, this.box);
+    moveInto(this.apps.places.parking, this.element);
+  }
+
+  setState(state, text) {
+    this.state = state;
+    this.element.dataset.state = state;
+    this.status.textContent = text ?? state;
+  }
+
+  showError(message) {
+    this.setState("error", "unavailable");
+    this.error.textContent = message;
+    this.error.hidden = false;
+  }
+
+  async load() {
+    let opened;
+    try {
+      opened = await api(`/api/sessions/${encodeURIComponent(this.apps.sessionId)}/apps/${encodeURIComponent(this.callId)}`, { method: "POST" });
+    } catch (error) {
+      this.showError(`The app could not be loaded: ${error.data?.error ?? error.message}`);
+      return;
+    }
+    if (this.state === "closed") {
+      api(`/api/apps/${opened.doc}`, { method: "DELETE" }).catch(() => {});
+      return;
+    }
+    this.doc = opened.doc;
+    this.origin = opened.origin;
+    this.element.dataset.origin = opened.origin;
+    if (opened.prefers_border === false) this.box.dataset.border = "none";
+    const frame = el("iframe", {
+      class: "app-frame",
+      testid: "app-frame",
+      title: `App of ${this.title}`,
+      sandbox: "allow-scripts allow-same-origin allow-forms",
+      referrerpolicy: "no-referrer",
+      allow: opened.allow || null,
+    });
+    frame.style.height = "160px";
+    this.frame = frame;
+    this.box.append(frame);
+    frame.src = opened.src;
+    this.setState("loading", "starting");
+  }
+
+  // ---- from the app ----
+
+  receive(event) {
+    // The frame's window alone is not enough: the document in it must be the one minted for this call.
+    if (event.origin !== this.origin) return;
+    const message = event.data;
+    if (!isRpc(message)) return;
+    if (message.method === undefined) {
+      this.settle(message);
+      return;
+    }
+    if (typeof message.method !== "string") return;
+    const request = message.id !== undefined;
+    switch (message.method) {
+      case "ui/notifications/initialized":
+        this.initialized = true;
+        this.setState("ready", "ready");
+        this.post({ jsonrpc: "2.0", method: "ui/notifications/tool-input", params: { arguments: this.arguments } });
+        this.sendOutcome();
+        return;
+      case "ui/notifications/size-changed":
+        this.resize(message.params);
+        return;
+      case "ui/notifications/request-teardown":
+        this.close();
+        return;
+      case "ui/request-display-mode":
+        if (request) this.displayModeRequested(message);
+        return;
+      default:
+        if (message.method === "ui/initialize" && request) this.appModes = message.params?.appCapabilities?.availableDisplayModes ?? null;
+        this.relay(message, request);
+    }
+  }
+
+  async relay(message, request) {
+    let reply;
+    try {
+      reply = await api(`/api/apps/${this.doc}/rpc`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ message, context: message.method === "ui/initialize" ? this.context() : null }),
+      });
+    } catch (error) {
+      if (request) this.post({ jsonrpc: "2.0", id: message.id, error: { code: -32000, message: `formwork could not serve the request: ${error.message}` } });
+      return;
+    }
+    if (reply.open_link) window.open(reply.open_link, "_blank", "noopener,noreferrer");
+    if (request && reply.response) this.post(reply.response);
+  }
+
+  displayModeRequested(message) {
+    const mode = message.params?.mode;
+    const wanted = mode === "inline" ? "inline" : mode;
+    if (HOST_MODES.includes(wanted) && this.mayShow(wanted)) this.setMode(wanted);
+    this.post({ jsonrpc: "2.0", id: message.id, result: { mode: this.appMode() } });
+  }
+
+  resize(params) {
+    const height = Number(params?.height);
+    if (!Number.isFinite(height) || !this.frame) return;
+    const limit = this.mode === "inline" ? INLINE_MAX_HEIGHT * 3 : 4000;
+    this.frame.style.height = `${Math.max(MIN_HEIGHT, Math.min(Math.ceil(height), limit))}px`;
+  }
+
+  // ---- to the app ----
+
+  post(message) {
+    if (!this.frame?.contentWindow || !this.origin) return;
+    this.frame.contentWindow.postMessage(message, this.origin);
+  }
+
+  request(method, params) {
+    const id = this.nextId++;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        resolve(null);
+      }, TEARDOWN_WAIT_MS);
+      this.pending.set(id, (answer) => {
+        clearTimeout(timer);
+        resolve(answer);
+      });
+      this.post({ jsonrpc: "2.0", id, method, params });
+    });
+  }
+
+  settle(message) {
+    const done = this.pending.get(message.id);
+    if (!done) return;
+    this.pending.delete(message.id);
+    done(message);
+  }
+
+  finished(event) {
+    this.outcome = event.error !== undefined && event.error !== null ? { error: event.error } : { result: event.result ?? {} };
+    this.sendOutcome();
+  }
+
+  // The result goes once per distinct outcome: a redrawn transcript does not send an equal one again.
+  sendOutcome() {
+    if (!this.initialized || !this.outcome) return;
+    const text = JSON.stringify(this.outcome);
+    if (text === this.sentOutcome) return;
+    this.sentOutcome = text;
+    if (this.outcome.error !== undefined) {
+      this.post({ jsonrpc: "2.0", method: "ui/notifications/tool-cancelled", params: { reason: this.outcome.error } });
+    } else {
+      this.post({ jsonrpc: "2.0", method: "ui/notifications/tool-result", params: this.outcome.result });
+    }
+  }
+
+  context() {
+    return {
+      theme: currentTheme(),
+      displayMode: this.appMode(),
+      availableDisplayModes: HOST_MODES,
+      containerDimensions: this.dimensions(),
+      locale: navigator.language,
+      timeZone: Intl.DateTimeFormat().resolvedOptions().timeZone,
+      platform: "web",
+      userAgent: "formwork-workbench",
+      deviceCapabilities: { hover: matchMedia("(hover: hover)").matches, touch: navigator.maxTouchPoints > 0 },
+    };
+  }
+
+  dimensions() {
+    const width = Math.round(this.box.clientWidth || this.slot.clientWidth || 600);
+    if (this.mode === "inline") return { width, maxHeight: INLINE_MAX_HEIGHT };
+    return { width, height: Math.round(this.box.clientHeight || 480) };
+  }
+
+  contextChanged(change) {
+    if (this.initialized) this.post({ jsonrpc: "2.0", method: "ui/notifications/host-context-changed", params: change });
+  }
+
+  // ---- where it is shown ----
+
+  // The MCP Apps name of the mode: the side panel is inline presentation beside the conversation.
+  appMode() {
+    return this.mode === "tab" ? "inline" : this.mode;
+  }
+
+  mayShow(mode) {
+    const appMode = mode === "tab" ? "inline" : mode;
+    return !Array.isArray(this.appModes) || this.appModes.includes(appMode);
+  }
+
+  setMode(mode) {
+    if (this.state === "closed" || mode === this.mode) return;
+    const before = this.appMode();
+    if (this.mode === "pip") delete this.box.dataset.pip;
+    if (mode === "inline") {
+      this.apps.releasePanel(this);
+      moveInto(this.slot, this.box);
+    } else if (mode === "tab" || mode === "fullscreen") {
+      this.apps.takePanel(this, mode === "fullscreen");
+    } else if (mode === "pip") {
+      this.apps.releasePanel(this);
+      moveInto(this.apps.places.pip, this.box);
+      this.box.dataset.pip = "true";
+    }
+    this.mode = mode;
+    this.element.dataset.mode = mode;
+    this.placeNote.hidden = mode === "inline";
+    this.placeNote.textContent = { tab: "Shown in the side panel.", fullscreen: "Shown fullscreen in the side panel.", pip: "Shown in picture in picture." }[mode] ?? "";
+    this.updateButtons();
+    const change = { containerDimensions: this.dimensions() };
+    if (this.appMode() !== before) change.displayMode = this.appMode();
+    this.contextChanged(change);
+  }
+
+  // The side panel was closed: an app that can be inline comes back to the conversation; one that cannot
+  // keeps its document hidden behind the Open app button.
+  leavePanel() {
+    if (this.mayShow("inline")) {
+      this.setMode("inline");
+      return;
+    }
+    this.apps.releasePanel(this);
+    moveInto(this.slot, this.box);
+    this.box.hidden = true;
+    this.mode = "inline";
+    this.element.dataset.mode = "collapsed";
+    this.placeNote.hidden = true;
+    this.updateButtons();
+    this.buttons.reopen.hidden = false;
+  }
+
+  updateButtons() {
+    const closed = this.state === "closed";
+    this.buttons.inline.hidden = closed || this.mode === "inline";
+    this.buttons.tab.hidden = closed || this.mode === "tab" || !this.mayShow("inline");
+    this.buttons.fullscreen.hidden = closed || this.mode === "fullscreen" || !this.mayShow("fullscreen");
+    this.buttons.pip.hidden = closed || this.mode === "pip" || !this.mayShow("pip");
+    this.buttons.close.hidden = closed;
+  }
+
+  // Closing sends `ui/resource-teardown` (waiting a moment for the answer), then releases the document.
+  async close({ quiet = false } = {}) {
+    if (this.state === "closed") return;
+    if (this.initialized && !quiet) await this.request("ui/resource-teardown", { reason: "The person closed the app." });
+    this.apps.releasePanel(this);
+    this.frame?.remove();
+    this.frame = null;
+    this.box.hidden = false;
+    moveInto(this.slot, this.box);
+    if (this.doc) api(`/api/apps/${this.doc}`, { method: "DELETE" }).catch(() => {});
+    this.doc = null;
+    this.initialized = false;
+    this.sentOutcome = null;
+    this.mode = "inline";
+    this.element.dataset.mode = "inline";
+    this.placeNote.hidden = true;
+    this.setState("closed", "closed");
+    this.updateButtons();
+    this.buttons.reopen.hidden = quiet;
+  }
+
+  reopen() {
+    this.buttons.reopen.hidden = true;
+    if (this.frame) {
+      this.box.hidden = false;
+      this.element.dataset.mode = "inline";
+      this.updateButtons();
+      return;
+    }
+    this.error.hidden = true;
+    this.setState("loading");
+    this.updateButtons();
+    this.load();
+  }
+}

@@ -1,0 +1,327 @@
+//! The app sandbox: MCP App documents, each on an origin of its own, and the page's bridge
+//! routes that carry an app's messages to the host.
+//!
+//! The page asks for an invocation's app (`POST /api/sessions/{id}/apps/{call}`); the host reads
+//! the document and its policy; this module mints a document id (128 random bits) and answers
+//! with `http://<id>.localhost:<apps port>/`, an origin no other document shares and that is
+//! never the workbench's (another host name and another port): the app gets no access to the
+//! page's DOM, its `sessionStorage` (where the token lives) or its requests. The second listener
+//! serves each document once, to a frame (`Sec-Fetch-Dest: iframe`), under the host name it was
+//! minted for, with the Content-Security-Policy built from the resource's `_meta.ui.csp` as a
+//! response header and `frame-ancestors` limited to the workbench, so only the workbench's page
+//! can frame it. Anything else there is a 404.
+//!
+//! The page relays what the app posts (after checking the message came from that frame's
+//! window and origin) to `POST /api/apps/{doc}/rpc`; the host decides what the app may do from
+//! the invocation the document was minted for, never from what the message says.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use formwork_host::AppError;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::AppState;
+
+/// How many documents the workbench keeps minted at once; the oldest go first.
+pub(crate) const MAX_DOCUMENTS: usize = 256;
+
+/// The `window.openai` adapter put first in a `text/html+skybridge` widget's document.
+const OPENAI_ADAPTER: &str = include_str!("../sandbox/openai-adapter.js");
+
+/// The minted documents.
+pub(crate) struct Sandbox {
+    apps_port: u16,
+    workbench_port: u16,
+    documents: Mutex<Documents>,
+}
+
+#[derive(Default)]
+struct Documents {
+    by_id: HashMap<String, Document>,
+    /// Ids, oldest first.
+    order: Vec<String>,
+}
+
+struct Document {
+    session: String,
+    call_id: String,
+    /// The page, until it was served.
+    html: Option<String>,
+    csp: String,
+}
+
+impl Sandbox {
+    pub(crate) fn new(workbench_port: u16, apps_port: u16) -> Sandbox {
+        Sandbox {
+            apps_port,
+            workbench_port,
+            documents: Mutex::new(Documents::default()),
+        }
+    }
+
+    /// The origin of a document.
+    fn origin(&self, id: &str) -> String {
+        format!("http://{id}.localhost:{}", self.apps_port)
+    }
+
+    /// The `frame-src` source the workbench's page needs for app documents.
+    pub(crate) fn frame_source(apps_port: u16) -> String {
+        format!("http://*.localhost:{apps_port}")
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Documents> {
+        self.documents
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn mint(&self, session: &str, call_id: &str, html: String, csp: String) -> Option<String> {
+        let id = mint_id()?;
+        let mut documents = self.lock();
+        while documents.order.len() >= MAX_DOCUMENTS {
+            let oldest = documents.order.remove(0);
+            documents.by_id.remove(&oldest);
+        }
+        documents.order.push(id.clone());
+        documents.by_id.insert(
+            id.clone(),
+            Document {
+                session: session.to_owned(),
+                call_id: call_id.to_owned(),
+                html: Some(html),
+                csp,
+            },
+        );
+        Some(id)
+    }
+
+    /// The session and call a document was minted for.
+    fn owner(&self, id: &str) -> Option<(String, String)> {
+        self.lock()
+            .by_id
+            .get(id)
+            .map(|doc| (doc.session.clone(), doc.call_id.clone()))
+    }
+
+    fn release(&self, id: &str) -> bool {
+        let mut documents = self.lock();
+        documents.order.retain(|kept| kept != id);
+        documents.by_id.remove(id).is_some()
+    }
+
+    /// The document for a request to the app listener: its host must be `<id>.localhost:<port>`
+    /// of a minted, not yet served document, and the request must load a frame.
+    fn serve(&self, headers: &HeaderMap) -> Result<(String, String), StatusCode> {
+        let host = headers
+            .get(header::HOST)
+            .and_then(|host| host.to_str().ok())
+            .map(str::to_ascii_lowercase)
+            .ok_or(StatusCode::NOT_FOUND)?;
+        let id = host
+            .strip_suffix(&format!(".localhost:{}", self.apps_port))
+            .ok_or(StatusCode::NOT_FOUND)?;
+        let destination = headers
+            .get("sec-fetch-dest")
+            .and_then(|dest| dest.to_str().ok());
+        if destination != Some("iframe") {
+            return Err(StatusCode::FORBIDDEN);
+        }
+        let mut documents = self.lock();
+        let document = documents.by_id.get_mut(id).ok_or(StatusCode::NOT_FOUND)?;
+        let html = document.html.take().ok_or(StatusCode::GONE)?;
+        let csp = format!(
+            "{}; frame-ancestors http://127.0.0.1:{port} http://localhost:{port}",
+            document.csp,
+            port = self.workbench_port
+        );
+        Ok((html, csp))
+    }
+}
+
+/// 128 random bits as 32 hex digits: a DNS label, unguessable.
+fn mint_id() -> Option<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).ok()?;
+    Some(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+}
+
+/// `POST /api/sessions/{id}/apps/{call}`: the call's app, minted. `200 {"doc", "src",
+/// "origin", "allow", "prefers_border", "skybridge", "server", "tool", "resource_uri"}`;
+/// `404` when the call declared no app (an ordinary tool call) or the session is unknown;
+/// `502 {"error"}` when the app's source is unavailable or its document fails to load.
+pub(crate) async fn open(
+    State(state): State<AppState>,
+    Path((session, call_id)): Path<(String, String)>,
+) -> Response {
+    let opened = match state.host.open_app(&session, &call_id).await {
+        Ok(opened) => opened,
+        Err(err @ (AppError::NoApp(_) | AppError::Command(_))) => {
+            return (
+                StatusCode::NOT_FOUND,
+                Json(json!({"error": err.to_string()})),
+            )
+                .into_response();
+        }
+        Err(err) => {
+            return (
+                StatusCode::BAD_GATEWAY,
+                Json(json!({"error": err.to_string()})),
+            )
+                .into_response();
+        }
+    };
+    let document = &opened.document;
+    let html = if document.skybridge {
+        with_adapter(&document.html)
+    } else {
+        document.html.clone()
+    };
+    let Some(id) = state
+        .sandbox
+        .mint(&session, &call_id, html, document.policy.csp.clone())
+    else {
+        return (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Json(json!({"error": "the system gave no randomness for a document id"})),
+        )
+            .into_response();
+    };
+    let origin = state.sandbox.origin(&id);
+    Json(json!({
+        "doc": id,
+        "src": format!("{origin}/"),
+        "origin": origin,
+        "allow": document.policy.allow,
+        "prefers_border": document.prefers_border,
+        "skybridge": document.skybridge,
+        "server": opened.server,
+        "tool": opened.tool,
+        "resource_uri": document.uri,
+    }))
+    .into_response()
+}
+
+#[derive(Deserialize)]
+pub(crate) struct Relayed {
+    message: Value,
+    #[serde(default)]
+    context: Value,
+}
+
+/// `POST /api/apps/{doc}/rpc` with `{"message", "context"}`: one message of the document's app,
+/// decided by the host for the invocation the document was minted for. `200 {"response",
+/// "open_link"}`; `404` for a document that is not minted (released, or evicted).
+pub(crate) async fn relay(
+    State(state): State<AppState>,
+    Path(doc): Path<String>,
+    Json(relayed): Json<Relayed>,
+) -> Response {
+    let Some((session, call_id)) = state.sandbox.owner(&doc) else {
+        return (
+            StatusCode::NOT_FOUND,
+            Json(json!({"error": "no such app document"})),
+        )
+            .into_response();
+    };
+    match state
+        .host
+        .app_request(&session, &call_id, relayed.message, relayed.context)
+        .await
+    {
+        Ok(reply) => {
+            Json(json!({"response": reply.response, "open_link": reply.open_link})).into_response()
+        }
+        Err(err) => (
+            StatusCode::NOT_FOUND,
+            Json(json!({"error": err.to_string()})),
+        )
+            .into_response(),
+    }
+}
+
+/// `DELETE /api/apps/{doc}`: the page closed the app; its document is forgotten. `204`, or
+/// `404` when it was not minted.
+pub(crate) async fn release(State(state): State<AppState>, Path(doc): Path<String>) -> StatusCode {
+    if state.sandbox.release(&doc) {
+        StatusCode::NO_CONTENT
+    } else {
+        StatusCode::NOT_FOUND
+    }
+}
+
+/// The app listener's only route: a minted document, once.
+pub(crate) async fn document(State(sandbox): State<Arc<Sandbox>>, headers: HeaderMap) -> Response {
+    let (html, csp) = match sandbox.serve(&headers) {
+        Ok(served) => served,
+        Err(status) => {
+            return (
+                status,
+                locked_headers(None),
+                "formwork: no such app document\n",
+            )
+                .into_response();
+        }
+    };
+    let mut headers = locked_headers(HeaderValue::from_str(&csp).ok());
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    (StatusCode::OK, headers, Body::from(html)).into_response()
+}
+
+/// Everything else on the app listener.
+pub(crate) async fn nothing() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        locked_headers(None),
+        "formwork: no such app document\n",
+    )
+        .into_response()
+}
+
+fn locked_headers(csp: Option<HeaderValue>) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        csp.unwrap_or_else(|| {
+            HeaderValue::from_static("default-src 'none'; frame-ancestors 'none'")
+        }),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers
+}
+
+/// The widget's document with the `window.openai` adapter as its first script.
+fn with_adapter(html: &str) -> String {
+    // `</script` cannot occur in the adapter (a test checks), so it cannot end its own element.
+    let script = format!("<script>{OPENAI_ADAPTER}</script>");
+    let lower = html.to_ascii_lowercase();
+    let at = lower
+        .find("<head")
+        .and_then(|start| lower[start..].find('>').map(|end| start + end + 1))
+        .or_else(|| {
+            lower
+                .find("<html")
+                .and_then(|start| lower[start..].find('>').map(|end| start + end + 1))
+        });
+    match at {
+        Some(at) => format!("{}{script}{}", &html[..at], &html[at..]),
+        None => format!("<!doctype html><html><head>{script}</head><body>{html}</body></html>"),
+    }
+}
