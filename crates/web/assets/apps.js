@@ -283,17 +283,16 @@ class AppView {
     this.frame.contentWindow.postMessage(message, this.origin);
   }
 
+  // A request to the app, answered or given up after a moment (an app that never answers cannot hold the
+  // page up): the page's one wait on a clock.
   request(method, params) {
     const id = this.nextId++;
     return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(id);
-        resolve(null);
-      }, TEARDOWN_WAIT_MS);
-      this.pending.set(id, (answer) => {
-        clearTimeout(timer);
-        resolve(answer);
+      const deadline = AbortSignal.timeout(TEARDOWN_WAIT_MS);
+      deadline.addEventListener("abort", () => {
+        if (this.pending.delete(id)) resolve(null);
       });
+      this.pending.set(id, resolve);
       this.post({ jsonrpc: "2.0", id, method, params });
     });
   }
