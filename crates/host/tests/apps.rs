@@ -148,7 +148,10 @@ impl Watch {
                 Some((
                     form_id.clone(),
                     call_id.clone(),
-                    body["render"]["message"].as_str().unwrap_or_default().to_owned(),
+                    body["render"]["message"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
                 ))
             }
             _ => None,

@@ -325,3 +325,32 @@ fn with_adapter(html: &str) -> String {
         None => format!("<!doctype html><html><head>{script}</head><body>{html}</body></html>"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_adapter_cannot_end_its_own_script_element() {
+        assert!(!OPENAI_ADAPTER.to_ascii_lowercase().contains("</script"));
+    }
+
+    #[test]
+    fn the_adapter_goes_first_in_the_head_or_wraps_a_fragment() {
+        let script = format!("<script>{OPENAI_ADAPTER}</script>");
+        assert_eq!(
+            with_adapter("<!doctype html><HTML><Head lang=x><title>t</title></head></html>"),
+            format!("<!doctype html><HTML><Head lang=x>{script}<title>t</title></head></html>")
+        );
+        assert_eq!(
+            with_adapter("<html><body>b</body></html>"),
+            format!("<html>{script}<body>b</body></html>")
+        );
+        assert_eq!(
+            with_adapter("<p>fragment</p>"),
+            format!(
+                "<!doctype html><html><head>{script}</head><body><p>fragment</p></body></html>"
+            )
+        );
+    }
+}

@@ -55,6 +55,8 @@ pub fn ts_server(name: &str, approval_mode: &str) -> String {
 /// A running workbench and its host, stopped when dropped.
 pub struct Server {
     pub addr: SocketAddr,
+    /// The app sandbox's listener (`http://<document>.localhost:<port>/`).
+    pub apps_port: u16,
     pub token: String,
     pub host: Host,
     /// The session the server was started with.
@@ -102,6 +104,7 @@ impl Server {
         .await
         .expect("bind");
         let (addr, token) = (workbench.addr(), workbench.token().to_owned());
+        let apps_port = workbench.apps_port();
         assert_eq!(workbench.url(), format!("http://{addr}/#token={token}"));
         let (stop, stopped) = oneshot::channel::<()>();
         tokio::spawn(workbench.serve(async {
@@ -109,6 +112,7 @@ impl Server {
         }));
         Server {
             addr,
+            apps_port,
             token,
             host,
             session,

@@ -1,0 +1,286 @@
+//! The app sandbox over the wire: a call's app document is minted behind the token, served once,
+//! only to a frame, only under its own `<id>.localhost` name on the sandbox listener, with its
+//! policy as the `Content-Security-Policy` header; the bridge route answers only for minted
+//! documents. The plugin is the probe app of tests/peers/app_probe_plugin.mjs (official TS SDK).
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use common::{Server, peers_dir, raw_request, raw_request_with_body, ts_server};
+use formwork_host::{Command, Event};
+use serde_json::{Value, json};
+
+fn probe_server() -> String {
+    let peers = peers_dir();
+    format!(
+        "[mcp_servers.probe]\ncommand = {:?}\nargs = [{:?}]\ndefault_tools_approval_mode = \"approve\"\n",
+        peers
+            .join("npm/node_modules/.bin/node")
+            .display()
+            .to_string(),
+        peers.join("npm/app_probe_plugin.mjs").display().to_string(),
+    )
+}
+
+/// Calls `tool` of `server` in the server's first session and returns the call's id once done.
+async fn call(server: &Server, plugin: &str, tool: &str) -> String {
+    let (_, mut events) = server.host.subscribe(&server.session).unwrap();
+    server
+        .host
+        .command(
+            &server.session,
+            Command::CallTool {
+                server: plugin.to_owned(),
+                tool: tool.to_owned(),
+                arguments: None,
+            },
+        )
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            if let Event::ToolCallFinished { call_id, .. } = &*events.recv().await.unwrap() {
+                return call_id.clone();
+            }
+        }
+    })
+    .await
+    .unwrap()
+}
+
+fn apps_addr(server: &Server) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], server.apps_port))
+}
+
+/// A request for the document as a browser loading the frame sends it.
+async fn load_frame(server: &Server, host: &str) -> common::Response {
+    raw_request(
+        apps_addr(server),
+        "GET",
+        "/",
+        &[
+            ("Host", host.to_owned()),
+            ("Sec-Fetch-Dest", "iframe".to_owned()),
+        ],
+    )
+    .await
+}
+
+async fn relay(server: &Server, doc: &str, message: Value, token: bool) -> common::Response {
+    let body = json!({"message": message}).to_string();
+    let mut headers = vec![
+        ("Host", server.host_header()),
+        ("Origin", server.origin()),
+        ("Content-Type", "application/json".to_owned()),
+        ("Content-Length", body.len().to_string()),
+    ];
+    if token {
+        headers.push(("Authorization", server.bearer()));
+    }
+    raw_request_with_body(
+        server.addr,
+        "POST",
+        &format!("/api/apps/{doc}/rpc"),
+        &headers,
+        body.as_bytes(),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn an_app_document_is_served_once_to_its_frame_on_its_own_origin() {
+    let server = Server::start(
+        &format!("{}{}", probe_server(), ts_server("ts", "approve")),
+        None,
+    )
+    .await;
+    let call_id = call(&server, "probe", "open-probe").await;
+
+    let minted = server
+        .post(&format!("/api/sessions/{}/apps/{call_id}", server.session))
+        .await;
+    assert_eq!(minted.status, 200, "{minted:?}");
+    let minted = minted.json();
+    let doc = minted["doc"].as_str().unwrap().to_owned();
+    assert_eq!(doc.len(), 32);
+    assert!(doc.bytes().all(|b| b.is_ascii_hexdigit()), "{doc}");
+    let origin = format!("http://{doc}.localhost:{}", server.apps_port);
+    assert_ne!(server.apps_port, server.port());
+    assert_eq!(
+        minted,
+        json!({
+            "doc": doc, "src": format!("{origin}/"), "origin": origin, "allow": "",
+            "prefers_border": null, "skybridge": false, "server": "probe",
+            "tool": minted["tool"], "resource_uri": "ui://probe/app.html",
+        })
+    );
+    assert_eq!(minted["tool"]["name"], "open-probe");
+    // Another document of the same call has another origin.
+    let second = server
+        .post(&format!("/api/sessions/{}/apps/{call_id}", server.session))
+        .await
+        .json();
+    assert_ne!(second["origin"], minted["origin"]);
+
+    let host = format!("{doc}.localhost:{}", server.apps_port);
+    // Not a frame (a tab, a fetch): refused, and the document is still there for its frame.
+    let navigated = raw_request(apps_addr(&server), "GET", "/", &[("Host", host.clone())]).await;
+    assert_eq!(navigated.status, 403);
+    let fetched = raw_request(
+        apps_addr(&server),
+        "GET",
+        "/",
+        &[
+            ("Host", host.clone()),
+            ("Sec-Fetch-Dest", "empty".to_owned()),
+        ],
+    )
+    .await;
+    assert_eq!(fetched.status, 403);
+    // Under another name, or a name never minted: nothing.
+    let wrong = load_frame(&server, &format!("127.0.0.1:{}", server.apps_port)).await;
+    assert_eq!(wrong.status, 404);
+    let unminted = load_frame(
+        &server,
+        &format!("{}.localhost:{}", "0".repeat(32), server.apps_port),
+    )
+    .await;
+    assert_eq!(unminted.status, 404);
+
+    let served = load_frame(&server, &host).await;
+    assert_eq!(served.status, 200);
+    assert_eq!(
+        served.header("content-type"),
+        Some("text/html; charset=utf-8")
+    );
+    assert_eq!(
+        served.header("content-security-policy"),
+        Some(format!(
+            "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; \
+             img-src 'self' data:; media-src 'self' data:; font-src 'self'; \
+             connect-src 'self' https://declared.example; frame-src 'none'; object-src 'none'; \
+             base-uri 'self'; form-action 'none'; frame-ancestors http://127.0.0.1:{port} http://localhost:{port}",
+            port = server.port()
+        ))
+        .as_deref()
+    );
+    assert_eq!(served.header("x-content-type-options"), Some("nosniff"));
+    assert_eq!(served.header("referrer-policy"), Some("no-referrer"));
+    assert!(served.header("set-cookie").is_none());
+    assert!(
+        served.body.contains("ui/initialize"),
+        "the probe app's document"
+    );
+    // Once only: a second load (a reload, a copy of the URL) gets nothing.
+    assert_eq!(load_frame(&server, &host).await.status, 410);
+    // The listener serves nothing else.
+    let other = raw_request(
+        apps_addr(&server),
+        "GET",
+        "/api/sessions",
+        &[
+            ("Host", host.clone()),
+            ("Sec-Fetch-Dest", "iframe".to_owned()),
+        ],
+    )
+    .await;
+    assert_eq!(other.status, 404);
+
+    // The workbench's own page may frame these origins and no others.
+    let page = server.get("/").await;
+    assert!(
+        page.header("content-security-policy")
+            .unwrap()
+            .contains(&format!(
+                "frame-src http://*.localhost:{};",
+                server.apps_port
+            )),
+        "{:?}",
+        page.header("content-security-policy")
+    );
+
+    // The bridge: behind the token, for minted documents only.
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    assert_eq!(relay(&server, &doc, ping.clone(), false).await.status, 401);
+    let answered = relay(&server, &doc, ping.clone(), true).await;
+    assert_eq!(answered.status, 200);
+    assert_eq!(
+        answered.json(),
+        json!({"response": {"jsonrpc": "2.0", "id": 1, "result": {}}, "open_link": null})
+    );
+    let released = server
+        .raw(
+            "DELETE",
+            &format!("/api/apps/{doc}"),
+            &[
+                ("Host", server.host_header()),
+                ("Origin", server.origin()),
+                ("Authorization", server.bearer()),
+            ],
+        )
+        .await;
+    assert_eq!(released.status, 204);
+    assert_eq!(relay(&server, &doc, ping, true).await.status, 404);
+}
+
+#[tokio::test]
+async fn an_ordinary_call_has_no_app_and_a_missing_resource_says_why() {
+    let server = Server::start(
+        &format!("{}{}", probe_server(), ts_server("ts", "approve")),
+        None,
+    )
+    .await;
+    let ordinary = call(&server, "probe", "model-only").await;
+    let none = server
+        .post(&format!("/api/sessions/{}/apps/{ordinary}", server.session))
+        .await;
+    assert_eq!(none.status, 404);
+    assert_eq!(
+        none.json(),
+        json!({"error": format!("the call `{ordinary}` declared no app")})
+    );
+
+    let missing = call(&server, "probe", "open-missing").await;
+    let failed = server
+        .post(&format!("/api/sessions/{}/apps/{missing}", server.session))
+        .await;
+    assert_eq!(failed.status, 502);
+    assert!(
+        failed.json()["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("the app's resource ui://probe/missing.html could not be read: "),
+        "{failed:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_skybridge_widget_gets_the_window_openai_adapter_first() {
+    let server = Server::start(
+        &format!("{}{}", probe_server(), ts_server("ts", "approve")),
+        None,
+    )
+    .await;
+    let call_id = call(&server, "probe", "widget").await;
+    let minted = server
+        .post(&format!("/api/sessions/{}/apps/{call_id}", server.session))
+        .await
+        .json();
+    assert_eq!(minted["skybridge"], true);
+    let host = format!(
+        "{}.localhost:{}",
+        minted["doc"].as_str().unwrap(),
+        server.apps_port
+    );
+    let served = load_frame(&server, &host).await;
+    assert_eq!(served.status, 200);
+    let head = served.body.find("<head>").expect("a head") + "<head>".len();
+    assert!(
+        served.body[head..].starts_with("<script>// formwork's window.openai"),
+        "{}",
+        &served.body[..head + 60]
+    );
+    assert!(served.body.matches("</script>").count() >= 2);
+}
