@@ -344,6 +344,22 @@ async fn an_app_calls_only_its_own_servers_app_tools() {
         )
         .await;
     assert_eq!(context, json!({"jsonrpc": "2.0", "id": 9, "result": {}}));
+    let huge = "x".repeat(formwork_host::MAX_APP_TEXT_BYTES);
+    let too_long = s
+        .app(
+            &call_id,
+            json!({"jsonrpc": "2.0", "id": 10, "method": "ui/update-model-context",
+                   "params": {"content": [{"type": "text", "text": huge}]}}),
+        )
+        .await;
+    assert_eq!(too_long["error"]["code"], -32602, "{}", too_long["error"]);
+    assert_eq!(
+        too_long["error"]["message"],
+        format!(
+            "the model context is longer than {} bytes",
+            formwork_host::MAX_APP_TEXT_BYTES
+        )
+    );
     let again = s.tool_from_app(&call_id, "model-only", json!({})).await;
     assert!(again.get("error").is_some(), "{again}");
 

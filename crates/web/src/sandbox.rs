@@ -331,6 +331,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn past_the_limit_the_oldest_documents_are_forgotten() {
+        let sandbox = Sandbox::new(1, 2);
+        let ids: Vec<String> = (0..=MAX_DOCUMENTS)
+            .map(|n| {
+                sandbox
+                    .mint("s", &format!("c{n}"), String::new(), String::new())
+                    .unwrap_or_default()
+            })
+            .collect();
+        assert_eq!(sandbox.owner(&ids[0]), None);
+        assert_eq!(
+            sandbox.owner(&ids[1]),
+            Some(("s".to_owned(), "c1".to_owned()))
+        );
+        assert_eq!(sandbox.lock().by_id.len(), MAX_DOCUMENTS);
+    }
+
+    #[test]
     fn the_adapter_cannot_end_its_own_script_element() {
         assert!(!OPENAI_ADAPTER.to_ascii_lowercase().contains("</script"));
     }
