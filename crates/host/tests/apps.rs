@@ -681,3 +681,47 @@ async fn app_state_survives_a_restart_and_a_gone_server_is_unavailable() {
     );
     host.shutdown().await;
 }
+
+/// An app cannot bury the person in questions: past `[forms] max_pending` cards of its call, a
+/// `ui/message` is refused at once, without a card.
+#[tokio::test]
+async fn an_apps_questions_are_bounded_by_the_pending_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(dir.path(), true);
+    config.forms.max_pending = 2;
+    let host = Host::new(config, HostOptions::default());
+    let mut s = Watch::open(&host);
+    let (call_id, _) = s.called("probe", "open-probe").await;
+    let session = s.session.clone();
+    let ask = |n: u64| {
+        let host = host.clone();
+        let (session, call) = (session.clone(), call_id.clone());
+        tokio::spawn(async move {
+            host.app_request(
+                &session,
+                &call,
+                json!({"jsonrpc": "2.0", "id": n, "method": "ui/message",
+                       "params": {"role": "user", "content": {"type": "text", "text": "hi"}}}),
+                Value::Null,
+            )
+            .await
+            .unwrap()
+        })
+    };
+    let waiting = [ask(1), ask(2)];
+    s.card().await;
+    s.card().await;
+    let third = ask(3).await.unwrap();
+    assert_eq!(
+        refused(third.response.as_ref().unwrap()),
+        "2 questions of this app already wait for the person ([forms] max_pending)"
+    );
+    host.shutdown().await;
+    for waiting in waiting {
+        let reply = waiting.await.unwrap();
+        assert_eq!(
+            refused(reply.response.as_ref().unwrap()),
+            "the person did not send the app's message"
+        );
+    }
+}

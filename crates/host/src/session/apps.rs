@@ -582,11 +582,15 @@ impl Session {
             "The app of {} · {} wants to send this message as you:\n\n{text}",
             call.server, call.tool
         );
-        if !self
+        match self
             .confirm(call_id, &call.server, question, "Send", "Don't send")
             .await
         {
-            return AppReply::error(id, REFUSED, "the person did not send the app's message");
+            Ok(true) => {}
+            Ok(false) => {
+                return AppReply::error(id, REFUSED, "the person did not send the app's message");
+            }
+            Err(busy) => return AppReply::error(id, REFUSED, busy),
         }
         let Some(host) = self.host.upgrade() else {
             return AppReply::error(id, REFUSED, "the host is shutting down");
@@ -614,11 +618,13 @@ impl Session {
             "The app of {} · {} wants to open a link:\n\n{url}",
             call.server, call.tool
         );
-        if !self
+        match self
             .confirm(call_id, &call.server, question, "Open", "Don't open")
             .await
         {
-            return AppReply::error(id, REFUSED, "the person did not open the link");
+            Ok(true) => {}
+            Ok(false) => return AppReply::error(id, REFUSED, "the person did not open the link"),
+            Err(busy) => return AppReply::error(id, REFUSED, busy),
         }
         AppReply {
             open_link: Some(url),
@@ -626,7 +632,8 @@ impl Session {
         }
     }
 
-    /// Asks the person with a card of the call; true only when they chose `yes`.
+    /// Asks the person with a card of the call; true only when they chose `yes`. An app whose
+    /// call already has `[forms] max_pending` cards waiting is refused without a new one (`Err`).
     async fn confirm(
         &self,
         call_id: &str,
@@ -634,7 +641,17 @@ impl Session {
         question: String,
         yes: &str,
         no: &str,
-    ) -> bool {
+    ) -> Result<bool, String> {
+        let limit = self
+            .host
+            .upgrade()
+            .map_or(0, |host| host.config().forms.max_pending);
+        if self.lock().cards.forms_of_call(call_id).len() >= limit {
+            tracing::info!(target: "formwork::apps", session = %self.id, call = %call_id, limit, "an app's request for the person refused: its call has too many cards waiting");
+            return Err(format!(
+                "{limit} questions of this app already wait for the person ([forms] max_pending)"
+            ));
+        }
         let params = json!({
             "mode": "form",
             "message": question,
@@ -651,7 +668,7 @@ impl Session {
             },
         });
         let Ok(mut body) = formwork_forms::parse_request(&params) else {
-            return false;
+            return Ok(false);
         };
         let form = body.take_form();
         let (reply, answer) = tokio::sync::oneshot::channel();
@@ -666,7 +683,7 @@ impl Session {
             },
             raw,
         );
-        match answer.await {
+        Ok(match answer.await {
             Ok(reply) => {
                 reply.action == FormAction::Accept
                     && reply
@@ -677,7 +694,7 @@ impl Session {
                         == Some("yes")
             }
             Err(_) => false,
-        }
+        })
     }
 }
 
