@@ -174,6 +174,23 @@ impl Watch {
     }
 }
 
+/// Sends `message` as the app of `call_id` in the background (its answer may wait for the
+/// person).
+fn spawn_app(
+    host: &Host,
+    session: &str,
+    call_id: &str,
+    message: Value,
+) -> tokio::task::JoinHandle<formwork_host::AppReply> {
+    let host = host.clone();
+    let (session, call_id) = (session.to_owned(), call_id.to_owned());
+    tokio::spawn(async move {
+        host.app_request(&session, &call_id, message, Value::Null)
+            .await
+            .unwrap()
+    })
+}
+
 fn app_of(events: &[Event]) -> Vec<String> {
     events
         .iter()
@@ -478,21 +495,13 @@ async fn messages_and_links_ask_the_person_first() {
     let mut s = Watch::open(&host);
     let (call_id, _) = s.called("probe", "open-probe").await;
 
-    let send = {
-        let host = host.clone();
-        let (session, call) = (s.session.clone(), call_id.clone());
-        tokio::spawn(async move {
-            host.app_request(
-                &session,
-                &call,
-                json!({"jsonrpc": "2.0", "id": 1, "method": "ui/message",
-                       "params": {"role": "user", "content": [{"type": "text", "text": "Book it"}]}}),
-                Value::Null,
-            )
-            .await
-            .unwrap()
-        })
-    };
+    let send = spawn_app(
+        &host,
+        &s.session,
+        &call_id,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "ui/message",
+               "params": {"role": "user", "content": [{"type": "text", "text": "Book it"}]}}),
+    );
     let (form_id, card_call, message) = s.card().await;
     assert_eq!(card_call.as_deref(), Some(call_id.as_str()));
     assert_eq!(
@@ -512,19 +521,13 @@ async fn messages_and_links_ask_the_person_first() {
     .await;
 
     let session = s.session.clone();
-    let open = |url: &'static str| {
-        let host = host.clone();
-        let (session, call) = (session.clone(), call_id.clone());
-        tokio::spawn(async move {
-            host.app_request(
-                &session,
-                &call,
-                json!({"jsonrpc": "2.0", "id": 2, "method": "ui/open-link", "params": {"url": url}}),
-                Value::Null,
-            )
-            .await
-            .unwrap()
-        })
+    let open = |url: &str| {
+        spawn_app(
+            &host,
+            &session,
+            &call_id,
+            json!({"jsonrpc": "2.0", "id": 2, "method": "ui/open-link", "params": {"url": url}}),
+        )
     };
     let script = open("javascript:alert(1)").await.unwrap();
     assert_eq!(
@@ -562,21 +565,13 @@ async fn a_form_during_an_apps_tool_call_is_a_card_of_its_call() {
     let host = Host::new(config(dir.path(), true), HostOptions::default());
     let mut s = Watch::open(&host);
     let (call_id, _) = s.called("probe", "open-probe").await;
-    let ask = {
-        let host = host.clone();
-        let (session, call) = (s.session.clone(), call_id.clone());
-        tokio::spawn(async move {
-            host.app_request(
-                &session,
-                &call,
-                json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-                       "params": {"name": "ask-during-app", "arguments": {}}}),
-                Value::Null,
-            )
-            .await
-            .unwrap()
-        })
-    };
+    let ask = spawn_app(
+        &host,
+        &s.session,
+        &call_id,
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+               "params": {"name": "ask-during-app", "arguments": {}}}),
+    );
     let (form_id, card_call, _) = s.card().await;
     assert_eq!(card_call.as_deref(), Some(call_id.as_str()));
     let Some(Event::FormRequested { body, .. }) = host
@@ -694,19 +689,13 @@ async fn an_apps_questions_are_bounded_by_the_pending_limit() {
     let (call_id, _) = s.called("probe", "open-probe").await;
     let session = s.session.clone();
     let ask = |n: u64| {
-        let host = host.clone();
-        let (session, call) = (session.clone(), call_id.clone());
-        tokio::spawn(async move {
-            host.app_request(
-                &session,
-                &call,
-                json!({"jsonrpc": "2.0", "id": n, "method": "ui/message",
-                       "params": {"role": "user", "content": {"type": "text", "text": "hi"}}}),
-                Value::Null,
-            )
-            .await
-            .unwrap()
-        })
+        spawn_app(
+            &host,
+            &session,
+            &call_id,
+            json!({"jsonrpc": "2.0", "id": n, "method": "ui/message",
+                   "params": {"role": "user", "content": {"type": "text", "text": "hi"}}}),
+        )
     };
     let waiting = [ask(1), ask(2)];
     s.card().await;

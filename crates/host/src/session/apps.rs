@@ -510,21 +510,8 @@ impl Session {
         if !params.is_object() {
             return AppReply::error(id, INVALID_PARAMS, "the model context must be an object");
         }
-        let text = params.to_string();
-        if text.len() > MAX_APP_TEXT_BYTES {
-            return AppReply::error(
-                id,
-                INVALID_PARAMS,
-                format!("the model context is longer than {MAX_APP_TEXT_BYTES} bytes"),
-            );
-        }
-        self.lock()
-            .apps
-            .model_context
-            .insert(call_id.to_owned(), params);
-        self.save_app_part(call_id, AppStatePart::ModelContext, text)
-            .await;
-        AppReply::result(id, json!({}))
+        self.keep_app_part(id, call_id, AppStatePart::ModelContext, params)
+            .await
     }
 
     async fn set_widget_state(
@@ -534,20 +521,40 @@ impl Session {
         params: Value,
     ) -> AppReply {
         let state = params.get("state").cloned().unwrap_or(Value::Null);
-        let text = state.to_string();
+        self.keep_app_part(id, call_id, AppStatePart::WidgetState, state)
+            .await
+    }
+
+    /// Keeps (and stores) one part of what the invocation's app leaves behind, in place of the
+    /// last one.
+    async fn keep_app_part(
+        self: &Arc<Self>,
+        id: &Value,
+        call_id: &str,
+        part: AppStatePart,
+        value: Value,
+    ) -> AppReply {
+        let text = value.to_string();
+        let what = match part {
+            AppStatePart::ModelContext => "the model context",
+            AppStatePart::WidgetState => "the widget state",
+        };
         if text.len() > MAX_APP_TEXT_BYTES {
             return AppReply::error(
                 id,
                 INVALID_PARAMS,
-                format!("the widget state is longer than {MAX_APP_TEXT_BYTES} bytes"),
+                format!("{what} is longer than {MAX_APP_TEXT_BYTES} bytes"),
             );
         }
-        self.lock()
-            .apps
-            .widget_state
-            .insert(call_id.to_owned(), state);
-        self.save_app_part(call_id, AppStatePart::WidgetState, text)
-            .await;
+        {
+            let mut state = self.lock();
+            let kept = match part {
+                AppStatePart::ModelContext => &mut state.apps.model_context,
+                AppStatePart::WidgetState => &mut state.apps.widget_state,
+            };
+            kept.insert(call_id.to_owned(), value);
+        }
+        self.save_app_part(call_id, part, text).await;
         AppReply::result(id, json!({}))
     }
 
