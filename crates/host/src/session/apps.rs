@@ -90,6 +90,17 @@ impl AppReply {
         }
     }
 
+    /// The plugin's answer passed on: its result, or its JSON-RPC error as it sent it.
+    fn answered(id: &Value, outcome: Result<Value, crate::HostError>) -> AppReply {
+        match outcome {
+            Ok(result) => AppReply::result(id, result),
+            Err(crate::HostError::Rpc { error, .. }) => {
+                AppReply::error(id, error.code, error.message)
+            }
+            Err(err) => AppReply::error(id, REFUSED, err.to_string()),
+        }
+    }
+
     fn error(id: &Value, code: i64, message: impl Into<String>) -> AppReply {
         AppReply {
             response: Some(json!({
@@ -460,13 +471,7 @@ impl Session {
             .call_tool_rounds(request, name, arguments, &|_| {})
             .await;
         self.lock().apps.calls_in_flight.remove(&request);
-        match outcome {
-            Ok(result) => AppReply::result(id, result),
-            Err(crate::HostError::Rpc { error, .. }) => {
-                AppReply::error(id, error.code, error.message)
-            }
-            Err(err) => AppReply::error(id, REFUSED, err.to_string()),
-        }
+        AppReply::answered(id, outcome)
     }
 
     async fn app_resources(
@@ -492,13 +497,7 @@ impl Session {
             Ok(connection) => connection,
             Err(err) => return AppReply::error(id, REFUSED, err.to_string()),
         };
-        match connection.plugin.request(method, params).await {
-            Ok(result) => AppReply::result(id, result),
-            Err(crate::HostError::Rpc { error, .. }) => {
-                AppReply::error(id, error.code, error.message)
-            }
-            Err(err) => AppReply::error(id, REFUSED, err.to_string()),
-        }
+        AppReply::answered(id, connection.plugin.request(method, params).await)
     }
 
     async fn update_model_context(
