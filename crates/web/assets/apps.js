@@ -27,6 +27,10 @@ function moveInto(parent, node) {
   else parent.append(node);
 }
 
+function actionButton(testid, text, onclick) {
+  return el("button", { type: "button", class: "button button-quiet", testid, text, onclick });
+}
+
 function currentTheme() {
   const chosen = document.documentElement.dataset.theme;
   if (chosen === "light" || chosen === "dark") return chosen;
@@ -45,6 +49,13 @@ export class Apps {
     this.sessionId = null;
     this.inPanel = null;
     places.panelClose.addEventListener("click", () => this.inPanel?.leavePanel());
+    // Fullscreen hides the conversation, and with it the card's buttons: the panel has its own.
+    this.panelButtons = {
+      tab: actionButton("app-panel-tab", "Side panel", () => this.inPanel?.setMode("tab")),
+      fullscreen: actionButton("app-panel-fullscreen", "Fullscreen", () => this.inPanel?.setMode("fullscreen")),
+      pip: actionButton("app-panel-pip", "Picture in picture", () => this.inPanel?.setMode("pip")),
+    };
+    places.panelClose.before(el("span", { class: "app-actions" }, ...Object.values(this.panelButtons)));
     window.addEventListener("message", (event) => {
       for (const view of this.views.values()) {
         if (view.frame && event.source === view.frame.contentWindow) {
@@ -95,6 +106,9 @@ export class Apps {
     panel.hidden = false;
     panel.dataset.mode = fullscreen ? "fullscreen" : "tab";
     document.body.dataset.appPanel = fullscreen ? "fullscreen" : "tab";
+    this.panelButtons.tab.hidden = !fullscreen;
+    this.panelButtons.fullscreen.hidden = fullscreen || !view.mayShow("fullscreen");
+    this.panelButtons.pip.hidden = !view.mayShow("pip");
     moveInto(panelBody, view.box);
   }
 
@@ -130,14 +144,13 @@ class AppView {
     this.box = el("div", { class: "app-box", testid: "app-box" });
     this.slot = el("div", { class: "app-slot", testid: "app-slot" }, this.box);
     this.placeNote = el("p", { class: "hint app-place", testid: "app-place", hidden: true });
-    const button = (testid, text, onclick) => el("button", { type: "button", class: "button button-quiet", testid, text, onclick });
     this.buttons = {
-      inline: button("app-inline", "Inline", () => this.setMode("inline")),
-      tab: button("app-tab", "Side panel", () => this.setMode("tab")),
-      fullscreen: button("app-fullscreen", "Fullscreen", () => this.setMode("fullscreen")),
-      pip: button("app-pip", "Picture in picture", () => this.setMode("pip")),
-      close: button("app-close", "Close app", () => this.close()),
-      reopen: button("app-reopen", "Open app", () => this.reopen()),
+      inline: actionButton("app-inline", "Inline", () => this.setMode("inline")),
+      tab: actionButton("app-tab", "Side panel", () => this.setMode("tab")),
+      fullscreen: actionButton("app-fullscreen", "Fullscreen", () => this.setMode("fullscreen")),
+      pip: actionButton("app-pip", "Picture in picture", () => this.setMode("pip")),
+      close: actionButton("app-close", "Close app", () => this.close()),
+      reopen: actionButton("app-reopen", "Open app", () => this.reopen()),
     };
     this.buttons.reopen.hidden = true;
     this.element = el(
