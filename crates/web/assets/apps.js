@@ -134,6 +134,8 @@ class AppView {
     this.appModes = null;
     this.nextId = 1;
     this.pending = new Map();
+    // The app's requests on their way to the host (their api() promises).
+    this.relays = new Set();
     this.doc = null;
     this.origin = null;
     this.frame = null;
@@ -261,15 +263,19 @@ class AppView {
 
   async relay(message, request) {
     let reply;
+    const sent = api(`/api/apps/${this.doc}/rpc`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ message, context: message.method === "ui/initialize" ? this.context() : null }),
+    });
+    this.relays.add(sent);
     try {
-      reply = await api(`/api/apps/${this.doc}/rpc`, {
-        method: "POST",
-        headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ message, context: message.method === "ui/initialize" ? this.context() : null }),
-      });
+      reply = await sent;
     } catch (error) {
       if (request) this.post({ jsonrpc: "2.0", id: message.id, error: { code: -32000, message: `formwork could not serve the request: ${error.message}` } });
       return;
+    } finally {
+      this.relays.delete(sent);
     }
     if (reply.open_link) window.open(reply.open_link, "_blank", "noopener,noreferrer");
     if (request && reply.response) this.post(reply.response);
@@ -422,10 +428,15 @@ class AppView {
     this.buttons.close.hidden = closed;
   }
 
-  // Closing sends `ui/resource-teardown` (waiting a moment for the answer), then releases the document.
+  // Closing sends `ui/resource-teardown` (waiting a moment for the answer and for the app's requests still on their
+  // way), then releases the document.
   async close({ quiet = false } = {}) {
     if (this.state === "closed") return;
     if (this.initialized && !quiet) await this.request("ui/resource-teardown", { reason: "The person closed the app." });
+    // What the app asked while tearing down (a last tool call, say) reaches the host before its document goes.
+    if (!quiet && this.relays.size > 0) {
+      await Promise.race([Promise.allSettled([...this.relays]), new Promise((resolve) => setTimeout(resolve, TEARDOWN_WAIT_MS))]);
+    }
     this.apps.releasePanel(this);
     this.frame?.remove();
     this.frame = null;
