@@ -285,6 +285,14 @@ test("budget-allocator", async (page) => {
   assert.equal(await card.locator(tid("app-frame")).count(), 0, "the frame is released");
   assert.equal(frame.isDetached(), true);
   assert.equal(await card.locator(tid("app-reopen")).isVisible(), true);
+  // Opened again: a new document with the call's result, no tool call.
+  await card.locator(tid("app-reopen")).click();
+  await call.locator(`${tid("app-card")}[data-state="ready"]`).waitFor();
+  const again = await appFrame(page, card);
+  assert.notEqual(again, frame);
+  await freshOrigin(card);
+  await textBecomes(again.locator("#status-bar"), "Allocated: $100,000 / $100,000");
+  assert.equal(await calls(page, "get-budget-data").count(), 1);
 });
 
 // The system monitor polls through the bridge with its app-only tool, which the palette and the model never get.
@@ -351,6 +359,9 @@ test("basic-vanillajs", async (page) => {
 // server-debug: every button, each request working or refused as the host's capabilities say.
 test("server-debug", async (page) => {
   await newSession(page);
+  // Its app-only tools declare the app's UI too; they stay hidden all the same.
+  const listed = await page.locator(`${tid("palette-tool")}[data-server="debug"]`).evaluateAll((nodes) => nodes.map((node) => node.dataset.tool));
+  assert.deepEqual(listed, ["debug-tool"]);
   const call = await callTool(page, "debug", "debug-tool");
   const card = await readyApp(call);
   await freshOrigin(card);
@@ -557,6 +568,25 @@ test("app-tool-call-opens-a-form", async (page) => {
   assert.deepEqual(lines("bystander.log"), []);
 });
 
+// The workbench's theme reaches the app as host-context-changed.
+test("theme-reaches-apps", async (page) => {
+  assert.ok(shared.probe, "needs the security-probe case");
+  const frame = await appFrame(page, calls(page, "open-probe").last().locator(tid("app-card")));
+  const context = async () => JSON.parse((await frame.locator("#host-context").textContent()) || "{}");
+  assert.equal((await context()).theme, "light", "the initial theme (Chromium's default scheme is light)");
+  const toggle = page.locator(tid("theme-toggle"));
+  for (const [theme, shown] of [
+    ["light", "light"],
+    ["dark", "dark"],
+    ["system", "light"],
+  ]) {
+    await toggle.click();
+    await page.locator(`${tid("theme-toggle")}[data-theme="${theme}"]`).waitFor();
+    await until(`theme ${shown} in the app`, async () => (await context()).theme === shown || (await context()).theme);
+  }
+  await until("three host-context-changed", async () => (await frame.locator("body").getAttribute("data-context-changes")) === "3" || (await frame.locator("body").getAttribute("data-context-changes")));
+});
+
 // The socket drops and comes back: the transcript is redrawn from a snapshot, the frame lives on, and the equal
 // result is not sent to it again.
 test("transcript-refresh-sends-no-equal-result", async (page) => {
@@ -631,7 +661,8 @@ test("which-calls-get-apps", async (page) => {
   assert.deepEqual(lines("bystander.log"), []);
 });
 
-// A skybridge widget sees window.openai, built on the same bridge; its widget state outlives a reload.
+// A skybridge widget sees window.openai, built on the same bridge (its calls, messages, links and display modes meet
+// the same checks and cards); its widget state outlives a reload.
 test("skybridge-widget", async (page) => {
   await newSession(page);
   const call = await callTool(page, "probe", "widget");
@@ -655,6 +686,21 @@ test("skybridge-widget", async (page) => {
   await textBecomes(frame.locator("#call-result"), /^\{"ok":/);
   const result = JSON.parse(await read("call-result")).ok;
   assert.deepEqual(result.structuredContent, { echo: { from: "widget" } });
+  await frame.locator("#follow-up").click();
+  await confirm(page, "The app of probe · widget wants to send this message as you: a follow-up from the widget", "Send");
+  await textBecomes(frame.locator("#follow-up-result"), '{"ok":null}');
+  await textBecomes(userMessages(page).last(), "a follow-up from the widget");
+  const popup = page.waitForEvent("popup");
+  await frame.locator("#open-external").click();
+  await confirm(page, "The app of probe · widget wants to open a link: https://example.com/", "Open");
+  const opened = await popup;
+  await opened.waitForURL("https://example.com/");
+  await opened.close();
+  await textBecomes(frame.locator("#open-external-result"), '{"ok":null}');
+  await frame.locator("#fullscreen").click();
+  await textBecomes(frame.locator("#display-result"), '{"ok":{"mode":"fullscreen"}}');
+  await textBecomes(frame.locator("#display-mode"), '"fullscreen"');
+  assert.equal(await card.getAttribute("data-mode"), "fullscreen");
   await page.reload();
   await page.locator(`${tid("connection-status")}[data-state="connected"]`).waitFor();
   frame = await appFrame(page, await readyApp(calls(page, "widget").last()));
@@ -670,7 +716,9 @@ async function main() {
   const context = await browser.newContext({ timezoneId: "Europe/Berlin", locale: "en-GB", viewport: { width: 1400, height: 900 } });
   context.setDefaultTimeout(WAIT);
   // Links the apps open never leave the machine.
-  await context.route(`${LINK}**`, (route) => route.fulfill({ status: 200, contentType: "text/plain", body: "opened" }));
+  for (const link of [LINK, "https://example.com/"]) {
+    await context.route(`${link}**`, (route) => route.fulfill({ status: 200, contentType: "text/plain", body: "opened" }));
+  }
   const page = await context.newPage();
   // The session socket passes through a proxy of the test, which can drop it (the transcript-refresh case).
   await page.routeWebSocket(/\/api\/sessions\/[^/]+\/socket/, (socket) => {

@@ -37,11 +37,16 @@ struct Serve {
 
 impl Serve {
     fn start(config: &Path, data_dir: &Path) -> Self {
-        Self::start_with(config, data_dir, &[])
+        Self::start_with(config, data_dir, &[], &[])
     }
 
-    /// Like `start`, with more arguments for `formwork serve`.
-    fn start_with(config: &Path, data_dir: &Path, extra: &[&std::ffi::OsStr]) -> Self {
+    /// Like `start`, with more arguments and environment variables for `formwork serve`.
+    fn start_with(
+        config: &Path,
+        data_dir: &Path,
+        extra: &[&std::ffi::OsStr],
+        env: &[(&str, &str)],
+    ) -> Self {
         let mut child =
             common::without_user_config(&mut Command::new(env!("CARGO_BIN_EXE_formwork")))
                 .arg("serve")
@@ -50,6 +55,7 @@ impl Serve {
                 .args(["--port", "0", "--config"])
                 .arg(config)
                 .args(extra)
+                .envs(env.iter().copied())
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -279,10 +285,12 @@ fn mcp_apps_in_headless_chromium() {
     let data_dir = dir.path().join("data");
     std::fs::create_dir_all(&data_dir).unwrap();
 
+    // The app log lines (notifications/message of the apps) on stderr, for the check below.
     let serve = Serve::start_with(
         &config_file,
         &data_dir,
         &["--model".as_ref(), model.as_os_str()],
+        &[("FORMWORK_LOG", "warn,formwork::app_log=info")],
     );
     let screenshots = root.join("target/browser-failures");
     let output = run(
@@ -316,4 +324,15 @@ fn mcp_apps_in_headless_chromium() {
         "app cases failed (screenshots in {}):{output}\nformwork serve stderr:\n{server_stderr}",
         screenshots.display()
     );
+    // server-debug's four log buttons (notifications/message) reached the host's log.
+    for level in ["debug", "info", "warning", "error"] {
+        let line = format!("level={level} data=\"Debug log data\"");
+        assert!(
+            server_stderr
+                .lines()
+                .any(|logged| logged.contains("formwork::app_log: app log")
+                    && logged.contains(&line)),
+            "no app log line with {line} in the stderr of formwork serve:\n{server_stderr}"
+        );
+    }
 }
