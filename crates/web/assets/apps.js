@@ -27,6 +27,15 @@ function moveInto(parent, node) {
   else parent.append(node);
 }
 
+// What `promise` resolves to, or null once `ms` passed without it (the page's one bounded wait: an app's answer).
+function within(promise, ms) {
+  let timer;
+  const late = new Promise((resolve) => {
+    timer = setTimeout(resolve, ms, null);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
 function actionButton(testid, text, onclick) {
   return el("button", { type: "button", class: "button button-quiet", testid, text, onclick });
 }
@@ -304,17 +313,9 @@ class AppView {
 
   request(method, params) {
     const id = this.nextId++;
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(id);
-        resolve(null);
-      }, TEARDOWN_WAIT_MS);
-      this.pending.set(id, (answer) => {
-        clearTimeout(timer);
-        resolve(answer);
-      });
-      this.post({ jsonrpc: "2.0", id, method, params });
-    });
+    const answered = new Promise((resolve) => this.pending.set(id, resolve));
+    this.post({ jsonrpc: "2.0", id, method, params });
+    return within(answered, TEARDOWN_WAIT_MS).finally(() => this.pending.delete(id));
   }
 
   settle(message) {
@@ -434,9 +435,7 @@ class AppView {
     if (this.state === "closed") return;
     if (this.initialized && !quiet) await this.request("ui/resource-teardown", { reason: "The person closed the app." });
     // What the app asked while tearing down (a last tool call, say) reaches the host before its document goes.
-    if (!quiet && this.relays.size > 0) {
-      await Promise.race([Promise.allSettled([...this.relays]), new Promise((resolve) => setTimeout(resolve, TEARDOWN_WAIT_MS))]);
-    }
+    if (!quiet && this.relays.size > 0) await within(Promise.allSettled([...this.relays]), TEARDOWN_WAIT_MS);
     this.apps.releasePanel(this);
     this.frame?.remove();
     this.frame = null;
