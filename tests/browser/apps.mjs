@@ -201,7 +201,17 @@ const cases = [];
 const pageErrors = [];
 const test = (name, body) => cases.push({ name, body });
 // What one case leaves for a later one.
-const shared = { origins: new Set() };
+const shared = { origins: new Set(), policies: new Map() };
+
+// The Content-Security-Policy header of an app document with this connect-src.
+function policy(connect) {
+  const port = new URL(url).port;
+  return (
+    "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " +
+    `media-src 'self' data:; font-src 'self'; ${connect}; frame-src 'none'; object-src 'none'; base-uri 'self'; ` +
+    `form-action 'none'; frame-ancestors http://127.0.0.1:${port} http://localhost:${port}`
+  );
+}
 
 // Every app document has an origin of its own, never shared with another app.
 async function freshOrigin(card) {
@@ -222,6 +232,8 @@ test("budget-allocator", async (page) => {
   await freshOrigin(card);
   const frame = await appFrame(page, card);
   await textBecomes(frame.locator("#status-bar"), "Allocated: $100,000 / $100,000");
+  // The resource declares no policy: the spec's default, as a response header.
+  assert.equal(shared.policies.get(await card.locator(tid("app-frame")).getAttribute("src")), policy("connect-src 'none'"));
   assert.equal(await frame.locator("#budget-selector").inputValue(), "100000");
   if (process.env.FORMWORK_README_SCREENSHOT) {
     await sleep(500);
@@ -317,6 +329,13 @@ test("system-monitor", async (page) => {
   assert.equal(await refused.locator(tid("app-card")).count(), 0);
   // The app keeps polling meanwhile.
   assert.match(collapsed(await frame.locator("#status-text").textContent()), /^\d\d:\d\d:\d\d$/);
+  // Another session: the apps of this one go, the side panel with them.
+  await card.locator(tid("app-tab")).click();
+  await page.locator(`${tid("app-panel")}[data-mode="tab"]`).waitFor();
+  await newSession(page);
+  assert.equal(await page.locator(tid("app-panel")).isVisible(), false, "the side panel outlived its session");
+  assert.equal(await page.locator(tid("tool-palette")).isVisible(), true);
+  assert.equal(frame.isDetached(), true, "the app outlived its session");
 });
 
 // basic-vanillajs: a tool call from the app, a message and a link, each asked of the person first.
@@ -539,6 +558,8 @@ test("security-probe", async (page) => {
   // Served once, to the frame it was minted for.
   const src = await card.locator(tid("app-frame")).getAttribute("src");
   assert.equal(new URL(src).origin, origin);
+  // The declared origin is in the policy, the entry that would have injected a directive is not.
+  assert.equal(shared.policies.get(src), policy("connect-src 'self' https://declared.example"));
   assert.equal(await getAgain(src), 410, "a second GET of the app document");
   // A minted document is served to a frame only (no Sec-Fetch-Dest: iframe, no document).
   const other = new URL(src);
@@ -726,6 +747,10 @@ async function main() {
     shared.socket = socket;
   });
   page.on("pageerror", (error) => pageErrors.push(error.message));
+  // The policy each app document came with.
+  page.on("response", (response) => {
+    if (APP_ORIGIN.test(new URL(response.url()).origin)) shared.policies.set(response.url(), response.headers()["content-security-policy"]);
+  });
   await page.goto(url);
   await page.locator(`${tid("palette-tool")}[data-server="probe"]`).first().waitFor();
 
