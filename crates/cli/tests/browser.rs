@@ -2,7 +2,7 @@
 //! `ts` and tests/browser/markup_plugin.mjs as server `markup`, driven in headless Chromium from Debian's packages (`/usr/bin/chromium`) by playwright-core from the test
 //! peers. The cases live in tests/browser/run.mjs (one line each on stdout, then `N passed, M failed`); a failed
 //! case leaves a screenshot under target/browser-failures/. `cargo xtask test` installs both the browser and the
-//! npm package.
+//! npm package. MCP Apps have a run of their own (tests/browser/apps.mjs, `mcp_apps_in_headless_chromium`).
 
 #![allow(clippy::unwrap_used)]
 
@@ -18,7 +18,7 @@ use common::{kill_group, node_bin_dir, peers_dir, run};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 
-/// The whole browser run; it takes about 20 s on a 2-core machine.
+/// A whole browser run: the workbench run takes about 20 s on a 2-core machine, the apps run about 30 s.
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 
 fn workspace_root() -> PathBuf {
@@ -37,6 +37,16 @@ struct Serve {
 
 impl Serve {
     fn start(config: &Path, data_dir: &Path) -> Self {
+        Self::start_with(config, data_dir, &[], &[])
+    }
+
+    /// Like `start`, with more arguments and environment variables for `formwork serve`.
+    fn start_with(
+        config: &Path,
+        data_dir: &Path,
+        extra: &[&std::ffi::OsStr],
+        env: &[(&str, &str)],
+    ) -> Self {
         let mut child =
             common::without_user_config(&mut Command::new(env!("CARGO_BIN_EXE_formwork")))
                 .arg("serve")
@@ -44,6 +54,8 @@ impl Serve {
                 .arg(data_dir)
                 .args(["--port", "0", "--config"])
                 .arg(config)
+                .args(extra)
+                .envs(env.iter().copied())
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -196,4 +208,131 @@ fn workbench_in_headless_chromium() {
         "browser cases failed (screenshots in {}):{output}\nformwork serve stderr:\n{server_stderr}",
         screenshots.display()
     );
+}
+
+/// MCP Apps in the workbench (tests/browser/apps.mjs): the four published apps of the test peers
+/// (budget allocator, system monitor, basic, debug), the probe plugin's hostile app and skybridge widget
+/// (tests/peers/app_probe_plugin.mjs) beside the bystander plugin it attacks, and a scripted model that
+/// calls the app-only `poll-system-stats` (refused) and `get-system-info` (an app of the model's call).
+#[test]
+fn mcp_apps_in_headless_chromium() {
+    assert!(
+        Path::new(CHROMIUM).exists(),
+        "{CHROMIUM} is missing: `cargo xtask test` installs Debian's chromium package when run as root"
+    );
+    let peers = peers_dir();
+    let bin = peers.join("npm/node_modules/.bin");
+    assert!(
+        bin.join("mcp-budget-allocator-server").exists(),
+        "the MCP Apps servers are not in {}: run `cargo xtask peers`",
+        bin.display()
+    );
+    let root = workspace_root();
+    let dir = tempfile::tempdir().unwrap();
+    let logs = dir.path().join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    let node = node_bin_dir().join("node").display().to_string();
+    let quoted = |path: &Path| format!("{:?}", path.display().to_string());
+    let mut config = String::new();
+    for (name, server) in [
+        ("budget-allocator", "mcp-budget-allocator-server"),
+        ("system-monitor", "mcp-system-monitor-server"),
+        ("basic", "mcp-server-basic-vanillajs"),
+        ("debug", "mcp-server-debug"),
+    ] {
+        config.push_str(&format!(
+            "[mcp_servers.{name}]\ncommand = {node:?}\nargs = [{}, \"--stdio\"]\n\
+             default_tools_approval_mode = \"approve\"\n",
+            quoted(&bin.join(server).canonicalize().unwrap()),
+        ));
+        if name == "debug" {
+            config.push_str(&format!(
+                "env = {{ DEBUG_LOG_FILE = {} }}\n",
+                quoted(&logs.join("debug.log"))
+            ));
+        }
+        config.push('\n');
+    }
+    for (name, script, variable, log) in [
+        ("probe", "app_probe_plugin.mjs", "PROBE_LOG", "probe.log"),
+        (
+            "bystander",
+            "bystander_plugin.mjs",
+            "BYSTANDER_LOG",
+            "bystander.log",
+        ),
+    ] {
+        config.push_str(&format!(
+            "[mcp_servers.{name}]\ncommand = {node:?}\nargs = [{}]\n\
+             default_tools_approval_mode = \"approve\"\nenv = {{ {variable} = {} }}\n\n",
+            quoted(&peers.join("npm").join(script)),
+            quoted(&logs.join(log)),
+        ));
+    }
+    let config_file = dir.path().join("formwork.toml");
+    std::fs::write(&config_file, config).unwrap();
+    let model = dir.path().join("model.json");
+    std::fs::write(
+        &model,
+        r#"[
+  {"match": "(?i)poll the stats", "reply": "Polled.",
+   "call": {"server": "system-monitor", "tool": "poll-system-stats"}},
+  {"match": "(?i)system info", "reply": "Here is the system.",
+   "call": {"server": "system-monitor", "tool": "get-system-info"}}
+]"#,
+    )
+    .unwrap();
+    let data_dir = dir.path().join("data");
+    std::fs::create_dir_all(&data_dir).unwrap();
+
+    // The app log lines (notifications/message of the apps) on stderr, for the check below.
+    let serve = Serve::start_with(
+        &config_file,
+        &data_dir,
+        &["--model".as_ref(), model.as_os_str()],
+        &[("FORMWORK_LOG", "warn,formwork::app_log=info")],
+    );
+    let screenshots = root.join("target/browser-failures");
+    let output = run(
+        Command::new(node_bin_dir().join("node"))
+            .arg(root.join("tests/browser/apps.mjs"))
+            .arg(&serve.url)
+            .env("FORMWORK_PEERS", &peers)
+            .env("FORMWORK_APPS_LOGS", &logs)
+            .env("FORMWORK_BROWSER_SCREENSHOTS", &screenshots)
+            .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1"),
+        None,
+        RUN_TIMEOUT,
+    );
+    let server_stderr = serve.stop();
+    eprintln!("{}", output.stdout);
+    let passed = output
+        .stdout
+        .lines()
+        .filter(|line| line.starts_with("ok "))
+        .count();
+    let summary = output
+        .stdout
+        .lines()
+        .rev()
+        .find(|line| line.contains(" passed, "))
+        .unwrap_or_default();
+    assert!(
+        output.code == 0
+            && passed > 0
+            && summary.starts_with(&format!("{passed} passed, 0 failed")),
+        "app cases failed (screenshots in {}):{output}\nformwork serve stderr:\n{server_stderr}",
+        screenshots.display()
+    );
+    // server-debug's four log buttons (notifications/message) reached the host's log.
+    for level in ["debug", "info", "warning", "error"] {
+        let line = format!("level={level} data=\"Debug log data\"");
+        assert!(
+            server_stderr
+                .lines()
+                .any(|logged| logged.contains("formwork::app_log: app log")
+                    && logged.contains(&line)),
+            "no app log line with {line} in the stderr of formwork serve:\n{server_stderr}"
+        );
+    }
 }

@@ -27,6 +27,18 @@ function moveInto(parent, node) {
   else parent.append(node);
 }
 
+// What `promise` resolves to, or null once `ms` passed without it (the page's one bounded wait: an app's answer).
+function within(promise, ms) {
+  const late = new Promise((resolve) => {
+    AbortSignal.timeout(ms).addEventListener("abort", () => resolve(null));
+  });
+  return Promise.race([promise, late]);
+}
+
+function actionButton(testid, text, onclick) {
+  return el("button", { type: "button", class: "button button-quiet", testid, text, onclick });
+}
+
 function currentTheme() {
   const chosen = document.documentElement.dataset.theme;
   if (chosen === "light" || chosen === "dark") return chosen;
@@ -45,6 +57,13 @@ export class Apps {
     this.sessionId = null;
     this.inPanel = null;
     places.panelClose.addEventListener("click", () => this.inPanel?.leavePanel());
+    // Fullscreen hides the conversation, and with it the card's buttons: the panel has its own.
+    this.panelButtons = {
+      tab: actionButton("app-panel-tab", "Side panel", () => this.inPanel?.setMode("tab")),
+      fullscreen: actionButton("app-panel-fullscreen", "Fullscreen", () => this.inPanel?.setMode("fullscreen")),
+      pip: actionButton("app-panel-pip", "Picture in picture", () => this.inPanel?.setMode("pip")),
+    };
+    places.panelClose.before(el("span", { class: "app-actions" }, ...Object.values(this.panelButtons)));
     window.addEventListener("message", (event) => {
       for (const view of this.views.values()) {
         if (view.frame && event.source === view.frame.contentWindow) {
@@ -95,6 +114,9 @@ export class Apps {
     panel.hidden = false;
     panel.dataset.mode = fullscreen ? "fullscreen" : "tab";
     document.body.dataset.appPanel = fullscreen ? "fullscreen" : "tab";
+    this.panelButtons.tab.hidden = !fullscreen;
+    this.panelButtons.fullscreen.hidden = fullscreen || !view.mayShow("fullscreen");
+    this.panelButtons.pip.hidden = !view.mayShow("pip");
     moveInto(panelBody, view.box);
   }
 
@@ -120,6 +142,8 @@ class AppView {
     this.appModes = null;
     this.nextId = 1;
     this.pending = new Map();
+    // The app's requests on their way to the host (their api() promises).
+    this.relays = new Set();
     this.doc = null;
     this.origin = null;
     this.frame = null;
@@ -130,14 +154,13 @@ class AppView {
     this.box = el("div", { class: "app-box", testid: "app-box" });
     this.slot = el("div", { class: "app-slot", testid: "app-slot" }, this.box);
     this.placeNote = el("p", { class: "hint app-place", testid: "app-place", hidden: true });
-    const button = (testid, text, onclick) => el("button", { type: "button", class: "button button-quiet", testid, text, onclick });
     this.buttons = {
-      inline: button("app-inline", "Inline", () => this.setMode("inline")),
-      tab: button("app-tab", "Side panel", () => this.setMode("tab")),
-      fullscreen: button("app-fullscreen", "Fullscreen", () => this.setMode("fullscreen")),
-      pip: button("app-pip", "Picture in picture", () => this.setMode("pip")),
-      close: button("app-close", "Close app", () => this.close()),
-      reopen: button("app-reopen", "Open app", () => this.reopen()),
+      inline: actionButton("app-inline", "Inline", () => this.setMode("inline")),
+      tab: actionButton("app-tab", "Side panel", () => this.setMode("tab")),
+      fullscreen: actionButton("app-fullscreen", "Fullscreen", () => this.setMode("fullscreen")),
+      pip: actionButton("app-pip", "Picture in picture", () => this.setMode("pip")),
+      close: actionButton("app-close", "Close app", () => this.close()),
+      reopen: actionButton("app-reopen", "Open app", () => this.reopen()),
     };
     this.buttons.reopen.hidden = true;
     this.element = el(
@@ -248,15 +271,19 @@ class AppView {
 
   async relay(message, request) {
     let reply;
+    const sent = api(`/api/apps/${this.doc}/rpc`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ message, context: message.method === "ui/initialize" ? this.context() : null }),
+    });
+    this.relays.add(sent);
     try {
-      reply = await api(`/api/apps/${this.doc}/rpc`, {
-        method: "POST",
-        headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ message, context: message.method === "ui/initialize" ? this.context() : null }),
-      });
+      reply = await sent;
     } catch (error) {
       if (request) this.post({ jsonrpc: "2.0", id: message.id, error: { code: -32000, message: `formwork could not serve the request: ${error.message}` } });
       return;
+    } finally {
+      this.relays.delete(sent);
     }
     if (reply.open_link) window.open(reply.open_link, "_blank", "noopener,noreferrer");
     if (request && reply.response) this.post(reply.response);
@@ -284,17 +311,12 @@ class AppView {
   }
 
   // A request to the app, answered or given up after a moment (an app that never answers cannot hold the
-  // page up): the page's one wait on a clock.
+  // page up).
   request(method, params) {
     const id = this.nextId++;
-    return new Promise((resolve) => {
-      const deadline = AbortSignal.timeout(TEARDOWN_WAIT_MS);
-      deadline.addEventListener("abort", () => {
-        if (this.pending.delete(id)) resolve(null);
-      });
-      this.pending.set(id, resolve);
-      this.post({ jsonrpc: "2.0", id, method, params });
-    });
+    const answered = new Promise((resolve) => this.pending.set(id, resolve));
+    this.post({ jsonrpc: "2.0", id, method, params });
+    return within(answered, TEARDOWN_WAIT_MS).finally(() => this.pending.delete(id));
   }
 
   settle(message) {
@@ -408,10 +430,13 @@ class AppView {
     this.buttons.close.hidden = closed;
   }
 
-  // Closing sends `ui/resource-teardown` (waiting a moment for the answer), then releases the document.
+  // Closing sends `ui/resource-teardown` (waiting a moment for the answer and for the app's requests still on their
+  // way), then releases the document.
   async close({ quiet = false } = {}) {
     if (this.state === "closed") return;
     if (this.initialized && !quiet) await this.request("ui/resource-teardown", { reason: "The person closed the app." });
+    // What the app asked while tearing down (a last tool call, say) reaches the host before its document goes.
+    if (!quiet && this.relays.size > 0) await within(Promise.allSettled([...this.relays]), TEARDOWN_WAIT_MS);
     this.apps.releasePanel(this);
     this.frame?.remove();
     this.frame = null;

@@ -509,6 +509,17 @@ impl Session {
         if !params.is_object() {
             return AppReply::error(id, INVALID_PARAMS, "the model context must be an object");
         }
+        // What `hostCapabilities.updateModelContext` offers: text blocks and structured content.
+        if params
+            .get("content")
+            .is_some_and(|content| !text_blocks_only(content))
+        {
+            return AppReply::error(
+                id,
+                INVALID_PARAMS,
+                "formwork takes model context as text blocks and `structuredContent` only",
+            );
+        }
         self.keep_app_part(id, call_id, AppStatePart::ModelContext, params)
             .await
     }
@@ -723,6 +734,16 @@ impl super::SessionState {
     pub(super) fn app_calls_running(&self) -> bool {
         !self.apps.calls_in_flight.is_empty()
     }
+}
+
+/// Whether `content` is a list of text blocks.
+fn text_blocks_only(content: &Value) -> bool {
+    content.as_array().is_some_and(|blocks| {
+        blocks.iter().all(|block| {
+            block.get("type").and_then(Value::as_str) == Some("text")
+                && block.get("text").is_some_and(Value::is_string)
+        })
+    })
 }
 
 /// The text of `ui/message` content: a text block, or a list of blocks (their texts joined).

@@ -1,0 +1,794 @@
+// Browser tests of MCP Apps in the workbench (docs/workbench.md) in headless Chromium from Debian's packages,
+// driven by playwright-core. Started by crates/cli/tests/browser.rs (`mcp_apps_in_headless_chromium`):
+//
+//   node tests/browser/apps.mjs <URL printed by formwork serve> [case-name-filter]
+//
+// The server runs the four published apps of the test peers as servers `budget-allocator`, `system-monitor`,
+// `basic` and `debug` (DEBUG_LOG_FILE=<logs>/debug.log), tests/peers/app_probe_plugin.mjs as `probe`
+// (PROBE_LOG=<logs>/probe.log) and tests/peers/bystander_plugin.mjs as `bystander` (BYSTANDER_LOG=<logs>/bystander.log),
+// every one with tool approval `approve`, and a scripted model that calls `system-monitor`'s app-only
+// `poll-system-stats` on "poll the stats" and `get-system-info` on "system info". <logs> is $FORMWORK_APPS_LOGS.
+//
+// Some cases go on in the session an earlier one left (the probe's cases share one session and one app), so run
+// them in order; a filter (a regular expression) runs the matching cases only, with whatever state they need missing.
+//
+// Prints one line per case (`ok <case> (<ms> ms)` or `FAIL <case>: <why>`) and finally `N passed, M failed`;
+// exits 1 when a case failed. A failed case leaves a screenshot at <screenshots>/<case>.png, where
+// <screenshots> is $FORMWORK_BROWSER_SCREENSHOTS, else target/browser-failures of this checkout. With
+// $FORMWORK_README_SCREENSHOT set, the budget allocator case also saves the whole page there (the README's picture).
+
+import { createRequire } from "node:module";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import http from "node:http";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import assert from "node:assert/strict";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const peers = process.env.FORMWORK_PEERS;
+const logs = process.env.FORMWORK_APPS_LOGS;
+if (!peers || !logs) {
+  console.error("apps.mjs: FORMWORK_PEERS and FORMWORK_APPS_LOGS must be set (crates/cli/tests/browser.rs sets both)");
+  process.exit(2);
+}
+const require = createRequire(path.join(peers, "npm", "node_modules", "noop.js"));
+process.env.PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD = "1";
+const { chromium } = require("playwright-core");
+
+const [url, filter] = process.argv.slice(2);
+if (!url) {
+  console.error("usage: node tests/browser/apps.mjs <workbench URL with token> [case filter]");
+  process.exit(2);
+}
+const token = new URL(url).hash.replace(/^#token=/, "");
+const screenshots = process.env.FORMWORK_BROWSER_SCREENSHOTS ?? path.resolve(here, "../../target/browser-failures");
+const WAIT = 15_000;
+const LINK = "https://modelcontextprotocol.io/";
+const RESULT_META = '{"zeta":1,"alpha":{"y":2,"b":3},"mid":[1]}';
+const APP_ORIGIN = /^http:\/\/[0-9a-f]{32}\.localhost:(\d+)$/;
+const APP_ONLY_REFUSAL = '`poll-system-stats` is a tool for the plugin\'s app only (its `_meta.ui.visibility` lacks "model")';
+
+const tid = (id) => `[data-testid="${id}"]`;
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// ---- waiting and reading ----
+
+// Polls `check` until it returns true; the error says what was last seen.
+async function until(what, check, timeout = WAIT) {
+  const started = Date.now();
+  let last;
+  while (Date.now() - started < timeout) {
+    try {
+      last = await check();
+      if (last === true) return;
+    } catch (error) {
+      last = error.message;
+    }
+    await sleep(50);
+  }
+  throw new Error(`timed out after ${timeout} ms waiting for ${what} (last seen: ${JSON.stringify(last)})`);
+}
+
+const collapsed = (text) => (text ?? "").replace(/\s+/g, " ").trim();
+
+// Waits until the locator's text (whitespace collapsed) is `expected` (a string, or a RegExp it matches).
+async function textBecomes(locator, expected, what) {
+  let seen;
+  await until(what ?? `${locator} to read ${expected}`, async () => {
+    seen = collapsed(await locator.textContent({ timeout: 1000 }));
+    return (typeof expected === "string" ? seen === expected : expected.test(seen)) || seen;
+  });
+  return seen;
+}
+
+function lines(file) {
+  const full = path.join(logs, file);
+  if (!existsSync(full)) return [];
+  return readFileSync(full, "utf8").split("\n").filter((line) => line !== "");
+}
+
+// ---- what a person does ----
+
+async function newSession(page) {
+  const before = page.url();
+  await page.locator(tid("new-session")).click();
+  await page.waitForURL((u) => u.toString() !== before && /#\/sessions\//.test(u.toString()));
+  await page.locator(`${tid("connection-status")}[data-state="connected"]`).waitFor();
+  await page.locator(tid("transcript-empty")).waitFor();
+}
+
+// Picks `tool` of `server` in the palette, presses Call, and returns the call's node in the transcript.
+async function callTool(page, server, tool) {
+  const before = await calls(page, tool).count();
+  await page.locator(`${tid("palette-tool")}[data-server="${server}"][data-tool="${tool}"]`).click();
+  await page.locator(`${tid("palette-panel")}[data-tool="${tool}"]`).waitFor();
+  await page.locator(tid("palette-call")).click();
+  await until(`a new call of ${tool}`, async () => (await calls(page, tool).count()) === before + 1);
+  return calls(page, tool).last();
+}
+
+const calls = (page, tool) => page.locator(`${tid("tool-call")}[data-tool="${tool}"]`);
+
+async function say(page, text) {
+  await page.locator(tid("message-input")).fill(text);
+  await page.locator(tid("message-input")).press("Enter");
+}
+
+// The card of the call, once its app is `ready` (initialised).
+async function readyApp(call) {
+  const card = call.locator(tid("app-card"));
+  await call.locator(`${tid("app-card")}[data-state="ready"]`).waitFor();
+  return card;
+}
+
+// The app's frame, found by its document's origin: it stays the same frame wherever the page moves it.
+async function appFrame(page, card) {
+  const origin = await card.getAttribute("data-origin");
+  assert.match(origin ?? "", APP_ORIGIN, "the app card names its document's origin");
+  let frame;
+  await until(`the frame of ${origin}`, async () => {
+    frame = page.frames().find((candidate) => candidate.url().startsWith(`${origin}/`));
+    return frame !== undefined;
+  });
+  return frame;
+}
+
+// Waits until `locator` (in a frame that resizes itself as its content changes) stays put on the page for 150 ms, so
+// that a click lands where it aims.
+async function settled(locator) {
+  let before = JSON.stringify(await locator.boundingBox());
+  await until(`${locator} to stop moving`, async () => {
+    await sleep(150);
+    const now = JSON.stringify(await locator.boundingBox());
+    const still = now === before;
+    before = now;
+    return still || now;
+  });
+}
+
+// The one open card (a form), by its id so the locator outlives its answer.
+async function openCard(page) {
+  const open = page.locator(`${tid("form-card")}[data-state="open"]`);
+  await open.first().waitFor();
+  assert.equal(await open.count(), 1, "exactly one open card");
+  const id = await open.getAttribute("data-form-id");
+  return page.locator(`${tid("form-card")}[data-form-id="${id}"]`);
+}
+
+const option = (scope, label) => scope.locator(`${tid("option")}[data-label="${label}"]`);
+
+// Answers the confirmation the host asks before an app's ui/message or ui/open-link.
+async function confirm(page, expectedTitle, choice) {
+  const card = await openCard(page);
+  assert.equal(collapsed(await card.locator(tid("card-header")).textContent()), collapsed(expectedTitle));
+  await option(card, choice).click();
+  await card.locator(tid("outcome")).waitFor();
+  return card;
+}
+
+const userMessages = (page) => page.locator(`${tid("message")}[data-role="user"] ${tid("message-text")}`);
+
+// No popup opens within `ms`.
+async function noPopup(page, ms) {
+  const popup = await page.waitForEvent("popup", { timeout: ms }).catch(() => null);
+  assert.equal(popup, null, `a popup opened: ${popup?.url()}`);
+}
+
+// The app document's second GET, as a frame would ask: the listener served it once and never again.
+function getAgain(src) {
+  const target = new URL(src);
+  return new Promise((resolve, reject) => {
+    const request = http.get(
+      {
+        host: "127.0.0.1",
+        port: target.port,
+        path: target.pathname,
+        headers: { Host: target.host, "Sec-Fetch-Dest": "iframe", Referer: new URL(url).origin + "/" },
+      },
+      (response) => {
+        response.resume();
+        resolve(response.statusCode);
+      },
+    );
+    request.on("error", reject);
+  });
+}
+
+// ---- the cases ----
+
+const cases = [];
+// Uncaught errors of the page and its frames during the current case.
+const pageErrors = [];
+const test = (name, body) => cases.push({ name, body });
+// What one case leaves for a later one.
+const shared = { origins: new Set(), policies: new Map() };
+
+// The Content-Security-Policy header of an app document with this connect-src.
+function policy(connect) {
+  const port = new URL(url).port;
+  return (
+    "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " +
+    `media-src 'self' data:; font-src 'self'; ${connect}; frame-src 'none'; object-src 'none'; base-uri 'self'; ` +
+    `form-action 'none'; frame-ancestors http://127.0.0.1:${port} http://localhost:${port}`
+  );
+}
+
+// Every app document has an origin of its own, never shared with another app.
+async function freshOrigin(card) {
+  const origin = await card.getAttribute("data-origin");
+  assert.match(origin, APP_ORIGIN);
+  assert.equal(new URL(origin).port === new URL(url).port, false, "the app listener is not the workbench's");
+  assert.equal(shared.origins.has(origin), false, `origin ${origin} was used before`);
+  shared.origins.add(origin);
+  return origin;
+}
+
+// The budget allocator works, keeps its state (and its browsing context) through every display mode, and
+// closes with ui/resource-teardown although it answers that with -32601.
+test("budget-allocator", async (page) => {
+  await newSession(page);
+  const call = await callTool(page, "budget-allocator", "get-budget-data");
+  const card = await readyApp(call);
+  await freshOrigin(card);
+  const frame = await appFrame(page, card);
+  await textBecomes(frame.locator("#status-bar"), "Allocated: $100,000 / $100,000");
+  // The resource declares no policy: the spec's default, as a response header.
+  assert.equal(shared.policies.get(await card.locator(tid("app-frame")).getAttribute("src")), policy("connect-src 'none'"));
+  assert.equal(await frame.locator("#budget-selector").inputValue(), "100000");
+  if (process.env.FORMWORK_README_SCREENSHOT) {
+    await sleep(500);
+    await page.screenshot({ path: process.env.FORMWORK_README_SCREENSHOT, fullPage: true });
+  }
+  await frame.locator("#budget-selector").selectOption("250000");
+  await textBecomes(frame.locator("#status-bar"), "Allocated: $250,000 / $250,000");
+  await frame.evaluate(() => {
+    window.__mark = 1;
+  });
+  const panel = page.locator(tid("app-panel"));
+  const box = card.locator(tid("app-box"));
+  const where = async () =>
+    frame.frameElement().then((element) =>
+      element.evaluate((node) => {
+        if (node.closest("[data-testid=app-panel-body]")) return "panel";
+        if (node.closest("[data-testid=app-pip]")) return "pip";
+        if (node.closest("[data-testid=app-card]")) return "card";
+        return "elsewhere";
+      }),
+    );
+  // Fullscreen hides the conversation (and the card's buttons): the panel has buttons of its own.
+  const steps = [
+    [card, "app-tab", "tab", "panel", "tab"],
+    [card, "app-fullscreen", "fullscreen", "panel", "fullscreen"],
+    [panel, "app-panel-tab", "tab", "panel", "tab"],
+    [panel, "app-panel-fullscreen", "fullscreen", "panel", "fullscreen"],
+    [panel, "app-panel-pip", "pip", "pip", null],
+    [card, "app-inline", "inline", "card", null],
+    [card, "app-tab", "tab", "panel", "tab"],
+  ];
+  for (const [scope, button, mode, place, panelMode] of steps) {
+    await scope.locator(tid(button)).click();
+    await card.locator(`:scope[data-mode="${mode}"]`).waitFor({ state: "attached" });
+    assert.equal(await where(), place, `the frame's place in mode ${mode}`);
+    assert.equal(await panel.isVisible(), panelMode !== null, `the side panel in mode ${mode}`);
+    if (panelMode) {
+      assert.equal(await panel.getAttribute("data-mode"), panelMode);
+      assert.equal(await page.locator(tid("app-panel-title")).textContent(), "budget-allocator · get-budget-data");
+    }
+    if (mode === "pip") {
+      // The picture-in-picture window stays on the screen, however tall the app says it is.
+      const shown = await page.locator(`${tid("app-pip")} ${tid("app-box")}`).boundingBox();
+      assert.ok(shown && shown.y >= 0 && shown.y + shown.height <= 900, `the pip window is off-screen: ${JSON.stringify(shown)}`);
+    }
+    assert.equal(frame.isDetached(), false, `the frame was detached in mode ${mode}`);
+    assert.equal(await frame.evaluate(() => window.__mark), 1, `the frame was reloaded in mode ${mode}`);
+    assert.equal(collapsed(await frame.locator("#status-bar").textContent()), "Allocated: $250,000 / $250,000");
+  }
+  await page.locator(tid("app-panel-close")).click();
+  await card.locator(`:scope[data-mode="inline"]`).waitFor();
+  assert.equal(await panel.isVisible(), false);
+  assert.equal(await where(), "card");
+  assert.equal(await box.isVisible(), true);
+  assert.equal(await frame.evaluate(() => window.__mark), 1, "the frame was reloaded by closing the panel");
+  const closing = Date.now();
+  await card.locator(tid("app-close")).click();
+  await call.locator(`${tid("app-card")}[data-state="closed"]`).waitFor();
+  assert.ok(Date.now() - closing < 3000, "closing waited too long for the teardown answer");
+  assert.equal(await card.locator(tid("app-status")).textContent(), "closed");
+  assert.equal(await card.locator(tid("app-frame")).count(), 0, "the frame is released");
+  assert.equal(frame.isDetached(), true);
+  assert.equal(await card.locator(tid("app-reopen")).isVisible(), true);
+  // Opened again: a new document with the call's result, no tool call.
+  await card.locator(tid("app-reopen")).click();
+  await call.locator(`${tid("app-card")}[data-state="ready"]`).waitFor();
+  const again = await appFrame(page, card);
+  assert.notEqual(again, frame);
+  await freshOrigin(card);
+  await textBecomes(again.locator("#status-bar"), "Allocated: $100,000 / $100,000");
+  assert.equal(await calls(page, "get-budget-data").count(), 1);
+});
+
+// The system monitor polls through the bridge with its app-only tool, which the palette and the model never get.
+test("system-monitor", async (page) => {
+  await newSession(page);
+  assert.equal(await page.locator(`${tid("palette-tool")}[data-server="system-monitor"][data-tool="get-system-info"]`).count(), 1);
+  assert.equal(await page.locator(`${tid("palette-tool")}[data-tool="poll-system-stats"]`).count(), 0, "the palette lists the app-only tool");
+  await say(page, "show me the system info");
+  const call = calls(page, "get-system-info").last();
+  const card = await readyApp(call);
+  await freshOrigin(card);
+  const frame = await appFrame(page, card);
+  await textBecomes(frame.locator("#memory-percent"), /^\d+%$/);
+  await textBecomes(frame.locator("#status-text"), /^\d\d:\d\d:\d\d$/);
+  assert.equal(await frame.locator("#info-platform").textContent(), "linux x64");
+  await page.locator(`${tid("message")}[data-role="assistant"]`).filter({ hasText: "Here is the system." }).waitFor();
+
+  await say(page, "now poll the stats");
+  const refused = calls(page, "poll-system-stats").last();
+  await page.locator(`${tid("tool-call")}[data-tool="poll-system-stats"][data-state="error"]`).waitFor();
+  assert.equal(await refused.locator(tid("tool-error")).textContent(), APP_ONLY_REFUSAL);
+  assert.equal(await refused.locator(tid("app-card")).count(), 0);
+  // The app keeps polling meanwhile.
+  assert.match(collapsed(await frame.locator("#status-text").textContent()), /^\d\d:\d\d:\d\d$/);
+  // Another session: the apps of this one go, the side panel with them.
+  await card.locator(tid("app-tab")).click();
+  await page.locator(`${tid("app-panel")}[data-mode="tab"]`).waitFor();
+  await newSession(page);
+  assert.equal(await page.locator(tid("app-panel")).isVisible(), false, "the side panel outlived its session");
+  assert.equal(await page.locator(tid("tool-palette")).isVisible(), true);
+  assert.equal(frame.isDetached(), true, "the app outlived its session");
+});
+
+// basic-vanillajs: a tool call from the app, a message and a link, each asked of the person first.
+test("basic-vanillajs", async (page) => {
+  await newSession(page);
+  const call = await callTool(page, "basic", "get-time");
+  const card = await readyApp(call);
+  await freshOrigin(card);
+  const frame = await appFrame(page, card);
+  const iso = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+  const first = await textBecomes(frame.locator("#server-time"), iso);
+  await sleep(5);
+  await frame.locator("#get-time-btn").click();
+  await until("a new server time", async () => {
+    const now = collapsed(await frame.locator("#server-time").textContent());
+    return (iso.test(now) && now !== first) || now;
+  });
+
+  await frame.locator("#send-message-btn").click();
+  await confirm(page, "The app of basic · get-time wants to send this message as you: This is message text.", "Send");
+  await textBecomes(userMessages(page).last(), "This is message text.");
+
+  const popup = page.waitForEvent("popup");
+  await frame.locator("#open-link-btn").click();
+  await confirm(page, `The app of basic · get-time wants to open a link: ${LINK}`, "Open");
+  const opened = await popup;
+  await opened.waitForURL(LINK);
+  assert.equal(opened.url(), LINK);
+  await opened.close();
+
+  await frame.locator("#open-link-btn").click();
+  await confirm(page, `The app of basic · get-time wants to open a link: ${LINK}`, "Don't open");
+  await noPopup(page, 1000);
+  // The app got the host's error (it leaves the rejection unhandled: an error of its frame).
+  await until("the refusal in the app", async () => pageErrors.includes("the person did not open the link") || pageErrors);
+  pageErrors.splice(pageErrors.indexOf("the person did not open the link"), 1);
+  assert.equal(await userMessages(page).count(), 1);
+});
+
+// server-debug: every button, each request working or refused as the host's capabilities say.
+test("server-debug", async (page) => {
+  await newSession(page);
+  // Its app-only tools declare the app's UI too; they stay hidden all the same.
+  const listed = await page.locator(`${tid("palette-tool")}[data-server="debug"]`).evaluateAll((nodes) => nodes.map((node) => node.dataset.tool));
+  assert.deepEqual(listed, ["debug-tool"]);
+  const call = await callTool(page, "debug", "debug-tool");
+  const card = await readyApp(call);
+  await freshOrigin(card);
+  const frame = await appFrame(page, card);
+  const entries = frame.locator("#event-log > .log-entry");
+  const types = async () => (await entries.locator(".log-type").allTextContents()).map((text) => text.replace(/:$/, ""));
+  await until("connected, ontoolinput, ontoolresult", async () => {
+    const seen = await types();
+    return ["connected", "ontoolinput", "ontoolresult"].every((type) => seen.includes(type)) || seen;
+  });
+  assert.equal((await types()).includes("error"), false);
+  const info = (await frame.locator("#host-capabilities-info").textContent()).replace(/\s+/g, "");
+  assert.equal(info, "openLinks✓serverTools✓serverResources✓logging✓message✓updateModelContext✓");
+  assert.match(collapsed(await frame.locator("#host-context-info").textContent()), /Display Mode ?inline Host ?formwork v\d/);
+
+  // Clears the log, presses `button`, lets `then` answer what the host asks, and returns the entries it logged
+  // once `last` is among them: [{type, payload}].
+  async function press(button, last, then) {
+    await settled(frame.locator("#clear-log-btn"));
+    await frame.locator("#clear-log-btn").click();
+    await until(`an empty log before ${button}`, async () => (await entries.count()) === 0 || (await types()));
+    await settled(frame.locator(button));
+    await frame.locator(button).click();
+    if (then) await then();
+    await until(`a ${last} entry after ${button}`, async () => (await types()).includes(last) || (await types()));
+    const logged = [];
+    for (const entry of await entries.all()) {
+      const type = (await entry.locator(".log-type").textContent()).replace(/:$/, "");
+      const full = await entry.locator(".log-payload-full").textContent().catch(() => "null");
+      let payload;
+      try {
+        payload = JSON.parse(full);
+      } catch {
+        payload = full;
+      }
+      logged.push({ type, payload });
+    }
+    return logged;
+  }
+  const typesOf = (logged) => logged.map((entry) => entry.type);
+
+  const sent = await press("#send-message-text-btn", "send-message-result", () =>
+    confirm(page, "The app of debug · debug-tool wants to send this message as you: Hello from debug app!", "Send"),
+  );
+  assert.deepEqual(typesOf(sent), ["send-message-result"]);
+  await textBecomes(userMessages(page).last(), "Hello from debug app!");
+  // The host takes text messages only (hostCapabilities.message = {text: {}}).
+  const image = await press("#send-message-image-btn", "error");
+  assert.deepEqual(typesOf(image), ["error"]);
+  for (const level of ["debug", "info", "warning", "error"]) {
+    assert.deepEqual(typesOf(await press(`#log-${level}-btn`, "send-log")), ["send-log"], `log ${level}`);
+  }
+  for (const kind of ["text", "structured"]) {
+    assert.deepEqual(typesOf(await press(`#update-context-${kind}-btn`, "update-context")), ["update-context"], `update ${kind}`);
+  }
+  // Model context is text and structured content only (hostCapabilities.updateModelContext): an image is refused.
+  assert.deepEqual(typesOf(await press("#update-context-image-btn", "error")), ["error"]);
+  for (const mode of ["fullscreen", "pip", "inline"]) {
+    const logged = await press(`#display-${mode}-btn`, "display-mode-result");
+    // The host switches, tells the app its new context, then answers with the granted mode.
+    assert.deepEqual(typesOf(logged), ["onhostcontextchanged", "display-mode-result"], `display mode ${mode}`);
+    assert.equal(logged[0].payload.displayMode, mode);
+    assert.deepEqual(logged[1].payload, { mode, result: { mode } });
+    if (mode === "pip") {
+      // The app is far taller than the screen: the picture-in-picture window scrolls it and stays on the screen.
+      const shown = await page.locator(`${tid("app-pip")} ${tid("app-box")}`).boundingBox();
+      assert.ok(shown && shown.y >= 0 && shown.y + shown.height <= 900, `the pip window is off-screen: ${JSON.stringify(shown)}`);
+    }
+    assert.equal(await card.getAttribute("data-mode"), mode);
+  }
+  const popup = page.waitForEvent("popup");
+  const link = await press("#open-link-btn", "open-link-result", () =>
+    confirm(page, `The app of debug · debug-tool wants to open a link: ${LINK}`, "Open"),
+  );
+  assert.deepEqual(typesOf(link), ["open-link-result"]);
+  const opened = await popup;
+  await opened.waitForURL(LINK);
+  await opened.close();
+  assert.deepEqual(typesOf(await press("#resize-400x300-btn", "manual-resize")), ["manual-resize"]);
+  const tool = await press("#call-debug-tool-btn", "server-tool-result");
+  assert.deepEqual(typesOf(tool), ["call-server-tool", "server-tool-result"]);
+  const refresh = await press("#call-debug-refresh-btn", "server-tool-result");
+  assert.deepEqual(typesOf(refresh), ["call-server-tool", "server-tool-result"]);
+
+  await card.locator(tid("app-close")).click();
+  await call.locator(`${tid("app-card")}[data-state="closed"]`).waitFor();
+  // What the app's debug-log calls wrote at the plugin, the one made while handling the teardown included.
+  const logged = lines("debug.log").map((line) => JSON.parse(line).type);
+  for (const type of [
+    "connected",
+    "ontoolinput",
+    "ontoolresult",
+    "send-message-result",
+    "send-log",
+    "update-context",
+    "display-mode-result",
+    "open-link-result",
+    "server-tool-result",
+    "onteardown",
+  ]) {
+    assert.ok(logged.includes(type), `DEBUG_LOG_FILE has no ${type}: ${logged.join(", ")}`);
+  }
+});
+
+// The probe app attacks the host from inside its frame; every attempt is refused and nothing reaches the bystander.
+test("security-probe", async (page) => {
+  await newSession(page);
+  // Another app in the same page, for the probe to post forged messages to.
+  const neighbour = await appFrame(page, await readyApp(await callTool(page, "basic", "get-time")));
+  const iso = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+  await textBecomes(neighbour.locator("#server-time"), iso);
+  const before = lines("probe.log").length;
+  const call = await callTool(page, "probe", "open-probe");
+  const card = await readyApp(call);
+  const origin = await freshOrigin(card);
+  const frame = await appFrame(page, card);
+  await frame.locator('body[data-done="1"]').waitFor({ timeout: WAIT });
+  const outcomes = {};
+  for (const item of await frame.locator("#probes > li").all()) {
+    outcomes[await item.getAttribute("data-probe")] = [await item.getAttribute("data-outcome"), await item.textContent()];
+  }
+  const expected = {
+    "call-own-app-tool": "allowed",
+    "call-model-only": "refused",
+    "call-other-plugin": "refused",
+    "name-other-server": "refused",
+    "escalate-metadata": "refused",
+    "fetch-undeclared": "refused",
+    "fetch-hostile-entry": "refused",
+    "fetch-workbench": "refused",
+    "script-undeclared": "refused",
+    "child-frame": "refused",
+    "read-parent-storage": "refused",
+    "open-popup": "refused",
+    "post-forged": "refused",
+    "post-other-frames": "refused",
+    // The app is on *.localhost, another site than the page: Chromium gives it no storage (APPS-FACTS 12).
+    "own-storage": "refused",
+    "navigate-top": "refused",
+  };
+  assert.deepEqual(Object.keys(outcomes).sort(), [...Object.keys(expected), "fetch-declared"].sort());
+  for (const [probe, outcome] of Object.entries(expected)) {
+    assert.equal(outcomes[probe][0], outcome, `${probe}: ${outcomes[probe][1]}`);
+  }
+  assert.notEqual(outcomes["fetch-declared"][0], "refused", `fetch-declared: ${outcomes["fetch-declared"][1]}`);
+  assert.equal(outcomes["call-own-app-tool"][1], 'result: {"probe":"own"}');
+  assert.match(outcomes["call-model-only"][1], /^error -?\d+: `model-only` is not visible to apps/);
+  assert.match(outcomes["call-other-plugin"][1], /^error -32000: `probe` lists no tool `leak`$/);
+  assert.equal(outcomes["post-other-frames"][1], "posted to 1 other frame(s) of the top window; no answer within 2 s");
+  assert.match(collapsed(await neighbour.locator("#server-time").textContent()), iso, "the neighbour took the forged result");
+  assert.match(outcomes["read-parent-storage"][1], /^parent\.sessionStorage: SecurityError; parent\.localStorage: SecurityError;/);
+  // What the app got, exactly as the plugin sent it (the metadata's key order too).
+  assert.equal(await frame.locator("#result-meta").textContent(), RESULT_META);
+  assert.equal(await frame.locator("#result-structured").textContent(), '{"probe":"app","label":null}');
+  assert.equal(await frame.locator("#result-content").textContent(), '[{"type":"text","text":"probe opened"}]');
+  assert.equal(await frame.locator("#tool-input").textContent(), "{}");
+  assert.equal(await frame.locator("body").getAttribute("data-tool-results"), "1");
+  // The workbench's credential: neither in the frame nor reachable from it.
+  const reach = await frame.evaluate(() => {
+    const attempt = (read) => {
+      try {
+        return `read ${JSON.stringify(read())}`;
+      } catch (error) {
+        return error.name;
+      }
+    };
+    return {
+      parent: attempt(() => window.parent.sessionStorage.getItem("formwork-token")),
+      own: attempt(() => window.sessionStorage.getItem("formwork-token")),
+    };
+  });
+  assert.equal(reach.parent, "SecurityError");
+  assert.notEqual(reach.own, `read ${JSON.stringify(token)}`);
+  assert.equal((await frame.content()).includes(token), false, "the token is in the app document");
+  // Served once, to the frame it was minted for.
+  const src = await card.locator(tid("app-frame")).getAttribute("src");
+  assert.equal(new URL(src).origin, origin);
+  // The declared origin is in the policy, the entry that would have injected a directive is not.
+  assert.equal(shared.policies.get(src), policy("connect-src 'self' https://declared.example"));
+  assert.equal(await getAgain(src), 410, "a second GET of the app document");
+  // A minted document is served to a frame only (no Sec-Fetch-Dest: iframe, no document).
+  const other = new URL(src);
+  other.hostname = `${"0".repeat(32)}.localhost`;
+  assert.equal(await getAgain(other.toString()), 404, "a GET of a document never minted");
+  // What reached the plugins: the app's own call only.
+  assert.deepEqual(lines("probe.log").slice(before), ['app-echo {"probe":"own"}']);
+  assert.deepEqual(lines("bystander.log"), []);
+  shared.probe = { session: page.url(), origin };
+});
+
+// A form the plugin opens during the app's tool call is an ordinary card; the answer goes back to the app.
+test("app-tool-call-opens-a-form", async (page) => {
+  assert.ok(shared.probe, "needs the security-probe case");
+  const call = calls(page, "open-probe").last();
+  const frame = await appFrame(page, call.locator(tid("app-card")));
+  await frame.locator("#echo").click();
+  await textBecomes(frame.locator("#echo-result"), '["allowed","result: {\\"text\\":\\"hello\\"}"]');
+  await frame.locator("#ask").click();
+  const card = await openCard(page);
+  assert.equal(await card.locator(tid("card-header")).textContent(), "The probe app asks for a word");
+  const input = card.locator(`${tid("question")}[data-question-id="word"] ${tid("question-input")}`);
+  await input.fill("kiwi");
+  await card.locator(tid("submit")).click();
+  await textBecomes(frame.locator("#ask-result"), '{"answer":{"action":"accept","content":{"word":"kiwi"}}}');
+  assert.deepEqual(lines("probe.log").slice(-2), ['app-echo {"text":"hello"}', "ask-during-app {}"]);
+  assert.deepEqual(lines("bystander.log"), []);
+});
+
+// The workbench's theme reaches the app as host-context-changed.
+test("theme-reaches-apps", async (page) => {
+  assert.ok(shared.probe, "needs the security-probe case");
+  const frame = await appFrame(page, calls(page, "open-probe").last().locator(tid("app-card")));
+  const context = async () => JSON.parse((await frame.locator("#host-context").textContent()) || "{}");
+  assert.equal((await context()).theme, "light", "the initial theme (Chromium's default scheme is light)");
+  const toggle = page.locator(tid("theme-toggle"));
+  for (const [theme, shown] of [
+    ["light", "light"],
+    ["dark", "dark"],
+    ["system", "light"],
+  ]) {
+    await toggle.click();
+    await page.locator(`${tid("theme-toggle")}[data-theme="${theme}"]`).waitFor();
+    await until(`theme ${shown} in the app`, async () => (await context()).theme === shown || (await context()).theme);
+  }
+  await until("three host-context-changed", async () => (await frame.locator("body").getAttribute("data-context-changes")) === "3" || (await frame.locator("body").getAttribute("data-context-changes")));
+});
+
+// The socket drops and comes back: the transcript is redrawn from a snapshot, the frame lives on, and the equal
+// result is not sent to it again.
+test("transcript-refresh-sends-no-equal-result", async (page) => {
+  assert.ok(shared.probe, "needs the security-probe case");
+  const call = calls(page, "open-probe").last();
+  const frame = await appFrame(page, call.locator(tid("app-card")));
+  await frame.evaluate(() => {
+    window.__mark = 1;
+  });
+  await call.evaluate((node) => {
+    node.dataset.before = "1";
+  });
+  // The socket drops as a network would drop it (the page's socket goes through the test's proxy, see main).
+  assert.ok(shared.socket, "the page's socket is not proxied");
+  await shared.socket.close({ reason: "the test dropped the socket" });
+  await page.locator(`${tid("connection-status")}[data-state="disconnected"]`).waitFor();
+  await page.locator(tid("reconnect")).click();
+  await page.locator(`${tid("connection-status")}[data-state="connected"]`).waitFor();
+  await calls(page, "open-probe").last().locator(`${tid("app-card")}[data-state="ready"]`).waitFor();
+  await sleep(500);
+  assert.equal(await calls(page, "open-probe").last().getAttribute("data-before"), null, "the transcript was not redrawn");
+  assert.equal(frame.isDetached(), false, "the frame was dropped by the redraw");
+  assert.equal(await frame.evaluate(() => window.__mark), 1, "the frame was reloaded by the redraw");
+  assert.equal(await frame.locator("body").getAttribute("data-tool-results"), "1", "the equal result was sent again");
+  assert.equal(await frame.locator("body").getAttribute("data-tool-inputs"), "1", "the tool input was sent again");
+});
+
+// After a reload the apps of the transcript come back with their last result, and no tool runs again.
+test("reload-restores-apps", async (page) => {
+  assert.ok(shared.probe, "needs the security-probe case");
+  const budget = await callTool(page, "budget-allocator", "get-budget-data");
+  await readyApp(budget);
+  const toolCalls = await page.locator(tid("tool-call")).count();
+  const probeLog = lines("probe.log").length;
+  await page.reload();
+  await page.locator(`${tid("connection-status")}[data-state="connected"]`).waitFor();
+  const probe = await readyApp(calls(page, "open-probe").last());
+  const probeFrame = await appFrame(page, probe);
+  assert.notEqual(await probe.getAttribute("data-origin"), shared.probe.origin, "a reload mints a new document");
+  await probeFrame.locator('body[data-done="1"]').waitFor();
+  assert.equal(await probeFrame.locator("#result-meta").textContent(), RESULT_META);
+  assert.equal(await probeFrame.locator("body").getAttribute("data-tool-results"), "1");
+  const budgetFrame = await appFrame(page, await readyApp(calls(page, "get-budget-data").last()));
+  await textBecomes(budgetFrame.locator("#status-bar"), "Allocated: $100,000 / $100,000");
+  assert.equal(await page.locator(tid("tool-call")).count(), toolCalls, "a tool was called again");
+  // The reloaded probe ran its probes again (its own app-echo), and nothing else reached the plugin.
+  assert.deepEqual(lines("probe.log").slice(probeLog), ['app-echo {"probe":"own"}']);
+});
+
+// Only calls that declare a UI get an app card; a declared UI that cannot be read shows why; the legacy flat key
+// and a UI named by the result's metadata open the app too.
+test("which-calls-get-apps", async (page) => {
+  await newSession(page);
+  const plain = await callTool(page, "probe", "bump-app");
+  await plain.locator(`:scope[data-state="done"]`).waitFor();
+  await sleep(300);
+  assert.equal(await plain.locator(tid("app-card")).count(), 0, "an ordinary tool got an app card");
+  const missing = await callTool(page, "probe", "open-missing");
+  await missing.locator(`${tid("app-card")}[data-state="error"]`).waitFor();
+  assert.match(await missing.locator(tid("app-error")).textContent(), /^The app could not be loaded: .*ui:\/\/probe\/missing\.html/);
+  assert.equal(await missing.locator(tid("app-frame")).count(), 0);
+  const opened = [];
+  for (const tool of ["open-probe-late", "open-probe-flat"]) opened.push([tool, await callTool(page, "probe", tool)]);
+  for (const [tool, call] of opened) {
+    const card = await readyApp(call);
+    await freshOrigin(card);
+    const frame = await appFrame(page, card);
+    await frame.locator('body[data-done="1"]').waitFor();
+    assert.equal(await frame.locator("body").getAttribute("data-version"), "2", `${tool} shows the bumped app`);
+    assert.equal(await frame.locator('#probes > li[data-probe="call-own-app-tool"]').getAttribute("data-outcome"), "allowed");
+  }
+  assert.deepEqual(lines("bystander.log"), []);
+});
+
+// A skybridge widget sees window.openai, built on the same bridge (its calls, messages, links and display modes meet
+// the same checks and cards); its widget state outlives a reload.
+test("skybridge-widget", async (page) => {
+  await newSession(page);
+  const call = await callTool(page, "probe", "widget");
+  const card = await readyApp(call);
+  await freshOrigin(card);
+  let frame = await appFrame(page, card);
+  await frame.locator('body[data-openai="present"]').waitFor();
+  const read = async (id) => frame.locator(`#${id}`).textContent();
+  await textBecomes(frame.locator("#tool-output"), '{"widget":"output","n":1}');
+  assert.equal(await read("tool-input"), "{}");
+  assert.equal(await read("tool-response-metadata"), RESULT_META);
+  assert.equal(await read("theme"), '"light"');
+  assert.equal(await read("display-mode"), '"inline"');
+  assert.equal(await read("max-height"), "640");
+  assert.equal(await read("locale"), '"en-GB"');
+  assert.equal(await read("widget-state"), "null");
+  assert.ok(Number(await frame.locator("body").getAttribute("data-set-globals")) >= 2, "openai:set_globals fired");
+  await frame.locator("#set-state").click();
+  await textBecomes(frame.locator("#widget-state"), '{"count":1}');
+  await frame.locator("#call-tool").click();
+  await textBecomes(frame.locator("#call-result"), /^\{"ok":/);
+  const result = JSON.parse(await read("call-result")).ok;
+  assert.deepEqual(result.structuredContent, { echo: { from: "widget" } });
+  await frame.locator("#follow-up").click();
+  await confirm(page, "The app of probe · widget wants to send this message as you: a follow-up from the widget", "Send");
+  await textBecomes(frame.locator("#follow-up-result"), '{"ok":null}');
+  await textBecomes(userMessages(page).last(), "a follow-up from the widget");
+  const popup = page.waitForEvent("popup");
+  await frame.locator("#open-external").click();
+  await confirm(page, "The app of probe · widget wants to open a link: https://example.com/", "Open");
+  const opened = await popup;
+  await opened.waitForURL("https://example.com/");
+  await opened.close();
+  await textBecomes(frame.locator("#open-external-result"), '{"ok":null}');
+  await frame.locator("#fullscreen").click();
+  await textBecomes(frame.locator("#display-result"), '{"ok":{"mode":"fullscreen"}}');
+  await textBecomes(frame.locator("#display-mode"), '"fullscreen"');
+  assert.equal(await card.getAttribute("data-mode"), "fullscreen");
+  await page.reload();
+  await page.locator(`${tid("connection-status")}[data-state="connected"]`).waitFor();
+  frame = await appFrame(page, await readyApp(calls(page, "widget").last()));
+  await textBecomes(frame.locator("#widget-state"), '{"count":1}');
+  await textBecomes(frame.locator("#tool-output"), '{"widget":"output","n":1}');
+});
+
+async function main() {
+  const browser = await chromium.launch({
+    executablePath: process.env.FORMWORK_CHROMIUM ?? "/usr/bin/chromium",
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
+  });
+  const context = await browser.newContext({ timezoneId: "Europe/Berlin", locale: "en-GB", viewport: { width: 1400, height: 900 } });
+  context.setDefaultTimeout(WAIT);
+  // Links the apps open never leave the machine.
+  for (const link of [LINK, "https://example.com/"]) {
+    await context.route(`${link}**`, (route) => route.fulfill({ status: 200, contentType: "text/plain", body: "opened" }));
+  }
+  const page = await context.newPage();
+  // The session socket passes through a proxy of the test, which can drop it (the transcript-refresh case).
+  await page.routeWebSocket(/\/api\/sessions\/[^/]+\/socket/, (socket) => {
+    socket.connectToServer();
+    shared.socket = socket;
+  });
+  page.on("pageerror", (error) => pageErrors.push(error.message));
+  // The policy each app document came with.
+  page.on("response", (response) => {
+    if (APP_ORIGIN.test(new URL(response.url()).origin)) shared.policies.set(response.url(), response.headers()["content-security-policy"]);
+  });
+  await page.goto(url);
+  await page.locator(`${tid("palette-tool")}[data-server="probe"]`).first().waitFor();
+
+  let passed = 0;
+  let failed = 0;
+  const started = Date.now();
+  for (const { name, body } of cases) {
+    if (filter && !new RegExp(filter).test(name)) continue;
+    const t0 = Date.now();
+    pageErrors.length = 0;
+    try {
+      await body(page);
+      assert.deepEqual(pageErrors, [], "errors thrown in the page");
+      passed += 1;
+      console.log(`ok ${name} (${Date.now() - t0} ms)`);
+    } catch (error) {
+      failed += 1;
+      console.log(`FAIL ${name}: ${String(error?.message ?? error).split("\n").slice(0, 40).join("\n    ")}`);
+      try {
+        mkdirSync(screenshots, { recursive: true });
+        const file = path.join(screenshots, `apps-${name}.png`);
+        await page.screenshot({ path: file, fullPage: true });
+        console.log(`    screenshot: ${file}`);
+      } catch (shotError) {
+        console.log(`    no screenshot: ${shotError.message}`);
+      }
+    }
+  }
+  await browser.close();
+  console.log(`${passed} passed, ${failed} failed (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+  return failed === 0 && passed > 0;
+}
+
+main().then(
+  (ok) => process.exit(ok ? 0 : 1),
+  (error) => {
+    console.log(`FAIL setup: ${error?.stack ?? error}`);
+    console.log("0 passed, 1 failed");
+    process.exit(1);
+  },
+);
