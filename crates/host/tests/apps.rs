@@ -377,6 +377,17 @@ async fn an_app_calls_only_its_own_servers_app_tools() {
             formwork_host::MAX_APP_TEXT_BYTES
         )
     );
+    let image = s
+        .app(
+            &call_id,
+            json!({"jsonrpc": "2.0", "id": 11, "method": "ui/update-model-context",
+                   "params": {"content": [{"type": "image", "data": "AA==", "mimeType": "image/png"}]}}),
+        )
+        .await;
+    assert_eq!(
+        image["error"],
+        json!({"code": -32602, "message": "formwork takes model context as text blocks and `structuredContent` only"})
+    );
     let again = s.tool_from_app(&call_id, "model-only", json!({})).await;
     assert!(again.get("error").is_some(), "{again}");
 
