@@ -8,7 +8,9 @@
 //   open-probe-flat  the same app through the legacy flat key `_meta["ui/resourceUri"]` only
 //   open-probe-late  no UI in the tool's `_meta`; the result's `_meta.ui.resourceUri` names the app
 //   open-missing     `_meta.ui.resourceUri` = ui://probe/missing.html, a resource this plugin does not have
-//   bump-app         serves a new version of the app document (its `data-version`) and sends resources/list_changed
+//   bump-app         serves a new version of the app document (its `data-version`) and sends resources/list_changed;
+//                    the first bump also lists app-version (tools/list_changed)
+//   app-version      visibility ["app"], listed only after a bump: the app document's version
 //   app-echo         visibility ["app"]: returns its arguments (text and `structuredContent.echo`)
 //   model-only       visibility ["model"]: an app must never reach it
 //   ask-during-app   visibility ["app"]: asks a one-field form through `server.server.elicitInput`, returns the answer
@@ -108,9 +110,21 @@ server.registerTool(
   async () => {
     appVersion += 1;
     server.sendResourceListChanged();
+    if (!appVersionTool.enabled) appVersionTool.enable();
     return { content: [{ type: "text", text: `app version ${appVersion}` }] };
   },
 );
+
+const appVersionTool = server.registerTool(
+  "app-version",
+  {
+    description: "The app document's version (app-only, listed after a bump)",
+    annotations: readOnly,
+    _meta: { ui: { visibility: ["app"] } },
+  },
+  async () => ({ content: [{ type: "text", text: `v${appVersion}` }] }),
+);
+appVersionTool.disable();
 
 server.registerTool(
   "app-echo",

@@ -318,6 +318,29 @@ async fn documents_are_cached_until_the_server_says_its_resources_changed() {
     host.shutdown().await;
 }
 
+/// The tool list an app's calls are checked against is listed again after the server says its
+/// tools changed: a tool it lists only then becomes callable.
+#[tokio::test]
+async fn a_tool_listed_after_tools_list_changed_is_seen() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = Host::new(config(dir.path(), true), HostOptions::default());
+    let mut s = Watch::open(&host);
+    let (call_id, _) = s.called("probe", "open-probe").await;
+    let before = s.tool_from_app(&call_id, "app-version", json!({})).await;
+    assert_eq!(refused(&before), "`probe` lists no tool `app-version`");
+    s.called("probe", "bump-app").await;
+    let mut after = Value::Null;
+    for _ in 0..50 {
+        after = s.tool_from_app(&call_id, "app-version", json!({})).await;
+        if after.get("result").is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(after["result"]["content"][0]["text"], "v2", "{after}");
+    host.shutdown().await;
+}
+
 /// An app calls the tools its own server shows to apps; a model-only tool, another server's tool
 /// or a call naming another server in its params is refused, and nothing reaches the bystander.
 #[tokio::test]
