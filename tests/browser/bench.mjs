@@ -1,6 +1,7 @@
 // The workbench benchmark in headless Chromium, the browser part of `cargo xtask bench` (xtask/src/bench/browser.rs):
 //
 //   node tests/browser/bench.mjs <formwork binary> [--forms N] [--warmup W] [--starts S]
+//                                [--apps N] [--direct LOAD_BENCH] [--apps-rounds R]
 //   node tests/browser/bench.mjs <formwork binary> --screenshot FILE
 //
 // 1. Forms: `formwork serve` with tests/browser/bench_plugin.mjs as server `bench`; its tool `forms` sends W + N
@@ -13,6 +14,22 @@
 //    from spawn until the page (`GET /`) and then an API call with the printed token (`GET /api/info` with
 //    `Authorization: Bearer`, as the page makes it) have answered 200.
 //
+// 3. MCP Apps (with --apps N > 0): `formwork serve` with tests/browser/apps_bench_plugin.mjs as server `apps`, in
+//    one session. First tool-result: the palette calls `show` (whose result comes at once, so the app's frame
+//    starts while it travels) and then `show-late` (the result 400 ms after the call, when the app is up), W + N
+//    times each; every app is closed once measured. The plugin stamps when each result leaves it, the page
+//    stamps its `tool_call_finished` frame's arrival at the socket (a listener added before the page's own) and
+//    the call's card turning done in the transcript (a MutationObserver), and the app stamps its first
+//    `ui/notifications/tool-result`. After the first call the app's document is cached (per session and server).
+//    Bridge call: in the last app, R rounds of 5N sequential `tools/call echo` (+W warm-up), each timed in the
+//    app from postMessage to the answer (app -> page -> POST /api/apps/{doc}/rpc -> host -> plugin and back),
+//    each round followed by as many calls of the same tool with the same arguments made directly by the host's
+//    plugin connection (`load-bench --direct-calls`, formwork_host::Plugin::call_tool over stdio, the code the
+//    bridge's call ends in). Without --direct only the bridge is reported. Each round also times as many `ping`s
+//    from the app, which the host answers itself: the relay's own cost. For `show`, the app's navigation start,
+//    its script's start and its `ui/initialize` answer are given from the same origin (the result leaving the
+//    plugin), to show where the first tool-result's time goes.
+//
 // Prints a table of medians against the issue's targets (PASS/MISS). A miss still exits 0: this is a report; only
 // a failure (a wrong answer at the plugin, a timeout, a crash) exits 1. --screenshot instead saves a 1200x800 light
 // theme picture of the built-in demo's `deploy` form card (docs/form-card.png in the README).
@@ -22,7 +39,7 @@
 
 import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
@@ -58,6 +75,11 @@ const forms = Number(option("--forms", 50));
 const warmup = Number(option("--warmup", 5));
 const starts = Number(option("--starts", 5));
 const screenshot = option("--screenshot", null);
+const appCalls = Number(option("--apps", 0));
+const appRounds = Number(option("--apps-rounds", 3));
+const direct = option("--direct", null);
+const TARGET_APP_RESULT_MS = 100;
+const TARGET_BRIDGE_RATIO = 2;
 
 const tid = (id) => `[data-testid="${id}"]`;
 const now = () => performance.timeOrigin + performance.now();
@@ -277,6 +299,177 @@ async function formsBench() {
   }
 }
 
+// ---- 3. MCP Apps ----
+
+// Installed before the page's own scripts: stamps, by call id, each `tool_call_finished` frame's arrival at the
+// socket and the moment the call's card in the transcript is done (its result shown).
+function installAppsObserver() {
+  const stamp = () => performance.timeOrigin + performance.now();
+  const bench = (window.__apps = { socket: {}, transcript: {} });
+  const NativeWebSocket = window.WebSocket;
+  window.WebSocket = class extends NativeWebSocket {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener("message", (message) => {
+        if (typeof message.data !== "string" || !message.data.includes('"tool_call_finished"')) return;
+        const t = stamp();
+        const event = JSON.parse(message.data);
+        if (event.type === "tool_call_finished" && !(event.call_id in bench.socket)) bench.socket[event.call_id] = t;
+      });
+    }
+  };
+  new MutationObserver((records) => {
+    const t = stamp();
+    for (const record of records) {
+      const node = record.target;
+      if (record.type !== "attributes" || node.dataset?.testid !== "tool-call") continue;
+      const id = node.dataset.callId;
+      if ((node.dataset.state === "done" || node.dataset.state === "error") && !(id in bench.transcript)) bench.transcript[id] = t;
+    }
+  }).observe(document, { subtree: true, attributes: true, attributeFilter: ["data-state"] });
+}
+
+// The app frame of a card: the frame whose document is on the card's origin.
+async function appFrame(page, card) {
+  const origin = await card.getAttribute("data-origin");
+  for (const deadline = performance.now() + WAIT; performance.now() < deadline; ) {
+    const frame = page.frames().find((f) => f.url().startsWith(`${origin}/`));
+    if (frame) return frame;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  throw new Error(`no frame on ${origin}`);
+}
+
+// One palette call of `tool`; resolves with the app's stamps and the page's for that call, the frame still open.
+async function appCall(page, tool) {
+  const calls = page.locator(tid("tool-call"));
+  const before = await calls.count();
+  await page.locator(`${tid("palette-tool")}[data-server="apps"][data-tool="${tool}"]`).click();
+  await page.locator(`${tid("palette-panel")}[data-tool="${tool}"]`).waitFor();
+  await page.locator(tid("palette-call")).click();
+  const call = calls.nth(before);
+  await call.waitFor();
+  const callId = await call.getAttribute("data-call-id");
+  const card = page.locator(`${tid("app-card")}[data-call-id="${callId}"]`);
+  await page.locator(`${tid("app-card")}[data-call-id="${callId}"][data-origin]`).waitFor({ state: "attached" });
+  const frame = await appFrame(page, card);
+  // Polled on a timer: an off-screen cross-origin frame gets no animation frames.
+  await frame.waitForFunction(() => document.body?.dataset.resultAt, null, { timeout: WAIT, polling: 5 });
+  const app = await frame.evaluate(() => ({
+    result: Number(document.body.dataset.resultAt),
+    navigation: performance.timeOrigin,
+    script: Number(document.body.dataset.scriptAt),
+    answered: Number(document.body.dataset.answeredAt),
+    initialized: Number(document.body.dataset.initializedAt),
+    n: Number(document.body.dataset.n),
+  }));
+  await page.waitForFunction((id) => id in window.__apps.transcript && id in window.__apps.socket, callId);
+  const seen = await page.evaluate((id) => ({ socket: window.__apps.socket[id], transcript: window.__apps.transcript[id] }), callId);
+  return { callId, card, frame, ...app, ...seen };
+}
+
+async function closeApp(page, card) {
+  await card.locator(tid("app-close")).click();
+  await page.locator(`${tid("app-card")}[data-call-id="${await card.getAttribute("data-call-id")}"][data-state="closed"]`).waitFor();
+}
+
+// The host's own round trips to the plugin, as `load-bench --direct-calls` times them: ms.
+function directCalls(command, count) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(direct, ["--direct-calls", command, "echo", JSON.stringify({ text: "bench" }), String(count)], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    let out = "";
+    child.stdout.on("data", (chunk) => (out += chunk));
+    child.on("error", reject);
+    child.on("close", (code) => {
+      if (code !== 0) return reject(new Error(`load-bench --direct-calls exited ${code}`));
+      try {
+        resolve(JSON.parse(out).ms);
+      } catch (error) {
+        reject(new Error(`load-bench --direct-calls printed ${out}: ${error.message}`));
+      }
+    });
+  });
+}
+
+const quoted = (word) => `'${word.replaceAll("'", "'\\''")}'`;
+
+async function appsBench() {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "formwork-apps-bench-"));
+  const config = path.join(dir, "formwork.toml");
+  const stampsFile = path.join(dir, "stamps");
+  const plugin = path.join(here, "apps_bench_plugin.mjs");
+  writeFileSync(stampsFile, "");
+  writeFileSync(
+    config,
+    `[mcp_servers.apps]\ncommand = ${JSON.stringify(process.execPath)}\n` +
+      `args = ${JSON.stringify([plugin, modules, stampsFile])}\ndefault_tools_approval_mode = "approve"\n`,
+  );
+  const server = await serve(["--config", config], dir).catch((error) => {
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  });
+  const { browser, context } = await launch({ viewport: { width: 1200, height: 800 } });
+  try {
+    await context.addInitScript(installAppsObserver);
+    const page = await context.newPage();
+    const pageErrors = [];
+    page.on("pageerror", (error) => pageErrors.push(error.message));
+    await page.goto(server.url);
+    await page.locator(`${tid("palette-tool")}[data-server="apps"]`).first().waitFor();
+    await newSession(page);
+    const spans = {};
+    let last = null;
+    for (const tool of ["show", "show-late"]) {
+      const rows = [];
+      for (let i = 0; i < warmup + appCalls; i++) {
+        if (last) await closeApp(page, last.card);
+        last = await appCall(page, tool);
+        if (i >= warmup) rows.push(last);
+      }
+      const sent = new Map(
+        readFileSync(stampsFile, "utf8")
+          .trim()
+          .split("\n")
+          .map((line) => line.split(" ").map(Number)),
+      );
+      for (const row of rows) {
+        if (!sent.has(row.n)) throw new Error(`no stamp of result ${row.n} in the plugin's file`);
+        row.sent = sent.get(row.n);
+      }
+      spans[tool] = {
+        socket: rows.map((row) => row.socket - row.sent),
+        transcript: rows.map((row) => row.transcript - row.sent),
+        app: rows.map((row) => row.result - row.sent),
+        // Where the app was, as it started, from the moment the result left the plugin (negative: before).
+        navigation: rows.map((row) => row.navigation - row.sent),
+        script: rows.map((row) => row.script - row.sent),
+        answered: rows.map((row) => row.answered - row.sent),
+        // Whether the app was up before the result left the plugin.
+        upFirst: rows.filter((row) => row.initialized < row.sent).length,
+      };
+    }
+    const bridge = [];
+    const pings = [];
+    const host = [];
+    const command = [process.execPath, plugin, modules].map(quoted).join(" ");
+    const echoes = 5 * appCalls;
+    for (let round = 0; round < appRounds; round++) {
+      const samples = await last.frame.evaluate((count) => window.benchEchoes(count), warmup + echoes);
+      bridge.push(...samples.slice(warmup));
+      pings.push(...(await last.frame.evaluate((count) => window.benchPings(count), warmup + echoes)).slice(warmup));
+      if (direct) host.push(...(await directCalls(command, warmup + echoes)).slice(warmup));
+    }
+    if (pageErrors.length) throw new Error(`errors in the page: ${pageErrors.join("; ")}`);
+    return { spans, bridge, pings, host: direct ? host : null, echoes };
+  } finally {
+    await browser.close();
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 // ---- the screenshot ----
 
 async function takeScreenshot(file) {
@@ -310,6 +503,54 @@ function sortedStats(values) {
   return { count: sorted.length, median: at(0.5), p90: at(0.9), max: sorted[sorted.length - 1] };
 }
 
+// Nearest-rank median and p99 (the round-trip part's statistics).
+function medianP99(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (fraction) => sorted[Math.min(sorted.length, Math.max(1, Math.ceil(fraction * sorted.length))) - 1];
+  return { count: sorted.length, median: at(0.5), p99: at(0.99) };
+}
+
+function appsRow(what, values, verdict = "") {
+  const s = medianP99(values);
+  const ms = (v) => `${v.toFixed(2)} ms`.padStart(10);
+  console.log(`${what.padEnd(54)} ${String(s.count).padStart(7)} ${ms(s.median)} ${ms(s.p99)}  ${verdict}`);
+  return s;
+}
+
+function appsReport({ spans, bridge, pings, host, echoes }) {
+  console.log(
+    `MCP Apps in headless Chromium: ${appCalls} calls of each tool (+${warmup} warm-up) in one session, the app's ` +
+      `document cached after the first; ${appRounds} rounds x ${echoes} bridge calls (+${warmup} warm-up)` +
+      (host ? ", each round then as many direct calls by the host" : ""),
+  );
+  console.log(`${"span".padEnd(54)} ${"samples".padStart(7)} ${"median".padStart(10)} ${"p99".padStart(10)}  target`);
+  const verdict = (value, limit, unit) => `${value.toFixed(2)}${unit}, target <= ${limit}${unit}  ${value <= limit ? "PASS" : "MISS"}`;
+  for (const [tool, what] of [
+    ["show", "result at once, the app starting"],
+    ["show-late", "result after 400 ms, the app up"],
+  ]) {
+    const span = spans[tool];
+    console.log(`${tool} (${what}; app up before the result in ${span.upFirst}/${span.app.length}):`);
+    appsRow("  result leaves the plugin -> page's socket", span.socket);
+    const page = appsRow("  result leaves the plugin -> transcript (no app)", span.transcript);
+    if (tool === "show") {
+      appsRow("  result leaves the plugin -> app's navigation start", span.navigation);
+      appsRow("  result leaves the plugin -> app's script runs", span.script);
+      appsRow("  result leaves the plugin -> ui/initialize answered", span.answered);
+    }
+    const app = appsRow("  result leaves the plugin -> app's tool-result", span.app);
+    const ratio = `${(app.median / page.median).toFixed(1)}x the transcript's median`;
+    if (tool === "show") console.log(`${"  first tool-result, median".padEnd(54)} ${ratio}; ${verdict(app.median, TARGET_APP_RESULT_MS, " ms")}`);
+    else console.log(`${"  first tool-result, median".padEnd(54)} ${ratio}`);
+  }
+  appsRow("bridge ping (app -> host, no plugin)", pings);
+  const b = appsRow("bridge tools/call echo (app -> host -> plugin)", bridge);
+  if (!host) return;
+  const h = appsRow("direct tools/call echo (host -> plugin)", host);
+  console.log(`${"bridge / direct, median".padEnd(54)} ${verdict(b.median / h.median, TARGET_BRIDGE_RATIO, "x")}`);
+  console.log(`${"bridge / direct, p99".padEnd(54)} ${(b.p99 / h.p99).toFixed(2)}x`);
+}
+
 function row(what, values, target) {
   const s = sortedStats(values);
   const ms = (v) => `${v.toFixed(1)} ms`.padStart(10);
@@ -323,6 +564,14 @@ async function main() {
     await takeScreenshot(path.resolve(screenshot));
     return;
   }
+  if (forms > 0) await formsAndStartup();
+  if (appCalls > 0) {
+    if (forms > 0) console.log();
+    appsReport(await appsBench());
+  }
+}
+
+async function formsAndStartup() {
   const times = await formsBench();
   const startup = [];
   for (let i = 0; i < starts; i++) {

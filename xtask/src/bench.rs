@@ -29,12 +29,14 @@ use crate::{cargo, peers, run_command, target_dir};
 
 const USAGE: &str = "\
 usage: cargo xtask bench [--rounds R] [--n N] [--warmup W] [--formwork PATH] [--load N,N] [--forms N]
-                         [--mrtr-rounds R] [--mrtr-calls C]
+                         [--mrtr-rounds R] [--mrtr-calls C] [--apps N] [--only PART]
   --formwork PATH  time this formwork binary instead of building target/release/formwork
   --load N,N       session counts of the load part (default 1000,10000; 0 skips it)
   --forms N        forms of the browser part, the workbench in Chromium (default 50; 0 skips it)
   --mrtr-rounds R  rounds of the 2026-07-28 part, client and server side (default 5; 0 skips it)
-  --mrtr-calls C   calls per contender and round of that part (default 10)";
+  --mrtr-calls C   calls per contender and round of that part (default 10)
+  --apps N         calls per tool of the MCP Apps part, in Chromium (default 30; 0 skips it)
+  --only PART      run one part: round-trip, mrtr, load, forms or apps (its own flags still apply)";
 
 /// formwork's median against the TS SDK client's, formwork's median against the floor's, formwork's p99 against
 /// its own median: each must stay at or below its limit.
@@ -66,10 +68,46 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
     }
     let options = Options::parse(args)?;
     let setup = Setup::prepare(root, options.formwork.as_deref())?;
+    if options.round_trip {
+        round_trip(&options, &setup)?;
+    }
+    if options.mrtr.rounds > 0 {
+        let pinned = Pinning::start(&setup);
+        let node_command = &setup.plugin_command[..setup.plugin_command.len() - 1];
+        rounds::run(
+            &rounds::Tools {
+                root,
+                formwork: &setup.formwork,
+                node_command,
+                npm_dir: &setup.npm_dir,
+            },
+            &options.mrtr,
+        )?;
+        drop(pinned);
+    }
+    if !options.load_sessions.is_empty() {
+        load_bench(root, &options.load_sessions)?;
+    }
+    if options.forms == 0 && options.apps == 0 {
+        return Ok(());
+    }
+    browser::run(
+        root,
+        &setup.formwork,
+        &setup.node,
+        &browser::Parts {
+            forms: options.forms,
+            apps: options.apps,
+        },
+    )
+}
+
+/// The elicitation round trip: formwork, the TS SDK client and the floor, in turns.
+fn round_trip(options: &Options, setup: &Setup) -> Result<()> {
     let tool_args = serde_json::json!({ "n": options.per_round, "warmup": options.warmup });
 
     let load_before = load_average();
-    let pinned = Pinning::start(&setup);
+    let pinned = Pinning::start(setup);
     let mut samples: [Vec<u64>; 3] = Default::default();
     let mut round_medians: [Vec<u64>; 3] = Default::default();
     for round in 0..options.rounds {
@@ -77,7 +115,7 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
         for offset in 0..CLIENTS.len() {
             let idx = (round + offset) % CLIENTS.len();
             let client = CLIENTS[idx];
-            let mut ns = client.run(&setup, &tool_args).with_context(|| {
+            let mut ns = client.run(setup, &tool_args).with_context(|| {
                 format!("round {}: the {} client failed", round + 1, client.label())
             })?;
             if ns.len() != options.per_round {
@@ -118,28 +156,8 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
         .collect();
     drop(pinned);
     let load = [load_before, load_average()];
-    print_report(&options, &summaries, &load);
-    if options.mrtr.rounds > 0 {
-        let pinned = Pinning::start(&setup);
-        let node_command = &setup.plugin_command[..setup.plugin_command.len() - 1];
-        rounds::run(
-            &rounds::Tools {
-                root,
-                formwork: &setup.formwork,
-                node_command,
-                npm_dir: &setup.npm_dir,
-            },
-            &options.mrtr,
-        )?;
-        drop(pinned);
-    }
-    if !options.load_sessions.is_empty() {
-        load_bench(root, &options.load_sessions)?;
-    }
-    if options.forms == 0 {
-        return Ok(());
-    }
-    browser::run(root, &setup.formwork, &setup.node, options.forms)
+    print_report(options, &summaries, &load);
+    Ok(())
 }
 
 /// The host under load (`examples/load-bench`): memory per pending form and the answer round
@@ -181,6 +199,10 @@ struct Options {
     forms: usize,
     /// The 2026-07-28 part.
     mrtr: rounds::Options,
+    /// Calls per tool of the MCP Apps part; 0 skips it.
+    apps: usize,
+    /// Whether the elicitation round trip runs (not with `--only` another part).
+    round_trip: bool,
 }
 
 impl Options {
@@ -198,7 +220,10 @@ impl Options {
                 rounds: 5,
                 calls: 10,
             },
+            apps: 30,
+            round_trip: true,
         };
+        let mut only = None;
         let mut args = args.iter();
         while let Some(flag) = args.next() {
             let value = args
@@ -211,6 +236,11 @@ impl Options {
                 "--forms" => &mut options.forms,
                 "--mrtr-rounds" => &mut options.mrtr.rounds,
                 "--mrtr-calls" => &mut options.mrtr.calls,
+                "--apps" => &mut options.apps,
+                "--only" => {
+                    only = Some(value.clone());
+                    continue;
+                }
                 "--formwork" => {
                     options.formwork = Some(PathBuf::from(value));
                     continue;
@@ -234,6 +264,25 @@ impl Options {
         }
         if options.rounds == 0 || options.per_round == 0 {
             bail!("--rounds and --n must be at least 1");
+        }
+        if let Some(part) = only {
+            let keep = |name: &str| part == name;
+            if !["round-trip", "mrtr", "load", "forms", "apps"].contains(&part.as_str()) {
+                bail!("--only {part}: not a part of the bench\n{USAGE}");
+            }
+            options.round_trip = keep("round-trip");
+            if !keep("mrtr") {
+                options.mrtr.rounds = 0;
+            }
+            if !keep("load") {
+                options.load_sessions.clear();
+            }
+            if !keep("forms") {
+                options.forms = 0;
+            }
+            if !keep("apps") {
+                options.apps = 0;
+            }
         }
         Ok(options)
     }

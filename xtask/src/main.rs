@@ -4,9 +4,9 @@
 //! - `peers`: install the pinned third-party test peers (npm and PyPI) under `target/peers/`.
 //! - `test [-- <cargo test args>]`: repository checks (format, dependency direction, clippy), then the peers, then
 //!   `cargo test --workspace --all-targets` with the peers on `FORMWORK_PEERS` and node 22 first on `PATH`.
-//! - `bench [--rounds R] [--n N] [--warmup W] [--formwork PATH] [--load N,N] [--forms N]`: the elicitation round
-//!   trip through formwork against the TS SDK client and a raw JSON-RPC client, the host under load, and the
-//!   workbench in Chromium (see `bench.rs`).
+//! - `bench [--rounds R] [--n N] [--warmup W] [--formwork PATH] [--load N,N] [--forms N] [--apps N] [--only PART]`:
+//!   the elicitation round trip through formwork against the TS SDK client and a raw JSON-RPC client, the host
+//!   under load, the workbench and its MCP Apps in Chromium (see `bench.rs`).
 //! - `fuzz --time SECONDS [--runs N] [--cmin] [TARGET...]`: each cargo-fuzz target for SECONDS (or N executions),
 //!   with its saved corpus, seeds and dictionary; fails when one crashes (see `fuzz.rs`).
 
@@ -26,7 +26,9 @@ usage: cargo xtask <command>
   peers                       install the pinned test peers into target/peers/
   test [-- <cargo test args>] checks, peers, then the whole test suite
   bench [--rounds R] [--n N] [--warmup W] [--formwork PATH] [--load N,N] [--forms N]
-                              elicitation round trip: formwork vs the TS SDK client vs a raw client
+        [--apps N] [--only PART]
+                              elicitation round trip: formwork vs the TS SDK client vs a raw client,
+                              and the other parts (`bench --help`)
   fuzz --time SECONDS [--runs N] [--cmin] [TARGET...]
                               run the fuzz targets (parse_map_answer, parse_frame) one after the other,
                               each for SECONDS or N executions, whichever first; --cmin folds what

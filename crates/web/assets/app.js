@@ -28,7 +28,7 @@ const apps = new Apps({
   panelClose: $("app-panel-close"),
   pip: $("app-pip"),
   parking: $("app-parking"),
-});
+}, (message) => page.socket?.send(message) ?? false);
 
 const transcript = new Transcript($("transcript"), {
   apps,
@@ -171,6 +171,10 @@ function connect() {
         transcript.reset();
         return;
       }
+      if (message.type === "app_reply") {
+        apps.replied(message);
+        return;
+      }
       transcript.apply(message);
       // The list shows each session's first message and open cards: refresh it when they change.
       if (transcript.live && LIST_CHANGES.has(message.type) && (message.type !== "message_added" || message.role === "user")) {
@@ -178,6 +182,7 @@ function connect() {
       }
     },
     onClose: (event) => {
+      apps.socketClosed();
       setConnection("disconnected", event.reason ? `Disconnected: ${event.reason}` : "Disconnected");
     },
   });

@@ -6,8 +6,9 @@
 // never this page's: it cannot reach this page's DOM, storage (the token) or requests. The page is a relay
 // with a filter: a message counts only when it comes from the frame's own window AND its document's origin,
 // and the page posts only to that window, with that origin as the target. Everything the app asks of the host
-// goes to `POST /api/apps/{doc}/rpc`; the host decides from the invocation the document was minted for. Only
-// presentation is decided here: the frame's size and display mode.
+// goes over the session's socket (`app_rpc`, answered by `app_reply`), or to `POST /api/apps/{doc}/rpc` while
+// the socket is not open; the host decides from the invocation the document was minted for. Only presentation
+// is decided here: the frame's size and display mode.
 //
 // A frame is moved between places with `moveBefore` (the browsing context, its input, login state and
 // in-flight requests survive), never re-created, and it is parked while the transcript redraws.
@@ -50,9 +51,14 @@ function isRpc(data) {
 }
 
 export class Apps {
-  // places: {panel, panelBody, panelTitle, panelClose, pip, parking}
-  constructor(places) {
+  // places: {panel, panelBody, panelTitle, panelClose, pip, parking}; send(message) puts a message on the
+  // session's socket, false when it is not open.
+  constructor(places, send) {
     this.places = places;
+    this.send = send;
+    // App messages on the socket waiting for their `app_reply`, by relay number.
+    this.relays = new Map();
+    this.nextRelay = 1;
     this.views = new Map();
     this.sessionId = null;
     this.inPanel = null;
@@ -77,9 +83,41 @@ export class Apps {
     });
   }
 
+  // One message of the app of document `doc` to the host: its reply `{response, open_link}`. Over the socket
+  // when it is open, else one request.
+  rpc(doc, message, context) {
+    const relay = this.nextRelay++;
+    return new Promise((resolve, reject) => {
+      this.relays.set(relay, { resolve, reject });
+      if (this.send({ type: "app_rpc", doc, relay, message, context })) return;
+      this.relays.delete(relay);
+      api(`/api/apps/${doc}/rpc`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ message, context }),
+      }).then(resolve, reject);
+    });
+  }
+
+  // The host's answer to an `app_rpc`.
+  replied(reply) {
+    const waiting = this.relays.get(reply.relay);
+    if (!waiting) return;
+    this.relays.delete(reply.relay);
+    if (typeof reply.error === "string") waiting.reject(new Error(reply.error));
+    else waiting.resolve(reply);
+  }
+
+  // The socket closed: what was sent on it will not be answered there.
+  socketClosed() {
+    for (const waiting of this.relays.values()) waiting.reject(new Error("the connection to formwork closed"));
+    this.relays.clear();
+  }
+
   // A new session is shown: the apps of the old one are torn down.
   open(sessionId) {
     if (sessionId === this.sessionId) return;
+    this.socketClosed();
     for (const view of this.views.values()) view.close({ quiet: true });
     this.views.clear();
     this.sessionId = sessionId;
@@ -271,11 +309,7 @@ class AppView {
 
   async relay(message, request) {
     let reply;
-    const sent = api(`/api/apps/${this.doc}/rpc`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ message, context: message.method === "ui/initialize" ? this.context() : null }),
-    });
+    const sent = this.apps.rpc(this.doc, message, message.method === "ui/initialize" ? this.context() : null);
     this.relays.add(sent);
     try {
       reply = await sent;

@@ -12,8 +12,10 @@
 //! can frame it. Anything else there is a 404.
 //!
 //! The page relays what the app posts (after checking the message came from that frame's
-//! window and origin) to `POST /api/apps/{doc}/rpc`; the host decides what the app may do from
-//! the invocation the document was minted for, never from what the message says.
+//! window and origin) over the session's socket (`app_rpc`, answered by `app_reply`: see
+//! [`relay_on_socket`]), or, while the socket is not open, to `POST /api/apps/{doc}/rpc`; the
+//! host decides what the app may do from the invocation the document was minted for, never
+//! from what the message says.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -213,6 +215,57 @@ pub(crate) struct Relayed {
     message: Value,
     #[serde(default)]
     context: Value,
+}
+
+/// An `app_rpc` message of the session socket.
+#[derive(Deserialize)]
+struct SocketRelayed {
+    doc: String,
+    /// The page's number for this message, given back with the answer.
+    relay: u64,
+    message: Value,
+    #[serde(default)]
+    context: Value,
+}
+
+/// `{"type": "app_rpc", "doc", "relay", "message", "context"}` on the socket of a session: one
+/// message of the document's app, decided by the host as on `POST /api/apps/{doc}/rpc`, but with
+/// no request per message. The answer comes on the same socket, when the host has it (other
+/// events may come first): `{"type": "app_reply", "relay", "response", "open_link"}`, or
+/// `{"type": "app_reply", "relay", "error"}` for a document that is not minted, or not for this
+/// session. An `app_rpc` that is not of that shape is refused with the reason.
+pub(crate) fn relay_on_socket(
+    state: &AppState,
+    session: &str,
+    raw: Value,
+    replies: tokio::sync::mpsc::UnboundedSender<Value>,
+) -> Result<(), String> {
+    let relayed: SocketRelayed =
+        serde_json::from_value(raw).map_err(|err| format!("not an app message: {err}"))?;
+    let state = state.clone();
+    let session = session.to_owned();
+    tokio::spawn(async move {
+        let relay = relayed.relay;
+        let reply = match state.sandbox.owner(&relayed.doc) {
+            Some((owner, call_id)) if owner == session => match state
+                .host
+                .app_request(&session, &call_id, relayed.message, relayed.context)
+                .await
+            {
+                Ok(reply) => json!({
+                    "type": "app_reply",
+                    "relay": relay,
+                    "response": reply.response,
+                    "open_link": reply.open_link,
+                }),
+                Err(err) => json!({"type": "app_reply", "relay": relay, "error": err.to_string()}),
+            },
+            _ => json!({"type": "app_reply", "relay": relay, "error": "no such app document"}),
+        };
+        // The socket may have closed meanwhile; then nobody waits for the answer.
+        let _ = replies.send(reply);
+    });
+    Ok(())
 }
 
 /// `POST /api/apps/{doc}/rpc` with `{"message", "context"}`: one message of the document's app,

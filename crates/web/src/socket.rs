@@ -14,7 +14,8 @@
 //! The page opens it with the subprotocols `formwork` and `formwork.token.<token>`; the server
 //! selects `formwork` (the lock in `access.rs` reads the token from the second).
 //!
-//! Page to server: a [`Command`] as JSON. While the socket is open the session counts a UI
+//! Page to server: a [`Command`] as JSON, or an app's message (`app_rpc`, answered by
+//! `app_reply`; see `sandbox::relay_on_socket`). While the socket is open the session counts a UI
 //! attached, so its forms stay open; the host's grace period starts when the last one closes.
 
 use std::sync::Arc;
@@ -79,6 +80,8 @@ async fn bridge(state: AppState, session: String, mut socket: WebSocket) {
     if send_snapshot(&mut socket, &mut feed).await.is_err() {
         return;
     }
+    // Answers to the apps' messages, sent as the host has them.
+    let (replies, mut answers) = tokio::sync::mpsc::unbounded_channel();
     loop {
         let step = tokio::select! {
             biased;
@@ -87,13 +90,14 @@ async fn bridge(state: AppState, session: String, mut socket: WebSocket) {
                 let _ = socket.send(Message::Close(Some(frame))).await;
                 return;
             }
+            Some(answer) = answers.recv() => send_json(&mut socket, &answer).await,
             event = feed.live.recv() => match event {
                 Ok(event) => send_event(&mut socket, &event).await,
                 Err(RecvError::Lagged(_)) => resync(&state, &session, &mut socket, &mut feed).await,
                 Err(RecvError::Closed) => Err(Closed),
             },
             incoming = socket.recv() => match incoming {
-                Some(Ok(Message::Text(text))) => match handle(&state, &session, text.as_str()) {
+                Some(Ok(Message::Text(text))) => match handle(&state, &session, text.as_str(), &replies) {
                     Some(reply) => send_json(&mut socket, &reply).await,
                     None => Ok(()),
                 },
@@ -145,8 +149,14 @@ async fn send_json(socket: &mut WebSocket, value: &Value) -> Result<(), Closed> 
         .map_err(|_| Closed)
 }
 
-/// Carries out one command; the reply to send, if it was refused.
-fn handle(state: &AppState, session: &str, text: &str) -> Option<Value> {
+/// Carries out one command, or starts serving an app's message (its answer goes to
+/// `replies`); the reply to send, if it was refused.
+fn handle(
+    state: &AppState,
+    session: &str,
+    text: &str,
+    replies: &tokio::sync::mpsc::UnboundedSender<Value>,
+) -> Option<Value> {
     let raw: Value = match serde_json::from_str(text) {
         Ok(raw) => raw,
         Err(err) => {
@@ -159,6 +169,11 @@ fn handle(state: &AppState, session: &str, text: &str) -> Option<Value> {
             ));
         }
     };
+    if raw.get("type").and_then(Value::as_str) == Some("app_rpc") {
+        return crate::sandbox::relay_on_socket(state, session, raw.clone(), replies.clone())
+            .err()
+            .map(|message| command_error("bad_command", &message, json!([]), raw));
+    }
     let command = match Command::deserialize(&raw) {
         Ok(command) => command,
         Err(err) => {

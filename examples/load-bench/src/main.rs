@@ -16,7 +16,11 @@
 //! garbage collector) shows there.
 //!
 //! usage: load-bench <peers dir> [sessions...]   (default: 1000 10000)
+//!
+//! `load-bench --direct-calls ...` is another measurement, the direct baseline of the MCP Apps
+//! part of the browser bench (see [`direct`]).
 
+mod direct;
 mod rust_plugin;
 
 use std::collections::HashMap;
@@ -48,6 +52,11 @@ fn main() -> anyhow::Result<()> {
         && flag == "--serve-plugin"
     {
         return runtime()?.block_on(rust_plugin::serve());
+    }
+    if let [flag, command, tool, arguments, count] = args.as_slice()
+        && flag == "--direct-calls"
+    {
+        return runtime()?.block_on(direct::calls(command, tool, arguments, count.parse()?));
     }
     if let [flag, peers, plugin, mode, size] = args.as_slice()
         && flag == "--run"
