@@ -748,3 +748,72 @@ async fn an_apps_questions_are_bounded_by_the_pending_limit() {
         );
     }
 }
+
+/// The apps of a session have at most `MAX_APP_REQUESTS_IN_FLIGHT` requests served at once: one
+/// more is refused at once, and a slot frees when a request ends.
+#[tokio::test]
+async fn an_apps_requests_in_flight_are_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(dir.path(), true);
+    config.forms.max_pending = 1000;
+    let host = Host::new(config, HostOptions::default());
+    let mut s = Watch::open(&host);
+    let (call_id, _) = s.called("probe", "open-probe").await;
+    let message = |n: usize| {
+        json!({"jsonrpc": "2.0", "id": n, "method": "ui/message",
+               "params": {"role": "user", "content": {"type": "text", "text": "hi"}}})
+    };
+    let waiting: Vec<_> = (0..formwork_host::MAX_APP_REQUESTS_IN_FLIGHT)
+        .map(|n| spawn_app(&host, &s.session, &call_id, message(n)))
+        .collect();
+    // More cards than a subscriber's buffer holds: read the session's log.
+    let mut cards = Vec::new();
+    for _ in 0..1500 {
+        cards = host
+            .events(&s.session)
+            .unwrap()
+            .iter()
+            .filter_map(|event| match &**event {
+                Event::FormRequested { form_id, .. } => Some(form_id.clone()),
+                _ => None,
+            })
+            .collect();
+        if cards.len() == formwork_host::MAX_APP_REQUESTS_IN_FLIGHT {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(cards.len(), formwork_host::MAX_APP_REQUESTS_IN_FLIGHT);
+    let one_more = s
+        .app(
+            &call_id,
+            json!({"jsonrpc": "2.0", "id": "x", "method": "ping"}),
+        )
+        .await;
+    assert_eq!(
+        refused(&one_more),
+        format!(
+            "the apps of this session already have {} requests in flight",
+            formwork_host::MAX_APP_REQUESTS_IN_FLIGHT
+        )
+    );
+    s.choose(&cards[0], "no");
+    let mut freed = Value::Null;
+    for _ in 0..50 {
+        freed = s
+            .app(
+                &call_id,
+                json!({"jsonrpc": "2.0", "id": "y", "method": "ping"}),
+            )
+            .await;
+        if freed.get("result").is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(freed, json!({"jsonrpc": "2.0", "id": "y", "result": {}}));
+    host.shutdown().await;
+    for waiting in waiting {
+        waiting.await.unwrap();
+    }
+}

@@ -32,6 +32,9 @@ const INVALID_REQUEST: i64 = -32600;
 /// The longest text an app may hand to `ui/message` or set as model context, in bytes.
 pub const MAX_APP_TEXT_BYTES: usize = 64 * 1024;
 
+/// The most requests the apps of one session may have served at once; more are refused.
+pub const MAX_APP_REQUESTS_IN_FLIGHT: usize = 64;
+
 /// The apps of a session: documents read, and what each invocation's app left behind.
 #[derive(Default)]
 pub(super) struct SessionApps {
@@ -43,6 +46,18 @@ pub(super) struct SessionApps {
     widget_state: HashMap<String, Value>,
     /// Tool calls apps are making now, by request id: the invocation whose app makes each.
     calls_in_flight: HashMap<u64, String>,
+    /// Requests of the session's apps being served now.
+    requests_in_flight: usize,
+}
+
+/// Counts one app request in flight while it lives.
+struct InFlight<'a>(&'a Session);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        let mut state = self.0.lock();
+        state.apps.requests_in_flight = state.apps.requests_in_flight.saturating_sub(1);
+    }
 }
 
 /// Why an invocation's app cannot be shown.
@@ -306,6 +321,21 @@ impl Session {
         if call.resource_uri.is_none() {
             return AppReply::error(&id, REFUSED, "this call declared no app");
         }
+        let _in_flight = {
+            let mut state = self.lock();
+            if state.apps.requests_in_flight >= MAX_APP_REQUESTS_IN_FLIGHT {
+                drop(state);
+                return AppReply::error(
+                    &id,
+                    REFUSED,
+                    format!(
+                        "the apps of this session already have {MAX_APP_REQUESTS_IN_FLIGHT} requests in flight"
+                    ),
+                );
+            }
+            state.apps.requests_in_flight += 1;
+            InFlight(self)
+        };
         match method {
             "ui/initialize" => AppReply::result(
                 &id,

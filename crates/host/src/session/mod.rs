@@ -10,7 +10,10 @@ mod calls;
 mod cards;
 mod connections;
 
-pub use apps::{APPS_PROTOCOL_VERSION, AppError, AppReply, MAX_APP_TEXT_BYTES, OpenedApp};
+pub use apps::{
+    APPS_PROTOCOL_VERSION, AppError, AppReply, MAX_APP_REQUESTS_IN_FLIGHT, MAX_APP_TEXT_BYTES,
+    OpenedApp,
+};
 pub use calls::server_target;
 
 use std::collections::{HashMap, HashSet, VecDeque};
