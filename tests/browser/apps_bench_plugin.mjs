@@ -64,6 +64,12 @@ server.registerTool(
   },
   async (args) => ({ content: [{ type: "text", text: JSON.stringify(args) }], structuredContent: { echo: args } }),
 );
+// The same echo for the page's own calls through the host (no visibility: the palette may call it).
+server.registerTool(
+  "echo-page",
+  { description: "Echo the arguments", inputSchema: z.object({}).passthrough(), annotations: readOnly },
+  async (args) => ({ content: [{ type: "text", text: JSON.stringify(args) }], structuredContent: { echo: args } }),
+);
 server.registerResource("bench-app", APP_URI, { mimeType: APP_MIME }, async (uri) => ({
   contents: [{ uri: uri.href, mimeType: APP_MIME, text: appDocument(), _meta: { ui: {} } }],
 }));

@@ -22,10 +22,13 @@
 //    the call's card turning done in the transcript (a MutationObserver), and the app stamps its first
 //    `ui/notifications/tool-result`. After the first call the app's document is cached (per session and server).
 //    Bridge call: in the last app, R rounds of 5N sequential `tools/call echo` (+W warm-up), each timed in the
-//    app from postMessage to the answer (app -> page -> POST /api/apps/{doc}/rpc -> host -> plugin and back),
+//    app from postMessage to the answer (app -> page -> session socket (`app_rpc`) -> host -> plugin and back),
 //    each round followed by as many calls of the same tool with the same arguments made directly by the host's
 //    plugin connection (`load-bench --direct-calls`, formwork_host::Plugin::call_tool over stdio, the code the
-//    bridge's call ends in). Without --direct only the bridge is reported. Each round also times as many `ping`s
+//    bridge's call ends in). Without --direct only the bridge is reported. For context, each round also times as
+//    many calls the page itself asks the host for, as the palette does (`call_tool` of `echo-page` on a socket of
+//    a second session, until its `tool_call_finished`: no app, no frame, but a turn and its stored events), and
+//    as many `ping`s
 //    from the app, which the host answers itself: the relay's own cost. For `show`, the app's navigation start,
 //    its script's start and its `ui/initialize` answer are given from the same origin (the result leaving the
 //    plugin), to show where the first tool-result's time goes.
@@ -373,6 +376,38 @@ async function closeApp(page, card) {
   await page.locator(`${tid("app-card")}[data-call-id="${await card.getAttribute("data-call-id")}"][data-state="closed"]`).waitFor();
 }
 
+// In the page: `count` sequential `call_tool`s of `echo-page` on the socket of a new session (so that the page's
+// own transcript does not grow), each timed from the send to its `tool_call_finished`: ms.
+async function timePageCalls(count) {
+  const token = sessionStorage.getItem("formwork-token");
+  const auth = { Authorization: `Bearer ${token}` };
+  const { id } = await (await fetch("/api/sessions", { method: "POST", headers: auth })).json();
+  const url = new URL(`/api/sessions/${encodeURIComponent(id)}/socket`, location.href);
+  url.protocol = "ws:";
+  url.hash = "";
+  const ws = new WebSocket(url, ["formwork", `formwork.token.${token}`]);
+  let waiting = null;
+  ws.addEventListener("message", (message) => {
+    const event = JSON.parse(message.data);
+    if (waiting) waiting(event);
+  });
+  await new Promise((resolve) => {
+    waiting = (event) => event.type === "snapshot_done" && resolve();
+  });
+  const samples = [];
+  for (let n = 0; n < count; n++) {
+    const start = performance.now();
+    await new Promise((resolve) => {
+      waiting = (event) => event.type === "tool_call_finished" && resolve();
+      ws.send(JSON.stringify({ type: "call_tool", server: "apps", tool: "echo-page", arguments: { text: "bench" } }));
+    });
+    samples.push(performance.now() - start);
+  }
+  waiting = null;
+  ws.close();
+  return samples;
+}
+
 // The host's own round trips to the plugin, as `load-bench --direct-calls` times them: ms.
 function directCalls(command, count) {
   return new Promise((resolve, reject) => {
@@ -452,6 +487,7 @@ async function appsBench() {
     }
     const bridge = [];
     const pings = [];
+    const pageCalls = [];
     const host = [];
     const command = [process.execPath, plugin, modules].map(quoted).join(" ");
     const echoes = 5 * appCalls;
@@ -459,10 +495,11 @@ async function appsBench() {
       const samples = await last.frame.evaluate((count) => window.benchEchoes(count), warmup + echoes);
       bridge.push(...samples.slice(warmup));
       pings.push(...(await last.frame.evaluate((count) => window.benchPings(count), warmup + echoes)).slice(warmup));
+      pageCalls.push(...(await page.evaluate(timePageCalls, warmup + echoes)).slice(warmup));
       if (direct) host.push(...(await directCalls(command, warmup + echoes)).slice(warmup));
     }
     if (pageErrors.length) throw new Error(`errors in the page: ${pageErrors.join("; ")}`);
-    return { spans, bridge, pings, host: direct ? host : null, echoes };
+    return { spans, bridge, pings, pageCalls, host: direct ? host : null, echoes };
   } finally {
     await browser.close();
     await server.stop();
@@ -517,7 +554,7 @@ function appsRow(what, values, verdict = "") {
   return s;
 }
 
-function appsReport({ spans, bridge, pings, host, echoes }) {
+function appsReport({ spans, bridge, pings, pageCalls, host, echoes }) {
   console.log(
     `MCP Apps in headless Chromium: ${appCalls} calls of each tool (+${warmup} warm-up) in one session, the app's ` +
       `document cached after the first; ${appRounds} rounds x ${echoes} bridge calls (+${warmup} warm-up)` +
@@ -545,6 +582,8 @@ function appsReport({ spans, bridge, pings, host, echoes }) {
   }
   appsRow("bridge ping (app -> host, no plugin)", pings);
   const b = appsRow("bridge tools/call echo (app -> host -> plugin)", bridge);
+  const p = appsRow("page's call_tool echo-page (page -> host -> plugin)", pageCalls);
+  console.log(`${"bridge / page's call_tool, median (context)".padEnd(54)} ${(b.median / p.median).toFixed(2)}x`);
   if (!host) return;
   const h = appsRow("direct tools/call echo (host -> plugin)", host);
   console.log(`${"bridge / direct, median".padEnd(54)} ${verdict(b.median / h.median, TARGET_BRIDGE_RATIO, "x")}`);
