@@ -175,21 +175,27 @@ fn workbench_in_headless_chromium() {
 
     let serve = Serve::start(&config, &data_dir);
     refuse_one_answer(&data_dir.join("formwork.db"));
+    run_cases(serve, "run.mjs", &[]);
+}
+
+/// Runs the browser cases of `tests/browser/<script>` against `serve` (with `env` besides the
+/// peers), then stops the server; fails unless every case passed. Returns the server's stderr.
+fn run_cases(serve: Serve, script: &str, env: &[(&str, &Path)]) -> String {
+    let root = workspace_root();
     let screenshots = root.join("target/browser-failures");
-    let output = run(
-        Command::new(node_bin_dir().join("node"))
-            .arg(root.join("tests/browser/run.mjs"))
-            .arg(&serve.url)
-            .env("FORMWORK_PEERS", &peers)
-            .env("FORMWORK_BROWSER_SCREENSHOTS", &screenshots)
-            .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1"),
-        None,
-        RUN_TIMEOUT,
-    );
+    let mut node = Command::new(node_bin_dir().join("node"));
+    node.arg(root.join("tests/browser").join(script))
+        .arg(&serve.url)
+        .env("FORMWORK_PEERS", peers_dir())
+        .env("FORMWORK_BROWSER_SCREENSHOTS", &screenshots)
+        .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1");
+    for (key, value) in env {
+        node.env(key, value);
+    }
+    let output = run(&mut node, None, RUN_TIMEOUT);
     let server_stderr = serve.stop();
     // Shown with --nocapture, and in the panic message below when a case failed.
     eprintln!("{}", output.stdout);
-
     let passed = output
         .stdout
         .lines()
@@ -205,9 +211,10 @@ fn workbench_in_headless_chromium() {
         output.code == 0
             && passed > 0
             && summary.starts_with(&format!("{passed} passed, 0 failed")),
-        "browser cases failed (screenshots in {}):{output}\nformwork serve stderr:\n{server_stderr}",
+        "{script} cases failed (screenshots in {}):{output}\nformwork serve stderr:\n{server_stderr}",
         screenshots.display()
     );
+    server_stderr
 }
 
 /// MCP Apps in the workbench (tests/browser/apps.mjs): the four published apps of the test peers
@@ -227,7 +234,7 @@ fn mcp_apps_in_headless_chromium() {
         "the MCP Apps servers are not in {}: run `cargo xtask peers`",
         bin.display()
     );
-    let root = workspace_root();
+
     let dir = tempfile::tempdir().unwrap();
     let logs = dir.path().join("logs");
     std::fs::create_dir_all(&logs).unwrap();
@@ -292,38 +299,7 @@ fn mcp_apps_in_headless_chromium() {
         &["--model".as_ref(), model.as_os_str()],
         &[("FORMWORK_LOG", "warn,formwork::app_log=info")],
     );
-    let screenshots = root.join("target/browser-failures");
-    let output = run(
-        Command::new(node_bin_dir().join("node"))
-            .arg(root.join("tests/browser/apps.mjs"))
-            .arg(&serve.url)
-            .env("FORMWORK_PEERS", &peers)
-            .env("FORMWORK_APPS_LOGS", &logs)
-            .env("FORMWORK_BROWSER_SCREENSHOTS", &screenshots)
-            .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1"),
-        None,
-        RUN_TIMEOUT,
-    );
-    let server_stderr = serve.stop();
-    eprintln!("{}", output.stdout);
-    let passed = output
-        .stdout
-        .lines()
-        .filter(|line| line.starts_with("ok "))
-        .count();
-    let summary = output
-        .stdout
-        .lines()
-        .rev()
-        .find(|line| line.contains(" passed, "))
-        .unwrap_or_default();
-    assert!(
-        output.code == 0
-            && passed > 0
-            && summary.starts_with(&format!("{passed} passed, 0 failed")),
-        "app cases failed (screenshots in {}):{output}\nformwork serve stderr:\n{server_stderr}",
-        screenshots.display()
-    );
+    let server_stderr = run_cases(serve, "apps.mjs", &[("FORMWORK_APPS_LOGS", &logs)]);
     // server-debug's four log buttons (notifications/message) reached the host's log.
     for level in ["debug", "info", "warning", "error"] {
         let line = format!("level={level} data=\"Debug log data\"");
