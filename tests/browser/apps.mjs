@@ -595,6 +595,10 @@ test("theme-reaches-apps", async (page) => {
   const frame = await appFrame(page, calls(page, "open-probe").last().locator(tid("app-card")));
   const context = async () => JSON.parse((await frame.locator("#host-context").textContent()) || "{}");
   assert.equal((await context()).theme, "light", "the initial theme (Chromium's default scheme is light)");
+  // The page's colours and fonts come as the standard style variables, and change with the theme.
+  const background = async () => (await context()).styles?.variables?.["--color-background-primary"];
+  assert.equal(await background(), "#ffffff");
+  assert.equal((await context()).styles.variables["--font-mono"].startsWith("ui-monospace"), true);
   const toggle = page.locator(tid("theme-toggle"));
   for (const [theme, shown] of [
     ["light", "light"],
@@ -604,6 +608,7 @@ test("theme-reaches-apps", async (page) => {
     await toggle.click();
     await page.locator(`${tid("theme-toggle")}[data-theme="${theme}"]`).waitFor();
     await until(`theme ${shown} in the app`, async () => (await context()).theme === shown || (await context()).theme);
+    assert.equal(await background(), shown === "dark" ? "#1a1f27" : "#ffffff", `the background under ${theme}`);
   }
   await until("three host-context-changed", async () => (await frame.locator("body").getAttribute("data-context-changes")) === "3" || (await frame.locator("body").getAttribute("data-context-changes")));
 });

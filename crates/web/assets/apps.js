@@ -40,6 +40,33 @@ function actionButton(testid, text, onclick) {
   return el("button", { type: "button", class: "button button-quiet", testid, text, onclick });
 }
 
+// The workbench's colours and fonts as MCP Apps' standard style variables, so an app can look like the page.
+const STYLE_VARIABLES = {
+  "--color-background-primary": "--panel",
+  "--color-background-secondary": "--panel-2",
+  "--color-background-tertiary": "--bg",
+  "--color-text-primary": "--text",
+  "--color-text-secondary": "--muted",
+  "--color-text-danger": "--danger",
+  "--color-text-success": "--ok",
+  "--color-text-warning": "--warn",
+  "--color-border-primary": "--border",
+  "--color-ring-primary": "--focus",
+  "--font-sans": "--font",
+  "--font-mono": "--mono",
+  "--border-radius-md": "--radius",
+};
+
+function hostStyles() {
+  const style = getComputedStyle(document.documentElement);
+  const variables = {};
+  for (const [name, own] of Object.entries(STYLE_VARIABLES)) {
+    const value = style.getPropertyValue(own).trim();
+    if (value) variables[name] = value;
+  }
+  return { variables };
+}
+
 function currentTheme() {
   const chosen = document.documentElement.dataset.theme;
   if (chosen === "light" || chosen === "dark") return chosen;
@@ -79,7 +106,8 @@ export class Apps {
       }
     });
     window.addEventListener("formwork-theme", () => {
-      for (const view of this.views.values()) view.contextChanged({ theme: currentTheme() });
+      const change = { theme: currentTheme(), styles: hostStyles() };
+      for (const view of this.views.values()) view.contextChanged(change);
     });
   }
 
@@ -381,6 +409,7 @@ class AppView {
   context() {
     return {
       theme: currentTheme(),
+      styles: hostStyles(),
       displayMode: this.appMode(),
       availableDisplayModes: HOST_MODES,
       containerDimensions: this.dimensions(),
