@@ -629,15 +629,13 @@ impl Session {
             "The app of {} · {} wants to send this message as you:\n\n{text}",
             call.server, call.tool
         );
-        match self
-            .confirm(call_id, &call.server, question, "Send", "Don't send")
-            .await
-        {
-            Ok(true) => {}
-            Ok(false) => {
-                return AppReply::error(id, REFUSED, "the person did not send the app's message");
-            }
-            Err(busy) => return AppReply::error(id, REFUSED, busy),
+        let choices = (
+            "Send",
+            "Don't send",
+            "the person did not send the app's message",
+        );
+        if let Err(why) = self.confirm(call_id, &call.server, question, choices).await {
+            return AppReply::error(id, REFUSED, why);
         }
         let Some(host) = self.host.upgrade() else {
             return AppReply::error(id, REFUSED, "the host is shutting down");
@@ -665,13 +663,9 @@ impl Session {
             "The app of {} · {} wants to open a link:\n\n{url}",
             call.server, call.tool
         );
-        match self
-            .confirm(call_id, &call.server, question, "Open", "Don't open")
-            .await
-        {
-            Ok(true) => {}
-            Ok(false) => return AppReply::error(id, REFUSED, "the person did not open the link"),
-            Err(busy) => return AppReply::error(id, REFUSED, busy),
+        let choices = ("Open", "Don't open", "the person did not open the link");
+        if let Err(why) = self.confirm(call_id, &call.server, question, choices).await {
+            return AppReply::error(id, REFUSED, why);
         }
         AppReply {
             open_link: Some(url),
@@ -679,16 +673,16 @@ impl Session {
         }
     }
 
-    /// Asks the person with a card of the call; true only when they chose `yes`. An app whose
-    /// call already has `[forms] max_pending` cards waiting is refused without a new one (`Err`).
+    /// Asks the person with a card of the call whose choices are `(yes, no, refusal)`: `Ok`
+    /// only when they chose `yes`, else `refusal`. An app whose call already has `[forms]
+    /// max_pending` cards waiting is refused without a new one.
     async fn confirm(
         &self,
         call_id: &str,
         server: &str,
         question: String,
-        yes: &str,
-        no: &str,
-    ) -> Result<bool, String> {
+        (yes, no, refusal): (&str, &str, &str),
+    ) -> Result<(), String> {
         let limit = self
             .host
             .upgrade()
@@ -715,7 +709,7 @@ impl Session {
             },
         });
         let Ok(mut body) = formwork_forms::parse_request(&params) else {
-            return Ok(false);
+            return Err(refusal.to_owned());
         };
         let form = body.take_form();
         let (reply, answer) = tokio::sync::oneshot::channel();
@@ -730,18 +724,20 @@ impl Session {
             },
             raw,
         );
-        Ok(match answer.await {
-            Ok(reply) => {
-                reply.action == FormAction::Accept
-                    && reply
-                        .content
-                        .as_ref()
-                        .and_then(|content| content.get("choice"))
-                        .and_then(Value::as_str)
-                        == Some("yes")
-            }
-            Err(_) => false,
-        })
+        let chosen = answer.await.is_ok_and(|reply| {
+            reply.action == FormAction::Accept
+                && reply
+                    .content
+                    .as_ref()
+                    .and_then(|content| content.get("choice"))
+                    .and_then(Value::as_str)
+                    == Some("yes")
+        });
+        if chosen {
+            Ok(())
+        } else {
+            Err(refusal.to_owned())
+        }
     }
 }
 
