@@ -25,7 +25,7 @@ use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use formwork_host::AppError;
+use formwork_host::{AppError, AppReply};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -223,9 +223,28 @@ struct SocketRelayed {
     doc: String,
     /// The page's number for this message, given back with the answer.
     relay: u64,
-    message: Value,
-    #[serde(default)]
-    context: Value,
+    #[serde(flatten)]
+    relayed: Relayed,
+}
+
+/// The host's answer to one message of document `doc`'s app, decided for the invocation the
+/// document was minted for; `session`, when given, must be the one it was minted in.
+async fn answer(
+    state: &AppState,
+    doc: &str,
+    session: Option<&str>,
+    relayed: Relayed,
+) -> Result<AppReply, String> {
+    let (owner, call_id) = state
+        .sandbox
+        .owner(doc)
+        .filter(|(owner, _)| session.is_none_or(|session| session == owner))
+        .ok_or_else(|| "no such app document".to_owned())?;
+    state
+        .host
+        .app_request(&owner, &call_id, relayed.message, relayed.context)
+        .await
+        .map_err(|err| err.to_string())
 }
 
 /// `{"type": "app_rpc", "doc", "relay", "message", "context"}` on the socket of a session: one
@@ -240,27 +259,22 @@ pub(crate) fn relay_on_socket(
     raw: Value,
     replies: tokio::sync::mpsc::UnboundedSender<Value>,
 ) -> Result<(), String> {
-    let relayed: SocketRelayed =
-        serde_json::from_value(raw).map_err(|err| format!("not an app message: {err}"))?;
+    let SocketRelayed {
+        doc,
+        relay,
+        relayed,
+    } = serde_json::from_value(raw).map_err(|err| format!("not an app message: {err}"))?;
     let state = state.clone();
     let session = session.to_owned();
     tokio::spawn(async move {
-        let relay = relayed.relay;
-        let reply = match state.sandbox.owner(&relayed.doc) {
-            Some((owner, call_id)) if owner == session => match state
-                .host
-                .app_request(&session, &call_id, relayed.message, relayed.context)
-                .await
-            {
-                Ok(reply) => json!({
-                    "type": "app_reply",
-                    "relay": relay,
-                    "response": reply.response,
-                    "open_link": reply.open_link,
-                }),
-                Err(err) => json!({"type": "app_reply", "relay": relay, "error": err.to_string()}),
-            },
-            _ => json!({"type": "app_reply", "relay": relay, "error": "no such app document"}),
+        let reply = match answer(&state, &doc, Some(&session), relayed).await {
+            Ok(reply) => json!({
+                "type": "app_reply",
+                "relay": relay,
+                "response": reply.response,
+                "open_link": reply.open_link,
+            }),
+            Err(error) => json!({"type": "app_reply", "relay": relay, "error": error}),
         };
         // The socket may have closed meanwhile; then nobody waits for the answer.
         let _ = replies.send(reply);
@@ -276,26 +290,11 @@ pub(crate) async fn relay(
     Path(doc): Path<String>,
     Json(relayed): Json<Relayed>,
 ) -> Response {
-    let Some((session, call_id)) = state.sandbox.owner(&doc) else {
-        return (
-            StatusCode::NOT_FOUND,
-            Json(json!({"error": "no such app document"})),
-        )
-            .into_response();
-    };
-    match state
-        .host
-        .app_request(&session, &call_id, relayed.message, relayed.context)
-        .await
-    {
+    match answer(&state, &doc, None, relayed).await {
         Ok(reply) => {
             Json(json!({"response": reply.response, "open_link": reply.open_link})).into_response()
         }
-        Err(err) => (
-            StatusCode::NOT_FOUND,
-            Json(json!({"error": err.to_string()})),
-        )
-            .into_response(),
+        Err(error) => (StatusCode::NOT_FOUND, Json(json!({"error": error}))).into_response(),
     }
 }
 

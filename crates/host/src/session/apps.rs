@@ -164,7 +164,7 @@ impl Host {
     pub fn app_model_context(&self, session: &str) -> Result<Vec<(String, Value)>, CommandError> {
         let session = self.inner.session(session)?;
         let state = session.lock();
-        let mut contexts: Vec<(String, Value)> = state
+        let contexts = state
             .log
             .iter()
             .filter_map(|event| match event.as_ref() {
@@ -176,7 +176,6 @@ impl Host {
                 _ => None,
             })
             .collect();
-        contexts.dedup_by(|a, b| a.0 == b.0);
         Ok(contexts)
     }
 }
@@ -369,7 +368,9 @@ impl Session {
                 .and_then(Value::as_str)
                 .unwrap_or("info");
             let data = params.get("data").unwrap_or(&Value::Null).to_string();
-            if let Some(suppressed) = self.lock().diagnostics_for_apps() {
+            // Apps log within the session's diagnostics budget.
+            let budget = self.lock().diagnostics.take(tokio::time::Instant::now());
+            if let Some(suppressed) = budget {
                 tracing::info!(target: "formwork::app_log", session = %self.id, call = %call_id, level = %crate::budget::clipped(level), data = %crate::budget::clipped(&data), suppressed, "app log");
             }
         } else {
@@ -742,11 +743,6 @@ impl Session {
 }
 
 impl super::SessionState {
-    /// Whether an app may log now (apps share the session's diagnostics budget).
-    fn diagnostics_for_apps(&mut self) -> Option<u64> {
-        self.diagnostics.take(tokio::time::Instant::now())
-    }
-
     /// The invocation whose app makes the only app tool call in flight, when there is one.
     pub(super) fn only_app_call(&self) -> Option<&String> {
         let mut calls = self.apps.calls_in_flight.values();

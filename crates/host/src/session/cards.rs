@@ -87,13 +87,14 @@ impl Session {
             return Box::pin(async { FormReply::decline() });
         }
         // A form outside a turn belongs to an app's tool call, or to nothing.
-        let app_call = call_id
-            .is_none()
-            .then(|| self.lock().only_app_call().cloned())
-            .flatten();
-        let outside = {
+        let (outside, app_call) = {
             let state = self.lock();
-            state.turn.is_none() && call_id.is_none() && !state.app_calls_running()
+            let outside = state.turn.is_none() && call_id.is_none() && !state.app_calls_running();
+            let app_call = call_id
+                .is_none()
+                .then(|| state.only_app_call().cloned())
+                .flatten();
+            (outside, app_call)
         };
         if outside {
             self.plugin_diagnostic(
