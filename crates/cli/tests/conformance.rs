@@ -58,3 +58,60 @@ fn tools_call() {
 fn elicitation_client_defaults() {
     check_scenario("elicitation-sep1034-client-defaults");
 }
+
+// MCP authorization (OAuth 2.1): every auth scenario of the suite. The example signs in as
+// `formwork login` does, visiting the authorization URL headlessly (the suite's authorization
+// server redirects at once).
+
+#[test]
+fn auth_metadata_discovery() {
+    for scenario in [
+        "auth/metadata-default",
+        "auth/metadata-var1",
+        "auth/metadata-var2",
+        "auth/metadata-var3",
+        "auth/2025-03-26-oauth-metadata-backcompat",
+        "auth/2025-03-26-oauth-endpoint-fallback",
+        "auth/resource-mismatch",
+    ] {
+        check_scenario(scenario);
+    }
+}
+
+#[test]
+fn auth_client_registration_and_authentication() {
+    for scenario in [
+        "auth/basic-cimd",
+        "auth/pre-registration",
+        "auth/token-endpoint-auth-basic",
+        "auth/token-endpoint-auth-post",
+        "auth/token-endpoint-auth-none",
+    ] {
+        check_scenario(scenario);
+    }
+}
+
+#[test]
+fn auth_scopes() {
+    for scenario in [
+        "auth/scope-from-www-authenticate",
+        "auth/scope-from-scopes-supported",
+        "auth/scope-omitted-when-undefined",
+        "auth/scope-step-up",
+        "auth/scope-retry-limit",
+        "auth/offline-access-scope",
+        "auth/offline-access-not-supported",
+    ] {
+        check_scenario(scenario);
+    }
+}
+
+#[test]
+fn auth_client_credentials() {
+    for scenario in [
+        "auth/client-credentials-jwt",
+        "auth/client-credentials-basic",
+    ] {
+        check_scenario(scenario);
+    }
+}

@@ -43,3 +43,4 @@ pub use session::{
     server_target,
 };
 pub use transport::MAX_FRAME_BYTES;
+pub use transport::auth;

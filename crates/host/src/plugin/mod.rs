@@ -81,6 +81,9 @@ pub struct ConnectOptions {
     pub on_request: Option<RequestObserver>,
     /// Headers for every HTTP request (`http_headers`, bearer token); ignored on stdio.
     pub http_headers: Vec<(String, String)>,
+    /// Signs requests in when an HTTP server asks for authorization (OAuth); `None` leaves a
+    /// 401 as the request's failure. Ignored on stdio.
+    pub auth: Option<Arc<crate::auth::Authorizer>>,
     /// The protocol version to speak (`protocol_version`); by default (`None`) 2026-07-28
     /// when the plugin offers it in `server/discover`, else the `initialize` handshake.
     pub protocol: Option<ProtocolVersion>,
@@ -111,6 +114,7 @@ impl ConnectOptions {
             client_info: ("formwork".to_owned(), env!("CARGO_PKG_VERSION").to_owned()),
             on_request: None,
             http_headers: Vec::new(),
+            auth: None,
             protocol: None,
             extensions: ClientExtensions::default(),
         }
@@ -380,6 +384,7 @@ impl Plugin {
                 url,
                 Arc::clone(&negotiated),
                 std::mem::take(&mut options.http_headers),
+                options.auth.clone(),
             )?,
         };
         let shared = Arc::new(Shared {

@@ -13,6 +13,7 @@ use futures::channel::mpsc;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::auth::{self, Authorizer};
 use super::http1::{Endpoint, Response, SendError};
 use super::{Frame, MAX_FRAME_BYTES, Outgoing, Queued, Sent, Transport};
 use crate::HostError;
@@ -37,6 +38,8 @@ const EXIT_SETTLE: std::time::Duration = std::time::Duration::from_millis(200);
 const OPENING_HOLD: std::time::Duration = std::time::Duration::from_secs(1);
 /// How long a notification or response may wait for the plugin's acknowledgement (202).
 const ACKNOWLEDGE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+/// How many times one message is sent again after the server refused its authorization.
+const MAX_REFUSALS: u32 = 3;
 /// How long ending the MCP session (the `DELETE`) may take when the connection closes.
 const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -49,6 +52,9 @@ struct Shared {
     incoming: mpsc::UnboundedSender<Frame>,
     /// The configured headers (`http_headers`, bearer token), checked at connect.
     extra_headers: Vec<(String, String)>,
+    /// Signs requests in where the server asks for it (OAuth); never with a configured
+    /// `Authorization` header.
+    auth: Option<Arc<Authorizer>>,
     /// A reachability check is under way: when a plugin dies, every open stream breaks at
     /// once, and one check answers for all of them.
     probing: AtomicBool,
@@ -130,6 +136,7 @@ pub(crate) fn connect(
     url: &str,
     protocol_version: Arc<OnceLock<String>>,
     extra_headers: Vec<(String, String)>,
+    auth: Option<Arc<Authorizer>>,
 ) -> Result<Transport, HostError> {
     let failed = |reason| HostError::Connect {
         target: url.to_owned(),
@@ -139,6 +146,12 @@ pub(crate) fn connect(
     for (name, value) in &extra_headers {
         check_header(name, value).map_err(failed)?;
     }
+    // A configured Authorization header is the server's credential: OAuth stays out of its way.
+    let auth = auth.filter(|_| {
+        !extra_headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("authorization"))
+    });
     // futures' channels allocate per message; tokio's reserve a block of 32 up front, which
     // every idle session would hold.
     let (incoming_tx, incoming) = mpsc::unbounded();
@@ -152,6 +165,7 @@ pub(crate) fn connect(
         protocol_version,
         incoming: incoming_tx,
         extra_headers,
+        auth,
         probing: AtomicBool::new(false),
     });
 
@@ -229,6 +243,22 @@ pub(crate) fn connect(
 impl Shared {
     /// Sends one request with the session's headers; `accept` is the `Accept` header.
     async fn send(&self, method: &str, accept: &str, body: &str) -> Result<Response, SendError> {
+        Box::pin(self.send_signed(method, accept, body))
+            .await
+            .map(|(response, _)| response)
+    }
+
+    /// [`Shared::send`], also saying which generation of the OAuth token the request carried.
+    async fn send_signed(
+        &self,
+        method: &str,
+        accept: &str,
+        body: &str,
+    ) -> Result<(Response, Option<u64>), SendError> {
+        let bearer = match &self.auth {
+            Some(auth) => auth.bearer().await,
+            None => None,
+        };
         let session = self.session_id.lock().ok().and_then(|id| id.clone());
         let mut headers = vec![("accept", accept)];
         if !body.is_empty() {
@@ -256,6 +286,9 @@ impl Shared {
         for (name, value) in &self.extra_headers {
             headers.push((name, value));
         }
+        if let Some((_, value)) = &bearer {
+            headers.push(("authorization", value));
+        }
         let response = self
             .endpoint
             .send(method, &headers, body.as_bytes())
@@ -272,7 +305,7 @@ impl Shared {
         {
             *session = Some(id.clone());
         }
-        Ok(response)
+        Ok((response, bearer.map(|(generation, _)| generation)))
     }
 
     fn has_session(&self) -> bool {
@@ -362,42 +395,66 @@ async fn post(shared: &Shared, body: String, request_id: Option<u64>) {
     super::trace_out(&body);
     // Boxed: sending (a connect, maybe a TLS handshake) is short, and the task lives on as long
     // as the call's stream; unboxed, its state would be held all that time.
-    let sent = {
-        let mut sending = Box::pin(shared.send("POST", ACCEPT_BOTH, &body));
-        // A request takes one of the endpoint's permits while the plugin has yet to start
-        // answering, for a moment at most: a server that answers a call only when it ends must
-        // not hold one for as long as a person takes. Responses and notifications take none.
-        match request_id {
-            Some(_) => {
-                let permit = shared.endpoint.opening.acquire().await;
-                let first = tokio::time::timeout(OPENING_HOLD, sending.as_mut()).await;
-                drop(permit);
-                match first {
-                    Ok(sent) => sent,
-                    Err(_) => sending.as_mut().await,
+    let mut refusals = 0;
+    let response = loop {
+        let sent = {
+            let mut sending = Box::pin(shared.send_signed("POST", ACCEPT_BOTH, &body));
+            // A request takes one of the endpoint's permits while the plugin has yet to start
+            // answering, for a moment at most: a server that answers a call only when it ends
+            // must not hold one for as long as a person takes. Responses and notifications
+            // take none.
+            match request_id {
+                Some(_) => {
+                    let permit = shared.endpoint.opening.acquire().await;
+                    let first = tokio::time::timeout(OPENING_HOLD, sending.as_mut()).await;
+                    drop(permit);
+                    match first {
+                        Ok(sent) => sent,
+                        Err(_) => sending.as_mut().await,
+                    }
+                }
+                None => sending.as_mut().await,
+            }
+        };
+        let (response, generation) = match sent {
+            Ok(sent) => sent,
+            Err(SendError::Unreachable(reason)) => {
+                let _ = shared.incoming.unbounded_send(Frame::Closed(reason));
+                return;
+            }
+            // A request's exchange broke: it fails, and the plugin may still be there for the
+            // others. A response or notification that did not arrive (a form's answer, say)
+            // cannot be failed on its own: the connection is over.
+            Err(SendError::Failed(reason)) => {
+                if request_id.is_some() {
+                    shared.fail_request(request_id, reason.clone());
+                    Box::pin(shared.check_reachable(&reason)).await;
+                } else {
+                    let _ = shared.incoming.unbounded_send(Frame::Closed(reason));
+                }
+                return;
+            }
+        };
+        // The server wants a token, or one with more scope: sign in (or refresh) and send the
+        // message again, a bounded number of times; the authorizer itself never repeats a step
+        // that did not help.
+        if let Some(auth) = &shared.auth
+            && refusals < MAX_REFUSALS
+            && auth::asks_for_authorization(response.status, response.www_authenticate.as_deref())
+        {
+            refusals += 1;
+            let status = response.status;
+            let challenge = response.www_authenticate.clone();
+            let _ = response.read_to_end(64 * 1024).await;
+            match Box::pin(auth.refused(status, challenge.as_deref(), generation)).await {
+                Ok(()) => continue,
+                Err(err) => {
+                    shared.fail_request(request_id, err.to_string());
+                    return;
                 }
             }
-            None => sending.as_mut().await,
         }
-    };
-    let response = match sent {
-        Ok(response) => response,
-        Err(SendError::Unreachable(reason)) => {
-            let _ = shared.incoming.unbounded_send(Frame::Closed(reason));
-            return;
-        }
-        // A request's exchange broke: it fails, and the plugin may still be there for the
-        // others. A response or notification that did not arrive (a form's answer, say)
-        // cannot be failed on its own: the connection is over.
-        Err(SendError::Failed(reason)) => {
-            if request_id.is_some() {
-                shared.fail_request(request_id, reason.clone());
-                Box::pin(shared.check_reachable(&reason)).await;
-            } else {
-                let _ = shared.incoming.unbounded_send(Frame::Closed(reason));
-            }
-            return;
-        }
+        break response;
     };
     drop(body);
     let status = response.status;
@@ -718,7 +775,7 @@ mod tests {
             ("X-Team".to_owned(), "forms".to_owned()),
             ("authorization".to_owned(), "Bearer t0ken".to_owned()),
         ];
-        let transport = connect(&url, Arc::new(OnceLock::new()), headers).unwrap();
+        let transport = connect(&url, Arc::new(OnceLock::new()), headers, None).unwrap();
         transport
             .outgoing
             .send(
@@ -772,7 +829,7 @@ mod tests {
             outgoing,
             mut incoming,
             ..
-        } = connect(&url, Arc::new(OnceLock::new()), Vec::new()).unwrap();
+        } = connect(&url, Arc::new(OnceLock::new()), Vec::new(), None).unwrap();
         outgoing.send("{}".to_owned(), Sent::Other).unwrap();
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         let started = tokio::time::Instant::now();
@@ -797,7 +854,7 @@ mod tests {
                 held.push(socket);
             }
         });
-        let transport = connect(&url, Arc::new(OnceLock::new()), Vec::new()).unwrap();
+        let transport = connect(&url, Arc::new(OnceLock::new()), Vec::new(), None).unwrap();
         let started = tokio::time::Instant::now();
         for _ in 0..2 {
             transport
@@ -818,7 +875,7 @@ mod tests {
         // Never accepted: the kernel takes the connection and a few buffers' worth, no more.
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-        let transport = connect(&url, Arc::new(OnceLock::new()), Vec::new()).unwrap();
+        let transport = connect(&url, Arc::new(OnceLock::new()), Vec::new(), None).unwrap();
         let message = format!(
             r#"{{"jsonrpc":"2.0","method":"n","params":"{}"}}"#,
             "x".repeat(1 << 20)
@@ -909,7 +966,7 @@ mod tests {
                 }
             })
         };
-        let mut transport = connect(&url, Arc::new(OnceLock::new()), Vec::new()).unwrap();
+        let mut transport = connect(&url, Arc::new(OnceLock::new()), Vec::new(), None).unwrap();
         for id in 0..CALLS {
             transport
                 .outgoing

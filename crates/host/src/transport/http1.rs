@@ -79,6 +79,10 @@ pub(crate) struct Response {
     /// Lower-cased, parameters kept.
     pub content_type: String,
     pub session_id: Option<String>,
+    /// `WWW-Authenticate`, for the authorization a 401 or 403 asks for.
+    pub www_authenticate: Option<String>,
+    /// `Location`, where a redirect points.
+    pub location: Option<String>,
     body: Body,
 }
 
@@ -290,6 +294,8 @@ impl Endpoint {
             status,
             content_type,
             session_id,
+            www_authenticate,
+            location,
             length,
             chunked,
             encoded,
@@ -325,6 +331,8 @@ impl Endpoint {
             status,
             content_type,
             session_id,
+            www_authenticate,
+            location,
             body,
         }))
     }
@@ -336,6 +344,8 @@ struct Head {
     /// Lower-cased, parameters kept.
     content_type: String,
     session_id: Option<String>,
+    www_authenticate: Option<String>,
+    location: Option<String>,
     length: Option<u64>,
     /// The final transfer coding is `chunked`.
     chunked: bool,
@@ -356,6 +366,8 @@ impl Head {
             status: parsed.code.unwrap_or(0),
             content_type: String::new(),
             session_id: None,
+            www_authenticate: None,
+            location: None,
             length: None,
             chunked: false,
             encoded: false,
@@ -368,6 +380,15 @@ impl Head {
                 head.content_type = value.to_ascii_lowercase();
             } else if name.eq_ignore_ascii_case("mcp-session-id") {
                 head.session_id = Some(value);
+            } else if name.eq_ignore_ascii_case("www-authenticate") {
+                // Several challenges may come in separate fields: the Bearer one is wanted.
+                if head.www_authenticate.is_none()
+                    || value.to_ascii_lowercase().starts_with("bearer")
+                {
+                    head.www_authenticate = Some(value);
+                }
+            } else if name.eq_ignore_ascii_case("location") {
+                head.location = Some(value);
             } else if name.eq_ignore_ascii_case("content-length") {
                 let length = value
                     .parse::<u64>()

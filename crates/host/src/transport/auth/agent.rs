@@ -1,0 +1,314 @@
+//! The two ways an authorization URL is visited and its redirect caught: a person's browser
+//! with a one-shot listener on 127.0.0.1 (`formwork login`), and a headless visit that reads
+//! the redirect from the answer (test harnesses such as the conformance client).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+use super::fetch;
+use crate::BoxFuture;
+
+/// Starts sign-ins for one authorization.
+pub trait SignInAgent: Send + Sync {
+    /// Prepares to catch one redirect (a loopback listener, say) and says where it goes.
+    fn start(&self) -> BoxFuture<Result<Box<dyn PendingRedirect>, String>>;
+}
+
+/// One prepared sign-in.
+pub trait PendingRedirect: Send {
+    /// The `redirect_uri` to register and send.
+    fn redirect_uri(&self) -> String;
+    /// Shows the person the authorization URL and waits for the redirect; the code, once the
+    /// redirect's `state` is checked against `state`.
+    fn complete(
+        self: Box<Self>,
+        authorization_url: String,
+        state: String,
+    ) -> BoxFuture<Result<String, String>>;
+}
+
+/// Reads the code out of a redirect's query, refusing an error answer and a foreign `state`.
+pub(crate) fn code_from_redirect(
+    pairs: impl Iterator<Item = (String, String)>,
+    state: &str,
+) -> Result<String, String> {
+    let (mut code, mut returned_state, mut error, mut description) = (None, None, None, None);
+    for (key, value) in pairs {
+        match key.as_str() {
+            "code" => code = Some(value),
+            "state" => returned_state = Some(value),
+            "error" => error = Some(value),
+            "error_description" => description = Some(value),
+            _ => {}
+        }
+    }
+    if returned_state.as_deref() != Some(state) {
+        return Err(
+            "the sign-in redirect carried another `state` than the one sent: refused (a stale or forged redirect)"
+                .to_owned(),
+        );
+    }
+    if let Some(error) = error {
+        return Err(match description {
+            Some(description) => {
+                format!("the authorization server refused: {error} ({description})")
+            }
+            None => format!("the authorization server refused: {error}"),
+        });
+    }
+    code.filter(|code| !code.is_empty())
+        .ok_or_else(|| "the sign-in redirect carried no code".to_owned())
+}
+
+/// Visits the authorization URL itself, without following its redirect, and reads the code from
+/// the `Location` it answers with: for authorization servers that redirect at once (test servers).
+pub struct HeadlessSignIn {
+    redirect_uri: String,
+}
+
+impl HeadlessSignIn {
+    pub fn new(redirect_uri: impl Into<String>) -> Self {
+        HeadlessSignIn {
+            redirect_uri: redirect_uri.into(),
+        }
+    }
+}
+
+impl SignInAgent for HeadlessSignIn {
+    fn start(&self) -> BoxFuture<Result<Box<dyn PendingRedirect>, String>> {
+        let pending: Box<dyn PendingRedirect> =
+            Box::new(HeadlessRedirect(self.redirect_uri.clone()));
+        Box::pin(async move { Ok(pending) })
+    }
+}
+
+struct HeadlessRedirect(String);
+
+impl PendingRedirect for HeadlessRedirect {
+    fn redirect_uri(&self) -> String {
+        self.0.clone()
+    }
+
+    fn complete(
+        self: Box<Self>,
+        authorization_url: String,
+        state: String,
+    ) -> BoxFuture<Result<String, String>> {
+        Box::pin(async move {
+            let fetched = fetch::exchange("GET", &authorization_url, &[], b"").await?;
+            let location = fetched
+                .location
+                .filter(|_| (300..400).contains(&fetched.status))
+                .ok_or_else(|| {
+                    format!(
+                        "the authorization endpoint answered HTTP {} without a redirect",
+                        fetched.status
+                    )
+                })?;
+            let base = url::Url::parse(&authorization_url).map_err(|err| err.to_string())?;
+            let redirect = base
+                .join(&location)
+                .map_err(|err| format!("the redirect `{location}` is not a URL: {err}"))?;
+            code_from_redirect(redirect.query_pairs().into_owned(), &state)
+        })
+    }
+}
+
+/// How long `formwork login` waits for the browser to come back.
+pub const SIGN_IN_TIMEOUT: Duration = Duration::from_secs(300);
+/// The largest request the loopback listener reads.
+const MAX_CALLBACK_BYTES: usize = 16 * 1024;
+const CALLBACK_PATH: &str = "/callback";
+
+/// The person's browser: the authorization URL is opened (or printed) by `show`, and the
+/// redirect caught on a listener on 127.0.0.1 that ends after the callback or the timeout.
+pub struct BrowserSignIn {
+    /// `mcp_oauth_callback_port`; a free port when absent.
+    pub port: Option<u16>,
+    pub timeout: Duration,
+    /// Shows the person the URL (opens a browser, prints it).
+    pub show: Arc<dyn Fn(&str) + Send + Sync>,
+}
+
+impl SignInAgent for BrowserSignIn {
+    fn start(&self) -> BoxFuture<Result<Box<dyn PendingRedirect>, String>> {
+        let port = self.port.unwrap_or(0);
+        let timeout = self.timeout;
+        let show = Arc::clone(&self.show);
+        Box::pin(async move {
+            let listener = TcpListener::bind(("127.0.0.1", port))
+                .await
+                .map_err(|err| {
+                    format!("cannot listen on 127.0.0.1:{port} for the sign-in redirect: {err}")
+                })?;
+            let port = listener.local_addr().map_err(|err| err.to_string())?.port();
+            let pending: Box<dyn PendingRedirect> = Box::new(LoopbackRedirect {
+                listener,
+                port,
+                timeout,
+                show,
+            });
+            Ok(pending)
+        })
+    }
+}
+
+struct LoopbackRedirect {
+    listener: TcpListener,
+    port: u16,
+    timeout: Duration,
+    show: Arc<dyn Fn(&str) + Send + Sync>,
+}
+
+impl PendingRedirect for LoopbackRedirect {
+    fn redirect_uri(&self) -> String {
+        format!("http://127.0.0.1:{}{CALLBACK_PATH}", self.port)
+    }
+
+    fn complete(
+        self: Box<Self>,
+        authorization_url: String,
+        state: String,
+    ) -> BoxFuture<Result<String, String>> {
+        Box::pin(async move {
+            (self.show)(&authorization_url);
+            let waiting = async {
+                loop {
+                    let (mut socket, _) = self
+                        .listener
+                        .accept()
+                        .await
+                        .map_err(|err| err.to_string())?;
+                    let Some(target) = read_target(&mut socket).await else {
+                        continue;
+                    };
+                    let (path, query) = target.split_once('?').unwrap_or((&target, ""));
+                    if path != CALLBACK_PATH {
+                        // A browser may ask for a favicon first: that is not the redirect.
+                        let _ = socket
+                            .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                            .await;
+                        continue;
+                    }
+                    let pairs = url::form_urlencoded::parse(query.as_bytes()).into_owned();
+                    let outcome = code_from_redirect(pairs, &state);
+                    // A fixed page: nothing of the redirect is reflected into it.
+                    let page: &[u8] = match outcome {
+                        Ok(_) => b"<!doctype html><title>formwork</title><p>Signed in. You can close this tab and go back to formwork.",
+                        Err(_) => b"<!doctype html><title>formwork</title><p>Sign-in failed. formwork says why in the terminal.",
+                    };
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\ncache-control: no-store\r\nconnection: close\r\n\r\n",
+                        page.len()
+                    );
+                    let _ = socket.write_all(head.as_bytes()).await;
+                    let _ = socket.write_all(page).await;
+                    let _ = socket.shutdown().await;
+                    return outcome;
+                }
+            };
+            tokio::time::timeout(self.timeout, waiting)
+                .await
+                .map_err(|_| format!("no sign-in came back within {} s", self.timeout.as_secs()))?
+        })
+    }
+}
+
+/// The request target of a GET, or `None` for anything else.
+async fn read_target(socket: &mut tokio::net::TcpStream) -> Option<String> {
+    let mut buffer = Vec::new();
+    let mut piece = [0u8; 2048];
+    loop {
+        let read = tokio::time::timeout(Duration::from_secs(10), socket.read(&mut piece))
+            .await
+            .ok()?
+            .ok()?;
+        if read == 0 {
+            return None;
+        }
+        buffer.extend_from_slice(&piece[..read]);
+        let mut fields = [httparse::EMPTY_HEADER; 64];
+        let mut request = httparse::Request::new(&mut fields);
+        match request.parse(&buffer) {
+            Ok(httparse::Status::Complete(_)) => {
+                return (request.method == Some("GET")).then(|| request.path.map(str::to_owned))?;
+            }
+            Ok(httparse::Status::Partial) if buffer.len() < MAX_CALLBACK_BYTES => continue,
+            _ => return None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn pairs(query: &str) -> impl Iterator<Item = (String, String)> {
+        url::form_urlencoded::parse(query.as_bytes()).into_owned()
+    }
+
+    #[test]
+    fn the_redirect_must_carry_our_state() {
+        assert_eq!(
+            code_from_redirect(pairs("code=abc&state=s1"), "s1"),
+            Ok("abc".to_owned())
+        );
+        assert_eq!(
+            code_from_redirect(pairs("code=abc&state=s2"), "s1").unwrap_err(),
+            "the sign-in redirect carried another `state` than the one sent: refused (a stale or forged redirect)"
+        );
+        assert!(code_from_redirect(pairs("code=abc"), "s1").is_err());
+        assert_eq!(
+            code_from_redirect(
+                pairs("error=access_denied&error_description=no&state=s1"),
+                "s1"
+            )
+            .unwrap_err(),
+            "the authorization server refused: access_denied (no)"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_loopback_listener_takes_one_callback_and_checks_its_state() {
+        let agent = BrowserSignIn {
+            port: None,
+            timeout: Duration::from_secs(10),
+            show: Arc::new(|_: &str| {}),
+        };
+        let pending = agent.start().await.unwrap();
+        let uri = pending.redirect_uri();
+        assert!(uri.starts_with("http://127.0.0.1:") && uri.ends_with("/callback"));
+        let done =
+            tokio::spawn(pending.complete("https://as.example/authorize".into(), "s1".into()));
+        let address = uri
+            .trim_start_matches("http://")
+            .trim_end_matches("/callback")
+            .to_owned();
+        let get = |target: &'static str| {
+            let address = address.clone();
+            async move {
+                let mut socket = tokio::net::TcpStream::connect(address).await.unwrap();
+                socket
+                    .write_all(format!("GET {target} HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes())
+                    .await
+                    .unwrap();
+                let mut answer = String::new();
+                socket.read_to_string(&mut answer).await.unwrap();
+                answer
+            }
+        };
+        assert!(get("/favicon.ico").await.starts_with("HTTP/1.1 404"));
+        let answer = get("/callback?code=c1&state=forged").await;
+        assert!(answer.contains("Sign-in failed"), "{answer}");
+        assert_eq!(
+            done.await.unwrap().unwrap_err(),
+            "the sign-in redirect carried another `state` than the one sent: refused (a stale or forged redirect)"
+        );
+        // The listener is gone with its one callback.
+        assert!(tokio::net::TcpStream::connect(address).await.is_err());
+    }
+}

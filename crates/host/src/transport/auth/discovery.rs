@@ -1,0 +1,381 @@
+//! Finding a server's authorization server: protected resource metadata (RFC 9728), then the
+//! authorization server's metadata (RFC 8414, OpenID discovery), in the spec's order; for
+//! 2025-03-26 servers without resource metadata, the origin's metadata or its default paths.
+
+use serde::Deserialize;
+use url::Url;
+
+use super::challenge::Challenge;
+use super::fetch;
+
+/// What the protected resource says of itself.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct ResourceMetadata {
+    pub resource: String,
+    #[serde(default)]
+    pub authorization_servers: Vec<String>,
+    #[serde(default)]
+    pub scopes_supported: Vec<String>,
+}
+
+/// What an authorization server says of itself (the fields formwork uses).
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct ServerMetadata {
+    pub issuer: String,
+    pub authorization_endpoint: Option<String>,
+    pub token_endpoint: String,
+    pub registration_endpoint: Option<String>,
+    #[serde(default)]
+    pub scopes_supported: Vec<String>,
+    pub code_challenge_methods_supported: Option<Vec<String>>,
+    pub token_endpoint_auth_methods_supported: Option<Vec<String>>,
+    #[serde(default)]
+    pub client_id_metadata_document_supported: bool,
+}
+
+/// Where the authorization server's description came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// Protected resource metadata named it, and its metadata was found (2025-06-18 and later).
+    ResourceMetadata,
+    /// No resource metadata: the server's origin published authorization server metadata.
+    LegacyMetadata,
+    /// Neither: the 2025-03-26 default endpoints at the server's origin.
+    LegacyDefaults,
+}
+
+/// One URL tried during discovery, and what came of it (for `formwork doctor` and errors).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiscoveryStep {
+    pub url: String,
+    pub outcome: String,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Discovered {
+    pub resource: Option<ResourceMetadata>,
+    pub server: ServerMetadata,
+    pub source: Source,
+}
+
+const ACCEPT_JSON: (&str, &str) = ("accept", "application/json");
+/// Sent on discovery requests, as the SDKs do: some servers shape their metadata by it.
+const PROTOCOL_VERSION: (&str, &str) = ("mcp-protocol-version", "2025-11-25");
+
+/// Runs discovery for the MCP server at `server_url`, starting from its challenge.
+pub(crate) async fn discover(
+    server_url: &str,
+    challenge: &Challenge,
+    steps: &mut Vec<DiscoveryStep>,
+) -> Result<Discovered, String> {
+    let failed = |reason: String| reason;
+    let server = Url::parse(server_url)
+        .map_err(|err| failed(format!("`{server_url}` is not a URL: {err}")))?;
+    check_secure(&server).map_err(failed)?;
+    let mut candidates = Vec::new();
+    if let Some(advertised) = &challenge.resource_metadata {
+        candidates.push(advertised.clone());
+    }
+    let origin = server.origin().ascii_serialization();
+    let path = server.path().trim_end_matches('/');
+    if !path.is_empty() {
+        candidates.push(format!(
+            "{origin}/.well-known/oauth-protected-resource{path}"
+        ));
+    }
+    candidates.push(format!("{origin}/.well-known/oauth-protected-resource"));
+    candidates.dedup();
+
+    let mut resource = None;
+    for url in candidates {
+        if let Some(found) = fetch_document::<ResourceMetadata>(&url, steps)
+            .await
+            .map_err(failed)?
+        {
+            resource = Some(found);
+            break;
+        }
+    }
+
+    let Some(resource) = resource else {
+        return legacy(&server, steps).await.map_err(failed);
+    };
+    check_resource(&server, &resource.resource).map_err(failed)?;
+    let Some(issuer) = resource.authorization_servers.first() else {
+        return Err(failed(format!(
+            "the protected resource metadata of {server_url} names no authorization server"
+        )));
+    };
+    let issuer_url = Url::parse(issuer).map_err(|err| {
+        failed(format!(
+            "the authorization server `{issuer}` is not a URL: {err}"
+        ))
+    })?;
+    check_secure(&issuer_url).map_err(failed)?;
+    for url in server_metadata_urls(&issuer_url) {
+        let Some(metadata) = fetch_document::<ServerMetadata>(&url, steps)
+            .await
+            .map_err(failed)?
+        else {
+            continue;
+        };
+        // RFC 8414 §3.3: the metadata must be the issuer's own, or anyone could stand in.
+        if metadata.issuer.trim_end_matches('/') != issuer.trim_end_matches('/') {
+            return Err(failed(format!(
+                "the metadata at {url} is for the issuer `{}`, not `{issuer}`",
+                metadata.issuer
+            )));
+        }
+        check_endpoints(&metadata).map_err(failed)?;
+        return Ok(Discovered {
+            resource: Some(resource),
+            server: metadata,
+            source: Source::ResourceMetadata,
+        });
+    }
+    Err(failed(format!(
+        "no metadata was found for the authorization server {issuer}"
+    )))
+}
+
+/// A 2025-03-26 server: the authorization server is its origin.
+async fn legacy(server: &Url, steps: &mut Vec<DiscoveryStep>) -> Result<Discovered, String> {
+    let origin = server.origin().ascii_serialization();
+    let root = Url::parse(&origin).map_err(|err| err.to_string())?;
+    for url in server_metadata_urls(&root) {
+        // No issuer check here: servers of that era published metadata whose issuer has a path
+        // (`<origin>/oauth`) at the root well-known URL.
+        if let Some(metadata) = fetch_document::<ServerMetadata>(&url, steps).await? {
+            check_endpoints(&metadata)?;
+            return Ok(Discovered {
+                resource: None,
+                server: metadata,
+                source: Source::LegacyMetadata,
+            });
+        }
+    }
+    steps.push(DiscoveryStep {
+        url: format!("{origin}/authorize"),
+        outcome:
+            "no metadata anywhere: using the default endpoints /authorize, /token and /register"
+                .to_owned(),
+    });
+    Ok(Discovered {
+        resource: None,
+        server: ServerMetadata {
+            issuer: origin.clone(),
+            authorization_endpoint: Some(format!("{origin}/authorize")),
+            token_endpoint: format!("{origin}/token"),
+            registration_endpoint: Some(format!("{origin}/register")),
+            scopes_supported: Vec::new(),
+            code_challenge_methods_supported: None,
+            token_endpoint_auth_methods_supported: None,
+            client_id_metadata_document_supported: false,
+        },
+        source: Source::LegacyDefaults,
+    })
+}
+
+/// The metadata URLs of an issuer, in the spec's order: with a path, RFC 8414's inserted form,
+/// OpenID's inserted form, then OpenID's appended form; without one, the two root documents.
+fn server_metadata_urls(issuer: &Url) -> Vec<String> {
+    let origin = issuer.origin().ascii_serialization();
+    let path = issuer.path().trim_end_matches('/');
+    if path.is_empty() {
+        vec![
+            format!("{origin}/.well-known/oauth-authorization-server"),
+            format!("{origin}/.well-known/openid-configuration"),
+        ]
+    } else {
+        vec![
+            format!("{origin}/.well-known/oauth-authorization-server{path}"),
+            format!("{origin}/.well-known/openid-configuration{path}"),
+            format!("{origin}{path}/.well-known/openid-configuration"),
+        ]
+    }
+}
+
+/// GETs one metadata document: `Some` for a 200 with a JSON object of the right shape, `None`
+/// for an answer that says it is not there (4xx), an error for anything that breaks discovery.
+async fn fetch_document<T: serde::de::DeserializeOwned>(
+    url: &str,
+    steps: &mut Vec<DiscoveryStep>,
+) -> Result<Option<T>, String> {
+    let mut step = |outcome: String| {
+        steps.push(DiscoveryStep {
+            url: url.to_owned(),
+            outcome,
+        })
+    };
+    let fetched = match fetch::get(url, &[ACCEPT_JSON, PROTOCOL_VERSION]).await {
+        Ok(fetched) => fetched,
+        Err(reason) => {
+            step(reason.clone());
+            return Err(reason);
+        }
+    };
+    if fetched.status != 200 {
+        step(format!("HTTP {}", fetched.status));
+        if (400..500).contains(&fetched.status) {
+            return Ok(None);
+        }
+        return Err(format!("{url} answered HTTP {}", fetched.status));
+    }
+    if !fetched.is_json() {
+        let reason = format!("{url} answered `{}`, not JSON", fetched.content_type);
+        step(reason.clone());
+        return Err(reason);
+    }
+    match serde_json::from_slice::<T>(&fetched.body) {
+        Ok(document) => {
+            step("found".to_owned());
+            Ok(Some(document))
+        }
+        Err(err) => {
+            let reason = format!("the metadata at {url} is malformed: {err}");
+            step(reason.clone());
+            Err(reason)
+        }
+    }
+}
+
+/// The resource metadata must describe the server asked (RFC 9728 §3.3): same origin, and the
+/// server's path at or under the resource's path. Else a token would be asked for someone else.
+fn check_resource(server: &Url, resource: &str) -> Result<(), String> {
+    let mismatch = || {
+        format!(
+            "the protected resource metadata is for `{resource}`, not for {server}; formwork does not sign in to it"
+        )
+    };
+    let resource_url = Url::parse(resource).map_err(|_| mismatch())?;
+    if resource_url.origin() != server.origin() {
+        return Err(mismatch());
+    }
+    let prefix = resource_url.path().trim_end_matches('/');
+    let path = server.path();
+    let under = path == prefix
+        || path.trim_end_matches('/') == prefix
+        || path.starts_with(&format!("{prefix}/"));
+    if !under {
+        return Err(mismatch());
+    }
+    Ok(())
+}
+
+/// Tokens and client secrets go only to the issuer's own origin, and only over https (plain
+/// http only on this machine).
+fn check_endpoints(metadata: &ServerMetadata) -> Result<(), String> {
+    let issuer = Url::parse(&metadata.issuer)
+        .map_err(|err| format!("the issuer `{}` is not a URL: {err}", metadata.issuer))?;
+    check_secure(&issuer)?;
+    let endpoints = [
+        ("token_endpoint", Some(&metadata.token_endpoint)),
+        (
+            "registration_endpoint",
+            metadata.registration_endpoint.as_ref(),
+        ),
+    ];
+    for (key, endpoint) in endpoints {
+        let Some(endpoint) = endpoint else { continue };
+        let url = Url::parse(endpoint)
+            .map_err(|err| format!("the {key} `{endpoint}` is not a URL: {err}"))?;
+        if url.origin() != issuer.origin() {
+            return Err(format!(
+                "the authorization server {} names a {key} on another origin ({endpoint}); formwork sends credentials only to the issuer's origin",
+                metadata.issuer
+            ));
+        }
+    }
+    if let Some(endpoint) = &metadata.authorization_endpoint {
+        let url = Url::parse(endpoint).map_err(|err| {
+            format!("the authorization_endpoint `{endpoint}` is not a URL: {err}")
+        })?;
+        check_secure(&url)?;
+    }
+    Ok(())
+}
+
+/// https, or http to this machine (development servers).
+pub(crate) fn check_secure(url: &Url) -> Result<(), String> {
+    match url.scheme() {
+        "https" => Ok(()),
+        "http" if is_loopback(url) => Ok(()),
+        _ => Err(format!(
+            "{url} is not https; formwork signs in only over https (or plain http to localhost)"
+        )),
+    }
+}
+
+fn is_loopback(url: &Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn url(text: &str) -> Url {
+        Url::parse(text).unwrap()
+    }
+
+    #[test]
+    fn metadata_urls_follow_the_spec_order() {
+        assert_eq!(
+            server_metadata_urls(&url("https://as.example/tenant1/")),
+            [
+                "https://as.example/.well-known/oauth-authorization-server/tenant1",
+                "https://as.example/.well-known/openid-configuration/tenant1",
+                "https://as.example/tenant1/.well-known/openid-configuration",
+            ]
+        );
+        assert_eq!(
+            server_metadata_urls(&url("https://as.example")),
+            [
+                "https://as.example/.well-known/oauth-authorization-server",
+                "https://as.example/.well-known/openid-configuration",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_resource_must_cover_the_server() {
+        let server = url("https://mcp.example/mcp");
+        assert!(check_resource(&server, "https://mcp.example/mcp").is_ok());
+        assert!(check_resource(&server, "https://mcp.example/").is_ok());
+        assert!(check_resource(&server, "https://mcp.example").is_ok());
+        assert!(check_resource(&server, "https://mcp.example/mc").is_err());
+        assert!(check_resource(&server, "https://mcp.example/mcp/v2").is_err());
+        assert_eq!(
+            check_resource(&server, "https://evil.example.com/mcp").unwrap_err(),
+            "the protected resource metadata is for `https://evil.example.com/mcp`, not for https://mcp.example/mcp; formwork does not sign in to it"
+        );
+    }
+
+    #[test]
+    fn credentials_go_only_to_the_issuers_origin_over_https() {
+        let metadata = |token: &str| ServerMetadata {
+            issuer: "https://as.example".into(),
+            authorization_endpoint: Some("https://login.example/authorize".into()),
+            token_endpoint: token.into(),
+            registration_endpoint: None,
+            scopes_supported: Vec::new(),
+            code_challenge_methods_supported: None,
+            token_endpoint_auth_methods_supported: None,
+            client_id_metadata_document_supported: false,
+        };
+        assert!(check_endpoints(&metadata("https://as.example/token")).is_ok());
+        assert_eq!(
+            check_endpoints(&metadata("https://collector.example/token")).unwrap_err(),
+            "the authorization server https://as.example names a token_endpoint on another origin (https://collector.example/token); formwork sends credentials only to the issuer's origin"
+        );
+        assert!(check_secure(&url("http://127.0.0.1:9/x")).is_ok());
+        assert!(check_secure(&url("http://localhost/x")).is_ok());
+        assert!(check_secure(&url("http://as.example/x")).is_err());
+    }
+}

@@ -1,0 +1,795 @@
+//! One server's authorization: the token its requests carry, and what happens when the server
+//! refuses one (401: refresh, else sign in; 403 `insufficient_scope`: sign in again with more
+//! scopes, a bounded number of times).
+//!
+//! The `oauth2` crate builds the authorization URL (PKCE S256, `state`) and makes the token
+//! requests (code exchange, refresh, client credentials, client authentication); `jsonwebtoken`
+//! signs `private_key_jwt` assertions. Discovery and dynamic client registration, which neither
+//! crate offers, are here and in `discovery.rs`.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use oauth2::basic::BasicClient;
+use oauth2::{
+    AuthType, AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, PkceCodeChallenge,
+    RedirectUrl, RefreshToken, RequestTokenError, Scope, TokenResponse, TokenUrl,
+};
+use serde_json::{Value, json};
+
+use super::agent::SignInAgent;
+use super::challenge::{Challenge, split_scopes};
+use super::discovery::{self, Discovered, DiscoveryStep, Source};
+use super::fetch;
+use super::settings::{AuthSettings, Grant};
+use super::store::{StoredTokens, TokenStore};
+
+/// A token this close to its expiry is refreshed before it is sent.
+const REFRESH_AHEAD: Duration = Duration::from_secs(30);
+/// Sign-ins for more scopes (403 `insufficient_scope`) on one connection, at most.
+const MAX_STEP_UPS: u32 = 2;
+const OFFLINE_ACCESS: &str = "offline_access";
+/// How long a client assertion (`private_key_jwt`) is valid.
+const ASSERTION_LIFETIME: Duration = Duration::from_secs(300);
+const ASSERTION_TYPE: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+
+/// Why a request could not be authorized.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuthError {
+    /// The server needs a person to sign in, and nobody can here (a terminal command, say).
+    SignInNeeded { server: String },
+    /// The authorization failed at some step; the text says which and why.
+    Failed(String),
+}
+
+impl std::fmt::Display for AuthError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AuthError::SignInNeeded { server } => {
+                write!(
+                    f,
+                    "{server} needs you to sign in: run `formwork login {server}`"
+                )
+            }
+            AuthError::Failed(reason) => f.write_str(reason),
+        }
+    }
+}
+
+impl std::error::Error for AuthError {}
+
+/// The token of one MCP server, for every request of one connection to it.
+pub struct Authorizer {
+    server_name: String,
+    server_url: String,
+    settings: AuthSettings,
+    store: Option<TokenStore>,
+    agent: Option<Arc<dyn SignInAgent>>,
+    state: tokio::sync::Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    loaded: bool,
+    tokens: Option<StoredTokens>,
+    /// Bumped with every new token, so that a refusal of an older one is not acted on twice.
+    generation: u64,
+    /// The token of this generation came from a refresh, or from a whole sign-in: a 401 to it
+    /// is not answered by doing the same again.
+    refreshed: Option<u64>,
+    signed_in: Option<u64>,
+    /// The scopes asked for in the last sign-in, and how many step-ups there were.
+    requested: Vec<String>,
+    step_ups: u32,
+    /// What the last discovery tried (for `formwork doctor` and `formwork login`).
+    steps: Vec<DiscoveryStep>,
+    /// The last sign-in failed on this challenge: the same challenge gets the same answer, not
+    /// another round of discovery (a connection's first requests all meet it).
+    failed: Option<(Challenge, AuthError)>,
+}
+
+impl Authorizer {
+    pub fn new(
+        server_name: impl Into<String>,
+        server_url: impl Into<String>,
+        settings: AuthSettings,
+        store: Option<TokenStore>,
+        agent: Option<Arc<dyn SignInAgent>>,
+    ) -> Authorizer {
+        Authorizer {
+            server_name: server_name.into(),
+            server_url: server_url.into(),
+            settings,
+            store,
+            agent,
+            state: tokio::sync::Mutex::new(State::default()),
+        }
+    }
+
+    /// The `Authorization` value for the next request and its generation, refreshing a token
+    /// about to expire first. `None` before any sign-in: the server's 401 starts one.
+    pub(crate) async fn bearer(&self) -> Option<(u64, String)> {
+        let mut state = self.state.lock().await;
+        self.load(&mut state);
+        let tokens = state.tokens.as_ref()?;
+        if expires_within(tokens, REFRESH_AHEAD)
+            && tokens.refresh_token.is_some()
+            && let Err(err) = self.refresh(&mut state).await
+        {
+            tracing::info!(target: "formwork::auth", server = %self.server_name, %err, "refreshing the token before it expires failed");
+        }
+        let tokens = state.tokens.as_ref()?;
+        Some((state.generation, format!("Bearer {}", tokens.access_token)))
+    }
+
+    /// A request that carried the token of `generation` (or none) was refused with `status` and
+    /// `www_authenticate`. `Ok` means: send it again, with [`Authorizer::bearer`]'s new token.
+    pub(crate) async fn refused(
+        &self,
+        status: u16,
+        www_authenticate: Option<&str>,
+        generation: Option<u64>,
+    ) -> Result<(), AuthError> {
+        let challenge = Challenge::parse(www_authenticate);
+        let mut state = self.state.lock().await;
+        self.load(&mut state);
+        if state.tokens.is_some() && generation != Some(state.generation) {
+            // A newer token came while this request was out.
+            return Ok(());
+        }
+        if let Some((failed_on, err)) = &state.failed
+            && *failed_on == challenge
+        {
+            return Err(err.clone());
+        }
+        if status == 403 {
+            let wanted = challenge.scopes();
+            if wanted.iter().all(|scope| state.requested.contains(scope))
+                || state.step_ups >= MAX_STEP_UPS
+            {
+                return Err(AuthError::Failed(format!(
+                    "{} refuses the request for want of scope (it asks for `{}`) even after signing in with the scopes it named",
+                    self.server_name,
+                    challenge.scope.as_deref().unwrap_or_default()
+                )));
+            }
+            state.step_ups += 1;
+            let mut scopes = state.requested.clone();
+            for scope in wanted {
+                if !scopes.contains(&scope) {
+                    scopes.push(scope);
+                }
+            }
+            return self
+                .sign_in_locked(&mut state, &challenge, Some(scopes))
+                .await;
+        }
+        if state.tokens.is_some() {
+            let current = Some(state.generation);
+            if state.refreshed != current
+                && state.signed_in != current
+                && state
+                    .tokens
+                    .as_ref()
+                    .is_some_and(|t| t.refresh_token.is_some())
+                && self.refresh(&mut state).await.is_ok()
+            {
+                return Ok(());
+            }
+            if state.signed_in == current {
+                return Err(AuthError::Failed(format!(
+                    "{} refused the token it had just issued (HTTP 401)",
+                    self.server_name
+                )));
+            }
+        }
+        self.sign_in_locked(&mut state, &challenge, None).await
+    }
+
+    /// Signs in from scratch (`formwork login`), whatever is stored, starting from the challenge
+    /// the server gives an unauthenticated request.
+    pub async fn sign_in(&self) -> Result<(), AuthError> {
+        let challenge = self.probe().await;
+        let mut state = self.state.lock().await;
+        state.loaded = true;
+        self.sign_in_locked(&mut state, &challenge, None).await
+    }
+
+    /// The challenge of an `initialize` sent without a token; empty when the server gives none.
+    async fn probe(&self) -> Challenge {
+        let body = json!({
+            "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "formwork", "version": env!("CARGO_PKG_VERSION")}},
+        })
+        .to_string();
+        let headers = [
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+        ];
+        match fetch::exchange("POST", &self.server_url, &headers, body.as_bytes()).await {
+            Ok(fetched) if fetched.status == 401 => {
+                Challenge::parse(fetched.www_authenticate.as_deref())
+            }
+            _ => Challenge::default(),
+        }
+    }
+
+    /// What the last discovery tried, in order.
+    pub async fn discovery_steps(&self) -> Vec<DiscoveryStep> {
+        self.state.lock().await.steps.clone()
+    }
+
+    fn load(&self, state: &mut State) {
+        if state.loaded {
+            return;
+        }
+        state.loaded = true;
+        let Some(store) = &self.store else { return };
+        match store.load(&self.server_name, &self.server_url) {
+            Ok(Some(tokens)) => {
+                state.requested = tokens.scopes.clone();
+                state.tokens = Some(tokens);
+                state.generation += 1;
+            }
+            Ok(None) => {}
+            Err(err) => {
+                tracing::warn!(target: "formwork::auth", server = %self.server_name, %err, "the stored sign-in could not be read")
+            }
+        }
+    }
+
+    fn keep(&self, state: &mut State, tokens: StoredTokens) {
+        if let Some(store) = &self.store
+            && let Err(err) = store.save(&tokens)
+        {
+            tracing::warn!(target: "formwork::auth", server = %self.server_name, %err, "the sign-in could not be stored; it lasts for this run only");
+        }
+        state.tokens = Some(tokens);
+        state.generation += 1;
+    }
+
+    async fn refresh(&self, state: &mut State) -> Result<(), AuthError> {
+        let Some(tokens) = state.tokens.clone() else {
+            return Err(self.failed("there is no token to refresh"));
+        };
+        let Some(refresh) = tokens.refresh_token.clone() else {
+            return Err(self.failed("the token cannot be refreshed (no refresh token)"));
+        };
+        let token_url = TokenUrl::new(tokens.token_endpoint.clone())
+            .map_err(|err| self.failed(format!("the token endpoint is not a URL: {err}")))?;
+        let mut client =
+            BasicClient::new(ClientId::new(tokens.client_id.clone())).set_token_uri(token_url);
+        client = match &tokens.client_secret {
+            Some(secret) => client
+                .set_client_secret(ClientSecret::new(secret.clone()))
+                .set_auth_type(AuthType::BasicAuth),
+            None => client.set_auth_type(AuthType::RequestBody),
+        };
+        let refresh = RefreshToken::new(refresh);
+        let mut request = client.exchange_refresh_token(&refresh);
+        if let Some(resource) = &tokens.resource {
+            request = request.add_extra_param("resource", resource.clone());
+        }
+        let answer = request
+            .request_async(&fetch::oauth_client)
+            .await
+            .map_err(|err| self.failed(token_error(&tokens.token_endpoint, err)))?;
+        let mut renewed = tokens.clone();
+        renewed.access_token = answer.access_token().secret().clone();
+        if let Some(refresh) = answer.refresh_token() {
+            renewed.refresh_token = Some(refresh.secret().clone());
+        }
+        renewed.expires_at = answer.expires_in().map(expiry);
+        self.keep(state, renewed);
+        state.refreshed = Some(state.generation);
+        Ok(())
+    }
+
+    async fn sign_in_locked(
+        &self,
+        state: &mut State,
+        challenge: &Challenge,
+        scopes: Option<Vec<String>>,
+    ) -> Result<(), AuthError> {
+        let signed_in = self.sign_in_once(state, challenge, scopes).await;
+        state.failed = signed_in
+            .as_ref()
+            .err()
+            .map(|err| (challenge.clone(), err.clone()));
+        signed_in
+    }
+
+    async fn sign_in_once(
+        &self,
+        state: &mut State,
+        challenge: &Challenge,
+        scopes: Option<Vec<String>>,
+    ) -> Result<(), AuthError> {
+        let mut steps = Vec::new();
+        let discovered = discovery::discover(&self.server_url, challenge, &mut steps).await;
+        state.steps = steps;
+        let discovered = discovered.map_err(|reason| {
+            self.failed(format!("finding its authorization server failed: {reason}"))
+        })?;
+        let scopes = scopes.unwrap_or_else(|| self.initial_scopes(challenge, &discovered));
+        let resource = self
+            .settings
+            .resource
+            .clone()
+            .or_else(|| discovered.resource.as_ref().map(|r| r.resource.clone()));
+        let tokens = match self.settings.grant {
+            Grant::ClientCredentials => {
+                self.client_credentials(&discovered, &scopes, resource)
+                    .await?
+            }
+            Grant::AuthorizationCode => {
+                self.authorization_code(&discovered, &scopes, resource)
+                    .await?
+            }
+        };
+        state.requested = scopes;
+        self.keep(state, tokens);
+        state.signed_in = Some(state.generation);
+        Ok(())
+    }
+
+    /// The configured scopes; else the challenge's; else all the resource supports; else none.
+    /// `offline_access` is added where the authorization server offers it, for a refresh token.
+    fn initial_scopes(&self, challenge: &Challenge, discovered: &Discovered) -> Vec<String> {
+        if !self.settings.scopes.is_empty() {
+            return self.settings.scopes.clone();
+        }
+        let mut scopes = challenge.scopes();
+        if scopes.is_empty()
+            && let Some(resource) = &discovered.resource
+        {
+            scopes = split_scopes(&resource.scopes_supported.join(" "));
+        }
+        if discovered
+            .server
+            .scopes_supported
+            .iter()
+            .any(|s| s == OFFLINE_ACCESS)
+            && !scopes.iter().any(|s| s == OFFLINE_ACCESS)
+            && self.settings.grant == Grant::AuthorizationCode
+        {
+            scopes.push(OFFLINE_ACCESS.to_owned());
+        }
+        scopes
+    }
+
+    async fn authorization_code(
+        &self,
+        discovered: &Discovered,
+        scopes: &[String],
+        resource: Option<String>,
+    ) -> Result<StoredTokens, AuthError> {
+        let server = &discovered.server;
+        // PKCE is required; discovered metadata must say S256 is offered (the 2025-03-26
+        // default endpoints have no metadata to say it).
+        if discovered.source != Source::LegacyDefaults
+            && !server
+                .code_challenge_methods_supported
+                .as_ref()
+                .is_some_and(|methods| methods.iter().any(|m| m == "S256"))
+        {
+            return Err(self.failed(format!(
+                "its authorization server {} does not offer PKCE with S256 (code_challenge_methods_supported); formwork does not sign in without it",
+                server.issuer
+            )));
+        }
+        let Some(agent) = &self.agent else {
+            return Err(AuthError::SignInNeeded {
+                server: self.server_name.clone(),
+            });
+        };
+        let authorization_endpoint = server.authorization_endpoint.clone().ok_or_else(|| {
+            self.failed(format!(
+                "its authorization server {} has no authorization_endpoint",
+                server.issuer
+            ))
+        })?;
+        let pending = agent.start().await.map_err(|err| self.failed(err))?;
+        let redirect_uri = pending.redirect_uri();
+        let client = self.client_for(discovered, &redirect_uri).await?;
+
+        let auth_url = AuthUrl::new(authorization_endpoint).map_err(|err| {
+            self.failed(format!("the authorization endpoint is not a URL: {err}"))
+        })?;
+        let token_url = TokenUrl::new(server.token_endpoint.clone())
+            .map_err(|err| self.failed(format!("the token endpoint is not a URL: {err}")))?;
+        let redirect = RedirectUrl::new(redirect_uri.clone())
+            .map_err(|err| self.failed(format!("the redirect URI is not a URL: {err}")))?;
+        let mut oauth = BasicClient::new(ClientId::new(client.id.clone()))
+            .set_auth_uri(auth_url)
+            .set_token_uri(token_url)
+            .set_redirect_uri(redirect)
+            .set_auth_type(client.auth_type.clone());
+        if let Some(secret) = &client.secret {
+            oauth = oauth.set_client_secret(ClientSecret::new(secret.clone()));
+        }
+        let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+        let mut request = oauth
+            .authorize_url(CsrfToken::new_random)
+            .set_pkce_challenge(challenge)
+            .add_scopes(scopes.iter().cloned().map(Scope::new));
+        if let Some(resource) = &resource {
+            request = request.add_extra_param("resource", resource.clone());
+        }
+        let (url, state) = request.url();
+        let code = pending
+            .complete(url.to_string(), state.secret().clone())
+            .await
+            .map_err(|err| self.failed(err))?;
+        let mut exchange = oauth
+            .exchange_code(AuthorizationCode::new(code))
+            .set_pkce_verifier(verifier);
+        if let Some(resource) = &resource {
+            exchange = exchange.add_extra_param("resource", resource.clone());
+        }
+        let answer = exchange
+            .request_async(&fetch::oauth_client)
+            .await
+            .map_err(|err| self.failed(token_error(&server.token_endpoint, err)))?;
+        Ok(self.stored(discovered, &client, &answer, scopes, resource))
+    }
+
+    async fn client_credentials(
+        &self,
+        discovered: &Discovered,
+        scopes: &[String],
+        resource: Option<String>,
+    ) -> Result<StoredTokens, AuthError> {
+        let server = &discovered.server;
+        let Some(client_id) = self.settings.client_id.clone() else {
+            return Err(self.failed("the client-credentials grant needs `oauth.client_id`"));
+        };
+        let token_url = TokenUrl::new(server.token_endpoint.clone())
+            .map_err(|err| self.failed(format!("the token endpoint is not a URL: {err}")))?;
+        let mut oauth = BasicClient::new(ClientId::new(client_id.clone())).set_token_uri(token_url);
+        let mut assertion = None;
+        let client = if let Some(pem) = &self.settings.private_key_pem {
+            assertion = Some(self.client_assertion(&client_id, pem, &server.issuer)?);
+            Client {
+                id: client_id,
+                secret: None,
+                auth_type: AuthType::RequestBody,
+            }
+        } else {
+            let secret = self.settings.client_secret.clone();
+            let auth_type = client_auth_type(
+                server.token_endpoint_auth_methods_supported.as_deref(),
+                None,
+                secret.is_some(),
+            );
+            if let Some(secret) = &secret {
+                oauth = oauth.set_client_secret(ClientSecret::new(secret.clone()));
+            }
+            Client {
+                id: client_id,
+                secret,
+                auth_type,
+            }
+        };
+        oauth = oauth.set_auth_type(client.auth_type.clone());
+        let mut request = oauth
+            .exchange_client_credentials()
+            .add_scopes(scopes.iter().cloned().map(Scope::new));
+        if let Some(assertion) = assertion {
+            request = request
+                .add_extra_param("client_assertion_type", ASSERTION_TYPE)
+                .add_extra_param("client_assertion", assertion);
+        }
+        if let Some(resource) = &resource {
+            request = request.add_extra_param("resource", resource.clone());
+        }
+        let answer = request
+            .request_async(&fetch::oauth_client)
+            .await
+            .map_err(|err| self.failed(token_error(&server.token_endpoint, err)))?;
+        Ok(self.stored(discovered, &client, &answer, scopes, resource))
+    }
+
+    /// An RFC 7523 client assertion: signed by the configured key, for the issuer.
+    fn client_assertion(
+        &self,
+        client_id: &str,
+        pem: &str,
+        issuer: &str,
+    ) -> Result<String, AuthError> {
+        use jsonwebtoken::{Algorithm, EncodingKey, Header};
+        let name = self
+            .settings
+            .signing_algorithm
+            .as_deref()
+            .unwrap_or("ES256");
+        let algorithm: Algorithm = name
+            .parse()
+            .map_err(|_| self.failed(format!("`{name}` is not a JWT signing algorithm")))?;
+        let key = match algorithm {
+            Algorithm::ES256 | Algorithm::ES384 => EncodingKey::from_ec_pem(pem.as_bytes()),
+            Algorithm::EdDSA => EncodingKey::from_ed_pem(pem.as_bytes()),
+            Algorithm::RS256
+            | Algorithm::RS384
+            | Algorithm::RS512
+            | Algorithm::PS256
+            | Algorithm::PS384
+            | Algorithm::PS512 => EncodingKey::from_rsa_pem(pem.as_bytes()),
+            _ => {
+                return Err(
+                    self.failed(format!("`{name}` needs a shared secret, not a private key"))
+                );
+            }
+        }
+        .map_err(|err| self.failed(format!("the private key does not suit {name}: {err}")))?;
+        let now = unix_now();
+        let claims = json!({
+            "iss": client_id,
+            "sub": client_id,
+            "aud": issuer,
+            "iat": now,
+            "exp": now + ASSERTION_LIFETIME.as_secs(),
+            "jti": CsrfToken::new_random().secret(),
+        });
+        jsonwebtoken::encode(&Header::new(algorithm), &claims, &key)
+            .map_err(|err| self.failed(format!("signing the client assertion failed: {err}")))
+    }
+
+    /// The client to sign in as, in the spec's order: pre-registered, a client ID metadata
+    /// document where the server accepts one, else dynamic registration.
+    async fn client_for(
+        &self,
+        discovered: &Discovered,
+        redirect_uri: &str,
+    ) -> Result<Client, AuthError> {
+        let server = &discovered.server;
+        let methods = server.token_endpoint_auth_methods_supported.as_deref();
+        if let Some(id) = &self.settings.client_id {
+            let secret = self.settings.client_secret.clone();
+            return Ok(Client {
+                id: id.clone(),
+                auth_type: client_auth_type(methods, None, secret.is_some()),
+                secret,
+            });
+        }
+        if let Some(document) = &self.settings.client_metadata_url
+            && server.client_id_metadata_document_supported
+        {
+            return Ok(Client {
+                id: document.clone(),
+                secret: None,
+                auth_type: AuthType::RequestBody,
+            });
+        }
+        let Some(endpoint) = &server.registration_endpoint else {
+            return Err(self.failed(format!(
+                "its authorization server {} offers no client registration: set `oauth.client_id` for {}",
+                server.issuer, self.server_name
+            )));
+        };
+        self.register(endpoint, methods, redirect_uri).await
+    }
+
+    /// RFC 7591 dynamic client registration.
+    async fn register(
+        &self,
+        endpoint: &str,
+        methods: Option<&[String]>,
+        redirect_uri: &str,
+    ) -> Result<Client, AuthError> {
+        let offers =
+            |method: &str| methods.is_none_or(|methods| methods.iter().any(|m| m == method));
+        let wanted = ["none", "client_secret_basic", "client_secret_post"]
+            .into_iter()
+            .find(|method| offers(method))
+            .unwrap_or("none");
+        let body = json!({
+            "client_name": "formwork",
+            "redirect_uris": [redirect_uri],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": wanted,
+        })
+        .to_string();
+        let fetched = fetch::exchange(
+            "POST",
+            endpoint,
+            &[
+                ("content-type", "application/json"),
+                ("accept", "application/json"),
+            ],
+            body.as_bytes(),
+        )
+        .await
+        .map_err(|err| self.failed(format!("registering with {endpoint} failed: {err}")))?;
+        if !(200..300).contains(&fetched.status) || !fetched.is_json() {
+            return Err(self.failed(format!(
+                "registering with {endpoint} failed: HTTP {} ({})",
+                fetched.status,
+                snippet(&fetched.body)
+            )));
+        }
+        let answer: Value = serde_json::from_slice(&fetched.body).map_err(|err| {
+            self.failed(format!(
+                "the registration answer of {endpoint} is not JSON: {err}"
+            ))
+        })?;
+        let id = answer
+            .get("client_id")
+            .and_then(Value::as_str)
+            .filter(|id| !id.is_empty())
+            .ok_or_else(|| {
+                self.failed(format!(
+                    "the registration answer of {endpoint} has no client_id"
+                ))
+            })?;
+        let secret = answer
+            .get("client_secret")
+            .and_then(Value::as_str)
+            .filter(|secret| !secret.is_empty())
+            .map(str::to_owned);
+        let returned = answer
+            .get("token_endpoint_auth_method")
+            .and_then(Value::as_str);
+        Ok(Client {
+            id: id.to_owned(),
+            auth_type: client_auth_type(methods, returned, secret.is_some()),
+            secret,
+        })
+    }
+
+    fn stored(
+        &self,
+        discovered: &Discovered,
+        client: &Client,
+        answer: &oauth2::basic::BasicTokenResponse,
+        scopes: &[String],
+        resource: Option<String>,
+    ) -> StoredTokens {
+        let granted = answer
+            .scopes()
+            .map(|granted| granted.iter().map(|scope| scope.to_string()).collect())
+            .unwrap_or_else(|| scopes.to_vec());
+        StoredTokens {
+            server_name: self.server_name.clone(),
+            url: self.server_url.clone(),
+            issuer: discovered.server.issuer.clone(),
+            token_endpoint: discovered.server.token_endpoint.clone(),
+            client_id: client.id.clone(),
+            client_secret: client.secret.clone(),
+            access_token: answer.access_token().secret().clone(),
+            refresh_token: answer.refresh_token().map(|token| token.secret().clone()),
+            expires_at: answer.expires_in().map(expiry),
+            scopes: granted,
+            resource,
+        }
+    }
+
+    fn failed(&self, reason: impl std::fmt::Display) -> AuthError {
+        AuthError::Failed(format!(
+            "signing in to {} failed: {reason}",
+            self.server_name
+        ))
+    }
+}
+
+/// A registered client and how it authenticates at the token endpoint.
+struct Client {
+    id: String,
+    secret: Option<String>,
+    auth_type: AuthType,
+}
+
+/// The token endpoint authentication: the method registration returned if the server offers
+/// it; with no list, Basic when there is a secret (RFC 8414's default); else Basic, then the
+/// body, by what the server lists. Without a secret the client ID goes in the body (`none`).
+fn client_auth_type(
+    methods: Option<&[String]>,
+    returned: Option<&str>,
+    has_secret: bool,
+) -> AuthType {
+    let by_name = |method: &str| match method {
+        "client_secret_post" | "none" => Some(AuthType::RequestBody),
+        "client_secret_basic" => Some(AuthType::BasicAuth),
+        _ => None,
+    };
+    if !has_secret {
+        return AuthType::RequestBody;
+    }
+    if let Some(returned) = returned
+        && methods.is_none_or(|methods| methods.iter().any(|m| m == returned))
+        && let Some(auth_type) = by_name(returned)
+    {
+        return auth_type;
+    }
+    match methods {
+        None => AuthType::BasicAuth,
+        Some(methods) if methods.iter().any(|m| m == "client_secret_basic") => AuthType::BasicAuth,
+        Some(methods) if methods.iter().any(|m| m == "client_secret_post") => AuthType::RequestBody,
+        Some(_) => AuthType::BasicAuth,
+    }
+}
+
+fn token_error<E: std::error::Error + 'static>(
+    endpoint: &str,
+    err: RequestTokenError<E, oauth2::basic::BasicErrorResponse>,
+) -> String {
+    match err {
+        RequestTokenError::ServerResponse(answer) => {
+            let mut text = format!("the token endpoint {endpoint} refused: {}", answer.error());
+            if let Some(description) = answer.error_description() {
+                text.push_str(&format!(" ({description})"));
+            }
+            text
+        }
+        RequestTokenError::Request(err) => format!("the token request to {endpoint} failed: {err}"),
+        RequestTokenError::Parse(err, body) => format!(
+            "the token endpoint {endpoint} answered something that is not a token response ({err}): {}",
+            snippet(&body)
+        ),
+        RequestTokenError::Other(reason) => {
+            format!(
+                "the token endpoint {endpoint} answered something that is not a token response: {reason}"
+            )
+        }
+    }
+}
+
+fn snippet(body: &[u8]) -> String {
+    String::from_utf8_lossy(body).chars().take(200).collect()
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs())
+}
+
+fn expiry(lifetime: Duration) -> u64 {
+    unix_now() + lifetime.as_secs()
+}
+
+fn expires_within(tokens: &StoredTokens, margin: Duration) -> bool {
+    tokens
+        .expires_at
+        .is_some_and(|at| at <= unix_now() + margin.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn client_authentication_follows_registration_then_the_servers_list() {
+        let list = |methods: &[&str]| methods.iter().map(|m| m.to_string()).collect::<Vec<_>>();
+        let basic = list(&["client_secret_basic"]);
+        let post = list(&["client_secret_post"]);
+        let both = list(&["client_secret_post", "client_secret_basic"]);
+        assert!(matches!(
+            client_auth_type(Some(&basic), Some("client_secret_basic"), true),
+            AuthType::BasicAuth
+        ));
+        assert!(matches!(
+            client_auth_type(Some(&post), Some("client_secret_post"), true),
+            AuthType::RequestBody
+        ));
+        assert!(matches!(
+            client_auth_type(Some(&both), Some("client_secret_post"), true),
+            AuthType::RequestBody
+        ));
+        assert!(matches!(
+            client_auth_type(Some(&both), None, true),
+            AuthType::BasicAuth
+        ));
+        assert!(matches!(
+            client_auth_type(None, None, true),
+            AuthType::BasicAuth
+        ));
+        assert!(matches!(
+            client_auth_type(Some(&basic), None, false),
+            AuthType::RequestBody
+        ));
+    }
+}

@@ -1,0 +1,403 @@
+//! Hostile authorization servers: each one is refused with a clear error, and no token or
+//! credential goes where it should not. The servers here are scripted (no real peer misbehaves
+//! on purpose); the well-behaved paths are the official conformance suite's
+//! (crates/cli/tests/conformance.rs).
+
+#![allow(clippy::unwrap_used)]
+
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use formwork_host::auth::Authorizer;
+use formwork_host::auth::agent::HeadlessSignIn;
+use formwork_host::auth::settings::AuthSettings;
+use formwork_host::{
+    BoxFuture, ConnectOptions, FormPrompt, FormReply, FormResponder, Plugin, PluginTarget,
+};
+use serde_json::json;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Hostility {
+    /// Behaves: the control case.
+    None,
+    /// Its metadata names a token endpoint on another origin.
+    ForeignTokenEndpoint,
+    /// Its metadata offers no PKCE.
+    NoPkce,
+    /// Its authorization endpoint redirects with another `state`.
+    ForgedState,
+    /// Its token endpoint answers a web page.
+    HtmlTokenAnswer,
+    /// Its resource metadata is 10 MB.
+    HugeMetadata,
+    /// Its resource metadata redirects to itself.
+    EndlessRedirect,
+    /// Its resource metadata redirects to another origin.
+    ForeignRedirect,
+}
+
+/// Every request either server got: "METHOD path" and its Authorization header, if any.
+type Seen = Arc<Mutex<Vec<(String, Option<String>)>>>;
+
+#[derive(Clone)]
+struct World {
+    hostility: Hostility,
+    origin: String,
+    elsewhere: String,
+    seen: Seen,
+}
+
+async fn serve(router: Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    format!("http://{address}")
+}
+
+fn record(seen: &Seen, request: &Request) {
+    let line = format!("{} {}", request.method(), request.uri());
+    let auth = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
+    seen.lock().unwrap().push((line, auth));
+}
+
+fn json_answer(value: serde_json::Value) -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        value.to_string(),
+    )
+        .into_response()
+}
+
+async fn hostile(State(world): State<World>, request: Request) -> Response {
+    record(&world.seen, &request);
+    let origin = &world.origin;
+    let path = request.uri().path().to_owned();
+    let query = request.uri().query().unwrap_or_default().to_owned();
+    let authorized = request.headers().get(header::AUTHORIZATION).is_some();
+    match path.as_str() {
+        "/mcp" if !authorized => {
+            let challenge = format!(
+                r#"Bearer error="invalid_token", resource_metadata="{origin}/.well-known/oauth-protected-resource/mcp""#
+            );
+            let mut headers = HeaderMap::new();
+            headers.insert(header::WWW_AUTHENTICATE, challenge.parse().unwrap());
+            (StatusCode::UNAUTHORIZED, headers, "").into_response()
+        }
+        "/mcp" => mcp(request).await,
+        "/.well-known/oauth-protected-resource/mcp" => match world.hostility {
+            Hostility::HugeMetadata => {
+                let padding = " ".repeat(10 * 1024 * 1024);
+                (
+                    [(header::CONTENT_TYPE, "application/json")],
+                    format!("{{{padding}}}"),
+                )
+                    .into_response()
+            }
+            Hostility::EndlessRedirect => (
+                StatusCode::FOUND,
+                [(
+                    header::LOCATION,
+                    "/.well-known/oauth-protected-resource/mcp",
+                )],
+            )
+                .into_response(),
+            Hostility::ForeignRedirect => (
+                StatusCode::FOUND,
+                [(
+                    header::LOCATION,
+                    format!(
+                        "{}/.well-known/oauth-protected-resource/mcp",
+                        world.elsewhere
+                    ),
+                )],
+            )
+                .into_response(),
+            _ => json_answer(
+                json!({"resource": format!("{origin}/mcp"), "authorization_servers": [origin]}),
+            ),
+        },
+        "/.well-known/oauth-authorization-server" => {
+            let mut metadata = json!({
+                "issuer": origin,
+                "authorization_endpoint": format!("{origin}/authorize"),
+                "token_endpoint": format!("{origin}/token"),
+                "registration_endpoint": format!("{origin}/register"),
+                "response_types_supported": ["code"],
+                "code_challenge_methods_supported": ["S256"],
+                "token_endpoint_auth_methods_supported": ["none"],
+            });
+            match world.hostility {
+                Hostility::ForeignTokenEndpoint => {
+                    metadata["token_endpoint"] = json!(format!("{}/token", world.elsewhere));
+                }
+                Hostility::NoPkce => {
+                    metadata
+                        .as_object_mut()
+                        .unwrap()
+                        .remove("code_challenge_methods_supported");
+                }
+                _ => {}
+            }
+            json_answer(metadata)
+        }
+        "/register" => (
+            StatusCode::CREATED,
+            [(header::CONTENT_TYPE, "application/json")],
+            json!({"client_id": "client-1", "redirect_uris": ["http://localhost:3000/callback"]})
+                .to_string(),
+        )
+            .into_response(),
+        "/authorize" => {
+            let state = url::form_urlencoded::parse(query.as_bytes())
+                .find(|(key, _)| key == "state")
+                .map(|(_, value)| value.into_owned())
+                .unwrap_or_default();
+            let state = if world.hostility == Hostility::ForgedState {
+                "forged".to_owned()
+            } else {
+                state
+            };
+            let location = format!("http://localhost:3000/callback?code=code-1&state={state}");
+            (StatusCode::FOUND, [(header::LOCATION, location)]).into_response()
+        }
+        "/token" if world.hostility == Hostility::HtmlTokenAnswer => (
+            [(header::CONTENT_TYPE, "text/html")],
+            "<html><body>Please log in</body></html>",
+        )
+            .into_response(),
+        "/token" => json_answer(
+            json!({"access_token": "secret-token-1", "token_type": "Bearer", "expires_in": 3600}),
+        ),
+        _ => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+/// Just enough MCP for a connection: initialize, then empty answers.
+async fn mcp(request: Request) -> Response {
+    let body = axum::body::to_bytes(request.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    let message: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let Some(id) = message.get("id").cloned() else {
+        return StatusCode::ACCEPTED.into_response();
+    };
+    let result = match message["method"].as_str() {
+        Some("initialize") => json!({
+            "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+            "serverInfo": {"name": "guarded", "version": "1"},
+        }),
+        Some("tools/list") => json!({"tools": []}),
+        _ => {
+            return json_answer(
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "no"}}),
+            );
+        }
+    };
+    json_answer(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+}
+
+async fn elsewhere(State(seen): State<Seen>, request: Request) -> Response {
+    record(&seen, &request);
+    json_answer(json!({"access_token": "stolen", "token_type": "Bearer"}))
+}
+
+struct NoForms;
+
+impl FormResponder for NoForms {
+    fn respond(&self, _prompt: FormPrompt) -> BoxFuture<FormReply> {
+        Box::pin(async { FormReply::cancel() })
+    }
+}
+
+struct Outcome {
+    result: Result<(), String>,
+    seen: Vec<(String, Option<String>)>,
+    seen_elsewhere: Vec<(String, Option<String>)>,
+}
+
+async fn connect_to(hostility: Hostility) -> Outcome {
+    let seen_elsewhere: Seen = Seen::default();
+    let elsewhere_origin = serve(
+        Router::new()
+            .fallback(elsewhere)
+            .with_state(Arc::clone(&seen_elsewhere)),
+    )
+    .await;
+    let seen = Seen::default();
+    // The origin is known only once bound: bind first, then serve with it.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    let world = World {
+        hostility,
+        origin: origin.clone(),
+        elsewhere: elsewhere_origin,
+        seen: Arc::clone(&seen),
+    };
+    let router = Router::new().fallback(hostile).with_state(world);
+    tokio::spawn(async move { axum::serve(listener, router).await });
+
+    let url = format!("{origin}/mcp");
+    let mut options = ConnectOptions::new("guarded", Arc::new(NoForms));
+    options.protocol = Some(formwork_host::PROTOCOL_VERSION);
+    options.auth = Some(Arc::new(Authorizer::new(
+        "guarded",
+        url.clone(),
+        AuthSettings::default(),
+        None,
+        Some(Arc::new(HeadlessSignIn::new(
+            "http://localhost:3000/callback",
+        ))),
+    )));
+    let result = match Plugin::connect(&PluginTarget::Url(url), options).await {
+        Ok(plugin) => {
+            plugin.close().await;
+            Ok(())
+        }
+        Err(err) => Err(err.to_string()),
+    };
+    let seen = seen.lock().unwrap().clone();
+    let seen_elsewhere = seen_elsewhere.lock().unwrap().clone();
+    Outcome {
+        result,
+        seen,
+        seen_elsewhere,
+    }
+}
+
+fn requested(outcome: &Outcome, line: &str) -> bool {
+    outcome.seen.iter().any(|(seen, _)| seen.starts_with(line))
+}
+
+/// The token reached only the MCP endpoint, and the credentials nobody else.
+fn token_stayed_home(outcome: &Outcome) {
+    for (line, auth) in &outcome.seen {
+        if let Some(auth) = auth {
+            assert!(
+                line.starts_with("POST /mcp")
+                    || line.starts_with("GET /mcp")
+                    || line.starts_with("DELETE /mcp"),
+                "{line} carried {auth}"
+            );
+        }
+    }
+    assert!(
+        outcome.seen_elsewhere.is_empty(),
+        "another origin was asked: {:?}",
+        outcome.seen_elsewhere
+    );
+}
+
+fn refused(outcome: &Outcome, reason: &str) {
+    let err = outcome
+        .result
+        .as_ref()
+        .expect_err("the connection should fail");
+    assert!(err.contains(reason), "{err}");
+    assert!(
+        outcome.seen.iter().all(|(_, auth)| auth.is_none()),
+        "a token was sent: {:?}",
+        outcome.seen
+    );
+    token_stayed_home(outcome);
+}
+
+#[tokio::test]
+async fn a_well_behaved_server_signs_in_and_only_its_endpoint_sees_the_token() {
+    let outcome = connect_to(Hostility::None).await;
+    outcome.result.as_ref().unwrap();
+    let with_token: Vec<&String> = outcome
+        .seen
+        .iter()
+        .filter(|(_, auth)| auth.is_some())
+        .map(|(line, _)| line)
+        .collect();
+    assert!(!with_token.is_empty());
+    assert!(
+        outcome
+            .seen
+            .iter()
+            .filter(|(_, auth)| auth.is_some())
+            .all(|(_, auth)| auth.as_deref() == Some("Bearer secret-token-1"))
+    );
+    token_stayed_home(&outcome);
+}
+
+#[tokio::test]
+async fn a_token_endpoint_on_another_origin_is_refused() {
+    let outcome = connect_to(Hostility::ForeignTokenEndpoint).await;
+    let elsewhere = outcome
+        .result
+        .as_ref()
+        .err()
+        .and_then(|err| err.split("another origin (").nth(1))
+        .map(str::to_owned);
+    refused(
+        &outcome,
+        "names a token_endpoint on another origin (http://127.0.0.1:",
+    );
+    assert!(elsewhere.unwrap().starts_with("http://127.0.0.1:"));
+    assert!(!requested(&outcome, "GET /authorize"));
+}
+
+#[tokio::test]
+async fn a_server_without_pkce_is_refused() {
+    let outcome = connect_to(Hostility::NoPkce).await;
+    refused(
+        &outcome,
+        "does not offer PKCE with S256 (code_challenge_methods_supported); formwork does not sign in without it",
+    );
+    assert!(!requested(&outcome, "GET /authorize"));
+    assert!(!requested(&outcome, "POST /register"));
+}
+
+#[tokio::test]
+async fn a_forged_state_is_refused_and_its_code_never_exchanged() {
+    let outcome = connect_to(Hostility::ForgedState).await;
+    refused(
+        &outcome,
+        "signing in to guarded failed: the sign-in redirect carried another `state` than the one sent: refused (a stale or forged redirect)",
+    );
+    assert!(requested(&outcome, "GET /authorize"));
+    assert!(!requested(&outcome, "POST /token"));
+}
+
+#[tokio::test]
+async fn a_token_endpoint_that_answers_html_is_refused() {
+    let outcome = connect_to(Hostility::HtmlTokenAnswer).await;
+    refused(
+        &outcome,
+        "/token answered something that is not a token response",
+    );
+    assert!(requested(&outcome, "POST /token"));
+}
+
+#[tokio::test]
+async fn ten_megabytes_of_metadata_are_refused() {
+    let outcome = connect_to(Hostility::HugeMetadata).await;
+    refused(
+        &outcome,
+        "/.well-known/oauth-protected-resource/mcp is larger than 256 KiB",
+    );
+}
+
+#[tokio::test]
+async fn an_endless_redirect_is_refused() {
+    let outcome = connect_to(Hostility::EndlessRedirect).await;
+    refused(
+        &outcome,
+        "/.well-known/oauth-protected-resource/mcp redirects more than 5 times",
+    );
+}
+
+#[tokio::test]
+async fn a_metadata_redirect_to_another_origin_is_not_followed() {
+    let outcome = connect_to(Hostility::ForeignRedirect).await;
+    refused(&outcome, "redirects to another origin (http://127.0.0.1:");
+}
