@@ -37,6 +37,10 @@ enum Hostility {
     EndlessRedirect,
     /// Its resource metadata redirects to another origin.
     ForeignRedirect,
+    /// Issues refresh tokens, and its MCP endpoint takes only the tokens in `World::valid`.
+    Refreshing,
+    /// Its MCP endpoint refuses every token.
+    RefusesEverything,
 }
 
 /// Every request either server got: "METHOD path" and its Authorization header, if any.
@@ -48,6 +52,9 @@ struct World {
     origin: String,
     elsewhere: String,
     seen: Seen,
+    /// Tokens the MCP endpoint takes (with `Refreshing`), and how many have been issued.
+    valid: Arc<Mutex<Vec<String>>>,
+    issued: Arc<Mutex<u32>>,
 }
 
 async fn serve(router: Router) -> String {
@@ -89,6 +96,29 @@ async fn hostile(State(world): State<World>, request: Request) -> Response {
             let mut headers = HeaderMap::new();
             headers.insert(header::WWW_AUTHENTICATE, challenge.parse().unwrap());
             (StatusCode::UNAUTHORIZED, headers, "").into_response()
+        }
+        "/mcp" if world.hostility == Hostility::RefusesEverything => (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Bearer error=\"invalid_token\"")],
+            "",
+        )
+            .into_response(),
+        "/mcp" if world.hostility == Hostility::Refreshing => {
+            let token = request.headers()[header::AUTHORIZATION]
+                .to_str()
+                .unwrap()
+                .trim_start_matches("Bearer ")
+                .to_owned();
+            if world.valid.lock().unwrap().contains(&token) {
+                mcp(request).await
+            } else {
+                (
+                    StatusCode::UNAUTHORIZED,
+                    [(header::WWW_AUTHENTICATE, "Bearer error=\"invalid_token\"")],
+                    "",
+                )
+                    .into_response()
+            }
         }
         "/mcp" => mcp(request).await,
         "/.well-known/oauth-protected-resource/mcp" => match world.hostility {
@@ -172,6 +202,36 @@ async fn hostile(State(world): State<World>, request: Request) -> Response {
             "<html><body>Please log in</body></html>",
         )
             .into_response(),
+        "/token" if world.hostility == Hostility::Refreshing => {
+            let body = axum::body::to_bytes(request.into_body(), 1 << 16)
+                .await
+                .unwrap();
+            let form: Vec<(String, String)> =
+                url::form_urlencoded::parse(&body).into_owned().collect();
+            let field = |key: &str| {
+                form.iter()
+                    .find(|(k, _)| k == key)
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or_default()
+            };
+            let grant = field("grant_type");
+            world.seen.lock().unwrap().push((
+                format!(
+                    "token grant_type={grant} refresh_token={}",
+                    field("refresh_token")
+                ),
+                None,
+            ));
+            let mut issued = world.issued.lock().unwrap();
+            *issued += 1;
+            let token = format!("token-{issued}");
+            world.valid.lock().unwrap().push(token.clone());
+            // The first token is about to expire, so that it is refreshed before it is used again.
+            let lifetime = if *issued == 1 { 5 } else { 3600 };
+            json_answer(
+                json!({"access_token": token, "token_type": "Bearer", "expires_in": lifetime, "refresh_token": format!("refresh-{issued}")}),
+            )
+        }
         "/token" => json_answer(
             json!({"access_token": "secret-token-1", "token_type": "Bearer", "expires_in": 3600}),
         ),
@@ -181,6 +241,9 @@ async fn hostile(State(world): State<World>, request: Request) -> Response {
 
 /// Just enough MCP for a connection: initialize, then empty answers.
 async fn mcp(request: Request) -> Response {
+    if request.method() != axum::http::Method::POST {
+        return StatusCode::METHOD_NOT_ALLOWED.into_response();
+    }
     let body = axum::body::to_bytes(request.into_body(), 1 << 20)
         .await
         .unwrap();
@@ -222,7 +285,8 @@ struct Outcome {
     seen_elsewhere: Vec<(String, Option<String>)>,
 }
 
-async fn connect_to(hostility: Hostility) -> Outcome {
+/// The hostile server and its bystander on another origin.
+async fn world(hostility: Hostility) -> (World, Seen) {
     let seen_elsewhere: Seen = Seen::default();
     let elsewhere_origin = serve(
         Router::new()
@@ -230,20 +294,24 @@ async fn connect_to(hostility: Hostility) -> Outcome {
             .with_state(Arc::clone(&seen_elsewhere)),
     )
     .await;
-    let seen = Seen::default();
     // The origin is known only once bound: bind first, then serve with it.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let origin = format!("http://{}", listener.local_addr().unwrap());
     let world = World {
         hostility,
-        origin: origin.clone(),
+        origin,
         elsewhere: elsewhere_origin,
-        seen: Arc::clone(&seen),
+        seen: Seen::default(),
+        valid: Arc::default(),
+        issued: Arc::default(),
     };
-    let router = Router::new().fallback(hostile).with_state(world);
+    let router = Router::new().fallback(hostile).with_state(world.clone());
     tokio::spawn(async move { axum::serve(listener, router).await });
+    (world, seen_elsewhere)
+}
 
-    let url = format!("{origin}/mcp");
+async fn connect(world: &World) -> Result<Plugin, String> {
+    let url = format!("{}/mcp", world.origin);
     let mut options = ConnectOptions::new("guarded", Arc::new(NoForms));
     options.protocol = Some(formwork_host::PROTOCOL_VERSION);
     options.auth = Some(Arc::new(Authorizer::new(
@@ -255,14 +323,21 @@ async fn connect_to(hostility: Hostility) -> Outcome {
             "http://localhost:3000/callback",
         ))),
     )));
-    let result = match Plugin::connect(&PluginTarget::Url(url), options).await {
+    Plugin::connect(&PluginTarget::Url(url), options)
+        .await
+        .map_err(|err| err.to_string())
+}
+
+async fn connect_to(hostility: Hostility) -> Outcome {
+    let (world, seen_elsewhere) = world(hostility).await;
+    let result = match connect(&world).await {
         Ok(plugin) => {
             plugin.close().await;
             Ok(())
         }
-        Err(err) => Err(err.to_string()),
+        Err(err) => Err(err),
     };
-    let seen = seen.lock().unwrap().clone();
+    let seen = world.seen.lock().unwrap().clone();
     let seen_elsewhere = seen_elsewhere.lock().unwrap().clone();
     Outcome {
         result,
@@ -400,4 +475,74 @@ async fn an_endless_redirect_is_refused() {
 async fn a_metadata_redirect_to_another_origin_is_not_followed() {
     let outcome = connect_to(Hostility::ForeignRedirect).await;
     refused(&outcome, "redirects to another origin (http://127.0.0.1:");
+}
+
+fn token_requests(world: &World) -> Vec<String> {
+    world
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(line, _)| line.clone())
+        .filter(|line| line.starts_with("token "))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_token_about_to_expire_is_refreshed_before_it_is_sent_and_a_refused_one_on_its_401() {
+    let (world, _) = world(Hostility::Refreshing).await;
+    let plugin = connect(&world).await.unwrap();
+    // Signed in once; token-1 expires in 5 s, so the message after `initialize` (the
+    // `initialized` notification) refreshed it first.
+    let signed_in = [
+        "token grant_type=authorization_code refresh_token=",
+        "token grant_type=refresh_token refresh_token=refresh-1",
+    ];
+    assert_eq!(token_requests(&world), signed_in);
+    plugin.list_tools().await.unwrap();
+    assert_eq!(token_requests(&world), signed_in);
+    // The server revokes token-2: its 401 is answered with one refresh, and the call goes on.
+    world
+        .valid
+        .lock()
+        .unwrap()
+        .retain(|token| token != "token-2");
+    plugin.list_tools().await.unwrap();
+    assert_eq!(
+        token_requests(&world)[2..],
+        ["token grant_type=refresh_token refresh_token=refresh-2"]
+    );
+    plugin.list_tools().await.unwrap();
+    assert_eq!(
+        token_requests(&world).len(),
+        3,
+        "a valid token is not refreshed again"
+    );
+    let authorizations = world
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(line, _)| line.starts_with("GET /authorize"))
+        .count();
+    assert_eq!(authorizations, 1);
+    plugin.close().await;
+}
+
+#[tokio::test]
+async fn a_server_that_refuses_every_token_ends_after_one_sign_in() {
+    let outcome = connect_to(Hostility::RefusesEverything).await;
+    let err = outcome.result.as_ref().unwrap_err();
+    assert!(
+        err.contains("signing in to guarded failed")
+            || err.contains("guarded refused the token it had just issued (HTTP 401)"),
+        "{err}"
+    );
+    let authorizations = outcome
+        .seen
+        .iter()
+        .filter(|(line, _)| line.starts_with("GET /authorize"))
+        .count();
+    assert_eq!(authorizations, 1, "{:?}", outcome.seen);
+    token_stayed_home(&outcome);
 }

@@ -454,6 +454,9 @@ async fn post(shared: &Shared, body: String, request_id: Option<u64>) {
                 }
             }
         }
+        if let (Some(auth), Some(generation)) = (&shared.auth, generation) {
+            auth.accepted(generation);
+        }
         break response;
     };
     drop(body);

@@ -8,6 +8,7 @@
 //! crate offers, are here and in `discovery.rs`.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use oauth2::basic::BasicClient;
@@ -66,6 +67,9 @@ pub struct Authorizer {
     store: Option<TokenStore>,
     agent: Option<Arc<dyn SignInAgent>>,
     state: tokio::sync::Mutex<State>,
+    /// The newest generation a server answered without refusing it: a token that worked once
+    /// and is refused later may be refreshed again; one refused at once may not.
+    accepted: AtomicU64,
 }
 
 #[derive(Default)]
@@ -103,7 +107,13 @@ impl Authorizer {
             store,
             agent,
             state: tokio::sync::Mutex::new(State::default()),
+            accepted: AtomicU64::new(0),
         }
+    }
+
+    /// A request that carried the token of `generation` was not refused.
+    pub(crate) fn accepted(&self, generation: u64) {
+        self.accepted.fetch_max(generation, Ordering::Relaxed);
     }
 
     /// The `Authorization` value for the next request and its generation, refreshing a token
@@ -166,8 +176,8 @@ impl Authorizer {
         }
         if state.tokens.is_some() {
             let current = Some(state.generation);
-            if state.refreshed != current
-                && state.signed_in != current
+            let worked = self.accepted.load(Ordering::Relaxed) >= state.generation;
+            if (worked || (state.refreshed != current && state.signed_in != current))
                 && state
                     .tokens
                     .as_ref()
@@ -176,7 +186,7 @@ impl Authorizer {
             {
                 return Ok(());
             }
-            if state.signed_in == current {
+            if state.signed_in == current && !worked {
                 return Err(AuthError::Failed(format!(
                     "{} refused the token it had just issued (HTTP 401)",
                     self.server_name
