@@ -135,19 +135,13 @@ pub struct BrowserSignIn {
 
 impl SignInAgent for BrowserSignIn {
     fn start(&self) -> BoxFuture<Result<Box<dyn PendingRedirect>, String>> {
-        let port = self.port.unwrap_or(0);
+        let port = self.port;
         let timeout = self.timeout;
         let show = Arc::clone(&self.show);
         Box::pin(async move {
-            let listener = TcpListener::bind(("127.0.0.1", port))
-                .await
-                .map_err(|err| {
-                    format!("cannot listen on 127.0.0.1:{port} for the sign-in redirect: {err}")
-                })?;
-            let port = listener.local_addr().map_err(|err| err.to_string())?.port();
-            let pending: Box<dyn PendingRedirect> = Box::new(LoopbackRedirect {
-                listener,
-                port,
+            let loopback = Loopback::bind(port).await?;
+            let pending: Box<dyn PendingRedirect> = Box::new(BrowserRedirect {
+                loopback,
                 timeout,
                 show,
             });
@@ -156,16 +150,15 @@ impl SignInAgent for BrowserSignIn {
     }
 }
 
-struct LoopbackRedirect {
-    listener: TcpListener,
-    port: u16,
+struct BrowserRedirect {
+    loopback: Loopback,
     timeout: Duration,
     show: Arc<dyn Fn(&str) + Send + Sync>,
 }
 
-impl PendingRedirect for LoopbackRedirect {
+impl PendingRedirect for BrowserRedirect {
     fn redirect_uri(&self) -> String {
-        format!("http://127.0.0.1:{}{CALLBACK_PATH}", self.port)
+        self.loopback.redirect_uri()
     }
 
     fn complete(
@@ -175,45 +168,77 @@ impl PendingRedirect for LoopbackRedirect {
     ) -> BoxFuture<Result<String, String>> {
         Box::pin(async move {
             (self.show)(&authorization_url);
-            let waiting = async {
-                loop {
-                    let (mut socket, _) = self
-                        .listener
-                        .accept()
-                        .await
-                        .map_err(|err| err.to_string())?;
-                    let Some(target) = read_target(&mut socket).await else {
-                        continue;
-                    };
-                    let (path, query) = target.split_once('?').unwrap_or((&target, ""));
-                    if path != CALLBACK_PATH {
-                        // A browser may ask for a favicon first: that is not the redirect.
-                        let _ = socket
-                            .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
-                            .await;
-                        continue;
-                    }
-                    let pairs = url::form_urlencoded::parse(query.as_bytes()).into_owned();
-                    let outcome = code_from_redirect(pairs, &state);
-                    // A fixed page: nothing of the redirect is reflected into it.
-                    let page: &[u8] = match outcome {
-                        Ok(_) => b"<!doctype html><title>formwork</title><p>Signed in. You can close this tab and go back to formwork.",
-                        Err(_) => b"<!doctype html><title>formwork</title><p>Sign-in failed. formwork says why in the terminal.",
-                    };
-                    let head = format!(
-                        "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\ncache-control: no-store\r\nconnection: close\r\n\r\n",
-                        page.len()
-                    );
-                    let _ = socket.write_all(head.as_bytes()).await;
-                    let _ = socket.write_all(page).await;
-                    let _ = socket.shutdown().await;
-                    return outcome;
-                }
-            };
-            tokio::time::timeout(self.timeout, waiting)
-                .await
-                .map_err(|_| format!("no sign-in came back within {} s", self.timeout.as_secs()))?
+            self.loopback.wait(&state, self.timeout).await
         })
+    }
+}
+
+/// A one-shot listener on 127.0.0.1 for the redirect of one sign-in: it answers the callback
+/// (and only 404s to anything else), then is gone.
+pub struct Loopback {
+    listener: TcpListener,
+    port: u16,
+}
+
+impl Loopback {
+    /// Listens on `port` (`mcp_oauth_callback_port`), or on a free one.
+    pub async fn bind(port: Option<u16>) -> Result<Loopback, String> {
+        let port = port.unwrap_or(0);
+        let listener = TcpListener::bind(("127.0.0.1", port))
+            .await
+            .map_err(|err| {
+                format!("cannot listen on 127.0.0.1:{port} for the sign-in redirect: {err}")
+            })?;
+        let port = listener.local_addr().map_err(|err| err.to_string())?.port();
+        Ok(Loopback { listener, port })
+    }
+
+    pub fn redirect_uri(&self) -> String {
+        format!("http://127.0.0.1:{}{CALLBACK_PATH}", self.port)
+    }
+
+    /// Waits for the callback, at most `timeout`; the code once its `state` is checked.
+    pub async fn wait(self, state: &str, timeout: Duration) -> Result<String, String> {
+        let waiting = async {
+            loop {
+                let (mut socket, _) = self
+                    .listener
+                    .accept()
+                    .await
+                    .map_err(|err| err.to_string())?;
+                let Some(target) = read_target(&mut socket).await else {
+                    continue;
+                };
+                let (path, query) = target.split_once('?').unwrap_or((&target, ""));
+                if path != CALLBACK_PATH {
+                    // A browser may ask for a favicon first: that is not the redirect.
+                    let _ = socket
+                        .write_all(
+                            b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                        )
+                        .await;
+                    continue;
+                }
+                let pairs = url::form_urlencoded::parse(query.as_bytes()).into_owned();
+                let outcome = code_from_redirect(pairs, state);
+                // A fixed page: nothing of the redirect is reflected into it.
+                let page: &[u8] = match outcome {
+                    Ok(_) => b"<!doctype html><title>formwork</title><p>Signed in. You can close this tab and go back to formwork.",
+                    Err(_) => b"<!doctype html><title>formwork</title><p>Sign-in failed. formwork says why.",
+                };
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\ncache-control: no-store\r\nconnection: close\r\n\r\n",
+                    page.len()
+                );
+                let _ = socket.write_all(head.as_bytes()).await;
+                let _ = socket.write_all(page).await;
+                let _ = socket.shutdown().await;
+                return outcome;
+            }
+        };
+        tokio::time::timeout(timeout, waiting)
+            .await
+            .map_err(|_| format!("no sign-in came back within {} s", timeout.as_secs()))?
     }
 }
 
