@@ -58,3 +58,10 @@ fn tools_call() {
 fn elicitation_client_defaults() {
     check_scenario("elicitation-sep1034-client-defaults");
 }
+
+/// The server ends the call's event stream before answering, with `retry: 500`: the client
+/// resumes it by GET with `Last-Event-ID` 450 to 700 ms after, and reads the answer there.
+#[test]
+fn sse_retry() {
+    check_scenario("sse-retry");
+}
