@@ -595,22 +595,24 @@ async fn listen(shared: &Shared, mut response: Response) {
             // Nobody reads what it would bring.
             return;
         }
-        // A server that ends the stream again at once is asked less and less often.
         let short = opened.elapsed() < LISTENER_SHORT;
-        backoff = if short {
-            (backoff * 2).min(LISTENER_REOPEN_MAX)
-        } else {
-            LISTENER_REOPEN
-        };
         fruitless = if short && !read.delivered {
             fruitless + 1
         } else {
             0
         };
-        // The server's `retry` paces it, unless it keeps ending the stream at once with nothing.
+        // The server's `retry` paces it, unless it keeps ending the stream at once with nothing;
+        // then, or without one, a server that ends the stream at once is asked less and less often.
         let pause = match parser.retry {
             Some(retry) if fruitless <= MAX_FRUITLESS_RESUMPTIONS => retry,
-            _ => backoff,
+            _ => {
+                backoff = if short {
+                    (backoff * 2).min(LISTENER_REOPEN_MAX)
+                } else {
+                    LISTENER_REOPEN
+                };
+                backoff
+            }
         };
         tokio::time::sleep(pause).await;
         parser.resumed();
@@ -1137,6 +1139,43 @@ mod tests {
                 && pause < std::time::Duration::from_millis(500),
             "reopened after {pause:?}"
         );
+    }
+
+    /// A server that ends every listening stream at once with nothing but a priming event is
+    /// reopened after its `retry` `MAX_FRUITLESS_RESUMPTIONS` times, then after the host's own
+    /// pause of a second.
+    #[tokio::test]
+    async fn a_listening_stream_ended_at_once_again_and_again_falls_back_to_the_hosts_pause() {
+        let (url, mut requests) = scripted_server(|request| match request.method.as_str() {
+            "GET" => event_stream("id: l\nretry: 10\ndata: \n\n"),
+            _ => ACCEPTED.to_owned(),
+        })
+        .await;
+        let transport = connect(&url, Arc::new(OnceLock::new()), Vec::new()).unwrap();
+        let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        transport
+            .outgoing
+            .send(initialized.to_owned(), Sent::Initialized)
+            .unwrap();
+        let mut gets = Vec::new();
+        while gets.len() < MAX_FRUITLESS_RESUMPTIONS as usize + 2 {
+            let request = tokio::time::timeout(std::time::Duration::from_secs(10), requests.recv())
+                .await
+                .unwrap()
+                .unwrap();
+            if request.method == "GET" {
+                gets.push(request.at);
+            }
+        }
+        let pauses: Vec<_> = gets.windows(2).map(|pair| pair[1] - pair[0]).collect();
+        let (paced, own) = pauses.split_at(MAX_FRUITLESS_RESUMPTIONS as usize);
+        assert!(
+            paced
+                .iter()
+                .all(|pause| *pause < std::time::Duration::from_millis(500)),
+            "{pauses:?}"
+        );
+        assert!(own[0] >= LISTENER_REOPEN, "{pauses:?}");
     }
 
     /// An event over the limit is reported and skipped, whether one line or many make it too
