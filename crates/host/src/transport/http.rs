@@ -37,8 +37,8 @@ const LISTENER_REOPEN: std::time::Duration = std::time::Duration::from_secs(1);
 const LISTENER_REOPEN_MAX: std::time::Duration = std::time::Duration::from_secs(60);
 const LISTENER_SHORT: std::time::Duration = std::time::Duration::from_secs(10);
 /// The pause before a call's event stream is resumed when the server never sent `retry`. The
-/// spec leaves it to the client: a second gives a server that ended the stream to spare itself
-/// the relief it asked for, and holds the call's answer up by less than a person notices.
+/// spec leaves it to the client. A server ends a stream to be spared the open connection for a
+/// while; a second grants it that, and holds the call's answer up by less than a person notices.
 const DEFAULT_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 /// Resumptions in a row that bring nothing (no message) before a call fails: a server that ends
 /// every resumed stream at once would otherwise be asked again forever. The listening stream
@@ -526,8 +526,17 @@ async fn resume(shared: &Shared, request_id: u64, mut parser: SseParser) -> Resu
             ));
         }
         tokio::time::sleep(parser.retry.unwrap_or(DEFAULT_RETRY)).await;
-        let resumed = shared.send_resuming("GET", ACCEPT_EVENTS, "", Some(&last_id));
-        let response = match Box::pin(resumed).await {
+        // A server that ended many calls' streams at once sees them all back after the same
+        // delay: like a call's POST, each waits its turn for one of the endpoint's permits.
+        let mut resumed = Box::pin(shared.send_resuming("GET", ACCEPT_EVENTS, "", Some(&last_id)));
+        let permit = shared.endpoint.opening.acquire().await;
+        let first = tokio::time::timeout(OPENING_HOLD, resumed.as_mut()).await;
+        drop(permit);
+        let sent = match first {
+            Ok(sent) => sent,
+            Err(_) => resumed.await,
+        };
+        let response = match sent {
             Ok(response) => response,
             Err(SendError::Unreachable(reason)) => {
                 let _ = shared.incoming.unbounded_send(Frame::Closed(reason));
@@ -835,11 +844,7 @@ mod tests {
         let mut parser = SseParser::default();
         chunks
             .iter()
-            .flat_map(|chunk| parser.feed(chunk.as_bytes()))
-            .map(|event| match event {
-                SseEvent::Data(data) => data,
-                SseEvent::Oversized => "<oversized>".to_owned(),
-            })
+            .flat_map(|chunk| events_of(&mut parser, chunk))
             .collect()
     }
 
@@ -916,6 +921,17 @@ mod tests {
     async fn scripted_server(
         answer: impl Fn(&Seen) -> String + Send + Sync + 'static,
     ) -> (String, tokio::sync::mpsc::UnboundedReceiver<Seen>) {
+        scripted_server_awaiting(move |request| {
+            let text = answer(request);
+            Box::pin(async move { text })
+        })
+        .await
+    }
+
+    /// [`scripted_server`] with an answer that may take its time.
+    async fn scripted_server_awaiting(
+        answer: impl Fn(&Seen) -> futures::future::BoxFuture<'static, String> + Send + Sync + 'static,
+    ) -> (String, tokio::sync::mpsc::UnboundedReceiver<Seen>) {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/mcp", listener.local_addr().unwrap());
@@ -952,8 +968,9 @@ mod tests {
                         body: String::from_utf8(body).unwrap(),
                         at: std::time::Instant::now(),
                     };
-                    let response = format!("HTTP/1.1 {}", answer(&request));
+                    let answering = answer(&request);
                     let _ = seen.send(request);
+                    let response = format!("HTTP/1.1 {}", answering.await);
                     let _ = socket.get_mut().write_all(response.as_bytes()).await;
                     let _ = socket.get_mut().shutdown().await;
                 });
@@ -1075,6 +1092,62 @@ mod tests {
                 ("POST".to_owned(), None),
                 ("GET".to_owned(), Some("c2".to_owned()))
             ]
+        );
+    }
+
+    /// Calls whose streams a server ends all at once are resumed at most `MAX_OPENING` at a
+    /// time, like calls started at once; every one gets its answer.
+    #[tokio::test]
+    async fn calls_resumed_at_once_open_a_bounded_number_at_a_time() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        const CALLS: u64 = 300;
+        let waiting = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let (counted, highest) = (Arc::clone(&waiting), Arc::clone(&most));
+        let (url, _requests) = scripted_server_awaiting(move |request| {
+            let message: Value = serde_json::from_str(&request.body).unwrap_or_default();
+            match &request.last_event_id {
+                Some(id) => {
+                    let (waiting, most, call) =
+                        (Arc::clone(&counted), Arc::clone(&highest), id.clone());
+                    Box::pin(async move {
+                        let now = waiting.fetch_add(1, Ordering::SeqCst) + 1;
+                        most.fetch_max(now, Ordering::SeqCst);
+                        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                        waiting.fetch_sub(1, Ordering::SeqCst);
+                        event_stream(&format!(
+                            "data: {{\"jsonrpc\":\"2.0\",\"id\":{call},\"result\":{{}}}}\n\n"
+                        ))
+                    })
+                }
+                None => {
+                    let text =
+                        event_stream(&format!("id: {}\nretry: 0\ndata: \n\n", message["id"]));
+                    Box::pin(async move { text })
+                }
+            }
+        })
+        .await;
+        let mut transport = connect(&url, Arc::new(OnceLock::new()), Vec::new()).unwrap();
+        for id in 0..CALLS {
+            let call = jsonrpc::request(id, "tools/call", Some(serde_json::json!({"name": "t"})));
+            transport.outgoing.send(call, Sent::Request(id)).unwrap();
+        }
+        let mut answered = std::collections::HashSet::new();
+        while (answered.len() as u64) < CALLS {
+            let Frame::Message(text, Some(id)) = next_frame(&mut transport).await else {
+                panic!("not a call's message");
+            };
+            assert_eq!(
+                text,
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#)
+            );
+            answered.insert(id);
+        }
+        let most = most.load(Ordering::SeqCst);
+        assert!(
+            (2..=super::super::http1::MAX_OPENING).contains(&most),
+            "{most} resumptions waited at once"
         );
     }
 
