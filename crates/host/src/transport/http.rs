@@ -539,7 +539,9 @@ async fn resume(shared: &Shared, request_id: u64, mut parser: SseParser) -> Resu
         let response = match sent {
             Ok(response) => response,
             Err(SendError::Unreachable(reason)) => {
-                let _ = shared.incoming.unbounded_send(Frame::Closed(reason));
+                let _ = shared
+                    .incoming
+                    .unbounded_send(Frame::Closed(format!("{ENDED_UNANSWERED}, and {reason}")));
                 return Ok(());
             }
             Err(SendError::Failed(reason)) => return Err(reason),
@@ -1149,6 +1151,77 @@ mod tests {
             (2..=super::super::http1::MAX_OPENING).contains(&most),
             "{most} resumptions waited at once"
         );
+    }
+
+    /// A plugin gone while its call's stream waits to be resumed ends the connection.
+    #[tokio::test]
+    async fn a_plugin_gone_before_the_resumption_ends_the_connection() {
+        use tokio::io::AsyncWriteExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let url = format!("http://{address}/mcp");
+        let mut transport = connect(&url, Arc::new(OnceLock::new()), Vec::new()).unwrap();
+        let call = jsonrpc::request(1, "tools/call", Some(serde_json::json!({"name": "t"})));
+        transport.outgoing.send(call, Sent::Request(1)).unwrap();
+        let (socket, _) = listener.accept().await.unwrap();
+        drop(listener);
+        // The request is read whole first: closing with unread bytes would reset the connection.
+        let mut socket = tokio::io::BufReader::new(socket);
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            socket.read_line(&mut line).await.unwrap();
+            if line == "\r\n" {
+                break;
+            }
+            if let Some(n) = line.strip_prefix("content-length: ") {
+                length = n.trim().parse().unwrap();
+            }
+        }
+        let mut body = vec![0; length];
+        tokio::io::AsyncReadExt::read_exact(&mut socket, &mut body)
+            .await
+            .unwrap();
+        let answer = format!("HTTP/1.1 {}", event_stream("id: p0\nretry: 50\ndata: \n\n"));
+        socket.get_mut().write_all(answer.as_bytes()).await.unwrap();
+        drop(socket);
+        let Frame::Closed(reason) = next_frame(&mut transport).await else {
+            panic!("the connection did not end");
+        };
+        assert!(
+            reason.starts_with(&format!(
+                "the plugin closed its event stream before answering, and the HTTP request to \
+                 {url} failed: "
+            )),
+            "{reason}"
+        );
+    }
+
+    /// A resumption answered 404 while the connection has a session: the session is gone.
+    #[tokio::test]
+    async fn a_resumption_answered_404_ends_the_session() {
+        let (url, _requests) = scripted_server(|request| match request.method.as_str() {
+            "GET" => "404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_owned(),
+            _ => "200 OK\r\ncontent-type: text/event-stream\r\nmcp-session-id: s1\r\n\
+                  connection: close\r\n\r\nid: p0\nretry: 10\ndata: \n\n"
+                .to_owned(),
+        })
+        .await;
+        let mut transport = connect(&url, Arc::new(OnceLock::new()), Vec::new()).unwrap();
+        let call = jsonrpc::request(1, "tools/call", Some(serde_json::json!({"name": "t"})));
+        transport.outgoing.send(call, Sent::Request(1)).unwrap();
+        let Frame::Message(answer, None) = next_frame(&mut transport).await else {
+            panic!("not a message");
+        };
+        let reason = "the plugin answered HTTP 404 to the resumption of a call's event stream";
+        assert_eq!(
+            serde_json::from_str::<Value>(&answer).unwrap()["error"]["message"],
+            reason
+        );
+        let Frame::Closed(closed) = next_frame(&mut transport).await else {
+            panic!("the connection did not end");
+        };
+        assert_eq!(closed, format!("its MCP session is gone ({reason})"));
     }
 
     /// A resumption answered with anything but an event stream fails the call with the status.
