@@ -115,3 +115,10 @@ fn auth_client_credentials() {
         check_scenario(scenario);
     }
 }
+
+/// The server ends the call's event stream before answering, with `retry: 500`: the client
+/// resumes it by GET with `Last-Event-ID` 450 to 700 ms after, and reads the answer there.
+#[test]
+fn sse_retry() {
+    check_scenario("sse-retry");
+}

@@ -1,9 +1,11 @@
 //! The host runtime against real plugins: timeouts that pause while a form is open, plugins that
-//! die mid-form, URL completion, and results sent exactly per spec.
+//! die mid-form, URL completion, results sent exactly per spec, and event streams a Streamable
+//! HTTP plugin ends mid-call, resumed.
 //!
-//! Peers come from `cargo xtask peers` (`$FORMWORK_PEERS`): the official TypeScript SDK plugin
-//! (`ts_plugin.mjs`), `@modelcontextprotocol/server-everything`, and the hand-written hostile
-//! plugin for wire-level checks no real peer can make.
+//! Peers come from `cargo xtask peers` (`$FORMWORK_PEERS`): the official TypeScript SDK plugins
+//! (`ts_plugin.mjs`; `resumable_plugin.mjs` over Streamable HTTP),
+//! `@modelcontextprotocol/server-everything`, and the hand-written hostile plugin for wire-level
+//! checks no real peer can make.
 #![allow(clippy::unwrap_used)]
 
 use std::path::PathBuf;
@@ -351,5 +353,82 @@ async fn prompts_and_resources_get_their_rounds_served() {
         .await
         .unwrap();
     assert_eq!(note["contents"][0]["text"], "note apples: accept {'n': 7}");
+    plugin.close().await;
+}
+
+/// `resumable_plugin.mjs` (TS SDK, Streamable HTTP, an event store, `retry: 200`), killed on drop.
+struct ResumablePlugin {
+    child: std::process::Child,
+    url: String,
+}
+
+impl ResumablePlugin {
+    fn start() -> Self {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(node())
+            .arg(peers().join("npm/resumable_plugin.mjs"))
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("starting resumable_plugin.mjs");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line
+            .trim()
+            .strip_prefix("listening ")
+            .expect("`listening <port>`");
+        let url = format!("http://127.0.0.1:{port}/mcp");
+        ResumablePlugin { child, url }
+    }
+}
+
+impl Drop for ResumablePlugin {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A plugin that ends a call's event stream before the call is over: the host resumes the
+/// stream (GET with `Last-Event-ID`), and the result comes there, whether the plugin sent it
+/// while the host was away (replayed) or after; a form it asks for after ending the stream
+/// comes on the resumed stream too.
+#[tokio::test]
+async fn a_call_whose_stream_the_plugin_ends_gets_its_result_on_the_resumed_stream() {
+    let server = ResumablePlugin::start();
+    let plugin = connect(
+        PluginTarget::Url(server.url.clone()),
+        Duration::from_secs(30),
+        agree_after(Duration::ZERO),
+    )
+    .await;
+    let result = plugin.call_tool("close_then_return", None).await.unwrap();
+    assert_eq!(text_of(&result), "returned after the stream closed");
+    let result = plugin.call_tool("close_then_ask", None).await.unwrap();
+    assert_eq!(
+        text_of(&result),
+        r#"answer: {"action":"accept","content":{"agree":true}}"#
+    );
+    plugin.close().await;
+}
+
+/// A form that arrived before the plugin ended the call's stream stays open; the person's
+/// answer, given after the stream was resumed, reaches the plugin, and the call's result comes
+/// on the resumed stream.
+#[tokio::test]
+async fn a_form_open_when_the_stream_ends_is_answered_and_the_result_comes_after() {
+    let server = ResumablePlugin::start();
+    let plugin = connect(
+        PluginTarget::Url(server.url.clone()),
+        Duration::from_secs(30),
+        agree_after(Duration::from_millis(1000)),
+    )
+    .await;
+    let result = plugin.call_tool("ask_then_close", None).await.unwrap();
+    assert_eq!(
+        text_of(&result),
+        r#"answer: {"action":"accept","content":{"agree":true}}"#
+    );
     plugin.close().await;
 }

@@ -3,6 +3,10 @@
 //! Every outgoing message is a POST. The answer to a request is either a JSON body or an SSE
 //! stream that may carry requests from the plugin (an elicitation, say) before the response
 //! itself. Messages the plugin sends outside a request arrive on an optional GET stream.
+//!
+//! A server may end either stream early and let the client resume it (SEP-1699): when its events
+//! carried an `id`, the stream is resumed with a GET bearing `Last-Event-ID`, after the server's
+//! `retry` delay, and the rest of it (a call's response, say) comes there.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,6 +29,7 @@ const VERSION_HEADER: &str = "mcp-protocol-version";
 /// whatever sits in front of the plugin can route it without reading the body.
 const METHOD_HEADER: &str = "mcp-method";
 const NAME_HEADER: &str = "mcp-name";
+const LAST_EVENT_ID_HEADER: &str = "last-event-id";
 /// How long to wait for the listening stream's headers before going on without it.
 const LISTENER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 /// The pause before the listening stream, ended by the server, is opened again; it doubles, up
@@ -32,6 +37,17 @@ const LISTENER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 const LISTENER_REOPEN: std::time::Duration = std::time::Duration::from_secs(1);
 const LISTENER_REOPEN_MAX: std::time::Duration = std::time::Duration::from_secs(60);
 const LISTENER_SHORT: std::time::Duration = std::time::Duration::from_secs(10);
+/// The pause before a call's event stream is resumed when the server never sent `retry`. The
+/// spec leaves it to the client. A server ends a stream to be spared the open connection for a
+/// while; a second grants it that, and holds the call's answer up by less than a person notices.
+const DEFAULT_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+/// Resumptions in a row that bring nothing (no message) before a call fails: a server that ends
+/// every resumed stream at once would otherwise be asked again forever. The listening stream
+/// falls back to its own pacing past it.
+const MAX_FRUITLESS_RESUMPTIONS: u32 = 5;
+/// The longest event `id` kept to resume after: it goes back in a request header. A longer one
+/// ends resumption, like an empty one.
+const MAX_EVENT_ID_BYTES: usize = 1024;
 /// How long after a broken stream the plugin's endpoint is tried, to tell a plugin gone.
 const EXIT_SETTLE: std::time::Duration = std::time::Duration::from_millis(200);
 /// The longest a request holds one of its endpoint's permits (see `Endpoint::opening`).
@@ -243,17 +259,30 @@ pub(crate) fn connect(
 impl Shared {
     /// Sends one request with the session's headers; `accept` is the `Accept` header.
     async fn send(&self, method: &str, accept: &str, body: &str) -> Result<Response, SendError> {
-        Box::pin(self.send_signed(method, accept, body))
+        self.send_resuming(method, accept, body, None).await
+    }
+
+    /// [`Shared::send`], resuming an event stream after the event `last_event_id` when given.
+    async fn send_resuming(
+        &self,
+        method: &str,
+        accept: &str,
+        body: &str,
+        last_event_id: Option<&str>,
+    ) -> Result<Response, SendError> {
+        Box::pin(self.send_signed(method, accept, body, last_event_id))
             .await
             .map(|(response, _)| response)
     }
 
-    /// [`Shared::send`], also saying which generation of the OAuth token the request carried.
+    /// [`Shared::send_resuming`], also saying which generation of the OAuth token the request
+    /// carried.
     async fn send_signed(
         &self,
         method: &str,
         accept: &str,
         body: &str,
+        last_event_id: Option<&str>,
     ) -> Result<(Response, Option<u64>), SendError> {
         let bearer = match &self.auth {
             Some(auth) => auth.bearer().await,
@@ -267,6 +296,10 @@ impl Shared {
         // Header values the plugin chose are sent only when they cannot break the request.
         if let Some(id) = session.as_deref().filter(|id| valid_value(id)) {
             headers.push((SESSION_HEADER, id));
+        }
+        // The parser keeps only ids that are valid header values.
+        if let Some(id) = last_event_id {
+            headers.push((LAST_EVENT_ID_HEADER, id));
         }
         let routing = RoutingHeaders::of(body);
         match &routing {
@@ -345,7 +378,7 @@ impl Shared {
 
 /// Headers the transport sets itself, or whose meaning it does not implement (`expect` would
 /// ask for an interim answer first); configuration may not set them.
-const OWN_HEADERS: [&str; 16] = [
+const OWN_HEADERS: [&str; 17] = [
     "host",
     "content-length",
     "transfer-encoding",
@@ -362,6 +395,7 @@ const OWN_HEADERS: [&str; 16] = [
     VERSION_HEADER,
     METHOD_HEADER,
     NAME_HEADER,
+    LAST_EVENT_ID_HEADER,
 ];
 
 /// A configured header must be a valid name and value, and not one the transport sets itself.
@@ -398,7 +432,7 @@ async fn post(shared: &Shared, body: String, request_id: Option<u64>) {
     let mut refusals = 0;
     let response = loop {
         let sent = {
-            let mut sending = Box::pin(shared.send_signed("POST", ACCEPT_BOTH, &body));
+            let mut sending = Box::pin(shared.send_signed("POST", ACCEPT_BOTH, &body, None));
             // A request takes one of the endpoint's permits while the plugin has yet to start
             // answering, for a moment at most: a server that answers a call only when it ends
             // must not hold one for as long as a person takes. Responses and notifications
@@ -506,11 +540,14 @@ async fn post(shared: &Shared, body: String, request_id: Option<u64>) {
     }
     let content_type = response.content_type.clone();
     if content_type.starts_with("text/event-stream") {
-        let answered = read_sse(shared, response, request_id).await;
-        if !answered && request_id.is_some() {
-            let reason = "the plugin closed its event stream before answering";
-            shared.fail_request(request_id, reason.to_owned());
-            Box::pin(shared.check_reachable(reason)).await;
+        let mut parser = SseParser::default();
+        let read = read_sse(shared, response, request_id, &mut parser).await;
+        if let Some(id) = request_id
+            && !read.answered
+            && let Err(reason) = Box::pin(resume(shared, id, parser)).await
+        {
+            shared.fail_request(request_id, reason.clone());
+            Box::pin(shared.check_reachable(&reason)).await;
         }
     } else if content_type.starts_with("application/json") {
         match read_limited(response).await {
@@ -525,6 +562,78 @@ async fn post(shared: &Shared, body: String, request_id: Option<u64>) {
             request_id,
             format!("the plugin answered with content type `{content_type}`"),
         );
+    }
+}
+
+const ENDED_UNANSWERED: &str = "the plugin closed its event stream before answering";
+
+/// Follows a call's event stream that the server ended before the response: while its events
+/// carried an `id`, waits the server's `retry` delay (exactly that) and resumes the stream with a
+/// GET bearing `Last-Event-ID`, on which the rest of the call comes (its forms, its response).
+/// `Err` is why the call fails; a session or a plugin gone is told to the connection here.
+async fn resume(shared: &Shared, request_id: u64, mut parser: SseParser) -> Result<(), String> {
+    let mut fruitless = 0;
+    loop {
+        if shared.incoming.is_closed() {
+            // Nobody waits for the answer any more.
+            return Ok(());
+        }
+        let Some(last_id) = parser.last_id.clone() else {
+            return Err(ENDED_UNANSWERED.to_owned());
+        };
+        if fruitless == MAX_FRUITLESS_RESUMPTIONS {
+            return Err(format!(
+                "{ENDED_UNANSWERED}, and ended it again each of the \
+                 {MAX_FRUITLESS_RESUMPTIONS} times it was resumed in a row, with nothing new"
+            ));
+        }
+        tokio::time::sleep(parser.retry.unwrap_or(DEFAULT_RETRY)).await;
+        // A server that ended many calls' streams at once sees them all back after the same
+        // delay: like a call's POST, each waits its turn for one of the endpoint's permits.
+        let mut resumed = Box::pin(shared.send_resuming("GET", ACCEPT_EVENTS, "", Some(&last_id)));
+        let permit = shared.endpoint.opening.acquire().await;
+        let first = tokio::time::timeout(OPENING_HOLD, resumed.as_mut()).await;
+        drop(permit);
+        let sent = match first {
+            Ok(sent) => sent,
+            Err(_) => resumed.await,
+        };
+        let response = match sent {
+            Ok(response) => response,
+            Err(SendError::Unreachable(reason)) => {
+                let _ = shared
+                    .incoming
+                    .unbounded_send(Frame::Closed(format!("{ENDED_UNANSWERED}, and {reason}")));
+                return Ok(());
+            }
+            Err(SendError::Failed(reason)) => return Err(reason),
+        };
+        let status = response.status;
+        if status == 404 && shared.has_session() {
+            let reason = "the plugin answered HTTP 404 to the resumption of a call's event stream";
+            shared.fail_request(Some(request_id), reason.to_owned());
+            let _ = shared
+                .incoming
+                .unbounded_send(Frame::Closed(format!("its MCP session is gone ({reason})")));
+            return Ok(());
+        }
+        if !(200..300).contains(&status) {
+            return Err(format!(
+                "{ENDED_UNANSWERED}, and answered HTTP {status} to its resumption"
+            ));
+        }
+        if !response.content_type.starts_with("text/event-stream") {
+            return Err(format!(
+                "{ENDED_UNANSWERED}, and answered its resumption with content type `{}`",
+                response.content_type
+            ));
+        }
+        parser.resumed();
+        let read = read_sse(shared, response, Some(request_id), &mut parser).await;
+        if read.answered {
+            return Ok(());
+        }
+        fruitless = if read.delivered { 0 } else { fruitless + 1 };
     }
 }
 
@@ -547,23 +656,43 @@ fn listening(response: Response) -> Option<Response> {
 
 /// Reads the listening stream; when the server ends it, opens it again (the spec lets a server
 /// end it at any time), unless the plugin is gone: with no call running, that is where it shows.
+/// Once its events carried an `id`, the new stream resumes after the last one (`Last-Event-ID`).
 async fn listen(shared: &Shared, mut response: Response) {
-    let mut pause = LISTENER_REOPEN / 2;
+    let mut parser = SseParser::default();
+    let mut backoff = LISTENER_REOPEN / 2;
+    let mut fruitless = 0;
     loop {
         let opened = tokio::time::Instant::now();
-        read_sse(shared, response, None).await;
+        let read = read_sse(shared, response, None, &mut parser).await;
         if shared.incoming.is_closed() {
             // Nobody reads what it would bring.
             return;
         }
-        // A server that ends the stream again at once is asked less and less often.
-        pause = if opened.elapsed() < LISTENER_SHORT {
-            (pause * 2).min(LISTENER_REOPEN_MAX)
+        let short = opened.elapsed() < LISTENER_SHORT;
+        fruitless = if short && !read.delivered {
+            fruitless + 1
         } else {
-            LISTENER_REOPEN
+            0
+        };
+        // The server's `retry` paces it, unless it keeps ending the stream at once with nothing;
+        // then, or without one, a server that ends the stream at once is asked less and less often.
+        let pause = match parser.retry {
+            Some(retry) if fruitless <= MAX_FRUITLESS_RESUMPTIONS => retry,
+            _ => {
+                backoff = if short {
+                    (backoff * 2).min(LISTENER_REOPEN_MAX)
+                } else {
+                    LISTENER_REOPEN
+                };
+                backoff
+            }
         };
         tokio::time::sleep(pause).await;
-        let reopened = tokio::time::timeout(LISTENER_WAIT, shared.send("GET", ACCEPT_EVENTS, ""));
+        parser.resumed();
+        let reopened = tokio::time::timeout(
+            LISTENER_WAIT,
+            shared.send_resuming("GET", ACCEPT_EVENTS, "", parser.last_id.as_deref()),
+        );
         response = match Box::pin(reopened).await {
             Ok(Ok(reopened)) if reopened.status == 404 && shared.has_session() => {
                 let _ = shared.incoming.unbounded_send(Frame::Closed(
@@ -606,12 +735,26 @@ async fn read_limited(response: Response) -> Result<String, String> {
     String::from_utf8(body).map_err(|_| "the plugin's answer is not UTF-8".to_owned())
 }
 
-/// Forwards every `data` event of an SSE stream. Returns whether the response to
-/// `request_id` was among them.
-async fn read_sse(shared: &Shared, mut response: Response, request_id: Option<u64>) -> bool {
-    let mut parser = SseParser::default();
-    let mut answered = false;
+/// How reading one connection of an event stream went.
+struct Read {
+    /// The response to the stream's request was among its events.
+    answered: bool,
+    /// It brought at least one message.
+    delivered: bool,
+}
 
+/// Forwards every `data` event of one connection of an SSE stream, until the response to
+/// `request_id` or the end of the connection; `parser` follows the stream across connections.
+async fn read_sse(
+    shared: &Shared,
+    mut response: Response,
+    request_id: Option<u64>,
+    parser: &mut SseParser,
+) -> Read {
+    let mut read = Read {
+        answered: false,
+        delivered: false,
+    };
     while let Ok(Some(chunk)) = response.chunk().await {
         for event in parser.feed(&chunk) {
             match event {
@@ -619,32 +762,34 @@ async fn read_sse(shared: &Shared, mut response: Response, request_id: Option<u6
                 SseEvent::Data(data) if data.trim().is_empty() => {}
                 SseEvent::Data(data) => {
                     super::trace_in(&data);
+                    read.delivered = true;
                     if let Some(id) = request_id
                         && let Ok(head) = serde_json::from_str::<IncomingHead>(&data)
                         && head.id.as_ref().and_then(Value::as_u64) == Some(id)
                         && (head.result.is_some() || head.error.is_some())
                     {
-                        answered = true;
+                        read.answered = true;
                     }
                     if shared
                         .incoming
                         .unbounded_send(Frame::Message(data, request_id))
                         .is_err()
                     {
-                        return answered;
+                        return read;
                     }
                 }
                 SseEvent::Oversized => {
+                    read.delivered = true;
                     let _ = shared.incoming.unbounded_send(Frame::Oversized);
                 }
             }
         }
-        if answered {
+        if read.answered {
             // The response ends the stream's purpose (spec: the server closes it after).
             break;
         }
     }
-    answered
+    read
 }
 
 enum SseEvent {
@@ -652,7 +797,8 @@ enum SseEvent {
     Oversized,
 }
 
-/// A small incremental parser for `text/event-stream`: only `data` fields matter here.
+/// A small incremental parser for `text/event-stream`: `data` makes the messages, `id` and
+/// `retry` tell how to resume the stream. One parser follows a stream across its connections.
 #[derive(Default)]
 struct SseParser {
     line: Vec<u8>,
@@ -660,9 +806,25 @@ struct SseParser {
     has_data: bool,
     oversized: bool,
     last_was_cr: bool,
+    /// The `id` in force for the event being read (an event without one keeps the last).
+    id: Option<String>,
+    /// The `id` in force at the last whole event: the stream resumes after it.
+    last_id: Option<String>,
+    /// The server's `retry`: how long to wait before resuming.
+    retry: Option<std::time::Duration>,
 }
 
 impl SseParser {
+    /// A new connection continues the stream: what the last one left half read is dropped.
+    fn resumed(&mut self) {
+        self.line.clear();
+        self.data.clear();
+        self.has_data = false;
+        self.oversized = false;
+        self.last_was_cr = false;
+        self.id.clone_from(&self.last_id);
+    }
+
     fn feed(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
         let mut events = Vec::new();
         for &byte in bytes {
@@ -687,6 +849,8 @@ impl SseParser {
 
     fn end_line(&mut self, line: &[u8]) -> Option<SseEvent> {
         if line.is_empty() {
+            // An event is whole: even one without data moves the point to resume after.
+            self.last_id.clone_from(&self.id);
             let event = if self.oversized {
                 Some(SseEvent::Oversized)
             } else if self.has_data {
@@ -704,16 +868,31 @@ impl SseParser {
             Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
             None => (text.as_ref(), ""),
         };
-        if field == "data" {
-            if self.has_data {
-                self.data.push('\n');
+        match field {
+            "data" => {
+                if self.has_data {
+                    self.data.push('\n');
+                }
+                self.data.push_str(value);
+                self.has_data = true;
+                if self.data.len() > MAX_FRAME_BYTES {
+                    self.oversized = true;
+                    self.data.clear();
+                }
             }
-            self.data.push_str(value);
-            self.has_data = true;
-            if self.data.len() > MAX_FRAME_BYTES {
-                self.oversized = true;
-                self.data.clear();
+            // SSE ignores an id with a NUL; an empty one ends resumption, and so does one that
+            // could not be sent back in a header.
+            "id" if !value.contains('\0') => {
+                let sendable =
+                    !value.is_empty() && value.len() <= MAX_EVENT_ID_BYTES && valid_value(value);
+                self.id = sendable.then(|| value.to_owned());
             }
+            "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
+                if let Ok(millis) = value.parse() {
+                    self.retry = Some(std::time::Duration::from_millis(millis));
+                }
+            }
+            _ => {}
         }
         None
     }
@@ -729,11 +908,7 @@ mod tests {
         let mut parser = SseParser::default();
         chunks
             .iter()
-            .flat_map(|chunk| parser.feed(chunk.as_bytes()))
-            .map(|event| match event {
-                SseEvent::Data(data) => data,
-                SseEvent::Oversized => "<oversized>".to_owned(),
-            })
+            .flat_map(|chunk| events_of(&mut parser, chunk))
             .collect()
     }
 
@@ -749,6 +924,466 @@ mod tests {
             vec!["{\"a\":1}".to_owned(), "x\ny".to_owned()]
         );
         assert_eq!(events(&["id: 1\nretry: 500\n\n"]), Vec::<String>::new());
+    }
+
+    /// The point to resume after moves with each whole event, even one without data, and not
+    /// with one a broken connection left half read; `retry` is kept while valid.
+    #[test]
+    fn follows_the_last_event_id_and_retry() {
+        let mut parser = SseParser::default();
+        let _ = parser.feed(b"id: e1\nretry: 500\ndata: \n\n");
+        assert_eq!(parser.last_id.as_deref(), Some("e1"));
+        assert_eq!(parser.retry, Some(std::time::Duration::from_millis(500)));
+        // An event without an id keeps the last one; a retry that is not a number is ignored.
+        let _ = parser.feed(b"retry: soon\ndata: x\n\n");
+        assert_eq!(parser.last_id.as_deref(), Some("e1"));
+        assert_eq!(parser.retry, Some(std::time::Duration::from_millis(500)));
+        let _ = parser.feed(b"id: e2\ndata: half");
+        assert_eq!(parser.last_id.as_deref(), Some("e1"));
+        parser.resumed();
+        assert_eq!(events_of(&mut parser, "data: y\n\n"), ["y"]);
+        assert_eq!(parser.last_id.as_deref(), Some("e1"));
+        let _ = parser.feed(b"id: e3\n\n");
+        assert_eq!(parser.last_id.as_deref(), Some("e3"));
+        // SSE ignores an id with a NUL; one that cannot go back in a header, or an empty one,
+        // leaves nothing to resume after.
+        let _ = parser.feed(b"id: a\0b\n\n");
+        assert_eq!(parser.last_id.as_deref(), Some("e3"));
+        let _ = parser.feed(b"id: a\x01b\n\n");
+        assert_eq!(parser.last_id, None);
+        let _ = parser.feed(b"id: e4\n\n");
+        let long = format!("id: {}\n\n", "i".repeat(MAX_EVENT_ID_BYTES + 1));
+        let _ = parser.feed(long.as_bytes());
+        assert_eq!(parser.last_id, None);
+        let _ = parser.feed(b"id: e5\n\nid\n\n");
+        assert_eq!(parser.last_id, None);
+    }
+
+    fn events_of(parser: &mut SseParser, chunk: &str) -> Vec<String> {
+        parser
+            .feed(chunk.as_bytes())
+            .into_iter()
+            .map(|event| match event {
+                SseEvent::Data(data) => data,
+                SseEvent::Oversized => "<oversized>".to_owned(),
+            })
+            .collect()
+    }
+
+    /// One request as a scripted server read it.
+    #[derive(Debug)]
+    struct Seen {
+        method: String,
+        last_event_id: Option<String>,
+        body: String,
+        at: std::time::Instant,
+    }
+
+    /// A server on a local port that reads one request per connection, answers it with what
+    /// `answer` gives (the whole response after the status line's `HTTP/1.1 `), and closes the
+    /// connection; every request is reported.
+    async fn scripted_server(
+        answer: impl Fn(&Seen) -> String + Send + Sync + 'static,
+    ) -> (String, tokio::sync::mpsc::UnboundedReceiver<Seen>) {
+        scripted_server_awaiting(move |request| {
+            let text = answer(request);
+            Box::pin(async move { text })
+        })
+        .await
+    }
+
+    /// [`scripted_server`] with an answer that may take its time.
+    async fn scripted_server_awaiting(
+        answer: impl Fn(&Seen) -> futures::future::BoxFuture<'static, String> + Send + Sync + 'static,
+    ) -> (String, tokio::sync::mpsc::UnboundedReceiver<Seen>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let (seen, requests) = tokio::sync::mpsc::unbounded_channel();
+        let answer = Arc::new(answer);
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                let (answer, seen) = (Arc::clone(&answer), seen.clone());
+                tokio::spawn(async move {
+                    let mut socket = tokio::io::BufReader::new(socket);
+                    let mut head = Vec::new();
+                    loop {
+                        let mut line = String::new();
+                        if socket.read_line(&mut line).await.unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                        head.push(line.trim_end().to_owned());
+                    }
+                    let header = |name: &str| {
+                        head.iter().find_map(|line| {
+                            let (field, value) = line.split_once(": ")?;
+                            field.eq_ignore_ascii_case(name).then(|| value.to_owned())
+                        })
+                    };
+                    let length = header("content-length").map_or(0, |n| n.parse().unwrap());
+                    let mut body = vec![0; length];
+                    socket.read_exact(&mut body).await.unwrap();
+                    let request = Seen {
+                        method: head[0].split(' ').next().unwrap().to_owned(),
+                        last_event_id: header("last-event-id"),
+                        body: String::from_utf8(body).unwrap(),
+                        at: std::time::Instant::now(),
+                    };
+                    let answering = answer(&request);
+                    let _ = seen.send(request);
+                    let response = format!("HTTP/1.1 {}", answering.await);
+                    let _ = socket.get_mut().write_all(response.as_bytes()).await;
+                    let _ = socket.get_mut().shutdown().await;
+                });
+            }
+        });
+        (url, requests)
+    }
+
+    /// An event stream of `events` that ends when the connection closes.
+    fn event_stream(events: &str) -> String {
+        format!("200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n{events}")
+    }
+
+    const ACCEPTED: &str = "202 Accepted\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
+
+    /// The next frame, which must come within ten seconds.
+    async fn next_frame(transport: &mut Transport) -> Frame {
+        tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            transport.incoming.next(),
+        )
+        .await
+        .expect("no frame within ten seconds")
+        .expect("the frames ended")
+    }
+
+    /// A call whose stream ends before its response, and whose every resumption ends again
+    /// with nothing new (a new priming id only), fails after `MAX_FRUITLESS_RESUMPTIONS`
+    /// resumptions, each after the last id seen.
+    #[tokio::test]
+    async fn a_call_resumed_again_and_again_to_no_avail_fails() {
+        let gets = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = Arc::clone(&gets);
+        let (url, mut requests) = scripted_server(move |request| match request.method.as_str() {
+            "GET" => {
+                let n = counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                event_stream(&format!("id: g{n}\ndata: \n\n"))
+            }
+            _ => event_stream("id: p0\nretry: 10\ndata: \n\n"),
+        })
+        .await;
+        let mut transport = connect(&url, Arc::new(OnceLock::new()), Vec::new()).unwrap();
+        let call = jsonrpc::request(1, "tools/call", Some(serde_json::json!({"name": "t"})));
+        transport.outgoing.send(call, Sent::Request(1)).unwrap();
+        let Frame::Message(answer, None) = next_frame(&mut transport).await else {
+            panic!("not a message");
+        };
+        assert_eq!(
+            serde_json::from_str::<Value>(&answer).unwrap(),
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message":
+                "the plugin closed its event stream before answering, and ended it again each \
+                 of the 5 times it was resumed in a row, with nothing new"}})
+        );
+        let mut seen = Vec::new();
+        while let Ok(request) = requests.try_recv() {
+            seen.push((request.method, request.last_event_id));
+        }
+        let get = |id: &str| ("GET".to_owned(), Some(id.to_owned()));
+        assert_eq!(
+            seen,
+            [
+                ("POST".to_owned(), None),
+                get("p0"),
+                get("g1"),
+                get("g2"),
+                get("g3"),
+                get("g4")
+            ]
+        );
+    }
+
+    /// A resumed call's stream brings its response, tagged with the call; cancelling a call
+    /// while its resumption waits stops it: no GET is made for it.
+    #[tokio::test]
+    async fn a_cancelled_call_is_not_resumed_and_the_other_is() {
+        let (url, mut requests) = scripted_server(|request| {
+            let message: Value = serde_json::from_str(&request.body).unwrap_or_default();
+            match (request.method.as_str(), &request.last_event_id) {
+                ("GET", Some(id)) => {
+                    let call = id.trim_start_matches('c');
+                    event_stream(&format!(
+                        "id: {id}-1\ndata: {{\"jsonrpc\":\"2.0\",\"id\":{call},\"result\":{{}}}}\n\n"
+                    ))
+                }
+                _ if message.get("id").is_some() => {
+                    event_stream(&format!("id: c{}\nretry: 300\ndata: \n\n", message["id"]))
+                }
+                _ => ACCEPTED.to_owned(),
+            }
+        })
+        .await;
+        let mut transport = connect(&url, Arc::new(OnceLock::new()), Vec::new()).unwrap();
+        for id in [1, 2] {
+            let call = jsonrpc::request(id, "tools/call", Some(serde_json::json!({"name": "t"})));
+            transport.outgoing.send(call, Sent::Request(id)).unwrap();
+        }
+        for _ in 0..2 {
+            assert_eq!(requests.recv().await.unwrap().method, "POST");
+        }
+        let cancel =
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#;
+        transport
+            .outgoing
+            .send(cancel.to_owned(), Sent::Cancel(1))
+            .unwrap();
+        let Frame::Message(answer, Some(2)) = next_frame(&mut transport).await else {
+            panic!("not call 2's answer");
+        };
+        assert_eq!(answer, r#"{"jsonrpc":"2.0","id":2,"result":{}}"#);
+        // Call 1 would have been resumed by now, with call 2.
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        let mut seen = Vec::new();
+        while let Ok(request) = requests.try_recv() {
+            seen.push((request.method, request.last_event_id));
+        }
+        assert_eq!(
+            seen,
+            [
+                ("POST".to_owned(), None),
+                ("GET".to_owned(), Some("c2".to_owned()))
+            ]
+        );
+    }
+
+    /// Calls whose streams a server ends all at once are resumed at most `MAX_OPENING` at a
+    /// time, like calls started at once; every one gets its answer.
+    #[tokio::test]
+    async fn calls_resumed_at_once_open_a_bounded_number_at_a_time() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        const CALLS: u64 = 300;
+        let waiting = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let (counted, highest) = (Arc::clone(&waiting), Arc::clone(&most));
+        let (url, _requests) = scripted_server_awaiting(move |request| {
+            let message: Value = serde_json::from_str(&request.body).unwrap_or_default();
+            match &request.last_event_id {
+                Some(id) => {
+                    let (waiting, most, call) =
+                        (Arc::clone(&counted), Arc::clone(&highest), id.clone());
+                    Box::pin(async move {
+                        let now = waiting.fetch_add(1, Ordering::SeqCst) + 1;
+                        most.fetch_max(now, Ordering::SeqCst);
+                        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                        waiting.fetch_sub(1, Ordering::SeqCst);
+                        event_stream(&format!(
+                            "data: {{\"jsonrpc\":\"2.0\",\"id\":{call},\"result\":{{}}}}\n\n"
+                        ))
+                    })
+                }
+                None => {
+                    let text =
+                        event_stream(&format!("id: {}\nretry: 0\ndata: \n\n", message["id"]));
+                    Box::pin(async move { text })
+                }
+            }
+        })
+        .await;
+        let mut transport = connect(&url, Arc::new(OnceLock::new()), Vec::new()).unwrap();
+        for id in 0..CALLS {
+            let call = jsonrpc::request(id, "tools/call", Some(serde_json::json!({"name": "t"})));
+            transport.outgoing.send(call, Sent::Request(id)).unwrap();
+        }
+        let mut answered = std::collections::HashSet::new();
+        while (answered.len() as u64) < CALLS {
+            let Frame::Message(text, Some(id)) = next_frame(&mut transport).await else {
+                panic!("not a call's message");
+            };
+            assert_eq!(
+                text,
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#)
+            );
+            answered.insert(id);
+        }
+        let most = most.load(Ordering::SeqCst);
+        assert!(
+            (2..=super::super::http1::MAX_OPENING).contains(&most),
+            "{most} resumptions waited at once"
+        );
+    }
+
+    /// A plugin gone while its call's stream waits to be resumed ends the connection.
+    #[tokio::test]
+    async fn a_plugin_gone_before_the_resumption_ends_the_connection() {
+        use tokio::io::AsyncWriteExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let url = format!("http://{address}/mcp");
+        let mut transport = connect(&url, Arc::new(OnceLock::new()), Vec::new()).unwrap();
+        let call = jsonrpc::request(1, "tools/call", Some(serde_json::json!({"name": "t"})));
+        transport.outgoing.send(call, Sent::Request(1)).unwrap();
+        let (socket, _) = listener.accept().await.unwrap();
+        drop(listener);
+        // The request is read whole first: closing with unread bytes would reset the connection.
+        let mut socket = tokio::io::BufReader::new(socket);
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            socket.read_line(&mut line).await.unwrap();
+            if line == "\r\n" {
+                break;
+            }
+            if let Some(n) = line.strip_prefix("content-length: ") {
+                length = n.trim().parse().unwrap();
+            }
+        }
+        let mut body = vec![0; length];
+        tokio::io::AsyncReadExt::read_exact(&mut socket, &mut body)
+            .await
+            .unwrap();
+        let answer = format!("HTTP/1.1 {}", event_stream("id: p0\nretry: 50\ndata: \n\n"));
+        socket.get_mut().write_all(answer.as_bytes()).await.unwrap();
+        drop(socket);
+        let Frame::Closed(reason) = next_frame(&mut transport).await else {
+            panic!("the connection did not end");
+        };
+        assert!(
+            reason.starts_with(&format!(
+                "the plugin closed its event stream before answering, and the HTTP request to \
+                 {url} failed: "
+            )),
+            "{reason}"
+        );
+    }
+
+    /// A resumption answered 404 while the connection has a session: the session is gone.
+    #[tokio::test]
+    async fn a_resumption_answered_404_ends_the_session() {
+        let (url, _requests) = scripted_server(|request| match request.method.as_str() {
+            "GET" => "404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_owned(),
+            _ => "200 OK\r\ncontent-type: text/event-stream\r\nmcp-session-id: s1\r\n\
+                  connection: close\r\n\r\nid: p0\nretry: 10\ndata: \n\n"
+                .to_owned(),
+        })
+        .await;
+        let mut transport = connect(&url, Arc::new(OnceLock::new()), Vec::new()).unwrap();
+        let call = jsonrpc::request(1, "tools/call", Some(serde_json::json!({"name": "t"})));
+        transport.outgoing.send(call, Sent::Request(1)).unwrap();
+        let Frame::Message(answer, None) = next_frame(&mut transport).await else {
+            panic!("not a message");
+        };
+        let reason = "the plugin answered HTTP 404 to the resumption of a call's event stream";
+        assert_eq!(
+            serde_json::from_str::<Value>(&answer).unwrap()["error"]["message"],
+            reason
+        );
+        let Frame::Closed(closed) = next_frame(&mut transport).await else {
+            panic!("the connection did not end");
+        };
+        assert_eq!(closed, format!("its MCP session is gone ({reason})"));
+    }
+
+    /// A resumption answered with anything but an event stream fails the call with the status.
+    #[tokio::test]
+    async fn a_resumption_refused_fails_the_call_with_the_status() {
+        let (url, _requests) = scripted_server(|request| match request.method.as_str() {
+            "GET" => "405 Method Not Allowed\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                .to_owned(),
+            _ => event_stream("id: p0\nretry: 10\ndata: \n\n"),
+        })
+        .await;
+        let mut transport = connect(&url, Arc::new(OnceLock::new()), Vec::new()).unwrap();
+        let call = jsonrpc::request(1, "tools/call", Some(serde_json::json!({"name": "t"})));
+        transport.outgoing.send(call, Sent::Request(1)).unwrap();
+        let Frame::Message(answer, None) = next_frame(&mut transport).await else {
+            panic!("not a message");
+        };
+        assert_eq!(
+            serde_json::from_str::<Value>(&answer).unwrap()["error"]["message"],
+            "the plugin closed its event stream before answering, and answered HTTP 405 to its \
+             resumption"
+        );
+    }
+
+    /// The listening stream, ended by the server after an event with an id, is opened again
+    /// after the server's `retry` (not the host's own pause of a second) with `Last-Event-ID`.
+    #[tokio::test]
+    async fn the_listening_stream_resumes_after_the_servers_retry() {
+        let (url, mut requests) = scripted_server(|request| match request.method.as_str() {
+            "GET" if request.last_event_id.is_none() => event_stream(
+                "id: l1\nretry: 50\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}\n\n",
+            ),
+            // The resumed stream stays open.
+            "GET" => "200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: 1000\r\n\r\n"
+                .to_owned(),
+            _ => ACCEPTED.to_owned(),
+        })
+        .await;
+        let mut transport = connect(&url, Arc::new(OnceLock::new()), Vec::new()).unwrap();
+        let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        transport
+            .outgoing
+            .send(initialized.to_owned(), Sent::Initialized)
+            .unwrap();
+        let Frame::Message(message, None) = next_frame(&mut transport).await else {
+            panic!("not a message");
+        };
+        assert_eq!(message, r#"{"jsonrpc":"2.0","method":"notifications/x"}"#);
+        let mut gets = Vec::new();
+        while gets.len() < 2 {
+            let request = requests.recv().await.unwrap();
+            if request.method == "GET" {
+                gets.push(request);
+            }
+        }
+        assert_eq!(gets[0].last_event_id, None);
+        assert_eq!(gets[1].last_event_id.as_deref(), Some("l1"));
+        let pause = gets[1].at - gets[0].at;
+        assert!(
+            pause >= std::time::Duration::from_millis(50)
+                && pause < std::time::Duration::from_millis(500),
+            "reopened after {pause:?}"
+        );
+    }
+
+    /// A server that ends every listening stream at once with nothing but a priming event is
+    /// reopened after its `retry` `MAX_FRUITLESS_RESUMPTIONS` times, then after the host's own
+    /// pause of a second.
+    #[tokio::test]
+    async fn a_listening_stream_ended_at_once_again_and_again_falls_back_to_the_hosts_pause() {
+        let (url, mut requests) = scripted_server(|request| match request.method.as_str() {
+            "GET" => event_stream("id: l\nretry: 10\ndata: \n\n"),
+            _ => ACCEPTED.to_owned(),
+        })
+        .await;
+        let transport = connect(&url, Arc::new(OnceLock::new()), Vec::new()).unwrap();
+        let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        transport
+            .outgoing
+            .send(initialized.to_owned(), Sent::Initialized)
+            .unwrap();
+        let mut gets = Vec::new();
+        while gets.len() < MAX_FRUITLESS_RESUMPTIONS as usize + 2 {
+            let request = tokio::time::timeout(std::time::Duration::from_secs(10), requests.recv())
+                .await
+                .unwrap()
+                .unwrap();
+            if request.method == "GET" {
+                gets.push(request.at);
+            }
+        }
+        let pauses: Vec<_> = gets.windows(2).map(|pair| pair[1] - pair[0]).collect();
+        let (paced, own) = pauses.split_at(MAX_FRUITLESS_RESUMPTIONS as usize);
+        assert!(
+            paced
+                .iter()
+                .all(|pause| *pause < std::time::Duration::from_millis(500)),
+            "{pauses:?}"
+        );
+        assert!(own[0] >= LISTENER_REOPEN, "{pauses:?}");
     }
 
     /// An event over the limit is reported and skipped, whether one line or many make it too
