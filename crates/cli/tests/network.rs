@@ -421,6 +421,30 @@ fn a_certificate_of_an_unknown_authority_is_refused_by_name() {
         ),
         "{output}"
     );
+    // A file without certificates leaves no root at all: the bundled ones stand in, and the debug log says so.
+    let empty = TempFile::new("");
+    let output = formwork(
+        &["tools", "--url", &url],
+        &[
+            ("SSL_CERT_FILE", &empty.path.display().to_string()),
+            ("FORMWORK_LOG", "formwork::tls=debug"),
+        ],
+    );
+    output.assert_code(2);
+    let lines: Vec<&str> = output.stderr.lines().collect();
+    assert!(
+        lines.iter().any(|line| line.ends_with(
+            " formwork::tls: no trusted certificate from the system (or SSL_CERT_FILE / SSL_CERT_DIR): using the \
+             bundled Mozilla roots"
+        )),
+        "{output}"
+    );
+    assert!(
+        lines.last().is_some_and(|line| line.ends_with(
+            "failed: the certificate of localhost (issued by \"formwork test CA\") is not trusted: unknown issuer"
+        )),
+        "{output}"
+    );
 }
 
 /// A proxy that refuses the tunnel is named with its status; a proxy formwork cannot speak to is an error, never

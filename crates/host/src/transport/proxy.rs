@@ -12,7 +12,7 @@ use std::net::IpAddr;
 use base64::Engine as _;
 
 /// The proxy variables of one environment.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug)]
 pub(crate) struct ProxyConfig {
     https: Option<Setting>,
     http: Option<Setting>,
@@ -21,14 +21,14 @@ pub(crate) struct ProxyConfig {
 }
 
 /// A proxy variable that is set, and its value.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 struct Setting {
     variable: &'static str,
     value: String,
 }
 
 /// An HTTP proxy to go through.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub(crate) struct Proxy {
     /// Host name or IP address (an IPv6 one without brackets).
     pub host: String,
@@ -173,14 +173,14 @@ fn decode(text: &str) -> Vec<u8> {
 }
 
 /// One entry of `NO_PROXY`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 struct Exception {
     pattern: Pattern,
     /// Only requests to this port, when the entry names one (`host:port`).
     port: Option<u16>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 enum Pattern {
     /// `*`: no request goes through a proxy.
     Everything,
