@@ -323,6 +323,13 @@ mod tests {
     }
 
     #[test]
+    fn every_endpoint_shares_one_configuration() {
+        let first = connector().unwrap();
+        let second = connector().unwrap();
+        assert!(Arc::ptr_eq(first.config(), second.config()));
+    }
+
+    #[test]
     fn a_refused_certificate_is_named_with_its_issuer_and_the_reason() {
         let (root, issuer) = authority("formwork test CA");
         let (stranger, stranger_issuer) = authority("some other CA");
