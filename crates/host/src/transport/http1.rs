@@ -5,7 +5,9 @@
 //! keeps tens of kilobytes per connection (fixed read and write buffers, a dispatch channel, a
 //! connection task); here an open stream costs its socket, a 1 KiB read buffer and the reading
 //! task. It speaks only what MCP needs: one request per connection at a time, `Content-Length`,
-//! chunked or until-close bodies, keep-alive reuse of idle connections, TLS through rustls.
+//! chunked or until-close bodies, keep-alive reuse of idle connections, TLS through rustls
+//! (trusting the roots of `tls.rs`), and an HTTP proxy where the environment names one
+//! (`proxy.rs`): a `CONNECT` tunnel for `https://`, requests in absolute form for `http://`.
 
 use std::collections::HashMap;
 use std::pin::Pin;
@@ -17,9 +19,11 @@ use futures::FutureExt;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
-use tokio_rustls::rustls::{self, pki_types::ServerName};
+use tokio_rustls::rustls::pki_types::ServerName;
 
 use super::buffered::Buffered;
+use super::proxy::{Proxy, ProxyConfig};
+use super::tls;
 
 /// A response head larger than this is refused.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
@@ -30,6 +34,7 @@ const MAX_IDLE: usize = 8;
 /// An idle connection older than this is not reused: servers close idle ones (node after 5 s),
 /// and a request written into a closing connection may or may not have been taken.
 const MAX_IDLE_AGE: Duration = Duration::from_secs(4);
+/// How long making a connection may take: to the plugin, or to a proxy and through its tunnel.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a TLS handshake may take once the connection is made.
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -63,9 +68,12 @@ pub(crate) struct Endpoint {
     port: u16,
     /// `Host` header value.
     authority: String,
-    /// Path and query of every request.
+    /// Request target of every request: path and query, or the whole URL through a proxy
+    /// (`http://` only; an `https://` request goes through a tunnel as it would go direct).
     target: String,
     tls: Option<(TlsConnector, ServerName<'static>)>,
+    /// The HTTP proxy that connections go through, read from the environment (see `proxy.rs`).
+    proxy: Option<Proxy>,
     idle: Mutex<Vec<(Connection, Instant)>>,
     /// Requests not yet answered with a head, across every connection to the endpoint, each for
     /// a moment at most. A server accepts connections at its own pace and drops what overflows
@@ -122,7 +130,12 @@ impl Endpoint {
         Ok(endpoint)
     }
 
+    /// The endpoint of `url`, through the proxy that the process's environment names for it.
     pub(crate) fn new(url: &str) -> Result<Arc<Endpoint>, String> {
+        Endpoint::with_proxies(url, &ProxyConfig::from_process())
+    }
+
+    fn with_proxies(url: &str, proxies: &ProxyConfig) -> Result<Arc<Endpoint>, String> {
         let parsed = url::Url::parse(url).map_err(|err| format!("not a valid URL: {err}"))?;
         if !parsed.username().is_empty() || parsed.password().is_some() {
             return Err(
@@ -149,7 +162,11 @@ impl Endpoint {
             (Some(name), None) => name.to_owned(),
             (None, _) => return Err("the URL has no host".to_owned()),
         };
-        let mut target = parsed.path().to_owned();
+        let proxy = proxies.proxy_for(secure, &host, port)?;
+        let mut target = match &proxy {
+            Some(_) if !secure => format!("http://{authority}{}", parsed.path()),
+            _ => parsed.path().to_owned(),
+        };
         if let Some(query) = parsed.query() {
             target.push('?');
             target.push_str(query);
@@ -157,7 +174,7 @@ impl Endpoint {
         let tls = if secure {
             let name = ServerName::try_from(host.clone())
                 .map_err(|err| format!("not a valid TLS server name: {err}"))?;
-            Some((tls_connector()?, name))
+            Some((tls::connector()?, name))
         } else {
             None
         };
@@ -167,6 +184,7 @@ impl Endpoint {
             authority,
             target,
             tls,
+            proxy,
             idle: Mutex::new(Vec::new()),
             opening: tokio::sync::Semaphore::new(MAX_OPENING),
         }))
@@ -189,18 +207,34 @@ impl Endpoint {
                 .await
                 .map_err(SendError::Failed)?
         {
-            return Ok(response);
+            return self.past_the_proxy(response);
         }
         // Boxed: a connect (maybe a TLS handshake) needs a large state, briefly.
         let connection = Box::pin(self.connect())
             .await
             .map_err(SendError::Unreachable)?;
-        self.exchange(connection, &request)
+        let response = self
+            .exchange(connection, &request)
             .await
             .map_err(SendError::Failed)?
             .ok_or_else(|| {
                 SendError::Failed("the plugin closed the connection without answering".to_owned())
-            })
+            })?;
+        self.past_the_proxy(response)
+    }
+
+    /// A forwarding proxy's own refusal (407: it wants other credentials) means the plugin was
+    /// never asked; any other status may be the plugin's, and goes up as its answer.
+    fn past_the_proxy(&self, response: Response) -> Result<Response, SendError> {
+        match &self.proxy {
+            Some(proxy) if self.tls.is_none() && response.status == 407 => {
+                Err(SendError::Unreachable(format!(
+                    "the proxy {} refused the request: 407 Proxy Authentication Required",
+                    proxy.shown
+                )))
+            }
+            _ => Ok(response),
+        }
     }
 
     /// Whether a connection to the endpoint can be made now (it is dropped at once).
@@ -218,6 +252,9 @@ impl Endpoint {
         line(&format!("host: {}", self.authority));
         for (name, value) in headers {
             line(&format!("{name}: {value}"));
+        }
+        if let Some(authorization) = self.forwarding_authorization() {
+            line(&format!("proxy-authorization: {authorization}"));
         }
         if !body.is_empty() || method == "POST" {
             line(&format!("content-length: {}", body.len()));
@@ -248,12 +285,35 @@ impl Endpoint {
         }
     }
 
+    /// `Proxy-Authorization` of a request sent to a forwarding proxy (a tunnel's is sent once,
+    /// with its `CONNECT`, and never reaches the plugin).
+    fn forwarding_authorization(&self) -> Option<&str> {
+        match (&self.proxy, &self.tls) {
+            (Some(proxy), None) => proxy.authorization.as_deref(),
+            _ => None,
+        }
+    }
+
     async fn connect(&self) -> Result<Connection, String> {
-        let address = (self.host.as_str(), self.port);
-        let tcp = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(address))
-            .await
-            .map_err(|_| format!("connecting to {}:{} timed out", self.host, self.port))?
-            .map_err(|err| format!("connecting to {}:{} failed: {err}", self.host, self.port))?;
+        let tcp = match &self.proxy {
+            None => {
+                let address = (self.host.as_str(), self.port);
+                tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(address))
+                    .await
+                    .map_err(|_| format!("connecting to {}:{} timed out", self.host, self.port))?
+                    .map_err(|err| {
+                        format!("connecting to {}:{} failed: {err}", self.host, self.port)
+                    })?
+            }
+            Some(proxy) => {
+                let through = self.tls.is_some().then(|| self.tunnel_authority());
+                tokio::time::timeout(CONNECT_TIMEOUT, open_through(proxy, through.as_deref()))
+                    .await
+                    .map_err(|_| {
+                        format!("connecting through the proxy {} timed out", proxy.shown)
+                    })??
+            }
+        };
         let _ = tcp.set_nodelay(true);
         let io: Pin<Box<dyn Io>> = match &self.tls {
             None => Box::pin(tcp),
@@ -261,10 +321,19 @@ impl Endpoint {
                 tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, connector.connect(name.clone(), tcp))
                     .await
                     .map_err(|_| format!("the TLS handshake with {} timed out", self.host))?
-                    .map_err(|err| format!("TLS with {} failed: {err}", self.host))?,
+                    .map_err(|err| tls::handshake_failure(&self.host, &err))?,
             ),
         };
         Ok(Buffered::new(io))
+    }
+
+    /// `host:port` of a `CONNECT` (an IPv6 address in brackets).
+    fn tunnel_authority(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
     }
 
     /// Writes the request and reads the head. `Ok(None)`: the connection closed before a byte
@@ -579,20 +648,59 @@ async fn read_head(connection: &mut Connection, answered: bool) -> Result<Option
     }
 }
 
-/// One TLS configuration for the process, with the Mozilla roots.
-fn tls_connector() -> Result<TlsConnector, String> {
-    static CONFIG: OnceLock<Result<Arc<rustls::ClientConfig>, String>> = OnceLock::new();
-    let config = CONFIG.get_or_init(|| {
-        let roots = rustls::RootCertStore {
-            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-        };
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map(|builder| Arc::new(builder.with_root_certificates(roots).with_no_client_auth()))
-            .map_err(|err| format!("TLS is not available: {err}"))
-    });
-    config.clone().map(TlsConnector::from)
+/// A connection to `proxy`; with `tunnel` (`host:port`), a tunnel through it to there.
+async fn open_through(proxy: &Proxy, tunnel: Option<&str>) -> Result<TcpStream, String> {
+    let mut tcp = TcpStream::connect((proxy.host.as_str(), proxy.port))
+        .await
+        .map_err(|err| format!("connecting to the proxy {} failed: {err}", proxy.shown))?;
+    let Some(authority) = tunnel else {
+        return Ok(tcp);
+    };
+    let mut request = format!("CONNECT {authority} HTTP/1.1\r\nhost: {authority}\r\n");
+    if let Some(authorization) = &proxy.authorization {
+        request.push_str(&format!("proxy-authorization: {authorization}\r\n"));
+    }
+    request.push_str("\r\n");
+    let failed = |err: std::io::Error| format!("the proxy {} failed: {err}", proxy.shown);
+    tcp.write_all(request.as_bytes()).await.map_err(failed)?;
+    // Read a byte at a time: what follows the head is the tunnel's, for TLS to read.
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") && !head.ends_with(b"\n\n") {
+        if head.len() >= MAX_HEAD_BYTES {
+            return Err(format!(
+                "the proxy {} sent too large an answer",
+                proxy.shown
+            ));
+        }
+        let mut byte = [0];
+        if tcp.read(&mut byte).await.map_err(failed)? == 0 {
+            return Err(format!(
+                "the proxy {} closed the connection instead of opening a tunnel to {authority}",
+                proxy.shown
+            ));
+        }
+        head.push(byte[0]);
+    }
+    let mut fields = [httparse::EMPTY_HEADER; 64];
+    let mut parsed = httparse::Response::new(&mut fields);
+    if !matches!(parsed.parse(&head), Ok(httparse::Status::Complete(_))) {
+        return Err(format!("the proxy {} sent a malformed answer", proxy.shown));
+    }
+    let status = parsed.code.unwrap_or(0);
+    if !(200..300).contains(&status) {
+        let reason: String = parsed
+            .reason
+            .unwrap_or_default()
+            .chars()
+            .take(100)
+            .collect();
+        return Err(format!(
+            "the proxy {} refused the tunnel to {authority}: {}",
+            proxy.shown,
+            format!("{status} {reason}").trim_end()
+        ));
+    }
+    Ok(tcp)
 }
 
 #[cfg(test)]
@@ -857,6 +965,84 @@ mod tests {
             accepted(&connections),
             1,
             "no second try of a request the server had"
+        );
+    }
+
+    /// An endpoint whose environment names `proxy` for both schemes.
+    fn proxied(url: &str, proxy: &str) -> Arc<Endpoint> {
+        let proxies = ProxyConfig::from_env(|name| {
+            matches!(name, "https_proxy" | "http_proxy").then(|| proxy.to_owned())
+        });
+        Endpoint::with_proxies(url, &proxies).unwrap()
+    }
+
+    #[test]
+    fn through_a_proxy_http_requests_name_the_whole_url_and_tunnels_hide_the_credentials() {
+        let request = |url: &str| {
+            let endpoint = proxied(url, "http://me:secret@proxy.test:3128");
+            String::from_utf8(endpoint.encode("POST", &[("accept", "*/*")], b"{}")).unwrap()
+        };
+        assert_eq!(
+            request("http://a.test:8080/mcp?x=1"),
+            "POST http://a.test:8080/mcp?x=1 HTTP/1.1\r\nhost: a.test:8080\r\naccept: */*\r\nproxy-authorization: Basic bWU6c2VjcmV0\r\ncontent-length: 2\r\n\r\n{}"
+        );
+        // Through a tunnel the request is the one sent direct: the credentials go to the
+        // proxy with the `CONNECT` only.
+        assert_eq!(
+            request("https://[::1]/mcp"),
+            "POST /mcp HTTP/1.1\r\nhost: [::1]\r\naccept: */*\r\ncontent-length: 2\r\n\r\n{}"
+        );
+        assert_eq!(
+            proxied("https://[::1]/mcp", "p").tunnel_authority(),
+            "[::1]:443"
+        );
+    }
+
+    /// The reason a request through `proxy` to `url` got no response.
+    async fn refusal(url: &str, proxy: &str) -> String {
+        match proxied(url, proxy).send("POST", &[], b"{}").await {
+            Err(SendError::Unreachable(reason)) => reason,
+            Err(SendError::Failed(reason)) => panic!("failed, not unreachable: {reason}"),
+            Ok(response) => panic!("answered {}", response.status),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_proxy_that_refuses_or_is_not_there_is_named() {
+        const REFUSED: &str =
+            "HTTP/1.1 407 Proxy Authentication Required\r\ncontent-length: 0\r\n\r\n";
+        let (url, _) = serve(vec![REFUSED]).await;
+        let proxy = url.trim_end_matches("/mcp");
+        assert_eq!(
+            refusal("https://a.test/mcp", proxy).await,
+            format!(
+                "the proxy {proxy} refused the tunnel to a.test:443: 407 Proxy Authentication Required"
+            )
+        );
+        let (url, _) = serve(vec![
+            "HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\n\r\n",
+        ])
+        .await;
+        let proxy = url.trim_end_matches("/mcp");
+        assert_eq!(
+            refusal("https://[::1]:8443/mcp", proxy).await,
+            format!("the proxy {proxy} refused the tunnel to [::1]:8443: 502 Bad Gateway")
+        );
+        let (url, _) = serve(vec![REFUSED]).await;
+        let proxy = url.trim_end_matches("/mcp");
+        assert_eq!(
+            refusal("http://a.test/mcp", proxy).await,
+            format!("the proxy {proxy} refused the request: 407 Proxy Authentication Required")
+        );
+        // A port nobody listens on (bound, then let go).
+        let free = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let refused = refusal("https://a.test/mcp", &format!("http://{free}")).await;
+        assert!(
+            refused.starts_with(&format!("connecting to the proxy http://{free} failed: ")),
+            "{refused}"
         );
     }
 

@@ -9,7 +9,9 @@ mod buffered;
 pub(crate) mod http;
 mod http1;
 pub(crate) mod lines;
+mod proxy;
 pub(crate) mod stdio;
+mod tls;
 
 use std::pin::Pin;
 use std::sync::Arc;
