@@ -1076,7 +1076,7 @@ mod tests {
             _ => event_stream("id: p0\nretry: 10\ndata: \n\n"),
         })
         .await;
-        let mut transport = connect(&url, Arc::new(OnceLock::new()), Vec::new()).unwrap();
+        let mut transport = connect(&url, Arc::new(OnceLock::new()), Vec::new(), None).unwrap();
         let call = jsonrpc::request(1, "tools/call", Some(serde_json::json!({"name": "t"})));
         transport.outgoing.send(call, Sent::Request(1)).unwrap();
         let Frame::Message(answer, None) = next_frame(&mut transport).await else {
@@ -1126,7 +1126,7 @@ mod tests {
             }
         })
         .await;
-        let mut transport = connect(&url, Arc::new(OnceLock::new()), Vec::new()).unwrap();
+        let mut transport = connect(&url, Arc::new(OnceLock::new()), Vec::new(), None).unwrap();
         for id in [1, 2] {
             let call = jsonrpc::request(id, "tools/call", Some(serde_json::json!({"name": "t"})));
             transport.outgoing.send(call, Sent::Request(id)).unwrap();
@@ -1192,7 +1192,7 @@ mod tests {
             }
         })
         .await;
-        let mut transport = connect(&url, Arc::new(OnceLock::new()), Vec::new()).unwrap();
+        let mut transport = connect(&url, Arc::new(OnceLock::new()), Vec::new(), None).unwrap();
         for id in 0..CALLS {
             let call = jsonrpc::request(id, "tools/call", Some(serde_json::json!({"name": "t"})));
             transport.outgoing.send(call, Sent::Request(id)).unwrap();
@@ -1222,7 +1222,7 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         let url = format!("http://{address}/mcp");
-        let mut transport = connect(&url, Arc::new(OnceLock::new()), Vec::new()).unwrap();
+        let mut transport = connect(&url, Arc::new(OnceLock::new()), Vec::new(), None).unwrap();
         let call = jsonrpc::request(1, "tools/call", Some(serde_json::json!({"name": "t"})));
         transport.outgoing.send(call, Sent::Request(1)).unwrap();
         let (socket, _) = listener.accept().await.unwrap();
@@ -1269,7 +1269,7 @@ mod tests {
                 .to_owned(),
         })
         .await;
-        let mut transport = connect(&url, Arc::new(OnceLock::new()), Vec::new()).unwrap();
+        let mut transport = connect(&url, Arc::new(OnceLock::new()), Vec::new(), None).unwrap();
         let call = jsonrpc::request(1, "tools/call", Some(serde_json::json!({"name": "t"})));
         transport.outgoing.send(call, Sent::Request(1)).unwrap();
         let Frame::Message(answer, None) = next_frame(&mut transport).await else {
@@ -1295,7 +1295,7 @@ mod tests {
             _ => event_stream("id: p0\nretry: 10\ndata: \n\n"),
         })
         .await;
-        let mut transport = connect(&url, Arc::new(OnceLock::new()), Vec::new()).unwrap();
+        let mut transport = connect(&url, Arc::new(OnceLock::new()), Vec::new(), None).unwrap();
         let call = jsonrpc::request(1, "tools/call", Some(serde_json::json!({"name": "t"})));
         transport.outgoing.send(call, Sent::Request(1)).unwrap();
         let Frame::Message(answer, None) = next_frame(&mut transport).await else {
@@ -1322,7 +1322,7 @@ mod tests {
             _ => ACCEPTED.to_owned(),
         })
         .await;
-        let mut transport = connect(&url, Arc::new(OnceLock::new()), Vec::new()).unwrap();
+        let mut transport = connect(&url, Arc::new(OnceLock::new()), Vec::new(), None).unwrap();
         let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
         transport
             .outgoing
@@ -1359,7 +1359,7 @@ mod tests {
             _ => ACCEPTED.to_owned(),
         })
         .await;
-        let transport = connect(&url, Arc::new(OnceLock::new()), Vec::new()).unwrap();
+        let transport = connect(&url, Arc::new(OnceLock::new()), Vec::new(), None).unwrap();
         let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
         transport
             .outgoing
