@@ -43,3 +43,7 @@ pub use session::{
     server_target,
 };
 pub use transport::MAX_FRAME_BYTES;
+pub use transport::auth::settings::{AuthSettings, Grant};
+pub use transport::auth::store::{
+    CREDENTIALS_FILE, CredentialsStoreMode, KEYRING_SERVICE, StoredTokens, TokenStore,
+};

@@ -4,6 +4,7 @@
 //! Framing (lines on stdio, POST bodies and SSE events on HTTP) stays inside the transport; the
 //! connection above it sees only whole messages and the moment the plugin goes away.
 
+pub(crate) mod auth;
 mod buffered;
 pub(crate) mod http;
 mod http1;
