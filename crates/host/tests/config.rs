@@ -1807,3 +1807,62 @@ fn sync_removes_the_http_and_oauth_keys_of_a_builtin_server() {
         )
     );
 }
+
+#[test]
+fn import_codex_config_toml_carries_the_shared_keys() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = scratch(&dir, None);
+    let report = config::import(&fixture("codex_config.toml"), &path).expect("import");
+    let report = serde_json::to_value(&report).expect("report as JSON");
+    assert_eq!(
+        report["added"],
+        json!([
+            {"name": "docs", "transport": "streamable_http", "ignored_fields": ["default_tools_approval_mode", "tools"]},
+            {"name": "files", "transport": "stdio", "ignored_fields": ["required"]}
+        ])
+    );
+    assert_eq!(
+        report["skipped"],
+        json!([
+            {"name": "wrong", "reason": "it would not load: mcp_servers.wrong.scopes: only a `url` (Streamable HTTP) server takes this key"},
+            {"name": "demo", "reason": "the name is reserved for formwork's built-in server"}
+        ])
+    );
+    assert_eq!(
+        read(&path),
+        r#"[mcp_servers.docs]
+url = "https://docs.example.com/mcp"
+bearer_token_env_var = "DOCS_TOKEN"
+env_http_headers = { "X-Tenant" = "DOCS_TENANT" }
+scopes = ["docs:read", "docs:write"]
+oauth_resource = "https://docs.example.com/"
+startup_timeout_sec = 20
+http_headers = { X-Team = "forms" }
+
+[mcp_servers.files]
+command = "npx"
+args = ["-y", "@modelcontextprotocol/server-filesystem", "/srv"]
+env = { LOG = "1" }
+enabled_tools = ["read_file"]
+"#
+    );
+    let loaded = Config::load(&path).expect("loads");
+    let docs = &loaded.server("docs").expect("imported").transport;
+    let Transport::StreamableHttp {
+        scopes,
+        oauth_resource,
+        ..
+    } = docs
+    else {
+        panic!("not HTTP: {docs:?}");
+    };
+    assert_eq!(scopes, &["docs:read", "docs:write"]);
+    assert_eq!(oauth_resource.as_deref(), Some("https://docs.example.com/"));
+    assert_eq!(
+        loaded
+            .server("docs")
+            .expect("docs")
+            .default_tools_approval_mode,
+        None
+    );
+}
