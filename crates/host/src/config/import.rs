@@ -6,9 +6,9 @@
 //! `settings.json`). An entry is either `{command, args?, env?, cwd?}` or
 //! `{url | serverUrl, headers?}`, optionally with `type` and `disabled`. A file whose name ends
 //! in `.toml` is read as Codex's `config.toml`: each `[mcp_servers.<name>]` table keeps the keys
-//! both hosts share, its launch and connection keys (the OAuth ones, `scopes`, `oauth_resource`,
-//! `env_http_headers` and `bearer_token_env_var`, included), `enabled`, its tool lists and
-//! timeouts; every other key is reported as ignored.
+//! both hosts share: its launch and connection keys (`env_http_headers`,
+//! `bearer_token_env_var`, `scopes` and `oauth_resource` among them), `enabled`, its tool lists
+//! and timeouts; every other key is reported as ignored.
 //!
 //! Imported servers are the person's own, not formwork's, so they get no approval mode and
 //! follow the `auto` default (the tool's annotations decide). Per-host approval lists such as
