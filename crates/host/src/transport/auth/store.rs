@@ -166,6 +166,7 @@ impl TokenStore {
     }
 
     /// Forgets the tokens of `server_name` at `url`.
+    ///
     /// Whether anything was there.
     pub fn delete(&self, server_name: &str, url: &str) -> Result<bool, String> {
         let key = entry_key(server_name, url);
