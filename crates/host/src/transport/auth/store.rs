@@ -187,7 +187,7 @@ impl TokenStore {
         }
     }
 
-    /// "keyring" or "file <path>", for messages.
+    /// `keyring` or `file <path>`, for messages.
     pub fn describe(&self) -> String {
         match &self.backend {
             Backend::Keyring => "keyring".to_owned(),
