@@ -1,6 +1,10 @@
 //! The OAuth token store at its boundary: `TokenStore` over a real data directory. The file
-//! store is checked byte for byte and mode for mode; the keyring is exercised end to end by
-//! `formwork logout` (`crates/cli/tests/logout.rs`), with the session bus pointed nowhere.
+//! store is checked byte for byte and mode for mode. The keyring tests take the machine as it
+//! is: without a keyring (CI: no session bus) they check the error and the fall-back to the
+//! file; with one they round-trip through it. A Secret Service for them on Linux:
+//! `dbus-run-session -- sh -c 'echo -n pw | gnome-keyring-daemon --unlock --components=secrets
+//! && cargo test -p formwork-host --test token_store'`. `formwork logout` points the session bus
+//! nowhere to check the fall-back deterministically (`crates/cli/tests/remote_auth.rs`).
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -199,5 +203,71 @@ fn debug_output_hides_the_tokens_and_the_secret() {
         format!("{bare:?}")
             .contains("client_secret: None, access_token: Some(<redacted>), refresh_token: None"),
         "{bare:?}"
+    );
+}
+
+/// The keyring named outright. Where one answers (a desktop, or a session bus with a Secret
+/// Service), a sign-in under a name no one else uses goes in, comes back, is kept apart by
+/// URL and is deleted again; where none does (CI: no session bus), every operation is the
+/// same plain error and nothing falls back to the file.
+#[test]
+fn the_keyring_keeps_a_sign_in_or_says_it_cannot() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = TokenStore::new(CredentialsStoreMode::Keyring, dir.path());
+    assert_eq!(store.describe(), "keyring");
+    let name = format!("formwork-test-{}", std::process::id());
+    let url = "https://keyring.example.com/mcp";
+    match store.load(&name, url) {
+        Err(reason) => {
+            assert!(reason.starts_with("cannot open the keyring: "), "{reason}");
+            assert_eq!(store.save(&tokens(&name, url, "t")), Err(reason.clone()));
+            assert_eq!(store.delete(&name, url), Err(reason));
+            assert_eq!(names_in(dir.path()), Vec::<String>::new());
+        }
+        Ok(found) => {
+            assert_eq!(found, None);
+            let signed_in = tokens(&name, url, "keyring-access");
+            store.save(&signed_in).expect("save");
+            let loaded = store.load(&name, url);
+            let other_url = store.load(&name, "https://keyring.example.org/mcp");
+            let deleted = store.delete(&name, url);
+            let deleted_again = store.delete(&name, url);
+            assert_eq!(loaded, Ok(Some(signed_in)));
+            assert_eq!(other_url, Ok(None));
+            assert_eq!(deleted, Ok(true));
+            assert_eq!(deleted_again, Ok(false));
+            assert_eq!(store.load(&name, url), Ok(None));
+            assert_eq!(names_in(dir.path()), Vec::<String>::new(), "no file");
+        }
+    }
+}
+
+/// `auto` takes the keyring when it answers and the file otherwise; either way what is saved
+/// comes back from a store made the same way.
+#[test]
+fn auto_uses_the_keyring_when_it_answers_else_the_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let keyring_answers = TokenStore::new(CredentialsStoreMode::Keyring, dir.path())
+        .load("formwork-test-probe", "https://probe.example.com")
+        .is_ok();
+    let store = TokenStore::new(CredentialsStoreMode::Auto, dir.path());
+    let expected = if keyring_answers {
+        "keyring".to_owned()
+    } else {
+        format!("file {}", dir.path().join(CREDENTIALS_FILE).display())
+    };
+    assert_eq!(store.describe(), expected);
+    let name = format!("formwork-auto-test-{}", std::process::id());
+    let signed_in = tokens(&name, "https://auto.example.com/mcp", "auto-access");
+    store.save(&signed_in).expect("save");
+    let again = TokenStore::new(CredentialsStoreMode::Auto, dir.path());
+    let loaded = again.load(&name, "https://auto.example.com/mcp");
+    let deleted = again.delete(&name, "https://auto.example.com/mcp");
+    assert_eq!(loaded, Ok(Some(signed_in)));
+    assert_eq!(deleted, Ok(true));
+    assert_eq!(
+        dir.path().join(CREDENTIALS_FILE).exists(),
+        !keyring_answers,
+        "the file is written only without a keyring"
     );
 }
