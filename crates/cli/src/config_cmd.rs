@@ -67,9 +67,11 @@ pub enum ConfigCommand {
         #[command(flatten)]
         config: ConfigArgs,
     },
-    /// Merge another host's MCP servers (`mcpServers` or `servers` JSON) into formwork.toml.
+    /// Merge another host's MCP servers (`mcpServers` or `servers` JSON, or Codex's
+    /// config.toml) into formwork.toml.
     Import {
-        /// The JSON file, e.g. claude_desktop_config.json, .cursor/mcp.json, .vscode/mcp.json.
+        /// The JSON file, e.g. claude_desktop_config.json, .cursor/mcp.json, .vscode/mcp.json,
+        /// or a Codex config.toml (a name ending in .toml).
         file: PathBuf,
         #[command(flatten)]
         config: ConfigArgs,

@@ -8,6 +8,7 @@ mod commands;
 mod config_cmd;
 mod demo_plugin;
 mod doctor_cmd;
+mod logout_cmd;
 mod policy_report;
 mod serve_cmd;
 mod terminal;
@@ -60,6 +61,8 @@ enum Command {
         /// else this directory).
         dir: Option<PathBuf>,
     },
+    /// Forget the OAuth sign-in (the stored tokens) of a configured Streamable HTTP server.
+    Logout(logout_cmd::LogoutArgs),
     /// Connect to a plugin and explain which plugin-form symptoms apply, and what to change.
     Doctor(doctor_cmd::DoctorArgs),
     /// Serve the web workbench on 127.0.0.1 (prints its URL with the access token).
@@ -195,6 +198,7 @@ fn main() -> ExitCode {
         } => commands::schema_check(file.as_deref(), openai_elicitation),
         Command::Config { command } => config_cmd::run(command),
         Command::Trust { dir } => config_cmd::trust(dir.as_deref()),
+        Command::Logout(args) => logout_cmd::run(&args),
         Command::Doctor(args) => block_on(doctor_cmd::run(&args)),
         Command::Serve(args) => {
             serve_runtime().and_then(|runtime| runtime.block_on(serve_cmd::run(&args)))

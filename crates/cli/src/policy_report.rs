@@ -2,7 +2,7 @@
 //! the `policy` entry of `formwork doctor`'s report. A presentation of the loaded config; the
 //! decisions it quotes are `formwork_host::policy`'s.
 
-use formwork_host::config::{Config, ServerConfig, Transport};
+use formwork_host::config::{Config, OAuthConfig, ServerConfig, Transport};
 use formwork_host::policy;
 use serde_json::{Map, Value, json};
 
@@ -29,8 +29,35 @@ pub fn effective_policy(config: &Config) -> Value {
         "forms": config.forms,
         "approval_card": policy::card_rendering(config),
         "mcp_servers": servers,
+        "mcp_oauth_credentials_store": config.mcp_oauth_credentials_store,
+        "mcp_oauth_callback_port": config.mcp_oauth_callback_port,
         "ignored_keys": config.ignored_keys,
     })
+}
+
+/// `[mcp_servers.<name>.oauth]` as set: names of variables and files, never their contents.
+fn describe_oauth(oauth: &OAuthConfig) -> Value {
+    let mut out = Map::new();
+    out.insert("grant".into(), oauth.grant.as_str().into());
+    let optional = [
+        ("client_id", oauth.client_id.clone()),
+        ("client_secret_env_var", oauth.client_secret_env_var.clone()),
+        ("client_metadata_url", oauth.client_metadata_url.clone()),
+        (
+            "private_key_file",
+            oauth
+                .private_key_file
+                .as_ref()
+                .map(|file| file.display().to_string()),
+        ),
+        ("signing_algorithm", oauth.signing_algorithm.clone()),
+    ];
+    for (key, value) in optional {
+        if let Some(value) = value {
+            out.insert(key.into(), value.into());
+        }
+    }
+    Value::Object(out)
 }
 
 fn describe_server(name: &str, server: &ServerConfig) -> Value {
@@ -59,7 +86,11 @@ fn describe_server(name: &str, server: &ServerConfig) -> Value {
         Transport::StreamableHttp {
             url,
             http_headers,
+            env_http_headers,
             bearer_token_env_var,
+            scopes,
+            oauth_resource,
+            oauth,
             share_session,
         } => {
             out.insert("transport".into(), "streamable_http".into());
@@ -73,8 +104,20 @@ fn describe_server(name: &str, server: &ServerConfig) -> Value {
                     json!(http_headers.keys().collect::<Vec<_>>()),
                 );
             }
+            if !env_http_headers.is_empty() {
+                out.insert("env_http_headers".into(), json!(env_http_headers));
+            }
             if let Some(var) = bearer_token_env_var {
                 out.insert("bearer_token_env_var".into(), var.clone().into());
+            }
+            if !scopes.is_empty() {
+                out.insert("scopes".into(), json!(scopes));
+            }
+            if let Some(resource) = oauth_resource {
+                out.insert("oauth_resource".into(), resource.clone().into());
+            }
+            if **oauth != OAuthConfig::default() {
+                out.insert("oauth".into(), describe_oauth(oauth));
             }
         }
         Transport::Builtin { args } => {

@@ -38,9 +38,13 @@ pub use plugin::{
 };
 pub use responder::{BoxFuture, DeclineNotice, FormAction, FormPrompt, FormReply, FormResponder};
 pub use session::{
-    APPS_PROTOCOL_VERSION, AppError, AppReply, CommandError, Host, HostOptions,
-    MAX_APP_REQUESTS_IN_FLIGHT, MAX_APP_TEXT_BYTES, OpenedApp, UiGuard, UploadError, reason,
-    server_target,
+    APPS_PROTOCOL_VERSION, AppError, AppReply, CommandError, DEFAULT_SIGNING_ALGORITHM, Host,
+    HostOptions, MAX_APP_REQUESTS_IN_FLIGHT, MAX_APP_TEXT_BYTES, OpenedApp, UiGuard, UploadError,
+    reason, server_target,
 };
 pub use transport::MAX_FRAME_BYTES;
 pub use transport::auth;
+pub use transport::auth::settings::{AuthSettings, Grant};
+pub use transport::auth::store::{
+    CREDENTIALS_FILE, CredentialsStoreMode, KEYRING_SERVICE, StoredTokens, TokenStore,
+};

@@ -104,7 +104,16 @@ pub fn sync(path: &Path, formwork_exe: &Path) -> Result<SyncReport, ConfigError>
             .and_then(Item::as_table_like_mut)
             .ok_or_else(|| not_a_table(path, &["mcp_servers", builtin.name]))?;
         let mut changed = false;
-        for key in ["url", "http_headers", "bearer_token_env_var"] {
+        for key in [
+            "url",
+            "http_headers",
+            "env_http_headers",
+            "bearer_token_env_var",
+            "scopes",
+            "oauth_resource",
+            "oauth",
+            "share_session",
+        ] {
             changed |= table.remove(key).is_some();
         }
         changed |= set_value(table, "command", Value::from(exe));

@@ -1,10 +1,14 @@
-//! `config import`: brings the MCP servers of another host's JSON configuration into
+//! `config import`: brings the MCP servers of another host's configuration into
 //! `formwork.toml`.
 //!
 //! Understood shapes: `{"mcpServers": {...}}` (Claude Desktop, Cursor, Windsurf, Cline),
 //! `{"servers": {...}}` (VS Code's `mcp.json`) and `{"mcp": {"servers": {...}}}` (VS Code's
 //! `settings.json`). An entry is either `{command, args?, env?, cwd?}` or
-//! `{url | serverUrl, headers?}`, optionally with `type` and `disabled`.
+//! `{url | serverUrl, headers?}`, optionally with `type` and `disabled`. A file whose name ends
+//! in `.toml` is read as Codex's `config.toml`: each `[mcp_servers.<name>]` table keeps the keys
+//! both hosts share: its launch and connection keys (`env_http_headers`,
+//! `bearer_token_env_var`, `scopes` and `oauth_resource` among them), `enabled`, its tool lists
+//! and timeouts; every other key is reported as ignored.
 //!
 //! Imported servers are the person's own, not formwork's, so they get no approval mode and
 //! follow the `auto` default (the tool's annotations decide). Per-host approval lists such as
@@ -16,12 +20,12 @@ use std::path::{Path, PathBuf};
 use indexmap::IndexMap;
 use serde::Serialize;
 use serde_json::Value as Json;
-use toml_edit::{Array, InlineTable, Item, Value};
+use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, Value};
 
 use super::builtin::builtin_server;
 use super::edit::{EditableFile, child_table, set_value};
 use super::error::{ConfigError, Invalid};
-use super::load::valid_server_name;
+use super::load::{self, valid_server_name};
 
 /// What `config import` did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -57,20 +61,92 @@ pub struct ImportedServer {
 /// One server left out by `config import`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SkippedServer {
-    /// Its name in the JSON.
+    /// Its name in the source file.
     pub name: String,
     /// Why it was left out.
     pub reason: String,
 }
 
-/// Merges the servers of the JSON file `source` into the configuration file `config`
-/// (created when missing), keeping its comments and existing entries.
+/// Merges the servers of the JSON file `source` (or of Codex's `config.toml`, for a name
+/// ending in `.toml`) into the configuration file `config` (created when missing), keeping its
+/// comments and existing entries.
 pub fn import(source: &Path, config: &Path) -> Result<ImportReport, ConfigError> {
     let text = std::fs::read_to_string(source).map_err(|err| ConfigError::Read {
         path: source.to_path_buf(),
         source: err,
     })?;
-    let json: Json = serde_json::from_str(&text).map_err(|err| {
+    let (servers, format) = if source.extension().is_some_and(|ext| ext == "toml") {
+        (codex_servers(source, &text)?, "TOML")
+    } else {
+        (json_servers(source, &text)?, "JSON")
+    };
+
+    let mut file = EditableFile::open(config)?;
+    let mut added = Vec::new();
+    let mut skipped = Vec::new();
+    for (name, server) in servers {
+        let skip = |reason: String| SkippedServer {
+            name: name.clone(),
+            reason,
+        };
+        if builtin_server(&name).is_some() {
+            skipped.push(skip(
+                "the name is reserved for formwork's built-in server".into(),
+            ));
+            continue;
+        }
+        if file.config.mcp_servers.contains_key(&name) {
+            skipped.push(skip(
+                "already configured; the existing entry was kept".into(),
+            ));
+            continue;
+        }
+        if !valid_server_name(&name) {
+            skipped.push(skip(format!(
+                "a server name may only use letters, digits, '_' and '-'; rename it in the {format}"
+            )));
+            continue;
+        }
+        let server = match server.and_then(|server| loads_alone(&name, server)) {
+            Ok(server) => server,
+            Err(reason) => {
+                skipped.push(skip(reason));
+                continue;
+            }
+        };
+        let table = child_table(file.doc.as_item_mut(), "mcp_servers", true)
+            .and_then(|servers| child_table(servers, &name, false))
+            .and_then(Item::as_table_like_mut)
+            .ok_or_else(|| ConfigError::Refused {
+                path: config.to_path_buf(),
+                message: "cannot edit `mcp_servers`: it is not a table".into(),
+            })?;
+        for (key, value) in server.keys {
+            set_value(table, key, value);
+        }
+        added.push(ImportedServer {
+            name: name.clone(),
+            transport: server.transport,
+            ignored_fields: server.ignored_fields,
+            notes: server.notes,
+        });
+    }
+    let written = file.commit()?;
+    Ok(ImportReport {
+        source: source.to_path_buf(),
+        config: config.to_path_buf(),
+        written,
+        added,
+        skipped,
+    })
+}
+
+/// One server of the source by name, converted or with the reason it cannot be.
+type SourceServer = (String, Result<Converted, String>);
+
+/// The servers of another host's JSON file, in its order.
+fn json_servers(source: &Path, text: &str) -> Result<Vec<SourceServer>, ConfigError> {
+    let json: Json = serde_json::from_str(text).map_err(|err| {
         ConfigError::Invalid(Box::new(Invalid {
             path: Some(source.to_path_buf()),
             line: Some(err.line()),
@@ -98,65 +174,10 @@ pub fn import(source: &Path, config: &Path) -> Result<ImportReport, ConfigError>
         })));
     };
 
-    let mut file = EditableFile::open(config)?;
-    let mut added = Vec::new();
-    let mut skipped = Vec::new();
-    for (name, entry) in servers {
-        let skip = |reason: String| SkippedServer {
-            name: name.clone(),
-            reason,
-        };
-        if builtin_server(name).is_some() {
-            skipped.push(skip(
-                "the name is reserved for formwork's built-in server".into(),
-            ));
-            continue;
-        }
-        if file.config.mcp_servers.contains_key(name) {
-            skipped.push(skip(
-                "already configured; the existing entry was kept".into(),
-            ));
-            continue;
-        }
-        if !valid_server_name(name) {
-            skipped.push(skip(
-                "a server name may only use letters, digits, '_' and '-'; rename it in the JSON"
-                    .into(),
-            ));
-            continue;
-        }
-        let server = match convert(entry) {
-            Ok(server) => server,
-            Err(reason) => {
-                skipped.push(skip(reason));
-                continue;
-            }
-        };
-        let table = child_table(file.doc.as_item_mut(), "mcp_servers", true)
-            .and_then(|servers| child_table(servers, name, false))
-            .and_then(Item::as_table_like_mut)
-            .ok_or_else(|| ConfigError::Refused {
-                path: config.to_path_buf(),
-                message: "cannot edit `mcp_servers`: it is not a table".into(),
-            })?;
-        for (key, value) in server.keys {
-            set_value(table, key, value);
-        }
-        added.push(ImportedServer {
-            name: name.clone(),
-            transport: server.transport,
-            ignored_fields: server.ignored_fields,
-            notes: server.notes,
-        });
-    }
-    let written = file.commit()?;
-    Ok(ImportReport {
-        source: source.to_path_buf(),
-        config: config.to_path_buf(),
-        written,
-        added,
-        skipped,
-    })
+    Ok(servers
+        .iter()
+        .map(|(name, entry)| (name.clone(), convert(entry)))
+        .collect())
 }
 
 /// The servers object and the key it was found under.
@@ -191,6 +212,109 @@ const KNOWN_FIELDS: &[&str] = &[
     "headers",
     "disabled",
 ];
+
+/// The `[mcp_servers]` of Codex's `config.toml`, in its order.
+fn codex_servers(source: &Path, text: &str) -> Result<Vec<SourceServer>, ConfigError> {
+    let doc = text
+        .parse::<DocumentMut>()
+        .map_err(|err| ConfigError::invalid(Some(source), text, err.span(), "", err.message()))?;
+    let Some(servers) = doc.get("mcp_servers") else {
+        return Ok(Vec::new());
+    };
+    let Some(servers) = servers.as_table_like() else {
+        return Err(ConfigError::Invalid(Box::new(Invalid {
+            path: Some(source.to_path_buf()),
+            line: None,
+            column: None,
+            key: "mcp_servers".into(),
+            message: "expected a table of servers by name".into(),
+        })));
+    };
+    Ok(servers
+        .iter()
+        .map(|(name, table)| {
+            let server = table
+                .as_table_like()
+                .ok_or_else(|| "the entry is not a table".to_owned())
+                .and_then(convert_codex);
+            (name.to_owned(), server)
+        })
+        .collect())
+}
+
+/// The keys of a Codex server table that formwork takes over as they are.
+const CODEX_KEYS: &[&str] = &[
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "url",
+    "http_headers",
+    "env_http_headers",
+    "bearer_token_env_var",
+    "scopes",
+    "oauth_resource",
+    "enabled",
+    "enabled_tools",
+    "disabled_tools",
+    "startup_timeout_sec",
+    "tool_timeout_sec",
+];
+
+/// A Codex server table: the shared keys copied in its order (sub-tables become inline
+/// tables), the rest ignored. Approval settings (`default_tools_approval_mode`, `tools`) are
+/// among the ignored: an import never widens what a plugin may do.
+fn convert_codex(table: &dyn toml_edit::TableLike) -> Result<Converted, String> {
+    let transport = match (table.contains_key("command"), table.contains_key("url")) {
+        (true, true) => return Err("the entry has both `command` and `url`".into()),
+        (false, false) => return Err("the entry has neither `command` nor `url`".into()),
+        (true, false) => "stdio",
+        (false, true) => "streamable_http",
+    };
+    let mut keys = Vec::new();
+    let mut ignored_fields = Vec::new();
+    for (key, item) in table.iter() {
+        let Some(known) = CODEX_KEYS.iter().copied().find(|known| *known == key) else {
+            ignored_fields.push(key.to_owned());
+            continue;
+        };
+        let mut value = match item {
+            Item::Value(value) => value.clone(),
+            Item::Table(table) => Value::InlineTable(table.clone().into_inline_table()),
+            _ => return Err(format!("`{key}` is not a value formwork can copy")),
+        };
+        value.decor_mut().clear();
+        keys.push((known, value));
+    }
+    let notes = placeholder_notes(&keys);
+    Ok(Converted {
+        transport,
+        keys,
+        ignored_fields,
+        notes,
+    })
+}
+
+/// The server as it would be written, if it loads by itself; else why not, naming the key.
+fn loads_alone(name: &str, server: Converted) -> Result<Converted, String> {
+    let mut doc = DocumentMut::new();
+    let mut table = Table::new();
+    for (key, value) in &server.keys {
+        table.insert(key, Item::Value(value.clone()));
+    }
+    let mut servers = Table::new();
+    servers.set_implicit(true);
+    servers.insert(name, Item::Table(table));
+    doc.insert("mcp_servers", Item::Table(servers));
+    match load::parse(&doc.to_string(), None) {
+        Ok(_) => Ok(server),
+        Err(ConfigError::Invalid(invalid)) => Err(format!(
+            "it would not load: {}: {}",
+            invalid.key, invalid.message
+        )),
+        Err(other) => Err(format!("it would not load: {other}")),
+    }
+}
 
 fn convert(entry: &Json) -> Result<Converted, String> {
     let Some(entry) = entry.as_object() else {

@@ -164,6 +164,8 @@ pub(crate) fn assemble(sources: Vec<ConfigSource>, files: Vec<(Layer, FileConfig
     let mut tool_call_mcp_elicitation = None;
     let mut openai_elicitation = None;
     let mut forms = FormsConfig::default();
+    let mut mcp_oauth_credentials_store = None;
+    let mut mcp_oauth_callback_port = None;
     let mut mcp_servers = IndexMap::new();
     let mut ignored_keys: Vec<String> = Vec::new();
     for (layer, file) in files {
@@ -173,6 +175,10 @@ pub(crate) fn assemble(sources: Vec<ConfigSource>, files: Vec<(Layer, FileConfig
         openai_elicitation = file.openai_elicitation.or(openai_elicitation);
         forms.max_pending = file.max_pending_forms.unwrap_or(forms.max_pending);
         forms.sensitive_fields = file.sensitive_fields.unwrap_or(forms.sensitive_fields);
+        mcp_oauth_credentials_store = file
+            .mcp_oauth_credentials_store
+            .or(mcp_oauth_credentials_store);
+        mcp_oauth_callback_port = file.mcp_oauth_callback_port.or(mcp_oauth_callback_port);
         // `insert` keeps an existing name in its place and replaces its table.
         mcp_servers.extend(file.mcp_servers);
         let mut ignored = file.ignored_keys;
@@ -201,6 +207,8 @@ pub(crate) fn assemble(sources: Vec<ConfigSource>, files: Vec<(Layer, FileConfig
         },
         forms,
         mcp_servers,
+        mcp_oauth_credentials_store: mcp_oauth_credentials_store.unwrap_or_default(),
+        mcp_oauth_callback_port,
         ignored_keys,
     }
 }

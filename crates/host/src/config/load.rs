@@ -21,8 +21,8 @@ use toml_edit::{Document, TableLike};
 use super::builtin::builtin_server;
 use super::error::{ConfigError, dotted, key_segment};
 use super::types::{
-    ApprovalMode, ApprovalPolicy, Config, MAX_PENDING_FORMS_LIMIT, SensitiveFields, ServerConfig,
-    ToolConfig, Transport, TrustLevel,
+    ApprovalMode, ApprovalPolicy, Config, CredentialsStore, MAX_PENDING_FORMS_LIMIT, OAuthConfig,
+    OAuthGrant, SensitiveFields, ServerConfig, ToolConfig, Transport, TrustLevel,
 };
 
 /// Top-level keys formwork reads.
@@ -31,6 +31,8 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "elicitations_auto_deny",
     "features",
     "forms",
+    "mcp_oauth_callback_port",
+    "mcp_oauth_credentials_store",
     "mcp_servers",
     "projects",
 ];
@@ -67,8 +69,6 @@ const CODEX_TOP_LEVEL_KEYS: &[&str] = &[
     "include_apply_patch_tool",
     "instructions",
     "log_dir",
-    "mcp_oauth_callback_port",
-    "mcp_oauth_credentials_store",
     "memories",
     "model",
     "model_auto_compact_token_limit",
@@ -126,6 +126,9 @@ pub(crate) struct FileConfig {
     pub(crate) ignored_keys: Vec<String>,
     /// `[projects."<dir>"]`, validated; only the user config's counts.
     pub(crate) projects: Option<IndexMap<PathBuf, Option<TrustLevel>>>,
+    pub(crate) mcp_oauth_credentials_store: Option<CredentialsStore>,
+    /// `mcp_oauth_callback_port`, checked.
+    pub(crate) mcp_oauth_callback_port: Option<u16>,
 }
 
 /// Parses one file by itself: its settings over the embedded default, as if it were the only
@@ -203,6 +206,19 @@ pub(crate) fn parse_file(text: &str, path: Option<&Path>) -> Result<FileConfig, 
         },
     };
 
+    let mcp_oauth_callback_port = match raw.mcp_oauth_callback_port {
+        None => None,
+        Some(port) => match u16::try_from(port) {
+            Ok(port @ 1..) => Some(port),
+            _ => {
+                return Err(ctx.error(
+                    &["mcp_oauth_callback_port"],
+                    "expected a port from 1 to 65535 (leave it out for a free port each time)",
+                ));
+            }
+        },
+    };
+
     Ok(FileConfig {
         approval_policy: raw.approval_policy,
         elicitations_auto_deny: raw.elicitations_auto_deny,
@@ -213,6 +229,8 @@ pub(crate) fn parse_file(text: &str, path: Option<&Path>) -> Result<FileConfig, 
         mcp_servers,
         ignored_keys,
         projects,
+        mcp_oauth_credentials_store: raw.mcp_oauth_credentials_store,
+        mcp_oauth_callback_port,
     })
 }
 
@@ -250,6 +268,8 @@ struct RawConfig {
     projects: Option<IndexMap<String, RawProject>>,
     #[serde(default)]
     forms: RawForms,
+    mcp_oauth_credentials_store: Option<CredentialsStore>,
+    mcp_oauth_callback_port: Option<i64>,
 }
 
 /// The `[forms]` table.
@@ -278,7 +298,11 @@ struct RawServer {
     cwd: Option<std::path::PathBuf>,
     url: Option<String>,
     http_headers: Option<IndexMap<String, String>>,
+    env_http_headers: Option<IndexMap<String, String>>,
     bearer_token_env_var: Option<String>,
+    scopes: Option<Vec<String>>,
+    oauth_resource: Option<String>,
+    oauth: Option<RawOAuth>,
     share_session: Option<bool>,
     enabled: Option<bool>,
     enabled_tools: Option<Vec<String>>,
@@ -290,14 +314,24 @@ struct RawServer {
     #[serde(default)]
     tools: IndexMap<String, ToolConfig>,
     // Codex keys formwork accepts and does not use. `env_vars` is moot because plugins inherit
-    // formwork's whole environment; the rest concern OAuth, startup bookkeeping and
-    // parallelism that formwork does not have.
+    // formwork's whole environment; the rest concern startup bookkeeping and parallelism that
+    // formwork does not have.
     env_vars: Option<toml::Value>,
     startup_timeout_ms: Option<toml::Value>,
     required: Option<toml::Value>,
-    scopes: Option<toml::Value>,
-    oauth_resource: Option<toml::Value>,
     supports_parallel_tool_calls: Option<toml::Value>,
+}
+
+/// `[mcp_servers.<name>.oauth]` as written (formwork's own table, not Codex's).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawOAuth {
+    client_id: Option<String>,
+    client_secret_env_var: Option<String>,
+    client_metadata_url: Option<String>,
+    grant: Option<String>,
+    private_key_file: Option<PathBuf>,
+    signing_algorithm: Option<String>,
 }
 
 struct Ctx<'a> {
@@ -443,8 +477,6 @@ fn build_server(
         ("env_vars", raw.env_vars.is_some()),
         ("startup_timeout_ms", raw.startup_timeout_ms.is_some()),
         ("required", raw.required.is_some()),
-        ("scopes", raw.scopes.is_some()),
-        ("oauth_resource", raw.oauth_resource.is_some()),
         (
             "supports_parallel_tool_calls",
             raw.supports_parallel_tool_calls.is_some(),
@@ -465,6 +497,7 @@ fn build_server(
     };
 
     let builtin = builtin_server(name);
+    let http_keys = http_keys(&raw);
     let transport = match (raw.command, raw.url) {
         (Some(_), Some(_)) => {
             return Err(ctx.error(
@@ -473,11 +506,7 @@ fn build_server(
             ));
         }
         (Some(command), None) => {
-            for (key, present) in [
-                ("http_headers", raw.http_headers.is_some()),
-                ("bearer_token_env_var", raw.bearer_token_env_var.is_some()),
-                ("share_session", raw.share_session.is_some()),
-            ] {
+            for (key, present) in http_keys {
                 if present {
                     return Err(ctx.error(
                         &at(key),
@@ -521,10 +550,44 @@ fn build_server(
                     "`http_headers` already has an Authorization header; keep one of the two",
                 ));
             }
+            let env_http_headers = raw.env_http_headers.unwrap_or_default();
+            for header in env_http_headers.keys() {
+                let keys = ["mcp_servers", name, "env_http_headers", header.as_str()];
+                if http_headers
+                    .keys()
+                    .any(|other| other.eq_ignore_ascii_case(header))
+                {
+                    return Err(ctx.error(
+                        &keys,
+                        "`http_headers` already has this header; keep one of the two",
+                    ));
+                }
+                if raw.bearer_token_env_var.is_some()
+                    && header.eq_ignore_ascii_case("authorization")
+                {
+                    return Err(ctx.error(
+                        &keys,
+                        "`bearer_token_env_var` already sends an Authorization header; keep one \
+                         of the two",
+                    ));
+                }
+            }
+            if let Some(resource) = &raw.oauth_resource {
+                check_resource(resource)
+                    .map_err(|reason| ctx.error(&at("oauth_resource"), reason))?;
+            }
+            let oauth = match raw.oauth {
+                Some(oauth) => Box::new(build_oauth(ctx, name, oauth)?),
+                None => Box::default(),
+            };
             Transport::StreamableHttp {
                 url,
                 http_headers,
+                env_http_headers,
                 bearer_token_env_var: raw.bearer_token_env_var,
+                scopes: raw.scopes.unwrap_or_default(),
+                oauth_resource: raw.oauth_resource,
+                oauth,
                 share_session: raw.share_session.unwrap_or(false),
             }
         }
@@ -534,10 +597,10 @@ fn build_server(
                     ("args", raw.args.is_some()),
                     ("env", raw.env.is_some()),
                     ("cwd", raw.cwd.is_some()),
-                    ("http_headers", raw.http_headers.is_some()),
-                    ("bearer_token_env_var", raw.bearer_token_env_var.is_some()),
-                    ("share_session", raw.share_session.is_some()),
-                ] {
+                ]
+                .into_iter()
+                .chain(http_keys)
+                {
                     if present {
                         return Err(ctx.error(
                             &at(key),
@@ -572,6 +635,125 @@ fn build_server(
         protocol_version,
         file: ctx.path.map(Path::to_path_buf),
     })
+}
+
+/// The keys only a `url` server takes, and whether the table has each.
+fn http_keys(raw: &RawServer) -> [(&'static str, bool); 7] {
+    [
+        ("http_headers", raw.http_headers.is_some()),
+        ("env_http_headers", raw.env_http_headers.is_some()),
+        ("bearer_token_env_var", raw.bearer_token_env_var.is_some()),
+        ("scopes", raw.scopes.is_some()),
+        ("oauth_resource", raw.oauth_resource.is_some()),
+        ("oauth", raw.oauth.is_some()),
+        ("share_session", raw.share_session.is_some()),
+    ]
+}
+
+/// `[mcp_servers.<name>.oauth]`, checked: a grant the keys can carry out, and a metadata URL
+/// that can be one. A relative `private_key_file` is made relative to the file's directory.
+fn build_oauth(ctx: &Ctx<'_>, name: &str, raw: RawOAuth) -> Result<OAuthConfig, ConfigError> {
+    let at = |key: &'static str| ["mcp_servers", name, "oauth", key];
+    let grant = match raw.grant.as_deref() {
+        None => OAuthGrant::default(),
+        Some(text) => OAuthGrant::parse(text).ok_or_else(|| {
+            ctx.error(
+                &at("grant"),
+                format!(
+                    r#"unknown grant "{text}", expected "authorization_code" or "client_credentials""#
+                ),
+            )
+        })?,
+    };
+    if let Some(url) = &raw.client_metadata_url {
+        check_metadata_url(url).map_err(|reason| ctx.error(&at("client_metadata_url"), reason))?;
+    }
+    if raw.client_secret_env_var.is_some() && raw.client_id.is_none() {
+        return Err(ctx.error(
+            &at("client_secret_env_var"),
+            "a client secret needs the `client_id` it belongs to",
+        ));
+    }
+    if raw.private_key_file.is_some() && grant != OAuthGrant::ClientCredentials {
+        return Err(ctx.error(
+            &at("private_key_file"),
+            r#"a private key signs in with grant = "client_credentials" only"#,
+        ));
+    }
+    if raw.signing_algorithm.is_some() && raw.private_key_file.is_none() {
+        return Err(ctx.error(
+            &at("signing_algorithm"),
+            "the signing algorithm is for the key of `private_key_file`, which is not given",
+        ));
+    }
+    if grant == OAuthGrant::ClientCredentials {
+        if raw.client_id.is_none() {
+            return Err(ctx.error(
+                &at("grant"),
+                "the client_credentials grant needs `client_id`",
+            ));
+        }
+        match (&raw.client_secret_env_var, &raw.private_key_file) {
+            (None, None) => {
+                return Err(ctx.error(
+                    &at("grant"),
+                    "the client_credentials grant needs `client_secret_env_var` or \
+                     `private_key_file`",
+                ));
+            }
+            (Some(_), Some(_)) => {
+                return Err(ctx.error(
+                    &at("private_key_file"),
+                    "the client signs in with `client_secret_env_var` or with \
+                     `private_key_file`; keep one of the two",
+                ));
+            }
+            _ => {}
+        }
+    }
+    let base = ctx.path.and_then(Path::parent);
+    let private_key_file = raw.private_key_file.map(|file| match base {
+        Some(dir) if file.is_relative() => dir.join(file),
+        _ => file,
+    });
+    Ok(OAuthConfig {
+        client_id: raw.client_id,
+        client_secret_env_var: raw.client_secret_env_var,
+        client_metadata_url: raw.client_metadata_url,
+        grant,
+        private_key_file,
+        signing_algorithm: raw.signing_algorithm,
+    })
+}
+
+/// A client ID metadata document is named by an https URL with a path.
+fn check_metadata_url(text: &str) -> Result<(), String> {
+    let usable = url::Url::parse(text)
+        .is_ok_and(|url| url.scheme() == "https" && url.path() != "/" && url.fragment().is_none());
+    if usable {
+        Ok(())
+    } else {
+        Err(
+            "expected an https URL with a path and no fragment (the client ID metadata \
+             document), such as https://example.com/formwork-client.json"
+                .to_owned(),
+        )
+    }
+}
+
+/// An RFC 8707 resource is an absolute URI without a fragment; formwork's are http(s) URLs.
+fn check_resource(text: &str) -> Result<(), String> {
+    let usable = url::Url::parse(text)
+        .is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.fragment().is_none());
+    if usable {
+        Ok(())
+    } else {
+        Err(
+            "expected an http:// or https:// URL without a fragment (the resource to ask \
+             tokens for)"
+                .to_owned(),
+        )
+    }
 }
 
 /// Reads a `protocol_version`: `"auto"` (`None`: 2026-07-28 when the plugin offers it, else the

@@ -80,9 +80,10 @@ pub use import::{ImportReport, ImportedServer, SkippedServer, import};
 pub use layers::{ConfigLocations, find_project_file, user_config_path};
 pub use load::{MAX_TIMEOUT_SECS, parse_protocol_version};
 pub use types::{
-    ApprovalMode, ApprovalPolicy, Config, ConfigSource, DEFAULT_MAX_PENDING_FORMS, Features,
-    FormsConfig, GranularApproval, Layer, MAX_PENDING_FORMS_LIMIT, SensitiveFields, ServerConfig,
-    SourceStatus, ToolConfig, Transport, TrustLevel,
+    ApprovalMode, ApprovalPolicy, Config, ConfigSource, CredentialsStore,
+    DEFAULT_MAX_PENDING_FORMS, Features, FormsConfig, GranularApproval, Layer,
+    MAX_PENDING_FORMS_LIMIT, OAuthConfig, OAuthGrant, SensitiveFields, ServerConfig, SourceStatus,
+    ToolConfig, Transport, TrustLevel,
 };
 
 /// The name of every configuration file: the user config's and a project's.

@@ -30,6 +30,12 @@ pub struct Config {
     /// layer replaces keeps its place), then the upper layer's new ones, then every built-in
     /// server no layer mentions.
     pub mcp_servers: IndexMap<String, ServerConfig>,
+    /// `mcp_oauth_credentials_store`: where the OAuth tokens of remote servers are kept.
+    /// Default `auto`.
+    pub mcp_oauth_credentials_store: CredentialsStore,
+    /// `mcp_oauth_callback_port`: the port on 127.0.0.1 that receives the browser's redirect
+    /// after a sign-in; `None` (the default) picks a free one each time.
+    pub mcp_oauth_callback_port: Option<u16>,
     /// Dotted keys that Codex knows and formwork accepts without using, in file order, lowest
     /// layer first (a key two layers set is listed once).
     pub ignored_keys: Vec<String>,
@@ -406,14 +412,27 @@ pub enum Transport {
         /// Its working directory.
         cwd: Option<PathBuf>,
     },
-    /// `url` (+ `http_headers`, `bearer_token_env_var`): a Streamable HTTP endpoint.
+    /// `url` (+ `http_headers`, `env_http_headers`, `bearer_token_env_var`, the OAuth keys): a
+    /// Streamable HTTP endpoint.
     StreamableHttp {
         /// The endpoint.
         url: String,
         /// Headers sent with every request.
         http_headers: IndexMap<String, String>,
+        /// `env_http_headers`: headers sent with every request, each the value of the
+        /// environment variable it names (header name to variable name).
+        env_http_headers: IndexMap<String, String>,
         /// The environment variable whose value is sent as `Authorization: Bearer <value>`.
         bearer_token_env_var: Option<String>,
+        /// `scopes`: the OAuth scopes to ask for instead of the discovered ones (empty: the
+        /// discovered ones).
+        scopes: Vec<String>,
+        /// `oauth_resource`: the RFC 8707 resource to ask tokens for instead of the
+        /// discovered one.
+        oauth_resource: Option<String>,
+        /// `[mcp_servers.<name>.oauth]`: formwork's own OAuth client settings (boxed: most
+        /// servers have none, and it would double the size of every transport).
+        oauth: Box<OAuthConfig>,
         /// formwork's own key: one connection (one MCP session) serves every formwork session,
         /// and each form is routed by the call on whose response stream it arrives.
         share_session: bool,
@@ -426,12 +445,77 @@ pub enum Transport {
     },
 }
 
+/// `[mcp_servers.<name>.oauth]`: how formwork presents itself to the server's authorization
+/// server. Names of variables and files only; the secrets are read by
+/// `Transport::auth_settings` (in the session layer, which hands them to the transport).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct OAuthConfig {
+    /// `client_id`: a client registered with the authorization server beforehand.
+    pub client_id: Option<String>,
+    /// `client_secret_env_var`: the environment variable holding that client's secret.
+    pub client_secret_env_var: Option<String>,
+    /// `client_metadata_url`: the https URL of a client ID metadata document.
+    pub client_metadata_url: Option<String>,
+    /// `grant`: `"authorization_code"` (the default) or `"client_credentials"`.
+    pub grant: OAuthGrant,
+    /// `private_key_file`: a PKCS#8 PEM key that signs the client's assertion
+    /// (`private_key_jwt`, client credentials only); a relative path is relative to the
+    /// directory of the file that names it.
+    pub private_key_file: Option<PathBuf>,
+    /// `signing_algorithm`: the JWS algorithm of that assertion (default `ES256`).
+    pub signing_algorithm: Option<String>,
+}
+
+/// `oauth.grant`: how tokens are obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OAuthGrant {
+    /// `"authorization_code"`: the person signs in in a browser.
+    #[default]
+    AuthorizationCode,
+    /// `"client_credentials"`: the client signs in as itself, with a secret or a private key.
+    ClientCredentials,
+}
+
+impl OAuthGrant {
+    /// The name used in the file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OAuthGrant::AuthorizationCode => "authorization_code",
+            OAuthGrant::ClientCredentials => "client_credentials",
+        }
+    }
+
+    /// Parses the name used in the file.
+    pub fn parse(name: &str) -> Option<OAuthGrant> {
+        match name {
+            "authorization_code" => Some(OAuthGrant::AuthorizationCode),
+            "client_credentials" => Some(OAuthGrant::ClientCredentials),
+            _ => None,
+        }
+    }
+}
+
+/// `mcp_oauth_credentials_store`, with Codex's names: where OAuth tokens are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CredentialsStore {
+    /// `"auto"`, the default: the system keyring when one is usable, else the file.
+    #[default]
+    Auto,
+    /// `"keyring"`: the system keyring only.
+    Keyring,
+    /// `"file"`: `mcp-credentials.json` in the data directory.
+    File,
+}
+
 impl Transport {
-    /// The headers sent with every HTTP request: `http_headers`, then `Authorization: Bearer`
-    /// with the value of `bearer_token_env_var`. None for other transports.
+    /// The headers sent with every HTTP request: `http_headers`, then each of
+    /// `env_http_headers` with the value of its variable, then `Authorization: Bearer` with the
+    /// value of `bearer_token_env_var`. None for other transports.
     pub fn http_headers(&self) -> Result<Vec<(String, String)>, String> {
         let Transport::StreamableHttp {
             http_headers,
+            env_http_headers,
             bearer_token_env_var,
             ..
         } = self
@@ -442,6 +526,18 @@ impl Transport {
             .iter()
             .map(|(name, value)| (name.clone(), value.clone()))
             .collect();
+        for (name, variable) in env_http_headers {
+            let value = std::env::var(variable)
+                .ok()
+                .filter(|value| !value.is_empty())
+                .ok_or_else(|| {
+                    format!(
+                        "the environment variable `{variable}` (env_http_headers.{}) is not set",
+                        super::error::key_segment(name)
+                    )
+                })?;
+            headers.push((name.clone(), value));
+        }
         if let Some(variable) = bearer_token_env_var {
             let token = std::env::var(variable)
                 .ok()

@@ -6,6 +6,7 @@
 //! of different sessions never wait on each other.
 
 mod apps;
+mod auth;
 mod calls;
 mod cards;
 mod connections;
@@ -14,6 +15,7 @@ pub use apps::{
     APPS_PROTOCOL_VERSION, AppError, AppReply, MAX_APP_REQUESTS_IN_FLIGHT, MAX_APP_TEXT_BYTES,
     OpenedApp,
 };
+pub use auth::DEFAULT_SIGNING_ALGORITHM;
 pub use calls::server_target;
 
 use std::collections::{HashMap, HashSet, VecDeque};

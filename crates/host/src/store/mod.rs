@@ -133,11 +133,18 @@ impl Store {
     /// else `<user data dir>/formwork/formwork.db` (`~/.local/share` on Linux, `~/Library/
     /// Application Support` on macOS).
     pub fn default_path() -> Result<PathBuf, StoreError> {
+        Ok(Self::path_in(&Self::default_data_dir()?))
+    }
+
+    /// The data directory by default: `$FORMWORK_DATA_DIR` if that is set, else
+    /// `<user data dir>/formwork`. It also holds the OAuth credentials file
+    /// ([`crate::CREDENTIALS_FILE`]).
+    pub fn default_data_dir() -> Result<PathBuf, StoreError> {
         if let Some(dir) = std::env::var_os(DATA_DIR_ENV).filter(|dir| !dir.is_empty()) {
-            return Ok(Self::path_in(Path::new(&dir)));
+            return Ok(PathBuf::from(dir));
         }
         let data = dirs::data_dir().ok_or(StoreError::NoDataDir)?;
-        Ok(Self::path_in(&data.join("formwork")))
+        Ok(data.join("formwork"))
     }
 
     /// The database file inside a data directory (what `--data-dir DIR` means).

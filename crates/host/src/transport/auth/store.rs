@@ -1,39 +1,321 @@
-//! TEMPORARY local copy of the store interface (replaced by the store branch).
-use std::path::Path;
+//! Where the OAuth tokens of remote plugins are kept between runs, as Codex's
+//! `mcp_oauth_credentials_store`: the system keyring (macOS Keychain, Windows Credential
+//! Manager, the Secret Service elsewhere) or a private JSON file in the data directory.
+//!
+//! An entry belongs to a server name **and** its URL: pointing a name at another URL does not
+//! send the old URL's tokens there. A keyring entry is one item of the service
+//! [`KEYRING_SERVICE`] whose account is `<name> <url>` and whose secret is the entry's JSON. The
+//! file, [`CREDENTIALS_FILE`] in the data directory, is one JSON object whose keys are
+//! `<name> <url>` and whose values are the entries; it is `0600`, and every write replaces it
+//! whole (a temporary `0600` file beside it, fsynced, renamed over it), so a reader never sees
+//! half of one. Two processes writing at once can lose one of the two writes, not the file.
+//!
+//! **Invariant:** no token, secret or entry text reaches a log line or an error message.
+
+use std::fmt;
+use std::fs::{DirBuilder, File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+
+use super::settings::redacted;
+
+/// The keyring service every entry is filed under.
+pub const KEYRING_SERVICE: &str = "formwork MCP credentials";
+
+/// The file's name inside the data directory.
+pub const CREDENTIALS_FILE: &str = "mcp-credentials.json";
+
+/// `mcp_oauth_credentials_store`: where tokens are kept.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum CredentialsStoreMode {
+    /// `"auto"` (the default): the keyring when one is usable, else the file.
+    #[default]
     Auto,
+    /// `"keyring"`: the system keyring only; an unusable keyring is an error.
     Keyring,
+    /// `"file"`: [`CREDENTIALS_FILE`] in the data directory.
     File,
 }
-#[derive(Clone, serde::Serialize, serde::Deserialize, PartialEq)]
+
+/// What is kept of one sign-in.
+#[derive(Clone, Serialize, Deserialize, PartialEq)]
 pub struct StoredTokens {
+    /// The server's name in the config.
     pub server_name: String,
+    /// The server's URL when it signed in.
     pub url: String,
+    /// The authorization server's issuer and token endpoint the tokens came from.
     pub issuer: String,
+    /// See `issuer`.
     pub token_endpoint: String,
+    /// The client the tokens were issued to (registered, pre-registered or a metadata URL).
     pub client_id: String,
+    /// Its secret, when it has one (a dynamically registered confidential client).
     pub client_secret: Option<String>,
+    /// The access token.
     pub access_token: String,
+    /// The refresh token, when one was issued.
     pub refresh_token: Option<String>,
+    /// Unix seconds.
     pub expires_at: Option<u64>,
+    /// The scopes granted.
     pub scopes: Vec<String>,
+    /// The RFC 8707 resource the token was issued for.
     pub resource: Option<String>,
 }
-pub struct TokenStore;
+
+impl fmt::Debug for StoredTokens {
+    /// Everything but the tokens and the secret, which show only whether they are there.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StoredTokens")
+            .field("server_name", &self.server_name)
+            .field("url", &self.url)
+            .field("issuer", &self.issuer)
+            .field("token_endpoint", &self.token_endpoint)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &redacted(self.client_secret.as_ref()))
+            .field("access_token", &redacted(Some(&self.access_token)))
+            .field("refresh_token", &redacted(self.refresh_token.as_ref()))
+            .field("expires_at", &self.expires_at)
+            .field("scopes", &self.scopes)
+            .field("resource", &self.resource)
+            .finish()
+    }
+}
+
+/// The token store in force: the keyring or the file, decided when it is made.
+#[derive(Debug, Clone)]
+pub struct TokenStore {
+    backend: Backend,
+}
+
+#[derive(Debug, Clone)]
+enum Backend {
+    Keyring,
+    File(PathBuf),
+}
+
 impl TokenStore {
-    pub fn new(_mode: CredentialsStoreMode, _data_dir: &Path) -> TokenStore {
-        TokenStore
+    /// The store `mode` names, with its file in `data_dir`. For [`CredentialsStoreMode::Auto`]
+    /// this asks the keyring once (reading an entry that does not exist) and takes the file
+    /// when the keyring cannot answer.
+    pub fn new(mode: CredentialsStoreMode, data_dir: &Path) -> TokenStore {
+        let file = || Backend::File(data_dir.join(CREDENTIALS_FILE));
+        let backend = match mode {
+            CredentialsStoreMode::Keyring => Backend::Keyring,
+            CredentialsStoreMode::File => file(),
+            CredentialsStoreMode::Auto => match keyring_probe() {
+                Ok(()) => Backend::Keyring,
+                Err(reason) => {
+                    tracing::debug!(%reason, "no usable keyring; OAuth tokens go to the file");
+                    file()
+                }
+            },
+        };
+        TokenStore { backend }
     }
-    pub fn load(&self, _server_name: &str, _url: &str) -> Result<Option<StoredTokens>, String> {
-        Ok(None)
+
+    /// The tokens of `server_name` at `url`, if any are kept.
+    pub fn load(&self, server_name: &str, url: &str) -> Result<Option<StoredTokens>, String> {
+        let key = entry_key(server_name, url);
+        let tokens = match &self.backend {
+            Backend::Keyring => {
+                let entry = keyring_entry(&key)?;
+                let text = match entry.get_password() {
+                    Ok(text) => text,
+                    Err(keyring::Error::NoEntry) => return Ok(None),
+                    Err(err) => return Err(keyring_error("read", &err)),
+                };
+                serde_json::from_str::<StoredTokens>(&text).map_err(|err| {
+                    format!(
+                        "the keyring entry for `{server_name}` is not a formwork sign-in ({})",
+                        json_error_kind(&err)
+                    )
+                })?
+            }
+            Backend::File(path) => match read_file(path)?.shift_remove(&key) {
+                Some(tokens) => tokens,
+                None => return Ok(None),
+            },
+        };
+        // An entry is only ever written under its own name and URL; anything else is not it.
+        Ok((tokens.server_name == server_name && tokens.url == url).then_some(tokens))
     }
-    pub fn save(&self, _tokens: &StoredTokens) -> Result<(), String> {
-        Ok(())
+
+    /// Keeps `tokens` for their server name and URL, replacing what was kept for them.
+    pub fn save(&self, tokens: &StoredTokens) -> Result<(), String> {
+        let key = entry_key(&tokens.server_name, &tokens.url);
+        match &self.backend {
+            Backend::Keyring => {
+                let text = serde_json::to_string(tokens)
+                    .map_err(|_| "cannot write the sign-in as JSON".to_owned())?;
+                keyring_entry(&key)?
+                    .set_password(&text)
+                    .map_err(|err| keyring_error("write", &err))
+            }
+            Backend::File(path) => {
+                let mut entries = read_file(path)?;
+                entries.insert(key, tokens.clone());
+                write_file(path, &entries)
+            }
+        }
     }
-    pub fn delete(&self, _server_name: &str, _url: &str) -> Result<bool, String> {
-        Ok(false)
+
+    /// Forgets the tokens of `server_name` at `url`.
+    ///
+    /// Whether anything was there.
+    pub fn delete(&self, server_name: &str, url: &str) -> Result<bool, String> {
+        let key = entry_key(server_name, url);
+        match &self.backend {
+            Backend::Keyring => match keyring_entry(&key)?.delete_credential() {
+                Ok(()) => Ok(true),
+                Err(keyring::Error::NoEntry) => Ok(false),
+                Err(err) => Err(keyring_error("delete", &err)),
+            },
+            Backend::File(path) => {
+                let mut entries = read_file(path)?;
+                if entries.shift_remove(&key).is_none() {
+                    return Ok(false);
+                }
+                write_file(path, &entries)?;
+                Ok(true)
+            }
+        }
     }
+
+    /// `keyring` or `file <path>`, for messages.
     pub fn describe(&self) -> String {
-        String::new()
+        match &self.backend {
+            Backend::Keyring => "keyring".to_owned(),
+            Backend::File(path) => format!("file {}", path.display()),
+        }
+    }
+}
+
+/// The account of a keyring entry and the key of a file entry. A server name has no spaces,
+/// so the two parts cannot be confused.
+fn entry_key(server_name: &str, url: &str) -> String {
+    format!("{server_name} {url}")
+}
+
+/// Whether the keyring can answer: the platform store opens, and reading an entry that does
+/// not exist says so (rather than failing).
+fn keyring_probe() -> Result<(), String> {
+    match keyring_entry("formwork probe")?.get_password() {
+        Ok(_) | Err(keyring::Error::NoEntry) => Ok(()),
+        Err(err) => Err(keyring_error("read", &err)),
+    }
+}
+
+fn keyring_entry(account: &str) -> Result<keyring::Entry, String> {
+    keyring::Entry::new(KEYRING_SERVICE, account).map_err(|err| keyring_error("open", &err))
+}
+
+/// A keyring failure in words. The error's own text never holds the secret: only
+/// `BadEncoding` and `BadDataFormat` carry the stored bytes, and they are named, not shown.
+fn keyring_error(action: &str, err: &keyring::Error) -> String {
+    let reason = match err {
+        keyring::Error::BadEncoding(_) | keyring::Error::BadDataFormat(..) => {
+            "the stored entry is not text formwork wrote".to_owned()
+        }
+        keyring::Error::NoDefaultStore => match keyring::Entry::store_status() {
+            Err(cause) if !matches!(cause, keyring::Error::NoDefaultStore) => cause.to_string(),
+            _ => err.to_string(),
+        },
+        other => other.to_string(),
+    };
+    format!("cannot {action} the keyring: {reason}")
+}
+
+/// The file's entries; none when it does not exist.
+fn read_file(path: &Path) -> Result<IndexMap<String, StoredTokens>, String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(IndexMap::new()),
+        Err(err) => return Err(format!("cannot read {}: {err}", path.display())),
+    };
+    // serde_json's message can quote the text it stopped at: only its position is given.
+    serde_json::from_str(&text).map_err(|err| {
+        format!(
+            "cannot read {}: not a formwork credentials file ({} at line {} column {})",
+            path.display(),
+            json_error_kind(&err),
+            err.line(),
+            err.column()
+        )
+    })
+}
+
+/// Replaces the file with `entries`: a `0600` temporary file created exclusively beside it,
+/// fsynced and renamed over it, then the directory fsynced. A missing directory is created
+/// `0700`.
+fn write_file(path: &Path, entries: &IndexMap<String, StoredTokens>) -> Result<(), String> {
+    let failed = |err: std::io::Error| format!("cannot write {}: {err}", path.display());
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(failed)?;
+    let text = serde_json::to_string_pretty(entries)
+        .map_err(|_| format!("cannot write {}: not JSON", path.display()))?;
+    let (temp, file) = create_temp(dir).map_err(failed)?;
+    let written = fill(file, &text).and_then(|()| std::fs::rename(&temp, path));
+    if let Err(err) = written {
+        let _ = std::fs::remove_file(&temp);
+        return Err(failed(err));
+    }
+    File::open(dir)
+        .and_then(|dir| dir.sync_all())
+        .map_err(failed)
+}
+
+fn fill(mut file: File, text: &str) -> std::io::Result<()> {
+    file.write_all(text.as_bytes())?;
+    file.write_all(b"\n")?;
+    file.sync_all()
+}
+
+/// A new `0600` file beside the credentials file, created exclusively (so nothing already
+/// there is followed or overwritten), under a name no other writer uses at the same time.
+fn create_temp(dir: &Path) -> std::io::Result<(PathBuf, File)> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.subsec_nanos());
+    let mut attempt = 0;
+    loop {
+        let temp = dir.join(format!(
+            ".{CREDENTIALS_FILE}.{}.{nanos}.{attempt}.tmp",
+            std::process::id()
+        ));
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temp)
+        {
+            Ok(file) => return Ok((temp, file)),
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists && attempt < 16 => {
+                attempt += 1;
+            }
+            Err(err) => return Err(err),
+        }
+    }
+}
+
+/// What kind of JSON error, without the text it may quote.
+fn json_error_kind(err: &serde_json::Error) -> &'static str {
+    match err.classify() {
+        serde_json::error::Category::Io => "unreadable",
+        serde_json::error::Category::Syntax => "not valid JSON",
+        serde_json::error::Category::Data => "unexpected fields or values",
+        serde_json::error::Category::Eof => "cut short",
     }
 }

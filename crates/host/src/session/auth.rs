@@ -1,0 +1,94 @@
+//! What a server's OAuth keys mean to the transport: the config names variables and files,
+//! [`AuthSettings`] holds what they contain, read when a connection needs it. This sits in the
+//! session layer because the config and the transport do not know each other.
+
+use std::path::Path;
+
+use crate::config::{CredentialsStore, OAuthGrant, Transport};
+use crate::{AuthSettings, CredentialsStoreMode, Grant};
+
+impl Transport {
+    /// The OAuth settings of a Streamable HTTP server, with the client secret read from
+    /// `oauth.client_secret_env_var` and the key from `oauth.private_key_file` now. The
+    /// defaults for other transports.
+    pub fn auth_settings(&self) -> Result<AuthSettings, String> {
+        let Transport::StreamableHttp {
+            scopes,
+            oauth_resource,
+            oauth,
+            ..
+        } = self
+        else {
+            return Ok(AuthSettings::default());
+        };
+        let client_secret = oauth
+            .client_secret_env_var
+            .as_ref()
+            .map(|variable| {
+                std::env::var(variable)
+                    .ok()
+                    .filter(|secret| !secret.is_empty())
+                    .ok_or_else(|| {
+                        format!(
+                            "the environment variable `{variable}` (oauth.client_secret_env_var) \
+                             is not set"
+                        )
+                    })
+            })
+            .transpose()?;
+        let private_key_pem = oauth
+            .private_key_file
+            .as_deref()
+            .map(read_private_key)
+            .transpose()?;
+        let signing_algorithm = match (&oauth.signing_algorithm, &private_key_pem) {
+            (Some(algorithm), _) => Some(algorithm.clone()),
+            (None, Some(_)) => Some(DEFAULT_SIGNING_ALGORITHM.to_owned()),
+            (None, None) => None,
+        };
+        Ok(AuthSettings {
+            client_id: oauth.client_id.clone(),
+            client_secret,
+            client_metadata_url: oauth.client_metadata_url.clone(),
+            grant: match oauth.grant {
+                OAuthGrant::AuthorizationCode => Grant::AuthorizationCode,
+                OAuthGrant::ClientCredentials => Grant::ClientCredentials,
+            },
+            private_key_pem,
+            signing_algorithm,
+            scopes: scopes.clone(),
+            resource: oauth_resource.clone(),
+        })
+    }
+}
+
+/// `oauth.signing_algorithm` when a key is given without one.
+pub const DEFAULT_SIGNING_ALGORITHM: &str = "ES256";
+
+/// The text of `oauth.private_key_file`, which must be a PKCS#8 PEM private key.
+fn read_private_key(path: &Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(path).map_err(|err| {
+        format!(
+            "cannot read {} (oauth.private_key_file): {err}",
+            path.display()
+        )
+    })?;
+    if !text.contains("-----BEGIN PRIVATE KEY-----") {
+        return Err(format!(
+            "{} (oauth.private_key_file) is not a PKCS#8 PEM private key \
+             (-----BEGIN PRIVATE KEY-----)",
+            path.display()
+        ));
+    }
+    Ok(text)
+}
+
+impl From<CredentialsStore> for CredentialsStoreMode {
+    fn from(store: CredentialsStore) -> CredentialsStoreMode {
+        match store {
+            CredentialsStore::Auto => CredentialsStoreMode::Auto,
+            CredentialsStore::Keyring => CredentialsStoreMode::Keyring,
+            CredentialsStore::File => CredentialsStoreMode::File,
+        }
+    }
+}
