@@ -6,8 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use formwork_host::auth::Authorizer;
 use formwork_host::config::{ApprovalMode, Config, ServerConfig};
 use formwork_host::policy::{self, ApprovalNeed, ApprovalRequest};
+use formwork_host::store::Store;
 use formwork_host::{ClientExtensions, ConnectOptions, Plugin, PluginTarget};
 use rmcp::model::ProtocolVersion;
 use serde_json::{Value, json};
@@ -22,6 +24,8 @@ struct Resolved {
     name: String,
     /// A configured HTTP server's headers (`http_headers`, bearer token).
     http_headers: Vec<(String, String)>,
+    /// A configured HTTP server's sign-in: the tokens `formwork login` stored.
+    auth: Option<Arc<Authorizer>>,
     /// Whether the config's approval settings apply (a `--server`), or the person named the
     /// plugin on the command line and so asked for the call themselves.
     configured: bool,
@@ -35,6 +39,7 @@ fn resolve(choice: Choice, protocol: Protocol, config: &Config) -> anyhow::Resul
             name: plugin_name(&target),
             target,
             http_headers: Vec::new(),
+            auth: None,
             configured: false,
             protocol: protocol.flatten(),
         }),
@@ -45,9 +50,22 @@ fn resolve(choice: Choice, protocol: Protocol, config: &Config) -> anyhow::Resul
                 .transport
                 .http_headers()
                 .map_err(|reason| anyhow::anyhow!("server `{name}`: {reason}"))?;
+            let target = formwork_host::server_target(&server.transport, Some(&exe));
+            let auth = match &target {
+                PluginTarget::Url(url) => {
+                    let store = Store::default_data_dir()
+                        .ok()
+                        .map(|dir| formwork_host::token_store(config, &dir));
+                    let auth = formwork_host::authorizer_for(config, &name, url, store, None)
+                        .map_err(|reason| anyhow::anyhow!("server `{name}`: {reason}"))?;
+                    Some(auth)
+                }
+                PluginTarget::Command(_) => None,
+            };
             Ok(Resolved {
-                target: formwork_host::server_target(&server.transport, Some(&exe)),
+                target,
                 http_headers,
+                auth,
                 name,
                 configured: true,
                 protocol: protocol.unwrap_or_else(|| server.protocol_version.clone()),
@@ -94,6 +112,7 @@ pub async fn tools(
     ));
     let mut options = ConnectOptions::new(resolved.name, responder);
     options.http_headers = resolved.http_headers;
+    options.auth = resolved.auth;
     options.protocol = resolved.protocol;
     options.extensions = ClientExtensions {
         openai_elicitation: config.features.openai_elicitation,
@@ -126,6 +145,7 @@ pub async fn call(
     let mut options = ConnectOptions::new(resolved.name.clone(), responder.clone());
     options.request_timeout = Duration::from_secs(args.timeout);
     options.http_headers = resolved.http_headers.clone();
+    options.auth = resolved.auth.clone();
     options.protocol = resolved.protocol.clone();
     options.extensions = ClientExtensions {
         openai_elicitation: config.features.openai_elicitation,

@@ -58,6 +58,7 @@ pub async fn run(args: &DoctorArgs) -> anyhow::Result<Outcome> {
     options.tool = args.tool.clone().map(|tool| (tool, arguments));
     options.request_timeout = Duration::from_secs(args.timeout);
     options.wait_after_answer = Duration::from_secs(args.wait);
+    options.data_dir = formwork_host::store::Store::default_data_dir().ok();
     let report = doctor::diagnose(&target, &config, options).await;
     println!(
         "{}",
@@ -73,6 +74,17 @@ pub async fn run(args: &DoctorArgs) -> anyhow::Result<Outcome> {
             "formwork: doctor: {}",
             crate::terminal::inert_message(error)
         );
+        if !report.connection.sign_in.is_empty() {
+            eprintln!("formwork: doctor: the sign-in's steps, in order:");
+            for step in &report.connection.sign_in {
+                eprintln!(
+                    "  {} at {}: {}",
+                    step.step,
+                    crate::terminal::inert_message(&step.url),
+                    crate::terminal::inert_message(&step.outcome)
+                );
+            }
+        }
         return Ok(Outcome::Failure);
     }
     for symptom in &report.symptoms {

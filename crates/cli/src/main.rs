@@ -8,6 +8,7 @@ mod commands;
 mod config_cmd;
 mod demo_plugin;
 mod doctor_cmd;
+mod login_cmd;
 mod logout_cmd;
 mod policy_report;
 mod serve_cmd;
@@ -61,6 +62,9 @@ enum Command {
         /// else this directory).
         dir: Option<PathBuf>,
     },
+    /// Sign in to a configured Streamable HTTP server that asks for OAuth authorization (opens
+    /// a browser; the tokens are kept for later runs).
+    Login(login_cmd::LoginArgs),
     /// Forget the OAuth sign-in (the stored tokens) of a configured Streamable HTTP server.
     Logout(logout_cmd::LogoutArgs),
     /// Connect to a plugin and explain which plugin-form symptoms apply, and what to change.
@@ -198,6 +202,7 @@ fn main() -> ExitCode {
         } => commands::schema_check(file.as_deref(), openai_elicitation),
         Command::Config { command } => config_cmd::run(command),
         Command::Trust { dir } => config_cmd::trust(dir.as_deref()),
+        Command::Login(args) => block_on(login_cmd::run(&args)),
         Command::Logout(args) => logout_cmd::run(&args),
         Command::Doctor(args) => block_on(doctor_cmd::run(&args)),
         Command::Serve(args) => {

@@ -40,10 +40,11 @@ pub async fn run(args: &ServeArgs) -> anyhow::Result<Outcome> {
     raise_open_files_limit();
     let config = args.config.load()?;
     let model = args.model.as_deref().map(ScriptedModel::load).transpose()?;
-    let database = match &args.data_dir {
-        Some(dir) => Store::path_in(dir),
-        None => Store::default_path()?,
+    let data_dir = match &args.data_dir {
+        Some(dir) => dir.clone(),
+        None => Store::default_data_dir()?,
     };
+    let database = Store::path_in(&data_dir);
     let store = {
         let database = database.clone();
         tokio::task::spawn_blocking(move || Store::open(database)).await??
@@ -51,6 +52,7 @@ pub async fn run(args: &ServeArgs) -> anyhow::Result<Outcome> {
     let exe = std::env::current_exe().context("cannot find formwork's own path")?;
     let options = HostOptions {
         builtin_exe: Some(exe),
+        data_dir: Some(data_dir),
         ..HostOptions::default()
     };
     let host = Host::with_store(config, options, store).await?;

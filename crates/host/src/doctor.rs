@@ -60,6 +60,8 @@ pub struct DoctorOptions {
     /// The protocol version to speak; `None`: 2026-07-28 when the plugin offers it, else the
     /// handshake.
     pub protocol: Option<rmcp::model::ProtocolVersion>,
+    /// Where `formwork login` keeps the tokens of remote servers; `None`: none are used.
+    pub data_dir: Option<std::path::PathBuf>,
 }
 
 impl DoctorOptions {
@@ -72,6 +74,7 @@ impl DoctorOptions {
             wait_after_answer: Duration::from_secs(10),
             inherit_stderr: true,
             protocol: None,
+            data_dir: None,
         }
     }
 }
@@ -142,6 +145,10 @@ pub struct Connection {
     pub openai_form_extension: bool,
     /// Why `tools/list` failed, if it did.
     pub tools_error: Option<String>,
+    /// The steps of the OAuth sign-in the server asked for, in order (discovery, then the
+    /// sign-in itself), when it asked; each with what came of it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sign_in: Vec<crate::auth::AuthStep>,
 }
 
 /// One listed tool and the policy's verdict on calling it.
@@ -379,6 +386,7 @@ pub async fn diagnose(target: &PluginTarget, config: &Config, options: DoctorOpt
         client_capabilities: client_capabilities(&extensions),
         openai_form_extension: config.features.openai_elicitation,
         tools_error: None,
+        sign_in: Vec::new(),
     };
     let mut report = Report {
         connection: connection.clone(),
@@ -396,7 +404,30 @@ pub async fn diagnose(target: &PluginTarget, config: &Config, options: DoctorOpt
             return report;
         }
     }
-    let plugin = match Plugin::connect(target, connect).await {
+    let auth = match target {
+        PluginTarget::Url(url) => {
+            let store = options
+                .data_dir
+                .as_deref()
+                .map(|dir| crate::token_store(config, dir));
+            match crate::authorizer_for(config, &options.server, url, store, None) {
+                Ok(auth) => Some(auth),
+                Err(reason) => {
+                    connection.error =
+                        Some(format!("could not connect to plugin {target}: {reason}"));
+                    report.connection = connection;
+                    return report;
+                }
+            }
+        }
+        PluginTarget::Command(_) => None,
+    };
+    connect.auth = auth.clone();
+    let connected = Plugin::connect(target, connect).await;
+    if let Some(auth) = &auth {
+        connection.sign_in = auth.steps().await;
+    }
+    let plugin = match connected {
         Ok(plugin) => plugin,
         Err(err) => {
             connection.error = Some(err.to_string());

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use formwork_host::config::ServerConfig;
 use formwork_host::{
-    BoxFuture, ClientExtensions, ConnectOptions, FormPrompt, FormReply, FormResponder, Host, Plugin,
+    BoxFuture, ClientExtensions, ConnectOptions, FormPrompt, FormReply, FormResponder, Host,
+    Plugin, PluginTarget,
 };
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
@@ -77,6 +78,9 @@ async fn fetch(host: &Host, name: &str, server: &ServerConfig) -> Result<Vec<Val
     let target = host.server_target(name).map_err(|err| err.to_string())?;
     let mut options = ConnectOptions::new(name.to_owned(), Arc::new(DeclineAll));
     options.http_headers = server.transport.http_headers()?;
+    if let PluginTarget::Url(url) = &target {
+        options.auth = Some(host.authorizer(name, url)?);
+    }
     options.extensions = ClientExtensions {
         openai_elicitation: host.config().features.openai_elicitation,
         mcp_apps: true,

@@ -670,6 +670,7 @@ mod tests {
                 client_capabilities: crate::doctor::client_capabilities(&Default::default()),
                 openai_form_extension: false,
                 tools_error: None,
+                sign_in: Vec::new(),
             },
             tools: Vec::new(),
             call: None,

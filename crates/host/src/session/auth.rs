@@ -3,9 +3,12 @@
 //! session layer because the config and the transport do not know each other.
 
 use std::path::Path;
+use std::sync::Arc;
 
-use crate::config::{CredentialsStore, OAuthGrant, Transport};
-use crate::{AuthSettings, CredentialsStoreMode, Grant};
+use crate::auth::Authorizer;
+use crate::auth::agent::SignInAgent;
+use crate::config::{Config, CredentialsStore, OAuthGrant, Transport};
+use crate::{AuthSettings, CredentialsStoreMode, Grant, TokenStore};
 
 impl Transport {
     /// The OAuth settings of a Streamable HTTP server, with the client secret read from
@@ -90,5 +93,46 @@ impl From<CredentialsStore> for CredentialsStoreMode {
             CredentialsStore::Keyring => CredentialsStoreMode::Keyring,
             CredentialsStore::File => CredentialsStoreMode::File,
         }
+    }
+}
+
+/// The authorizer of a connection to the server `name` at `url`: its configured OAuth settings
+/// (none for a server the config does not name), the token store, and who signs in when the
+/// server asks (`None`: a 401 says to run `formwork login NAME`).
+pub fn authorizer_for(
+    config: &Config,
+    name: &str,
+    url: &str,
+    store: Option<Arc<TokenStore>>,
+    agent: Option<Arc<dyn SignInAgent>>,
+) -> Result<Arc<Authorizer>, String> {
+    let settings = match config.server(name) {
+        Some(server) => server.transport.auth_settings()?,
+        None => AuthSettings::default(),
+    };
+    Ok(Arc::new(Authorizer::new(name, url, settings, store, agent)))
+}
+
+/// The token store `mcp_oauth_credentials_store` names, with its file in `data_dir`.
+pub fn token_store(config: &Config, data_dir: &Path) -> Arc<TokenStore> {
+    Arc::new(TokenStore::new(
+        config.mcp_oauth_credentials_store.into(),
+        data_dir,
+    ))
+}
+
+impl crate::Host {
+    /// The authorizer of a connection of the host's own (not a session's) to the server
+    /// `name`: the host's token store, and nobody to sign in (a sign-in comes from a session's
+    /// card, or `formwork login`).
+    pub fn authorizer(&self, name: &str, url: &str) -> Result<Arc<Authorizer>, String> {
+        let config = self.config();
+        let store = self
+            .inner
+            .options
+            .data_dir
+            .as_deref()
+            .map(|dir| token_store(&config, dir));
+        authorizer_for(&config, name, url, store, None)
     }
 }

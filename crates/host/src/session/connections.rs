@@ -16,6 +16,7 @@ use tokio::sync::OnceCell;
 use crate::plugin::{ClientExtensions, ConnectOptions, Plugin, PluginTarget};
 use crate::responder::{BoxFuture, DeclineNotice, FormPrompt, FormReply, FormResponder};
 
+use super::sign_in::SessionSignIn;
 use super::{HostInner, Session};
 
 /// A connection and the router that serves its forms.
@@ -184,6 +185,7 @@ async fn connect(
     target: &PluginTarget,
     owner: Option<Weak<Session>>,
 ) -> Result<Connection, crate::HostError> {
+    let signs_in = owner.clone();
     let router = Arc::new(CallRouter {
         server: name.to_owned(),
         owner,
@@ -197,6 +199,31 @@ async fn connect(
         openai_elicitation: host.config().features.openai_elicitation,
         mcp_apps: true,
     };
+    if let PluginTarget::Url(url) = target {
+        let config = host.config();
+        let store = host
+            .options
+            .data_dir
+            .as_deref()
+            .map(|dir| super::auth::token_store(&config, dir));
+        // A person can sign in from this session's card; a connection shared by sessions has
+        // no one to ask (`formwork login` it first).
+        let agent = signs_in.map(|session| {
+            Arc::new(SessionSignIn {
+                session,
+                server: name.to_owned(),
+                port: config.mcp_oauth_callback_port,
+            }) as Arc<dyn crate::auth::agent::SignInAgent>
+        });
+        options.auth = Some(
+            super::auth::authorizer_for(&config, name, url, store, agent).map_err(|reason| {
+                crate::HostError::Connect {
+                    target: target.to_string(),
+                    reason,
+                }
+            })?,
+        );
+    }
     if let Some(server) = host.config().server(name) {
         options.protocol = server.protocol_version.clone();
         options.http_headers =

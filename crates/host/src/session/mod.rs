@@ -10,12 +10,13 @@ mod auth;
 mod calls;
 mod cards;
 mod connections;
+mod sign_in;
 
 pub use apps::{
     APPS_PROTOCOL_VERSION, AppError, AppReply, MAX_APP_REQUESTS_IN_FLIGHT, MAX_APP_TEXT_BYTES,
     OpenedApp,
 };
-pub use auth::DEFAULT_SIGNING_ALGORITHM;
+pub use auth::{DEFAULT_SIGNING_ALGORITHM, authorizer_for, token_store};
 pub use calls::server_target;
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -68,6 +69,9 @@ pub struct HostOptions {
     pub inherit_stderr: bool,
     /// The formwork binary, which built-in servers run as (`formwork demo-plugin`).
     pub builtin_exe: Option<PathBuf>,
+    /// Where remote servers' OAuth tokens are kept (`mcp_oauth_credentials_store`, its file in
+    /// this directory); `None` keeps a sign-in for its connection only.
+    pub data_dir: Option<PathBuf>,
 }
 
 impl Default for HostOptions {
@@ -78,6 +82,7 @@ impl Default for HostOptions {
             request_timeout: Duration::from_secs(60),
             inherit_stderr: false,
             builtin_exe: None,
+            data_dir: None,
         }
     }
 }

@@ -44,12 +44,18 @@ pub(crate) enum Source {
     LegacyDefaults,
 }
 
-/// One URL tried during discovery, and what came of it (for `formwork doctor` and errors).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DiscoveryStep {
+/// One step of a sign-in, and what came of it (for `formwork doctor` and `formwork login`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct AuthStep {
+    /// What was sought: `protected resource metadata`, `authorization server metadata`,
+    /// `default endpoints` or `sign-in`.
+    pub step: &'static str,
     pub url: String,
     pub outcome: String,
 }
+
+const RESOURCE_METADATA: &str = "protected resource metadata";
+const SERVER_METADATA: &str = "authorization server metadata";
 
 #[derive(Debug, Clone)]
 pub(crate) struct Discovered {
@@ -66,7 +72,7 @@ const PROTOCOL_VERSION: (&str, &str) = ("mcp-protocol-version", "2025-11-25");
 pub(crate) async fn discover(
     server_url: &str,
     challenge: &Challenge,
-    steps: &mut Vec<DiscoveryStep>,
+    steps: &mut Vec<AuthStep>,
 ) -> Result<Discovered, String> {
     let failed = |reason: String| reason;
     let server = Url::parse(server_url)
@@ -88,7 +94,7 @@ pub(crate) async fn discover(
 
     let mut resource = None;
     for url in candidates {
-        if let Some(found) = fetch_document::<ResourceMetadata>(&url, steps)
+        if let Some(found) = fetch_document::<ResourceMetadata>(&url, RESOURCE_METADATA, steps)
             .await
             .map_err(failed)?
         {
@@ -113,7 +119,7 @@ pub(crate) async fn discover(
     })?;
     check_secure(&issuer_url).map_err(failed)?;
     for url in server_metadata_urls(&issuer_url) {
-        let Some(metadata) = fetch_document::<ServerMetadata>(&url, steps)
+        let Some(metadata) = fetch_document::<ServerMetadata>(&url, SERVER_METADATA, steps)
             .await
             .map_err(failed)?
         else {
@@ -139,13 +145,15 @@ pub(crate) async fn discover(
 }
 
 /// A 2025-03-26 server: the authorization server is its origin.
-async fn legacy(server: &Url, steps: &mut Vec<DiscoveryStep>) -> Result<Discovered, String> {
+async fn legacy(server: &Url, steps: &mut Vec<AuthStep>) -> Result<Discovered, String> {
     let origin = server.origin().ascii_serialization();
     let root = Url::parse(&origin).map_err(|err| err.to_string())?;
     for url in server_metadata_urls(&root) {
         // No issuer check here: servers of that era published metadata whose issuer has a path
         // (`<origin>/oauth`) at the root well-known URL.
-        if let Some(metadata) = fetch_document::<ServerMetadata>(&url, steps).await? {
+        if let Some(metadata) =
+            fetch_document::<ServerMetadata>(&url, SERVER_METADATA, steps).await?
+        {
             check_endpoints(&metadata)?;
             return Ok(Discovered {
                 resource: None,
@@ -154,7 +162,8 @@ async fn legacy(server: &Url, steps: &mut Vec<DiscoveryStep>) -> Result<Discover
             });
         }
     }
-    steps.push(DiscoveryStep {
+    steps.push(AuthStep {
+        step: "default endpoints",
         url: format!("{origin}/authorize"),
         outcome:
             "no metadata anywhere: using the default endpoints /authorize, /token and /register"
@@ -199,10 +208,12 @@ fn server_metadata_urls(issuer: &Url) -> Vec<String> {
 /// for an answer that says it is not there (4xx), an error for anything that breaks discovery.
 async fn fetch_document<T: serde::de::DeserializeOwned>(
     url: &str,
-    steps: &mut Vec<DiscoveryStep>,
+    kind: &'static str,
+    steps: &mut Vec<AuthStep>,
 ) -> Result<Option<T>, String> {
     let mut step = |outcome: String| {
-        steps.push(DiscoveryStep {
+        steps.push(AuthStep {
+            step: kind,
             url: url.to_owned(),
             outcome,
         })

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use super::agent::SignInAgent;
 use super::challenge::{Challenge, split_scopes};
-use super::discovery::{self, Discovered, DiscoveryStep, Source};
+use super::discovery::{self, AuthStep, Discovered, Source};
 use super::fetch;
 use super::settings::{AuthSettings, Grant};
 use super::store::{StoredTokens, TokenStore};
@@ -64,7 +64,7 @@ pub struct Authorizer {
     server_name: String,
     server_url: String,
     settings: AuthSettings,
-    store: Option<TokenStore>,
+    store: Option<Arc<TokenStore>>,
     agent: Option<Arc<dyn SignInAgent>>,
     state: tokio::sync::Mutex<State>,
     /// The newest generation a server answered without refusing it: a token that worked once
@@ -86,7 +86,7 @@ struct State {
     requested: Vec<String>,
     step_ups: u32,
     /// What the last discovery tried (for `formwork doctor` and `formwork login`).
-    steps: Vec<DiscoveryStep>,
+    steps: Vec<AuthStep>,
     /// The last sign-in failed on this challenge: the same challenge gets the same answer, not
     /// another round of discovery (a connection's first requests all meet it).
     failed: Option<(Challenge, AuthError)>,
@@ -97,7 +97,7 @@ impl Authorizer {
         server_name: impl Into<String>,
         server_url: impl Into<String>,
         settings: AuthSettings,
-        store: Option<TokenStore>,
+        store: Option<Arc<TokenStore>>,
         agent: Option<Arc<dyn SignInAgent>>,
     ) -> Authorizer {
         Authorizer {
@@ -225,8 +225,8 @@ impl Authorizer {
         }
     }
 
-    /// What the last discovery tried, in order.
-    pub async fn discovery_steps(&self) -> Vec<DiscoveryStep> {
+    /// What the last sign-in tried, in order: discovery, then the sign-in itself.
+    pub async fn steps(&self) -> Vec<AuthStep> {
         self.state.lock().await.steps.clone()
     }
 
@@ -331,13 +331,23 @@ impl Authorizer {
         let tokens = match self.settings.grant {
             Grant::ClientCredentials => {
                 self.client_credentials(&discovered, &scopes, resource)
-                    .await?
+                    .await
             }
             Grant::AuthorizationCode => {
                 self.authorization_code(&discovered, &scopes, resource)
-                    .await?
+                    .await
             }
         };
+        state.steps.push(AuthStep {
+            step: "sign-in",
+            url: discovered.server.issuer.clone(),
+            outcome: match &tokens {
+                Ok(tokens) if tokens.scopes.is_empty() => "signed in".to_owned(),
+                Ok(tokens) => format!("signed in with the scopes {}", tokens.scopes.join(" ")),
+                Err(err) => err.to_string(),
+            },
+        });
+        let tokens = tokens?;
         state.requested = scopes;
         self.keep(state, tokens);
         state.signed_in = Some(state.generation);

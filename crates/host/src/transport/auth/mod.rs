@@ -9,7 +9,7 @@ mod flow;
 pub mod settings;
 pub mod store;
 
-pub use discovery::DiscoveryStep;
+pub use discovery::AuthStep;
 pub use flow::{AuthError, Authorizer};
 
 /// Whether an answer asks for authorization: any 401, or a 403 for want of scope.

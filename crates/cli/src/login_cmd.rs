@@ -1,0 +1,151 @@
+//! `formwork login NAME`: signs in to a configured Streamable HTTP server with OAuth. The
+//! authorization page opens in the browser (or its URL is printed), the redirect comes back
+//! to a one-shot listener on 127.0.0.1, and the tokens go to the store
+//! `mcp_oauth_credentials_store` names, where every later connection finds them.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Args;
+use formwork_host::TokenStore;
+use formwork_host::auth::Authorizer;
+use formwork_host::auth::agent::{BrowserSignIn, SIGN_IN_TIMEOUT};
+use formwork_host::config::Transport;
+use formwork_host::store::Store;
+use serde_json::json;
+
+use crate::Outcome;
+use crate::commands::configured_server;
+use crate::config_cmd::ConfigArgs;
+use crate::terminal::inert_message;
+
+/// Sign in to a configured server that asks for OAuth authorization.
+#[derive(Args, Debug)]
+pub struct LoginArgs {
+    /// The server (`[mcp_servers.<NAME>]`, with a `url`).
+    pub name: String,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// The data directory whose credentials file is used (default: $FORMWORK_DATA_DIR, else
+    /// the user's data directory).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+}
+
+pub async fn run(args: &LoginArgs) -> anyhow::Result<Outcome> {
+    let config = args.config.load()?;
+    let name = &args.name;
+    let server = configured_server(&config, name)?;
+    let Transport::StreamableHttp { url, .. } = &server.transport else {
+        anyhow::bail!(
+            "server `{name}` is not a Streamable HTTP server (`url`): only those sign in"
+        );
+    };
+    let settings = server
+        .transport
+        .auth_settings()
+        .map_err(|reason| anyhow::anyhow!("server `{name}`: {reason}"))?;
+    let data_dir = match &args.data_dir {
+        Some(dir) => dir.clone(),
+        None => Store::default_data_dir()?,
+    };
+    let store = Arc::new(TokenStore::new(
+        config.mcp_oauth_credentials_store.into(),
+        &data_dir,
+    ));
+    let server_name = name.clone();
+    let agent = BrowserSignIn {
+        port: config.mcp_oauth_callback_port,
+        timeout: SIGN_IN_TIMEOUT,
+        show: Arc::new(move |url: &str| show(&server_name, url)),
+    };
+    let authorizer = Authorizer::new(
+        name.clone(),
+        url.clone(),
+        settings,
+        Some(Arc::clone(&store)),
+        Some(Arc::new(agent)),
+    );
+    let signed_in = authorizer.sign_in().await;
+    let steps = authorizer.steps().await;
+    if let Err(err) = signed_in {
+        eprintln!("formwork: {}", inert_message(&err.to_string()));
+        if !steps.is_empty() {
+            eprintln!("formwork: the sign-in's steps, in order:");
+            for step in &steps {
+                eprintln!(
+                    "  {} at {}: {}",
+                    step.step,
+                    inert_message(&step.url),
+                    inert_message(&step.outcome)
+                );
+            }
+        }
+        return Ok(Outcome::Failure);
+    }
+    eprintln!(
+        "formwork: Signed in to {name} (tokens kept in {})",
+        store.describe()
+    );
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&json!({
+            "server": name,
+            "url": url,
+            "store": store.describe(),
+        }))?
+    );
+    Ok(Outcome::Success)
+}
+
+/// Prints the authorization URL and opens it: with `$BROWSER` (`%s` stands for the URL, else
+/// it is added at the end), else the system's opener. The sign-in waits either way.
+fn show(server: &str, url: &str) {
+    eprintln!(
+        "formwork: to sign in to {server}, open this page (waiting for it to come back):\n  {}",
+        inert_message(url)
+    );
+    let opened = match std::env::var("BROWSER")
+        .ok()
+        .filter(|b| !b.trim().is_empty())
+    {
+        Some(browser) => {
+            let quoted = format!("'{}'", url.replace('\'', r"'\''"));
+            let command = if browser.contains("%s") {
+                browser.replace("%s", &quoted)
+            } else {
+                format!("{browser} {quoted}")
+            };
+            spawn(std::process::Command::new("sh").arg("-c").arg(command))
+        }
+        None => system_opener(url),
+    };
+    if !opened {
+        eprintln!("formwork: could not open a browser; open the page above yourself");
+    }
+}
+
+#[cfg(target_os = "macos")]
+fn system_opener(url: &str) -> bool {
+    spawn(std::process::Command::new("open").arg(url))
+}
+
+#[cfg(target_os = "windows")]
+fn system_opener(url: &str) -> bool {
+    spawn(std::process::Command::new("explorer").arg(url))
+}
+
+#[cfg(not(any(target_os = "macos", target_os = "windows")))]
+fn system_opener(url: &str) -> bool {
+    spawn(std::process::Command::new("xdg-open").arg(url))
+}
+
+/// Starts the opener in the background, its output discarded (browsers chatter on stderr).
+fn spawn(command: &mut std::process::Command) -> bool {
+    command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .is_ok()
+}

@@ -1,0 +1,184 @@
+//! Signing in to a real OAuth-protected server from the terminal: the official TS SDK's example
+//! server (`simpleStreamableHttp.js --oauth`, @modelcontextprotocol/sdk 1.32.2) with its demo
+//! authorization server on a port of its own. `formwork login` opens the authorization page in
+//! headless Chromium (Debian's, through `$BROWSER`), which follows the server's redirect to
+//! formwork's one-shot listener; the tokens go to the file store, and later calls use them.
+//! The D-Bus session bus points nowhere, so `auto` keeps tokens in the data directory's file.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Output, TIMEOUT, kill_group, node_bin_dir, peers_dir, run};
+use serde_json::Value;
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|socket| socket.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// The SDK's example server with `--oauth`, and its authorization server.
+struct OAuthExample {
+    group: u32,
+    child: std::process::Child,
+    url: String,
+}
+
+impl OAuthExample {
+    fn start() -> OAuthExample {
+        let (mcp, auth) = (free_port(), free_port());
+        let script = peers_dir().join(
+            "npm/node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js",
+        );
+        let child = Command::new(node_bin_dir().join("node"))
+            .arg(script)
+            .arg("--oauth")
+            .env("MCP_PORT", mcp.to_string())
+            .env("MCP_AUTH_PORT", auth.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("starting the TS SDK's OAuth example");
+        let server = OAuthExample {
+            group: child.id(),
+            child,
+            url: format!("http://localhost:{mcp}/mcp"),
+        };
+        let started = Instant::now();
+        for port in [mcp, auth] {
+            while std::net::TcpStream::connect(("localhost", port)).is_err() {
+                assert!(
+                    started.elapsed() < Duration::from_secs(30),
+                    "the example did not listen on {port}"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        server
+    }
+}
+
+impl Drop for OAuthExample {
+    fn drop(&mut self) {
+        kill_group(self.group);
+        let _ = self.child.wait();
+    }
+}
+
+struct World {
+    _dir: tempfile::TempDir,
+    config: PathBuf,
+    data: PathBuf,
+    profile: PathBuf,
+}
+
+impl World {
+    fn new(url: &str) -> World {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let config = root.join("formwork.toml");
+        std::fs::write(&config, format!("[mcp_servers.demo]\nurl = \"{url}\"\n")).unwrap();
+        World {
+            config,
+            data: root.join("data"),
+            profile: root.join("chromium"),
+            _dir: dir,
+        }
+    }
+
+    fn formwork(&self, args: &[&str]) -> Output {
+        let browser = format!(
+            "{CHROMIUM} --headless --no-sandbox --disable-gpu --disable-background-networking \
+             --no-first-run --disable-component-update --disable-sync --user-data-dir={} --dump-dom %s",
+            self.profile.display()
+        );
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_formwork"));
+        cmd.args(args)
+            .arg("--config")
+            .arg(&self.config)
+            .env("FORMWORK_DATA_DIR", &self.data)
+            .env("BROWSER", browser)
+            .env(
+                "DBUS_SESSION_BUS_ADDRESS",
+                "unix:path=/nonexistent/formwork-test-bus",
+            );
+        common::without_user_config(&mut cmd);
+        run(&mut cmd, None, TIMEOUT)
+    }
+
+    fn greet(&self) -> Output {
+        self.formwork(&[
+            "call",
+            "--server",
+            "demo",
+            "greet",
+            "--args",
+            r#"{"name":"Ada"}"#,
+        ])
+    }
+}
+
+#[test]
+fn login_then_calls_use_the_stored_token_until_logout() {
+    assert!(
+        std::path::Path::new(CHROMIUM).is_file(),
+        "{CHROMIUM} is missing: `cargo xtask test` installs Debian's chromium package when run as root"
+    );
+    let server = OAuthExample::start();
+    let world = World::new(&server.url);
+
+    // Before sign-in the call fails at once, saying what to do.
+    let before = world.greet();
+    before.assert_code(2);
+    before.assert_stderr_mentions("demo needs you to sign in: run `formwork login demo`");
+
+    let login = world.formwork(&["login", "demo"]);
+    login.assert_code(0);
+    let credentials = world.data.join("mcp-credentials.json");
+    login.assert_stderr_mentions(&format!(
+        "Signed in to demo (tokens kept in file {})",
+        credentials.display()
+    ));
+    assert_eq!(login.json()["server"], Value::from("demo"), "{login}");
+    let mode = std::fs::metadata(&credentials)
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o600);
+    // The token never shows in what formwork prints.
+    let stored: Value =
+        serde_json::from_str(&std::fs::read_to_string(&credentials).unwrap()).unwrap();
+    let entry = stored.as_object().unwrap().values().next().unwrap();
+    let token = entry["access_token"].as_str().unwrap();
+    assert!(!token.is_empty());
+    assert!(!format!("{}{}", login.stdout, login.stderr).contains(token));
+    assert_eq!(entry["resource"], Value::from(server.url.as_str()));
+
+    let after = world.greet();
+    after.assert_code(0);
+    assert_eq!(
+        after.json(),
+        serde_json::json!({"content": [{"type": "text", "text": "Hello, Ada!"}]}),
+        "{after}"
+    );
+    assert!(!format!("{}{}", after.stdout, after.stderr).contains(token));
+
+    let logout = world.formwork(&["logout", "demo"]);
+    logout.assert_code(0);
+    let again = world.greet();
+    again.assert_code(2);
+    again.assert_stderr_mentions("demo needs you to sign in: run `formwork login demo`");
+}

@@ -1,0 +1,165 @@
+//! Signing in to a server from the workbench: the authorization URL becomes a "Sign in to
+//! NAME" link card of the session (the host's own card, past the elicitation policy: no plugin
+//! asks it), the redirect comes back to a one-shot listener on 127.0.0.1, and the request that
+//! met the server's 401 goes on.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use formwork_forms::{ElicitationRequest, parse_request};
+use serde_json::json;
+use tokio::sync::{oneshot, watch};
+
+use crate::auth::agent::{Loopback, PendingRedirect, SignInAgent};
+use crate::broker::{Card, Waiter};
+use crate::events::Event;
+use crate::responder::{BoxFuture, FormAction};
+
+use super::cards::EndBy;
+use super::{Session, reason};
+
+/// How long a sign-in card waits for the browser to come back.
+const SIGN_IN_WAIT: Duration = Duration::from_secs(600);
+
+/// The sign-ins of one session's connection to `server`.
+pub(super) struct SessionSignIn {
+    pub session: Weak<Session>,
+    pub server: String,
+    /// `mcp_oauth_callback_port`; a free port when absent.
+    pub port: Option<u16>,
+}
+
+impl SignInAgent for SessionSignIn {
+    fn start(&self) -> BoxFuture<Result<Box<dyn PendingRedirect>, String>> {
+        let session = self.session.clone();
+        let server = self.server.clone();
+        let port = self.port;
+        Box::pin(async move {
+            let loopback = Loopback::bind(port).await?;
+            let pending: Box<dyn PendingRedirect> = Box::new(CardRedirect {
+                session,
+                server,
+                loopback,
+            });
+            Ok(pending)
+        })
+    }
+}
+
+struct CardRedirect {
+    session: Weak<Session>,
+    server: String,
+    loopback: Loopback,
+}
+
+impl PendingRedirect for CardRedirect {
+    fn redirect_uri(&self) -> String {
+        self.loopback.redirect_uri()
+    }
+
+    fn complete(
+        self: Box<Self>,
+        authorization_url: String,
+        state: String,
+    ) -> BoxFuture<Result<String, String>> {
+        Box::pin(async move {
+            let session = self.session.upgrade().ok_or("the session is gone")?;
+            let (done, completed) = watch::channel(false);
+            let (card, answered) =
+                session.ask_sign_in(&self.server, &authorization_url, completed)?;
+            // However the sign-in ends, its card does not stay open.
+            let _card = EndOnDrop {
+                session: Arc::clone(&session),
+                card,
+            };
+            let redirect = self.loopback.wait(&state, SIGN_IN_WAIT);
+            tokio::pin!(redirect, answered);
+            let mut accepted = false;
+            loop {
+                tokio::select! {
+                    code = &mut redirect => {
+                        let _ = done.send(true);
+                        return code;
+                    }
+                    action = &mut answered, if !accepted => match action {
+                        Ok(FormAction::Accept) => accepted = true,
+                        Ok(FormAction::Decline) => return Err("the person declined to sign in".to_owned()),
+                        _ => return Err("the sign-in was cancelled".to_owned()),
+                    },
+                }
+            }
+        })
+    }
+}
+
+impl Session {
+    /// Shows the sign-in card; the person's action (opening the link accepts it) comes back on
+    /// the receiver. The card completes when `completed` turns true.
+    fn ask_sign_in(
+        self: &Arc<Self>,
+        server: &str,
+        authorization_url: &str,
+        mut completed: watch::Receiver<bool>,
+    ) -> Result<(String, oneshot::Receiver<FormAction>), String> {
+        let params = json!({
+            "mode": "url",
+            "message": format!("Sign in to {server}. It asks for your authorization before its tools can run; the call goes on once you have signed in."),
+            "url": authorization_url,
+        });
+        let body = parse_request(&params)
+            .map_err(|err| format!("the sign-in link cannot be shown: {err}"))?;
+        if !matches!(body, ElicitationRequest::Url(_)) {
+            return Err("the sign-in link cannot be shown".to_owned());
+        }
+        let (reply, answer) = oneshot::channel();
+        let (action_tx, action) = oneshot::channel();
+        let form_id = self.new_id("f");
+        let call_id = {
+            let state = self.lock();
+            state.only_app_call().cloned().or_else(|| {
+                let turn = state.turn.as_ref()?;
+                (turn.calls.len() == 1)
+                    .then(|| turn.calls.keys().next().cloned())
+                    .flatten()
+            })
+        };
+        self.push_card(
+            Card {
+                id: form_id.clone(),
+                call_id,
+                plugin: server.to_owned(),
+                body,
+                waiter: Waiter::Elicitation { form: None, reply },
+            },
+            serde_json::value::to_raw_value(&params).ok(),
+        );
+        let session = Arc::downgrade(self);
+        let card = form_id.clone();
+        tokio::spawn(async move {
+            let action = answer
+                .await
+                .map_or(FormAction::Cancel, |reply| reply.action);
+            let _ = action_tx.send(action);
+            if action == FormAction::Accept
+                && completed.wait_for(|done| *done).await.is_ok()
+                && let Some(session) = session.upgrade()
+            {
+                session.emit(Event::FormCompleted { form_id });
+            }
+        });
+        Ok((card, action))
+    }
+}
+
+/// Ends the sign-in card, if it is still open, when the sign-in is over.
+struct EndOnDrop {
+    session: Arc<Session>,
+    card: String,
+}
+
+impl Drop for EndOnDrop {
+    fn drop(&mut self) {
+        self.session
+            .end_card(&self.card, EndBy::Host(reason::CALL_ENDED));
+    }
+}
