@@ -30,6 +30,9 @@ use crate::{cargo, peers, run_command, target_dir};
 const USAGE: &str = "\
 usage: cargo xtask bench [--rounds R] [--n N] [--warmup W] [--formwork PATH] [--load N,N] [--forms N]
                          [--mrtr-rounds R] [--mrtr-calls C] [--apps N] [--only PART]
+  --rounds R       rounds of the round-trip part, clients alternated (default 10)
+  --n N            measured elicitations per client and round of the round-trip part (default 200)
+  --warmup W       unmeasured elicitations before them (default 300)
   --formwork PATH  time this formwork binary instead of building target/release/formwork
   --load N,N       session counts of the load part (default 1000,10000; 0 skips it)
   --forms N        forms of the browser part, the workbench in Chromium (default 50; 0 skips it)
@@ -108,56 +111,64 @@ fn round_trip(options: &Options, setup: &Setup) -> Result<()> {
 
     let load_before = load_average();
     let pinned = Pinning::start(setup);
-    let mut samples: [Vec<u64>; 3] = Default::default();
-    let mut round_medians: [Vec<u64>; 3] = Default::default();
-    for round in 0..options.rounds {
-        // Rotate the order so that no client always runs first.
-        for offset in 0..CLIENTS.len() {
-            let idx = (round + offset) % CLIENTS.len();
-            let client = CLIENTS[idx];
-            let mut ns = client.run(setup, &tool_args).with_context(|| {
-                format!("round {}: the {} client failed", round + 1, client.label())
-            })?;
-            if ns.len() != options.per_round {
+    let labels = CLIENTS.map(Client::label);
+    let summaries = take_turns(options.rounds, options.per_round, &labels, |idx| {
+        CLIENTS[idx].run(setup, &tool_args)
+    })?;
+    drop(pinned);
+    let load = [load_before, load_average()];
+    print_report(options, &summaries, &load);
+    Ok(())
+}
+
+/// Runs each contender once per round, the order rotated every round so that none always runs first, and pools
+/// each one's samples. `run(idx)` is one run of contender `labels[idx]`: its `per_round` samples in nanoseconds.
+fn take_turns(
+    rounds: usize,
+    per_round: usize,
+    labels: &[&str],
+    mut run: impl FnMut(usize) -> Result<Vec<u64>>,
+) -> Result<Vec<Summary>> {
+    let mut samples = vec![Vec::new(); labels.len()];
+    let mut round_medians = vec![Vec::new(); labels.len()];
+    let width = labels.iter().map(|label| label.len()).max().unwrap_or(0);
+    for round in 0..rounds {
+        for offset in 0..labels.len() {
+            let idx = (round + offset) % labels.len();
+            let label = labels[idx];
+            let mut ns = run(idx)
+                .with_context(|| format!("round {}: the {label} client failed", round + 1))?;
+            if ns.len() != per_round {
                 bail!(
-                    "round {}: {} returned {} samples, expected {}",
+                    "round {}: {label} returned {} samples, expected {per_round}",
                     round + 1,
-                    client.label(),
                     ns.len(),
-                    options.per_round
                 );
             }
             ns.sort_unstable();
             let median = percentile(&ns, 0.5);
             eprintln!(
-                "xtask: round {}/{}: {:<13} median {}",
+                "xtask: round {}/{rounds}: {label:<width$} median {}",
                 round + 1,
-                options.rounds,
-                client.label(),
                 micros(median)
             );
             round_medians[idx].push(median);
             samples[idx].extend(ns);
         }
     }
-
-    let summaries: Vec<Summary> = samples
-        .iter_mut()
-        .zip(&round_medians)
-        .map(|(ns, medians)| {
+    Ok(samples
+        .into_iter()
+        .zip(round_medians)
+        .map(|(mut ns, round_medians)| {
             ns.sort_unstable();
             Summary {
                 count: ns.len(),
-                median: percentile(ns, 0.5),
-                p99: percentile(ns, 0.99),
-                round_medians: medians.clone(),
+                median: percentile(&ns, 0.5),
+                p99: percentile(&ns, 0.99),
+                round_medians,
             }
         })
-        .collect();
-    drop(pinned);
-    let load = [load_before, load_average()];
-    print_report(options, &summaries, &load);
-    Ok(())
+        .collect())
 }
 
 /// The host under load (`examples/load-bench`): memory per pending form and the answer round
@@ -468,32 +479,13 @@ fn print_report(options: &Options, summaries: &[Summary], load: &[Option<String>
         "elicitation round trip, timed in the plugin: {} rounds x {} (+{} warm-up) per client, clients alternated",
         options.rounds, options.per_round, options.warmup
     );
-    if let [Some(before), Some(after)] = load {
-        let cores = std::thread::available_parallelism().map_or(0, usize::from);
-        println!("load average {before} before, {after} after, on {cores} cores");
-    }
-    println!(
-        "{:<14} {:>7} {:>10} {:>10} {:>8}  round medians",
-        "client", "samples", "median", "p99", "p99/med"
+    print_load(load);
+    print_table(
+        &CLIENTS.map(Client::label),
+        &summaries.iter().collect::<Vec<_>>(),
     );
-    for (client, summary) in CLIENTS.iter().zip(summaries) {
-        let rounds: Vec<String> = summary
-            .round_medians
-            .iter()
-            .map(|&ns| format!("{:.0}", ns as f64 / 1e3))
-            .collect();
-        println!(
-            "{:<14} {:>7} {:>10} {:>10} {:>7.2}x  {} us",
-            client.label(),
-            summary.count,
-            micros(summary.median),
-            micros(summary.p99),
-            ratio(summary.p99, summary.median),
-            rounds.join(" ")
-        );
-    }
     println!();
-    let targets = [
+    print_targets(&[
         (
             "formwork median / TS SDK median",
             ratio(formwork.median, ts_sdk.median),
@@ -509,11 +501,7 @@ fn print_report(options: &Options, summaries: &[Summary], load: &[Option<String>
             ratio(formwork.p99, formwork.median),
             TARGET_P99_OVER_MEDIAN,
         ),
-    ];
-    for (what, value, limit) in targets {
-        let verdict = if value <= limit { "PASS" } else { "MISS" };
-        println!("{what:<32} {value:>6.2}x  target <= {limit:.1}x  {verdict}");
-    }
+    ]);
     println!();
     println!(
         "The plugin ({PLUGIN} on node) is the instrument: its JIT and GC pauses land on every client alike,\n\
@@ -521,6 +509,49 @@ fn print_report(options: &Options, summaries: &[Summary], load: &[Option<String>
         ratio(floor.p99, floor.median),
         ratio(formwork.p99, floor.p99)
     );
+}
+
+/// The load average before and after a part, to judge how noisy its run was.
+fn print_load(load: &[Option<String>; 2]) {
+    if let [Some(before), Some(after)] = load {
+        let cores = std::thread::available_parallelism().map_or(0, usize::from);
+        println!("load average {before} before, {after} after, on {cores} cores");
+    }
+}
+
+/// One row per client: samples, median, p99, p99/median, and the median of each round.
+fn print_table(labels: &[&str], summaries: &[&Summary]) {
+    let width = labels
+        .iter()
+        .map(|label| label.len() + 1)
+        .fold(14, usize::max);
+    println!(
+        "{:<width$} {:>7} {:>10} {:>10} {:>8}  round medians",
+        "client", "samples", "median", "p99", "p99/med"
+    );
+    for (label, summary) in labels.iter().zip(summaries) {
+        let rounds: Vec<String> = summary
+            .round_medians
+            .iter()
+            .map(|&ns| format!("{:.0}", ns as f64 / 1e3))
+            .collect();
+        println!(
+            "{label:<width$} {:>7} {:>10} {:>10} {:>7.2}x  {} us",
+            summary.count,
+            micros(summary.median),
+            micros(summary.p99),
+            ratio(summary.p99, summary.median),
+            rounds.join(" ")
+        );
+    }
+}
+
+/// One line per target: what is compared, its value, the limit, PASS or MISS.
+fn print_targets(targets: &[(&str, f64, f64)]) {
+    for &(what, value, limit) in targets {
+        let verdict = if value <= limit { "PASS" } else { "MISS" };
+        println!("{what:<32} {value:>6.2}x  target <= {limit:.1}x  {verdict}");
+    }
 }
 
 /// The 1-minute load average (Linux), to judge how noisy the run was.
