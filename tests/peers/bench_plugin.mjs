@@ -1,22 +1,44 @@
-// The plugin that `cargo xtask bench` drives: a stdio MCP server on the official TypeScript SDK
+// The plugin that `cargo xtask bench` drives: an MCP server on the official TypeScript SDK
 // (@modelcontextprotocol/sdk 1.32.2, the low-level `Server`), shared by every client the benchmark compares.
 //
+//   node bench_plugin.mjs                                    stdio
+//   node bench_plugin.mjs --http PORT                        Streamable HTTP on http://127.0.0.1:PORT/mcp
+//   node bench_plugin.mjs --https PORT --cert FILE --key FILE  the same on node's `https` server
+//
+// Over HTTP it serves one MCP session (the SDK's `StreamableHTTPServerTransport` on node's server, every request
+// to that one transport; a client per process), and prints `listening <port>` on stdout once it accepts
+// connections (PORT 0 picks a free one). Its forms go out on the response stream of the call they belong to.
+//
 // Its one tool, `bench {n, warmup}`, sends `warmup` and then `n` sequential `elicitation/create` requests for the
-// same realistic form and times each round trip itself, so every client is measured at the same two points: from
-// the moment the SDK hands the request line to stdout (a wrapped `transport.send`) until the SDK's transport has
-// parsed the response line (a wrapped `transport.onmessage`). The plugin-side SDK work is thus identical for all
-// clients and mostly outside the measured span. Every result must be `accept` with exactly the form's defaults;
-// anything else ends the tool with `isError`. On success the tool returns the measured (not warm-up) durations in
-// nanoseconds as the JSON text `{"ns":[...]}`. `cargo xtask bench` copies this file next to the pinned
-// node_modules so that its imports resolve.
+// same realistic form and times each round trip itself, so every client is measured at the same two points on
+// every transport: from the moment the plugin hands the request to the SDK's transport (a wrapped
+// `transport.send`) until that transport has parsed the response (a wrapped `transport.onmessage`). The
+// plugin-side SDK work is thus identical for all clients and mostly outside the measured span. Every result must
+// be `accept` with exactly the form's defaults; anything else ends the tool with `isError`. On success the tool
+// returns the measured (not warm-up) durations in nanoseconds as the JSON text `{"ns":[...]}`. `cargo xtask
+// bench` copies this file next to the pinned node_modules so that its imports resolve.
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { CallToolRequestSchema, ElicitResultSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { EXPECTED, params } from "./bench_form.mjs";
+import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
+import http from "node:http";
+import https from "node:https";
 
+const option = (name) => {
+  const at = process.argv.indexOf(name);
+  return at < 0 ? undefined : process.argv[at + 1];
+};
+const httpPort = option("--http");
+const httpsPort = option("--https");
+const overHttp = httpPort !== undefined || httpsPort !== undefined;
 
 const server = new Server({ name: "bench-plugin", version: "0.1.0" }, { capabilities: { tools: {} } });
-const transport = new StdioServerTransport();
+const transport = overHttp
+  ? new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID() })
+  : new StdioServerTransport();
 
 // Sequential requests: at most one elicitation is in flight, so one start time suffices.
 let pendingId = null;
@@ -78,6 +100,29 @@ transport.onmessage = (message, extra) => {
   }
   dispatch(message, extra);
 };
+
+if (overHttp) {
+  const serve = async (req, res) => {
+    if (new URL(req.url, "http://localhost").pathname !== "/mcp") {
+      res.writeHead(404).end();
+      return;
+    }
+    try {
+      await transport.handleRequest(req, res);
+    } catch (e) {
+      console.error(`bench_plugin: ${e?.stack ?? e}`);
+      if (!res.headersSent) res.writeHead(500).end(String(e));
+    }
+  };
+  const httpServer =
+    httpsPort === undefined
+      ? http.createServer(serve)
+      : https.createServer({ cert: readFileSync(option("--cert")), key: readFileSync(option("--key")) }, serve);
+  httpServer.keepAliveTimeout = 60_000;
+  httpServer.listen(Number(httpPort ?? httpsPort), "127.0.0.1", () => {
+    console.log(`listening ${httpServer.address().port}`);
+  });
+}
 
 function unexpected(result) {
   if (result.action !== "accept") {
