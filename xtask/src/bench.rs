@@ -7,6 +7,8 @@
 //! - the TS SDK client: `tests/peers/bench_ts_client.mjs`, the official `Client` with an auto-accepting handler;
 //! - the floor: [`floor`], a raw JSON-RPC client in Rust that answers each request with one fixed write.
 //!
+//! The same round trip over Streamable HTTP, plain and TLS, through formwork and the TS SDK client: [`http`].
+//!
 //! The machine is noisy, so the clients take turns over several rounds (a fresh process each, with its own
 //! warm-up) and the samples are pooled per client. The report is a table of median and p99 per client and the
 //! targets with PASS/MISS. A miss still exits 0: this is a report. Only a client that fails makes it fail.
@@ -17,6 +19,7 @@
 
 mod browser;
 mod floor;
+mod http;
 mod rounds;
 
 use std::path::{Path, PathBuf};
@@ -29,9 +32,9 @@ use crate::{cargo, peers, run_command, target_dir};
 
 const USAGE: &str = "\
 usage: cargo xtask bench [--rounds R] [--n N] [--warmup W] [--formwork PATH] [--load N,N] [--forms N]
-                         [--mrtr-rounds R] [--mrtr-calls C] [--apps N] [--only PART]
+                         [--mrtr-rounds R] [--mrtr-calls C] [--apps N] [--http-rounds R] [--only PART]
   --rounds R       rounds of the round-trip part, clients alternated (default 10)
-  --n N            measured elicitations per client and round of the round-trip part (default 200)
+  --n N            measured elicitations per client and round of the round-trip and HTTP parts (default 200)
   --warmup W       unmeasured elicitations before them (default 300)
   --formwork PATH  time this formwork binary instead of building target/release/formwork
   --load N,N       session counts of the load part (default 1000,10000; 0 skips it)
@@ -39,7 +42,8 @@ usage: cargo xtask bench [--rounds R] [--n N] [--warmup W] [--formwork PATH] [--
   --mrtr-rounds R  rounds of the 2026-07-28 part, client and server side (default 5; 0 skips it)
   --mrtr-calls C   calls per contender and round of that part (default 10)
   --apps N         calls per tool of the MCP Apps part, in Chromium (default 30; 0 skips it)
-  --only PART      run one part: round-trip, mrtr, load, forms or apps (its own flags still apply)";
+  --http-rounds R  rounds of the HTTP part, the round trip over Streamable HTTP and TLS (default 10; 0 skips it)
+  --only PART      run one part: round-trip, http, mrtr, load, forms or apps (its own flags still apply)";
 
 /// formwork's median against the TS SDK client's, formwork's median against the floor's, formwork's p99 against
 /// its own median: each must stay at or below its limit.
@@ -73,6 +77,17 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
     let setup = Setup::prepare(root, options.formwork.as_deref())?;
     if options.round_trip {
         round_trip(&options, &setup)?;
+    }
+    if options.http_rounds > 0 {
+        http::run(
+            root,
+            &setup,
+            &http::Options {
+                rounds: options.http_rounds,
+                per_round: options.per_round,
+                warmup: options.warmup,
+            },
+        )?;
     }
     if options.mrtr.rounds > 0 {
         let pinned = Pinning::start(&setup);
@@ -214,6 +229,8 @@ struct Options {
     apps: usize,
     /// Whether the elicitation round trip runs (not with `--only` another part).
     round_trip: bool,
+    /// Rounds of the round trip over Streamable HTTP; 0 skips it.
+    http_rounds: usize,
 }
 
 impl Options {
@@ -233,6 +250,7 @@ impl Options {
             },
             apps: 30,
             round_trip: true,
+            http_rounds: 10,
         };
         let mut only = None;
         let mut args = args.iter();
@@ -248,6 +266,7 @@ impl Options {
                 "--mrtr-rounds" => &mut options.mrtr.rounds,
                 "--mrtr-calls" => &mut options.mrtr.calls,
                 "--apps" => &mut options.apps,
+                "--http-rounds" => &mut options.http_rounds,
                 "--only" => {
                     only = Some(value.clone());
                     continue;
@@ -278,10 +297,13 @@ impl Options {
         }
         if let Some(part) = only {
             let keep = |name: &str| part == name;
-            if !["round-trip", "mrtr", "load", "forms", "apps"].contains(&part.as_str()) {
+            if !["round-trip", "http", "mrtr", "load", "forms", "apps"].contains(&part.as_str()) {
                 bail!("--only {part}: not a part of the bench\n{USAGE}");
             }
             options.round_trip = keep("round-trip");
+            if !keep("http") {
+                options.http_rounds = 0;
+            }
             if !keep("mrtr") {
                 options.mrtr.rounds = 0;
             }
@@ -547,10 +569,15 @@ fn print_table(labels: &[&str], summaries: &[&Summary]) {
 }
 
 /// One line per target: what is compared, its value, the limit, PASS or MISS.
-fn print_targets(targets: &[(&str, f64, f64)]) {
-    for &(what, value, limit) in targets {
+fn print_targets<S: AsRef<str>>(targets: &[(S, f64, f64)]) {
+    let width = targets
+        .iter()
+        .map(|target| target.0.as_ref().len())
+        .fold(32, usize::max);
+    for (what, value, limit) in targets {
+        let (what, value, limit) = (what.as_ref(), *value, *limit);
         let verdict = if value <= limit { "PASS" } else { "MISS" };
-        println!("{what:<32} {value:>6.2}x  target <= {limit:.1}x  {verdict}");
+        println!("{what:<width$} {value:>6.2}x  target <= {limit:.1}x  {verdict}");
     }
 }
 
