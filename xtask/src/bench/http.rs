@@ -5,8 +5,9 @@
 //! `StreamableHTTPServerTransport` on node's `http` or `https` server); it times each elicitation at the same
 //! points as over stdio. For TLS this part makes a CA and a certificate for `localhost` signed by it, with the
 //! `openssl` command, in `target/bench-tls/`: formwork trusts the CA through `SSL_CERT_FILE`, node through
-//! `NODE_EXTRA_CA_CERTS`. Every client run gets a plugin process of its own (its own warm-up, as over stdio),
-//! and the four contenders (two clients on two transports) take turns over the rounds.
+//! `NODE_EXTRA_CA_CERTS`. Each transport has one plugin process for the whole part, as an HTTP server runs
+//! (an MCP session per client), warmed up by each client before the rounds; the four contenders (two clients
+//! on two transports) then take turns over the rounds, a fresh client process per run.
 //!
 //! Targets, per transport: formwork's median at most half the TS SDK client's, formwork's p99 at most twice its
 //! own median.
@@ -16,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use anyhow::{Context, Result, bail};
+use serde_json::Value;
 
 use super::{
     Pinning, Setup, TARGET_P99_OVER_MEDIAN, TARGET_VS_TS_SDK, call_tool_result, durations,
@@ -23,9 +25,14 @@ use super::{
 };
 use crate::target_dir;
 
+/// Round trips each client makes through each plugin before the rounds, unmeasured. Over HTTP the instrument
+/// runs node's HTTP server, whose code V8 is still compiling after the few hundred round trips that settle the
+/// stdio instrument: its round trips kept getting faster (by half) for the first few thousand.
+const PLUGIN_WARMUP: usize = 3000;
+
 /// How the HTTP part runs.
 pub struct Options {
-    /// Rounds (a fresh plugin and client process per contender each); 0 skips the part.
+    /// Rounds (a fresh client process per contender each); 0 skips the part.
     pub rounds: usize,
     /// Measured elicitations per run, after `warmup` unmeasured ones.
     pub per_round: usize,
@@ -72,44 +79,39 @@ fn label(client: Client, scheme: Scheme) -> &'static str {
 
 pub fn run(root: &Path, setup: &Setup, options: &Options) -> Result<()> {
     let tls = Tls::make(&target_dir(root).join("bench-tls"))?;
-    let tool_args = serde_json::json!({ "n": options.per_round, "warmup": options.warmup });
     let load_before = load_average();
     let pinned = Pinning::start(setup);
+    let plugins = [
+        Plugin::serve(setup, Scheme::Http, &tls)?,
+        Plugin::serve(setup, Scheme::Https, &tls)?,
+    ];
+    let url = |scheme: Scheme| match scheme {
+        Scheme::Http => &plugins[0].url,
+        Scheme::Https => &plugins[1].url,
+    };
+    let warm_up = serde_json::json!({ "n": 1, "warmup": PLUGIN_WARMUP });
+    for (client, scheme) in CONTENDERS {
+        eprintln!(
+            "xtask: warming up the {} plugin: {PLUGIN_WARMUP} round trips through {}",
+            scheme.name(),
+            label(client, scheme)
+        );
+        call(setup, client, url(scheme), &tls, &warm_up)?;
+    }
+    let tool_args = serde_json::json!({ "n": options.per_round, "warmup": options.warmup });
     let labels = CONTENDERS.map(|(client, scheme)| label(client, scheme));
     let summaries = take_turns(options.rounds, options.per_round, &labels, |idx| {
         let (client, scheme) = CONTENDERS[idx];
-        let plugin = Plugin::serve(setup, scheme, &tls)?;
-        let mut cmd = match client {
-            Client::Formwork => {
-                let mut cmd = Command::new(&setup.formwork);
-                cmd.args(["call", "--url", &plugin.url, "bench", "--args"])
-                    .arg(tool_args.to_string())
-                    .arg("--accept-defaults")
-                    .env("SSL_CERT_FILE", &tls.ca)
-                    // The plugin is on this machine: never through a proxy the environment names (node's
-                    // fetch reads none).
-                    .env("no_proxy", "*");
-                cmd
-            }
-            Client::TsSdk => {
-                let mut cmd = Command::new(&setup.node);
-                cmd.arg(&setup.ts_client)
-                    .arg(tool_args.to_string())
-                    .args(["--url", &plugin.url])
-                    .env("NODE_EXTRA_CA_CERTS", &tls.ca)
-                    .current_dir(&setup.npm_dir);
-                cmd
-            }
-        };
-        durations(&call_tool_result(&mut cmd)?)
+        call(setup, client, url(scheme), &tls, &tool_args)
     })?;
+    drop(plugins);
     drop(pinned);
     let load = [load_before, load_average()];
 
     println!();
     println!(
         "elicitation round trip over Streamable HTTP, timed in the plugin: {} rounds x {} (+{} warm-up) per \
-         client and transport, a plugin process per run, contenders alternated",
+         client and transport (the plugins warmed up by {PLUGIN_WARMUP} per client), contenders alternated",
         options.rounds, options.per_round, options.warmup
     );
     print_load(&load);
@@ -136,6 +138,39 @@ pub fn run(root: &Path, setup: &Setup, options: &Options) -> Result<()> {
     }
     print_targets(&targets);
     Ok(())
+}
+
+/// One bench call of `client` to the plugin at `url`: its samples.
+fn call(
+    setup: &Setup,
+    client: Client,
+    url: &str,
+    tls: &Tls,
+    tool_args: &Value,
+) -> Result<Vec<u64>> {
+    let mut cmd = match client {
+        Client::Formwork => {
+            let mut cmd = Command::new(&setup.formwork);
+            cmd.args(["call", "--url", url, "bench", "--args"])
+                .arg(tool_args.to_string())
+                .arg("--accept-defaults")
+                .env("SSL_CERT_FILE", &tls.ca)
+                // The plugin is on this machine: never through a proxy the environment names (node's fetch
+                // reads none).
+                .env("no_proxy", "*");
+            cmd
+        }
+        Client::TsSdk => {
+            let mut cmd = Command::new(&setup.node);
+            cmd.arg(&setup.ts_client)
+                .arg(tool_args.to_string())
+                .args(["--url", url])
+                .env("NODE_EXTRA_CA_CERTS", &tls.ca)
+                .current_dir(&setup.npm_dir);
+            cmd
+        }
+    };
+    durations(&call_tool_result(&mut cmd)?)
 }
 
 /// The bench's CA and the certificate for `localhost` it signed, as PEM files.
