@@ -710,7 +710,32 @@ fn find_program(name: &str) -> Option<PathBuf> {
 
 #[cfg(test)]
 mod tests {
-    use super::{cpu_list, percentile};
+    use super::{Options, cpu_list, percentile};
+
+    fn parse(args: &[&str]) -> anyhow::Result<Options> {
+        let args: Vec<String> = args.iter().map(|arg| (*arg).to_owned()).collect();
+        Options::parse(&args)
+    }
+
+    #[test]
+    fn only_http_runs_the_http_part_alone() -> anyhow::Result<()> {
+        let options = parse(&["--only", "http"])?;
+        assert!(!options.round_trip);
+        assert_eq!(options.http_rounds, 10);
+        assert_eq!(options.mrtr.rounds, 0);
+        assert!(options.load_sessions.is_empty());
+        assert_eq!((options.forms, options.apps), (0, 0));
+
+        let options = parse(&["--only", "round-trip", "--http-rounds", "3"])?;
+        assert!(options.round_trip);
+        assert_eq!(options.http_rounds, 0);
+
+        let options = parse(&["--http-rounds", "3"])?;
+        assert!(options.round_trip);
+        assert_eq!(options.http_rounds, 3);
+        assert_eq!(options.forms, 50);
+        Ok(())
+    }
 
     #[test]
     fn reads_affinity_lists() {
