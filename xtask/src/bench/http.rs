@@ -27,7 +27,7 @@ use crate::target_dir;
 
 /// Round trips each client makes through each plugin before the rounds, unmeasured. Over HTTP the instrument
 /// runs node's HTTP server, whose code V8 is still compiling after the few hundred round trips that settle the
-/// stdio instrument: its round trips kept getting faster (by half) for the first few thousand.
+/// stdio instrument: its round trips kept getting faster, by up to half, over the first few thousand.
 const PLUGIN_WARMUP: usize = 3000;
 
 /// How the HTTP part runs.
@@ -137,6 +137,11 @@ pub fn run(root: &Path, setup: &Setup, options: &Options) -> Result<()> {
         }
     }
     print_targets(&targets);
+    println!();
+    println!(
+        "The plugin is the instrument here too: its pauses (and the machine's) land on every client alike,\n\
+         so the TS SDK client's p99/median carries them too."
+    );
     Ok(())
 }
 
