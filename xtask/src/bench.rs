@@ -7,6 +7,8 @@
 //! - the TS SDK client: `tests/peers/bench_ts_client.mjs`, the official `Client` with an auto-accepting handler;
 //! - the floor: [`floor`], a raw JSON-RPC client in Rust that answers each request with one fixed write.
 //!
+//! The same round trip over Streamable HTTP, plain and TLS, through formwork and the TS SDK client: [`http`].
+//!
 //! The machine is noisy, so the clients take turns over several rounds (a fresh process each, with its own
 //! warm-up) and the samples are pooled per client. The report is a table of median and p99 per client and the
 //! targets with PASS/MISS. A miss still exits 0: this is a report. Only a client that fails makes it fail.
@@ -17,6 +19,7 @@
 
 mod browser;
 mod floor;
+mod http;
 mod rounds;
 
 use std::path::{Path, PathBuf};
@@ -29,14 +32,18 @@ use crate::{cargo, peers, run_command, target_dir};
 
 const USAGE: &str = "\
 usage: cargo xtask bench [--rounds R] [--n N] [--warmup W] [--formwork PATH] [--load N,N] [--forms N]
-                         [--mrtr-rounds R] [--mrtr-calls C] [--apps N] [--only PART]
+                         [--mrtr-rounds R] [--mrtr-calls C] [--apps N] [--http-rounds R] [--only PART]
+  --rounds R       rounds of the round-trip part, clients alternated (default 10)
+  --n N            measured elicitations per client and round of the round-trip and HTTP parts (default 200)
+  --warmup W       unmeasured elicitations before them (default 300)
   --formwork PATH  time this formwork binary instead of building target/release/formwork
   --load N,N       session counts of the load part (default 1000,10000; 0 skips it)
   --forms N        forms of the browser part, the workbench in Chromium (default 50; 0 skips it)
   --mrtr-rounds R  rounds of the 2026-07-28 part, client and server side (default 5; 0 skips it)
   --mrtr-calls C   calls per contender and round of that part (default 10)
   --apps N         calls per tool of the MCP Apps part, in Chromium (default 30; 0 skips it)
-  --only PART      run one part: round-trip, mrtr, load, forms or apps (its own flags still apply)";
+  --http-rounds R  rounds of the HTTP part, the round trip over Streamable HTTP and TLS (default 10; 0 skips it)
+  --only PART      run one part: round-trip, http, mrtr, load, forms or apps (its own flags still apply)";
 
 /// formwork's median against the TS SDK client's, formwork's median against the floor's, formwork's p99 against
 /// its own median: each must stay at or below its limit.
@@ -70,6 +77,17 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
     let setup = Setup::prepare(root, options.formwork.as_deref())?;
     if options.round_trip {
         round_trip(&options, &setup)?;
+    }
+    if options.http_rounds > 0 {
+        http::run(
+            root,
+            &setup,
+            &http::Options {
+                rounds: options.http_rounds,
+                per_round: options.per_round,
+                warmup: options.warmup,
+            },
+        )?;
     }
     if options.mrtr.rounds > 0 {
         let pinned = Pinning::start(&setup);
@@ -108,56 +126,64 @@ fn round_trip(options: &Options, setup: &Setup) -> Result<()> {
 
     let load_before = load_average();
     let pinned = Pinning::start(setup);
-    let mut samples: [Vec<u64>; 3] = Default::default();
-    let mut round_medians: [Vec<u64>; 3] = Default::default();
-    for round in 0..options.rounds {
-        // Rotate the order so that no client always runs first.
-        for offset in 0..CLIENTS.len() {
-            let idx = (round + offset) % CLIENTS.len();
-            let client = CLIENTS[idx];
-            let mut ns = client.run(setup, &tool_args).with_context(|| {
-                format!("round {}: the {} client failed", round + 1, client.label())
-            })?;
-            if ns.len() != options.per_round {
+    let labels = CLIENTS.map(Client::label);
+    let summaries = take_turns(options.rounds, options.per_round, &labels, |idx| {
+        CLIENTS[idx].run(setup, &tool_args)
+    })?;
+    drop(pinned);
+    let load = [load_before, load_average()];
+    print_report(options, &summaries, &load);
+    Ok(())
+}
+
+/// Runs each contender once per round, the order rotated every round so that none always runs first, and pools
+/// each one's samples. `run(idx)` is one run of contender `labels[idx]`: its `per_round` samples in nanoseconds.
+fn take_turns(
+    rounds: usize,
+    per_round: usize,
+    labels: &[&str],
+    mut run: impl FnMut(usize) -> Result<Vec<u64>>,
+) -> Result<Vec<Summary>> {
+    let mut samples = vec![Vec::new(); labels.len()];
+    let mut round_medians = vec![Vec::new(); labels.len()];
+    let width = labels.iter().map(|label| label.len()).max().unwrap_or(0);
+    for round in 0..rounds {
+        for offset in 0..labels.len() {
+            let idx = (round + offset) % labels.len();
+            let label = labels[idx];
+            let mut ns = run(idx)
+                .with_context(|| format!("round {}: the {label} client failed", round + 1))?;
+            if ns.len() != per_round {
                 bail!(
-                    "round {}: {} returned {} samples, expected {}",
+                    "round {}: {label} returned {} samples, expected {per_round}",
                     round + 1,
-                    client.label(),
                     ns.len(),
-                    options.per_round
                 );
             }
             ns.sort_unstable();
             let median = percentile(&ns, 0.5);
             eprintln!(
-                "xtask: round {}/{}: {:<13} median {}",
+                "xtask: round {}/{rounds}: {label:<width$} median {}",
                 round + 1,
-                options.rounds,
-                client.label(),
                 micros(median)
             );
             round_medians[idx].push(median);
             samples[idx].extend(ns);
         }
     }
-
-    let summaries: Vec<Summary> = samples
-        .iter_mut()
-        .zip(&round_medians)
-        .map(|(ns, medians)| {
+    Ok(samples
+        .into_iter()
+        .zip(round_medians)
+        .map(|(mut ns, round_medians)| {
             ns.sort_unstable();
             Summary {
                 count: ns.len(),
-                median: percentile(ns, 0.5),
-                p99: percentile(ns, 0.99),
-                round_medians: medians.clone(),
+                median: percentile(&ns, 0.5),
+                p99: percentile(&ns, 0.99),
+                round_medians,
             }
         })
-        .collect();
-    drop(pinned);
-    let load = [load_before, load_average()];
-    print_report(options, &summaries, &load);
-    Ok(())
+        .collect())
 }
 
 /// The host under load (`examples/load-bench`): memory per pending form and the answer round
@@ -203,6 +229,8 @@ struct Options {
     apps: usize,
     /// Whether the elicitation round trip runs (not with `--only` another part).
     round_trip: bool,
+    /// Rounds of the round trip over Streamable HTTP; 0 skips it.
+    http_rounds: usize,
 }
 
 impl Options {
@@ -222,6 +250,7 @@ impl Options {
             },
             apps: 30,
             round_trip: true,
+            http_rounds: 10,
         };
         let mut only = None;
         let mut args = args.iter();
@@ -237,6 +266,7 @@ impl Options {
                 "--mrtr-rounds" => &mut options.mrtr.rounds,
                 "--mrtr-calls" => &mut options.mrtr.calls,
                 "--apps" => &mut options.apps,
+                "--http-rounds" => &mut options.http_rounds,
                 "--only" => {
                     only = Some(value.clone());
                     continue;
@@ -267,10 +297,13 @@ impl Options {
         }
         if let Some(part) = only {
             let keep = |name: &str| part == name;
-            if !["round-trip", "mrtr", "load", "forms", "apps"].contains(&part.as_str()) {
+            if !["round-trip", "http", "mrtr", "load", "forms", "apps"].contains(&part.as_str()) {
                 bail!("--only {part}: not a part of the bench\n{USAGE}");
             }
             options.round_trip = keep("round-trip");
+            if !keep("http") {
+                options.http_rounds = 0;
+            }
             if !keep("mrtr") {
                 options.mrtr.rounds = 0;
             }
@@ -468,32 +501,13 @@ fn print_report(options: &Options, summaries: &[Summary], load: &[Option<String>
         "elicitation round trip, timed in the plugin: {} rounds x {} (+{} warm-up) per client, clients alternated",
         options.rounds, options.per_round, options.warmup
     );
-    if let [Some(before), Some(after)] = load {
-        let cores = std::thread::available_parallelism().map_or(0, usize::from);
-        println!("load average {before} before, {after} after, on {cores} cores");
-    }
-    println!(
-        "{:<14} {:>7} {:>10} {:>10} {:>8}  round medians",
-        "client", "samples", "median", "p99", "p99/med"
+    print_load(load);
+    print_table(
+        &CLIENTS.map(Client::label),
+        &summaries.iter().collect::<Vec<_>>(),
     );
-    for (client, summary) in CLIENTS.iter().zip(summaries) {
-        let rounds: Vec<String> = summary
-            .round_medians
-            .iter()
-            .map(|&ns| format!("{:.0}", ns as f64 / 1e3))
-            .collect();
-        println!(
-            "{:<14} {:>7} {:>10} {:>10} {:>7.2}x  {} us",
-            client.label(),
-            summary.count,
-            micros(summary.median),
-            micros(summary.p99),
-            ratio(summary.p99, summary.median),
-            rounds.join(" ")
-        );
-    }
     println!();
-    let targets = [
+    print_targets(&[
         (
             "formwork median / TS SDK median",
             ratio(formwork.median, ts_sdk.median),
@@ -509,11 +523,7 @@ fn print_report(options: &Options, summaries: &[Summary], load: &[Option<String>
             ratio(formwork.p99, formwork.median),
             TARGET_P99_OVER_MEDIAN,
         ),
-    ];
-    for (what, value, limit) in targets {
-        let verdict = if value <= limit { "PASS" } else { "MISS" };
-        println!("{what:<32} {value:>6.2}x  target <= {limit:.1}x  {verdict}");
-    }
+    ]);
     println!();
     println!(
         "The plugin ({PLUGIN} on node) is the instrument: its JIT and GC pauses land on every client alike,\n\
@@ -521,6 +531,54 @@ fn print_report(options: &Options, summaries: &[Summary], load: &[Option<String>
         ratio(floor.p99, floor.median),
         ratio(formwork.p99, floor.p99)
     );
+}
+
+/// The load average before and after a part, to judge how noisy its run was.
+fn print_load(load: &[Option<String>; 2]) {
+    if let [Some(before), Some(after)] = load {
+        let cores = std::thread::available_parallelism().map_or(0, usize::from);
+        println!("load average {before} before, {after} after, on {cores} cores");
+    }
+}
+
+/// One row per client: samples, median, p99, p99/median, and the median of each round.
+fn print_table(labels: &[&str], summaries: &[&Summary]) {
+    let width = labels
+        .iter()
+        .map(|label| label.len() + 1)
+        .fold(14, usize::max);
+    println!(
+        "{:<width$} {:>7} {:>10} {:>10} {:>8}  round medians",
+        "client", "samples", "median", "p99", "p99/med"
+    );
+    for (label, summary) in labels.iter().zip(summaries) {
+        let rounds: Vec<String> = summary
+            .round_medians
+            .iter()
+            .map(|&ns| format!("{:.0}", ns as f64 / 1e3))
+            .collect();
+        println!(
+            "{label:<width$} {:>7} {:>10} {:>10} {:>7.2}x  {} us",
+            summary.count,
+            micros(summary.median),
+            micros(summary.p99),
+            ratio(summary.p99, summary.median),
+            rounds.join(" ")
+        );
+    }
+}
+
+/// One line per target: what is compared, its value, the limit, PASS or MISS.
+fn print_targets<S: AsRef<str>>(targets: &[(S, f64, f64)]) {
+    let width = targets
+        .iter()
+        .map(|target| target.0.as_ref().len())
+        .fold(32, usize::max);
+    for (what, value, limit) in targets {
+        let (what, value, limit) = (what.as_ref(), *value, *limit);
+        let verdict = if value <= limit { "PASS" } else { "MISS" };
+        println!("{what:<width$} {value:>6.2}x  target <= {limit:.1}x  {verdict}");
+    }
 }
 
 /// The 1-minute load average (Linux), to judge how noisy the run was.
@@ -652,7 +710,32 @@ fn find_program(name: &str) -> Option<PathBuf> {
 
 #[cfg(test)]
 mod tests {
-    use super::{cpu_list, percentile};
+    use super::{Options, cpu_list, percentile};
+
+    fn parse(args: &[&str]) -> anyhow::Result<Options> {
+        let args: Vec<String> = args.iter().map(|arg| (*arg).to_owned()).collect();
+        Options::parse(&args)
+    }
+
+    #[test]
+    fn only_http_runs_the_http_part_alone() -> anyhow::Result<()> {
+        let options = parse(&["--only", "http"])?;
+        assert!(!options.round_trip);
+        assert_eq!(options.http_rounds, 10);
+        assert_eq!(options.mrtr.rounds, 0);
+        assert!(options.load_sessions.is_empty());
+        assert_eq!((options.forms, options.apps), (0, 0));
+
+        let options = parse(&["--only", "round-trip", "--http-rounds", "3"])?;
+        assert!(options.round_trip);
+        assert_eq!(options.http_rounds, 0);
+
+        let options = parse(&["--http-rounds", "3"])?;
+        assert!(options.round_trip);
+        assert_eq!(options.http_rounds, 3);
+        assert_eq!(options.forms, 50);
+        Ok(())
+    }
 
     #[test]
     fn reads_affinity_lists() {

@@ -1,0 +1,346 @@
+//! The HTTP part of `cargo xtask bench`: the elicitation round trip of the round-trip part over Streamable HTTP,
+//! plain and TLS, through formwork and through the official TS SDK client's `StreamableHTTPClientTransport`.
+//!
+//! The plugin is the same instrument, `bench_plugin.mjs`, served with `--http` or `--https` (the SDK's
+//! `StreamableHTTPServerTransport` on node's `http` or `https` server); it times each elicitation at the same
+//! points as over stdio. For TLS this part makes a CA and a certificate for `localhost` signed by it, with the
+//! `openssl` command, in `target/bench-tls/`: formwork trusts the CA through `SSL_CERT_FILE`, node through
+//! `NODE_EXTRA_CA_CERTS`. Each transport has one plugin process for the whole part, as an HTTP server runs
+//! (an MCP session per client), warmed up by each client before the rounds; the four contenders (two clients
+//! on two transports) then take turns over the rounds, a fresh client process per run.
+//!
+//! Targets, per transport: formwork's median at most half the TS SDK client's, formwork's p99 at most twice its
+//! own median.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+
+use super::{
+    Pinning, Setup, TARGET_P99_OVER_MEDIAN, TARGET_VS_TS_SDK, call_tool_result, durations,
+    load_average, print_load, print_table, print_targets, ratio, take_turns,
+};
+use crate::target_dir;
+
+/// Round trips each client makes through each plugin before the rounds, unmeasured. Over HTTP the instrument
+/// runs node's HTTP server, whose code V8 is still compiling after the few hundred round trips that settle the
+/// stdio instrument: its round trips kept getting faster, by up to half, over the first few thousand.
+const PLUGIN_WARMUP: usize = 3000;
+
+/// How the HTTP part runs.
+pub struct Options {
+    /// Rounds (a fresh client process per contender each); 0 skips the part.
+    pub rounds: usize,
+    /// Measured elicitations per run, after `warmup` unmeasured ones.
+    pub per_round: usize,
+    pub warmup: usize,
+}
+
+/// The contenders in turn order: each transport's two clients, formwork first.
+const CONTENDERS: [(Client, Scheme); 4] = [
+    (Client::Formwork, Scheme::Http),
+    (Client::TsSdk, Scheme::Http),
+    (Client::Formwork, Scheme::Https),
+    (Client::TsSdk, Scheme::Https),
+];
+
+#[derive(Clone, Copy)]
+enum Client {
+    Formwork,
+    TsSdk,
+}
+
+#[derive(Clone, Copy)]
+enum Scheme {
+    Http,
+    Https,
+}
+
+impl Scheme {
+    fn name(self) -> &'static str {
+        match self {
+            Scheme::Http => "http",
+            Scheme::Https => "https",
+        }
+    }
+}
+
+fn label(client: Client, scheme: Scheme) -> &'static str {
+    match (client, scheme) {
+        (Client::Formwork, Scheme::Http) => "formwork http",
+        (Client::TsSdk, Scheme::Http) => "TS SDK client http",
+        (Client::Formwork, Scheme::Https) => "formwork https",
+        (Client::TsSdk, Scheme::Https) => "TS SDK client https",
+    }
+}
+
+pub fn run(root: &Path, setup: &Setup, options: &Options) -> Result<()> {
+    let tls = Tls::make(&target_dir(root).join("bench-tls"))?;
+    let load_before = load_average();
+    let pinned = Pinning::start(setup);
+    let plugins = [
+        Plugin::serve(setup, Scheme::Http, &tls)?,
+        Plugin::serve(setup, Scheme::Https, &tls)?,
+    ];
+    let url = |scheme: Scheme| match scheme {
+        Scheme::Http => &plugins[0].url,
+        Scheme::Https => &plugins[1].url,
+    };
+    let warm_up = serde_json::json!({ "n": 1, "warmup": PLUGIN_WARMUP });
+    for (client, scheme) in CONTENDERS {
+        eprintln!(
+            "xtask: warming up the {} plugin: {PLUGIN_WARMUP} round trips through {}",
+            scheme.name(),
+            label(client, scheme)
+        );
+        call(setup, client, url(scheme), &tls, &warm_up)?;
+    }
+    let tool_args = serde_json::json!({ "n": options.per_round, "warmup": options.warmup });
+    let labels = CONTENDERS.map(|(client, scheme)| label(client, scheme));
+    let summaries = take_turns(options.rounds, options.per_round, &labels, |idx| {
+        let (client, scheme) = CONTENDERS[idx];
+        call(setup, client, url(scheme), &tls, &tool_args)
+    })?;
+    drop(plugins);
+    drop(pinned);
+    let load = [load_before, load_average()];
+
+    println!();
+    println!(
+        "elicitation round trip over Streamable HTTP, timed in the plugin: {} rounds x {} (+{} warm-up) per \
+         client and transport (the plugins warmed up by {PLUGIN_WARMUP} per client), contenders alternated",
+        options.rounds, options.per_round, options.warmup
+    );
+    print_load(&load);
+    print_table(&labels, &summaries.iter().collect::<Vec<_>>());
+    println!();
+    // CONTENDERS holds each transport's two clients side by side, formwork first.
+    let mut targets = Vec::new();
+    for (pair, scheme) in summaries.chunks_exact(2).zip([Scheme::Http, Scheme::Https]) {
+        if let [formwork, ts_sdk] = pair {
+            let name = scheme.name();
+            targets.extend([
+                (
+                    format!("{name}: formwork median / TS SDK median"),
+                    ratio(formwork.median, ts_sdk.median),
+                    TARGET_VS_TS_SDK,
+                ),
+                (
+                    format!("{name}: formwork p99 / formwork median"),
+                    ratio(formwork.p99, formwork.median),
+                    TARGET_P99_OVER_MEDIAN,
+                ),
+            ]);
+        }
+    }
+    print_targets(&targets);
+    println!();
+    println!(
+        "The plugin is the instrument here too: its pauses (and the machine's) land on every client alike,\n\
+         so the TS SDK client's p99/median carries them too."
+    );
+    Ok(())
+}
+
+/// One bench call of `client` to the plugin at `url`: its samples.
+fn call(
+    setup: &Setup,
+    client: Client,
+    url: &str,
+    tls: &Tls,
+    tool_args: &Value,
+) -> Result<Vec<u64>> {
+    let mut cmd = match client {
+        Client::Formwork => {
+            let mut cmd = Command::new(&setup.formwork);
+            cmd.args(["call", "--url", url, "bench", "--args"])
+                .arg(tool_args.to_string())
+                .arg("--accept-defaults")
+                .env("SSL_CERT_FILE", &tls.ca)
+                // The plugin is on this machine: never through a proxy the environment names (node's fetch
+                // reads none).
+                .env("no_proxy", "*");
+            cmd
+        }
+        Client::TsSdk => {
+            let mut cmd = Command::new(&setup.node);
+            cmd.arg(&setup.ts_client)
+                .arg(tool_args.to_string())
+                .args(["--url", url])
+                .env("NODE_EXTRA_CA_CERTS", &tls.ca)
+                .current_dir(&setup.npm_dir);
+            cmd
+        }
+    };
+    durations(&call_tool_result(&mut cmd)?)
+}
+
+/// The bench's CA and the certificate for `localhost` it signed, as PEM files.
+struct Tls {
+    ca: PathBuf,
+    cert: PathBuf,
+    key: PathBuf,
+}
+
+impl Tls {
+    /// A new CA and `localhost` certificate in `dir`, valid for a day, made with `openssl`.
+    fn make(dir: &Path) -> Result<Tls> {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let file = |name: &str| dir.join(name);
+        let tls = Tls {
+            ca: file("ca.pem"),
+            cert: file("localhost.pem"),
+            key: file("localhost.key"),
+        };
+        let (config, ca_key, request) =
+            (file("openssl.cnf"), file("ca.key"), file("localhost.csr"));
+        // A config of its own, so that no system default adds extensions. The leaf is for serving only: webpki
+        // refuses a CA's certificate as a server's.
+        std::fs::write(
+            &config,
+            "[req]\n\
+             distinguished_name = subject\n\
+             prompt = no\n\
+             [subject]\n\
+             CN = formwork bench CA\n\
+             [ca]\n\
+             basicConstraints = critical, CA:TRUE\n\
+             keyUsage = critical, keyCertSign, cRLSign\n\
+             subjectKeyIdentifier = hash\n\
+             [leaf]\n\
+             basicConstraints = critical, CA:FALSE\n\
+             keyUsage = critical, digitalSignature\n\
+             extendedKeyUsage = serverAuth\n\
+             subjectAltName = DNS:localhost, IP:127.0.0.1\n\
+             subjectKeyIdentifier = hash\n\
+             authorityKeyIdentifier = keyid\n",
+        )
+        .with_context(|| format!("writing {}", config.display()))?;
+        let p256 = [
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+        ];
+        let openssl = |first: &str| {
+            let mut cmd = Command::new("openssl");
+            cmd.args([first, "-config"]).arg(&config);
+            cmd
+        };
+        quietly(
+            openssl("req")
+                .args(["-x509", "-extensions", "ca", "-days", "1", "-sha256"])
+                .args(p256)
+                .arg("-keyout")
+                .arg(&ca_key)
+                .arg("-out")
+                .arg(&tls.ca),
+        )
+        .context("making the bench's CA with openssl")?;
+        quietly(
+            openssl("req")
+                .args(["-new", "-subj", "/CN=localhost"])
+                .args(p256)
+                .arg("-keyout")
+                .arg(&tls.key)
+                .arg("-out")
+                .arg(&request),
+        )
+        .context("making a key for localhost with openssl")?;
+        quietly(
+            Command::new("openssl")
+                .args(["x509", "-req", "-days", "1", "-sha256", "-set_serial", "2"])
+                .args(["-extensions", "leaf", "-extfile"])
+                .arg(&config)
+                .arg("-in")
+                .arg(&request)
+                .arg("-CA")
+                .arg(&tls.ca)
+                .arg("-CAkey")
+                .arg(&ca_key)
+                .arg("-out")
+                .arg(&tls.cert),
+        )
+        .context("signing the certificate for localhost with openssl")?;
+        Ok(tls)
+    }
+}
+
+/// Runs `cmd` to completion, its output shown only when it fails.
+fn quietly(cmd: &mut Command) -> Result<()> {
+    let output = cmd.output().with_context(|| {
+        format!("could not start {cmd:?} (the HTTP part needs `openssl`; --http-rounds 0 skips it)")
+    })?;
+    if !output.status.success() {
+        bail!(
+            "{cmd:?} failed ({})\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+/// One plugin process serving `bench_plugin.mjs` over HTTP; killed when dropped.
+struct Plugin {
+    child: Child,
+    url: String,
+}
+
+impl Plugin {
+    fn serve(setup: &Setup, scheme: Scheme, tls: &Tls) -> Result<Plugin> {
+        let (program, args) = setup
+            .plugin_command
+            .split_first()
+            .context("no plugin command")?;
+        let mut cmd = Command::new(program);
+        cmd.args(args);
+        match scheme {
+            Scheme::Http => cmd.args(["--http", "0"]),
+            Scheme::Https => cmd
+                .args(["--https", "0", "--cert"])
+                .arg(&tls.cert)
+                .arg("--key")
+                .arg(&tls.key),
+        };
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .with_context(|| format!("spawning {cmd:?}"))?;
+        let stdout = child.stdout.take();
+        // From here on, dropping it ends the process.
+        let mut plugin = Plugin {
+            child,
+            url: String::new(),
+        };
+        let mut line = String::new();
+        if let Some(stdout) = stdout {
+            BufReader::new(stdout)
+                .read_line(&mut line)
+                .context("reading the plugin's stdout")?;
+        }
+        let Some(port) = line.trim().strip_prefix("listening ") else {
+            bail!("the plugin did not say where it listens: {line:?}");
+        };
+        // The certificate is for the name `localhost`; plain HTTP goes to the address.
+        let host = match scheme {
+            Scheme::Http => "127.0.0.1",
+            Scheme::Https => "localhost",
+        };
+        plugin.url = format!("{}://{host}:{port}/mcp", scheme.name());
+        Ok(plugin)
+    }
+}
+
+impl Drop for Plugin {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
