@@ -182,3 +182,69 @@ fn login_then_calls_use_the_stored_token_until_logout() {
     again.assert_code(2);
     again.assert_stderr_mentions("demo needs you to sign in: run `formwork login demo`");
 }
+
+#[test]
+fn the_doctor_lists_the_sign_in_steps_of_a_server_not_signed_in_to() {
+    let server = OAuthExample::start();
+    let world = World::new(&server.url);
+    let doctor = world.formwork(&["doctor", "--server", "demo"]);
+    doctor.assert_code(2);
+    let report = doctor.json();
+    let connection = &report["connection"];
+    assert_eq!(connection["connected"], Value::from(false));
+    let error = connection["error"].as_str().unwrap();
+    assert!(
+        error.contains("demo needs you to sign in: run `formwork login demo`"),
+        "{error}"
+    );
+    let origin = server.url.trim_end_matches("/mcp");
+    let steps: Vec<(String, String, String)> = connection["sign_in"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|step| {
+            (
+                step["step"].as_str().unwrap().to_owned(),
+                step["url"].as_str().unwrap().to_owned(),
+                step["outcome"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    // The resource metadata the 401 names, then its authorization server's, then the sign-in
+    // that needs a person.
+    assert_eq!(steps.len(), 3, "{steps:?}");
+    assert_eq!(
+        steps[0],
+        (
+            "protected resource metadata".to_owned(),
+            format!("{origin}/.well-known/oauth-protected-resource/mcp"),
+            "found".to_owned()
+        )
+    );
+    assert_eq!(steps[1].0, "authorization server metadata");
+    assert!(
+        steps[1]
+            .1
+            .ends_with("/.well-known/oauth-authorization-server"),
+        "{steps:?}"
+    );
+    assert_eq!(steps[1].2, "found");
+    assert_eq!(steps[2].0, "sign-in");
+    assert_eq!(
+        steps[2].2,
+        "demo needs you to sign in: run `formwork login demo`"
+    );
+    doctor.assert_stderr_mentions("formwork: doctor: the sign-in's steps, in order:");
+}
+
+#[test]
+fn a_401_outside_sign_in_says_what_to_do() {
+    let server = OAuthExample::start();
+    let world = World::new(&server.url);
+    // An ad-hoc URL is no configured server: nothing to sign in with, and the error says how.
+    let adhoc = world.formwork(&["tools", "--url", &server.url]);
+    adhoc.assert_code(2);
+    adhoc.assert_stderr_mentions(
+        "(it asks for a sign-in, which formwork does for a configured server: add it as [mcp_servers.NAME] and run `formwork login NAME`)",
+    );
+}

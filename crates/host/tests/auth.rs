@@ -549,3 +549,41 @@ async fn a_server_that_refuses_every_token_ends_after_one_sign_in() {
     assert_eq!(authorizations, 1, "{:?}", outcome.seen);
     token_stayed_home(&outcome);
 }
+
+#[tokio::test]
+async fn a_configured_authorization_header_is_never_signed_in_over() {
+    let (world, seen_elsewhere) = world(Hostility::RefusesEverything).await;
+    let url = format!("{}/mcp", world.origin);
+    let mut options = ConnectOptions::new("guarded", Arc::new(NoForms));
+    options.protocol = Some(formwork_host::PROTOCOL_VERSION);
+    options.http_headers = vec![("Authorization".to_owned(), "Bearer configured".to_owned())];
+    options.auth = Some(Arc::new(Authorizer::new(
+        "guarded",
+        url.clone(),
+        AuthSettings::default(),
+        None,
+        Some(Arc::new(HeadlessSignIn::new(
+            "http://localhost:3000/callback",
+        ))),
+    )));
+    let err = Plugin::connect(&PluginTarget::Url(url), options)
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("the plugin answered HTTP 401"), "{err}");
+    assert!(
+        err.contains("(it refused the configured Authorization header)"),
+        "{err}"
+    );
+    let seen = world.seen.lock().unwrap().clone();
+    assert!(
+        seen.iter().all(|(line, _)| line.starts_with("POST /mcp")),
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter()
+            .all(|(_, auth)| auth.as_deref() == Some("Bearer configured"))
+    );
+    assert!(seen_elsewhere.lock().unwrap().is_empty());
+}

@@ -525,7 +525,19 @@ async fn post(shared: &Shared, body: String, request_id: Option<u64>) {
             return;
         }
         let snippet: String = String::from_utf8_lossy(&text).chars().take(300).collect();
-        let reason = format!("the plugin answered HTTP {status}: {snippet}");
+        let mut reason = format!("the plugin answered HTTP {status}: {snippet}");
+        if status == 401 && shared.auth.is_none() {
+            let configured = shared
+                .extra_headers
+                .iter()
+                .any(|(name, _)| name.eq_ignore_ascii_case("authorization"));
+            reason.push_str(if configured {
+                " (it refused the configured Authorization header)"
+            } else {
+                " (it asks for a sign-in, which formwork does for a configured server: add it as \
+                 [mcp_servers.NAME] and run `formwork login NAME`)"
+            });
+        }
         if status == 404 && shared.has_session() {
             // The spec's sign that the plugin no longer knows the session (it restarted, say):
             // this connection is over, and the next use of the server starts a new one.
