@@ -1,5 +1,6 @@
 //! Hostile authorization servers: each one is refused with a clear error, and no token or
-//! credential goes where it should not. The servers here are scripted (no real peer misbehaves
+//! credential goes where it should not. Also the redirects an MCP request may follow (307/308
+//! within the server's origin) and those it may not. The servers here are scripted (no real peer misbehaves
 //! on purpose); the well-behaved paths are the official conformance suite's
 //! (crates/cli/tests/conformance.rs).
 
@@ -89,6 +90,22 @@ async fn hostile(State(world): State<World>, request: Request) -> Response {
     let query = request.uri().query().unwrap_or_default().to_owned();
     let authorized = request.headers().get(header::AUTHORIZATION).is_some();
     match path.as_str() {
+        "/open" => mcp(request).await,
+        "/moved" => (
+            StatusCode::PERMANENT_REDIRECT,
+            [(header::LOCATION, "/open")],
+        )
+            .into_response(),
+        "/again" => (
+            StatusCode::TEMPORARY_REDIRECT,
+            [(header::LOCATION, "/again")],
+        )
+            .into_response(),
+        "/away" => (
+            StatusCode::TEMPORARY_REDIRECT,
+            [(header::LOCATION, format!("{}/open", world.elsewhere))],
+        )
+            .into_response(),
         "/mcp" if !authorized => {
             let challenge = format!(
                 r#"Bearer error="invalid_token", resource_metadata="{origin}/.well-known/oauth-protected-resource/mcp""#
@@ -586,4 +603,56 @@ async fn a_configured_authorization_header_is_never_signed_in_over() {
             .all(|(_, auth)| auth.as_deref() == Some("Bearer configured"))
     );
     assert!(seen_elsewhere.lock().unwrap().is_empty());
+}
+
+async fn connect_plainly(world: &World, path: &str) -> Result<Plugin, String> {
+    let mut options = ConnectOptions::new("guarded", Arc::new(NoForms));
+    options.protocol = Some(formwork_host::PROTOCOL_VERSION);
+    options.http_headers = vec![("X-Secret".to_owned(), "s3cret".to_owned())];
+    let url = format!("{}{path}", world.origin);
+    Plugin::connect(&PluginTarget::Url(url), options)
+        .await
+        .map_err(|err| err.to_string())
+}
+
+#[tokio::test]
+async fn mcp_requests_follow_redirects_within_the_origin_only() {
+    let (world, seen_elsewhere) = world(Hostility::None).await;
+    let plugin = connect_plainly(&world, "/moved").await.unwrap();
+    plugin.list_tools().await.unwrap();
+    plugin.close().await;
+    let seen: Vec<String> = world
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(line, _)| line.clone())
+        .collect();
+    // Moved once; every later message goes to the new place at once.
+    assert_eq!(
+        seen.iter().filter(|line| *line == "POST /moved").count(),
+        1,
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter().filter(|line| *line == "POST /open").count() >= 3,
+        "{seen:?}"
+    );
+
+    let err = connect_plainly(&world, "/away").await.err().unwrap();
+    assert!(
+        err.contains("the plugin redirected to another origin (http://127.0.0.1:"),
+        "{err}"
+    );
+    assert!(
+        err.contains("formwork follows redirects of MCP requests only within the server's origin"),
+        "{err}"
+    );
+    assert!(
+        seen_elsewhere.lock().unwrap().is_empty(),
+        "the message and its headers stayed home"
+    );
+
+    let err = connect_plainly(&world, "/again").await.err().unwrap();
+    assert!(err.contains("the plugin answered HTTP 307"), "{err}");
 }

@@ -54,6 +54,8 @@ const EXIT_SETTLE: std::time::Duration = std::time::Duration::from_millis(200);
 const OPENING_HOLD: std::time::Duration = std::time::Duration::from_secs(1);
 /// How long a notification or response may wait for the plugin's acknowledgement (202).
 const ACKNOWLEDGE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+/// How many same-origin redirects (307, 308) one message follows.
+const MAX_REDIRECTS: u32 = 3;
 /// How many times one message is sent again after the server refused its authorization.
 const MAX_REFUSALS: u32 = 3;
 /// How long ending the MCP session (the `DELETE`) may take when the connection closes.
@@ -62,6 +64,9 @@ const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 /// State shared by the POST tasks of one connection.
 struct Shared {
     endpoint: Arc<Endpoint>,
+    /// Where a 307 or 308 within the server's origin moved the connection (every later message
+    /// goes there).
+    moved: Mutex<Option<Arc<Endpoint>>>,
     url: String,
     session_id: Mutex<Option<String>>,
     protocol_version: Arc<OnceLock<String>>,
@@ -176,6 +181,7 @@ pub(crate) fn connect(
     let counted = Arc::clone(&queued);
     let shared = Arc::new(Shared {
         endpoint,
+        moved: Mutex::new(None),
         url: url.to_owned(),
         session_id: Mutex::new(None),
         protocol_version,
@@ -322,8 +328,8 @@ impl Shared {
         if let Some((_, value)) = &bearer {
             headers.push(("authorization", value));
         }
-        let response = self
-            .endpoint
+        let endpoint = self.current_endpoint();
+        let response = endpoint
             .send(method, &headers, body.as_bytes())
             .await
             .map_err(|err| {
@@ -341,6 +347,35 @@ impl Shared {
         Ok((response, bearer.map(|(generation, _)| generation)))
     }
 
+    /// The endpoint messages go to: the configured one, or where a redirect moved them.
+    fn current_endpoint(&self) -> Arc<Endpoint> {
+        self.moved
+            .lock()
+            .ok()
+            .and_then(|moved| moved.clone())
+            .unwrap_or_else(|| Arc::clone(&self.endpoint))
+    }
+
+    /// Follows a 307 or 308 to `location` when it stays in the server's origin (the only
+    /// redirect MCP requests may take: a message and its credentials are not resent elsewhere).
+    fn follow(&self, location: &str) -> Result<(), String> {
+        let base = url::Url::parse(&self.url).map_err(|err| err.to_string())?;
+        let next = base.join(location).map_err(|err| {
+            format!("the plugin redirected to `{location}`, which is not a URL: {err}")
+        })?;
+        if next.origin() != base.origin() {
+            return Err(format!(
+                "the plugin redirected to another origin ({}); formwork follows redirects of MCP requests only within the server's origin",
+                next.origin().ascii_serialization()
+            ));
+        }
+        let endpoint = Endpoint::shared(next.as_str())?;
+        if let Ok(mut moved) = self.moved.lock() {
+            *moved = Some(endpoint);
+        }
+        Ok(())
+    }
+
     fn has_session(&self) -> bool {
         self.session_id.lock().is_ok_and(|id| id.is_some())
     }
@@ -354,7 +389,7 @@ impl Shared {
         // A process that is exiting may still hold its listening socket for a moment after
         // its connections closed.
         tokio::time::sleep(EXIT_SETTLE).await;
-        if let Err(reason) = self.endpoint.reachable().await {
+        if let Err(reason) = self.current_endpoint().reachable().await {
             let _ = self
                 .incoming
                 .unbounded_send(Frame::Closed(format!("{what}, and {reason}")));
@@ -430,6 +465,7 @@ async fn post(shared: &Shared, body: String, request_id: Option<u64>) {
     // Boxed: sending (a connect, maybe a TLS handshake) is short, and the task lives on as long
     // as the call's stream; unboxed, its state would be held all that time.
     let mut refusals = 0;
+    let mut redirects = 0;
     let response = loop {
         let sent = {
             let mut sending = Box::pin(shared.send_signed("POST", ACCEPT_BOTH, &body, None));
@@ -484,6 +520,18 @@ async fn post(shared: &Shared, body: String, request_id: Option<u64>) {
                 Ok(()) => continue,
                 Err(err) => {
                     shared.fail_request(request_id, err.to_string());
+                    return;
+                }
+            }
+        }
+        if matches!(response.status, 307 | 308) && redirects < MAX_REDIRECTS {
+            redirects += 1;
+            let location = response.location.clone().unwrap_or_default();
+            let _ = response.read_to_end(64 * 1024).await;
+            match shared.follow(&location) {
+                Ok(()) => continue,
+                Err(reason) => {
+                    shared.fail_request(request_id, reason);
                     return;
                 }
             }
