@@ -609,6 +609,33 @@ test("openai-picker-images-list-upload", async (page) => {
   assert.equal(readFileSync(fileURLToPath(result.content.part), "utf8"), "solid bolt");
 });
 
+// A remote server behind OAuth (the TS SDK's example with its demo authorization server, as `demo`): the palette
+// offers to sign in, the session shows the "Sign in to demo" card, its link opens the authorization page in a new
+// tab, the redirect comes back to formwork, and the palette lists the server's tools, which then run.
+test("sign-in-card", async (page) => {
+  await newSession(page);
+  const demo = page.locator(`${tid("palette-server")}[data-server="demo"]`);
+  assert.match(await demo.locator(tid("palette-server-error")).textContent(), /demo needs you to sign in/);
+  await demo.locator(tid("palette-sign-in")).click();
+  const card = await openCard(page);
+  assert.match(await card.textContent(), /Sign in to demo\. It asks for your authorization/);
+  const popup = page.context().waitForEvent("page");
+  await card.locator(tid("open-url")).click();
+  const tab = await popup;
+  await tab.waitForURL(/^http:\/\/127\.0\.0\.1:\d+\/callback\?/);
+  await tab.locator("text=Signed in.").waitFor();
+  await tab.close();
+  assert.equal((await outcome(card)).action, "accept");
+  await card.locator(`${tid("outcome")}[data-completion="done"]`).waitFor();
+  await page.locator(`${tid("palette-tool")}[data-server="demo"][data-tool="greet"]`).click();
+  const panel = page.locator(`${tid("palette-panel")}[data-tool="greet"]`);
+  await panel.locator(`${tid("question")}[data-question-id="name"] ${tid("question-input")}`).fill("Ada");
+  await page.locator(tid("palette-call")).click();
+  const call = page.locator(`${tid("tool-call")}[data-tool="greet"][data-state="done"]`).last();
+  await call.waitFor();
+  assert.equal(await call.locator(tid("result-text")).first().textContent(), "Hello, Ada!");
+});
+
 async function main() {
   const browser = await chromium.launch({
     executablePath: process.env.FORMWORK_CHROMIUM ?? "/usr/bin/chromium",

@@ -36,11 +36,7 @@ struct Serve {
 }
 
 impl Serve {
-    fn start(config: &Path, data_dir: &Path) -> Self {
-        Self::start_with(config, data_dir, &[], &[])
-    }
-
-    /// Like `start`, with more arguments and environment variables for `formwork serve`.
+    /// `formwork serve` with these arguments and environment variables besides.
     fn start_with(
         config: &Path,
         data_dir: &Path,
@@ -155,27 +151,41 @@ fn workbench_in_headless_chromium() {
     let config = dir.path().join("formwork.toml");
     let node = node_bin_dir().join("node").display().to_string();
     // `ts`: one tool per field kind; `markup`: HTML in every text it sends; `ts2`: the TS SDK 2
-    // plugin that asks through 2026-07-28 rounds. None needs an approval card.
+    // plugin that asks through 2026-07-28 rounds; `demo`: the TS SDK's OAuth example, signed in to
+    // from the page (its tokens in the data directory's file). None needs an approval card.
+    let oauth = common::OAuthExample::start();
     // OpenAI's form extension is on for the `openai-*` cases; the other cases send core forms only.
     std::fs::write(
         &config,
         format!(
             "[features]\nopenai_elicitation = true\n\n[mcp_servers.ts]\ncommand = {node:?}\nargs = [{:?}]\ndefault_tools_approval_mode = \"approve\"\n\n\
              [mcp_servers.markup]\ncommand = {node:?}\nargs = [{:?}, {:?}]\ndefault_tools_approval_mode = \"approve\"\n\n\
-             [mcp_servers.ts2]\ncommand = {node:?}\nargs = [{:?}]\ndefault_tools_approval_mode = \"approve\"\n",
+             [mcp_servers.ts2]\ncommand = {node:?}\nargs = [{:?}]\ndefault_tools_approval_mode = \"approve\"\n\n\
+             [mcp_servers.demo]\nurl = {:?}\ndefault_tools_approval_mode = \"approve\"\n",
             peers.join("npm/ts_plugin.mjs").display().to_string(),
             root.join("tests/browser/markup_plugin.mjs").display().to_string(),
             peers.join("npm/node_modules").display().to_string(),
             peers.join("npm/ts2_mrtr_plugin.mjs").display().to_string(),
+            oauth.url,
         ),
     )
     .unwrap();
     let data_dir = dir.path().join("data");
     std::fs::create_dir_all(&data_dir).unwrap();
 
-    let serve = Serve::start(&config, &data_dir);
+    // No keyring: the sign-in's tokens go to the data directory's file.
+    let serve = Serve::start_with(
+        &config,
+        &data_dir,
+        &[],
+        &[(
+            "DBUS_SESSION_BUS_ADDRESS",
+            "unix:path=/nonexistent/formwork-test-bus",
+        )],
+    );
     refuse_one_answer(&data_dir.join("formwork.db"));
     run_cases(serve, "run.mjs", &[]);
+    drop(oauth);
 }
 
 /// Runs the browser cases of `tests/browser/<script>` against `serve` (with `env` besides the

@@ -10,72 +10,13 @@
 mod common;
 
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
-use common::{Output, TIMEOUT, kill_group, node_bin_dir, peers_dir, run};
+use common::{OAuthExample, Output, TIMEOUT, run};
 use serde_json::Value;
 
 const CHROMIUM: &str = "/usr/bin/chromium";
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|socket| socket.local_addr())
-        .expect("a free port")
-        .port()
-}
-
-/// The SDK's example server with `--oauth`, and its authorization server.
-struct OAuthExample {
-    group: u32,
-    child: std::process::Child,
-    url: String,
-}
-
-impl OAuthExample {
-    fn start() -> OAuthExample {
-        let (mcp, auth) = (free_port(), free_port());
-        let script = peers_dir().join(
-            "npm/node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js",
-        );
-        let child = Command::new(node_bin_dir().join("node"))
-            .arg(script)
-            .arg("--oauth")
-            .env("MCP_PORT", mcp.to_string())
-            .env("MCP_AUTH_PORT", auth.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .expect("starting the TS SDK's OAuth example");
-        let server = OAuthExample {
-            group: child.id(),
-            child,
-            url: format!("http://localhost:{mcp}/mcp"),
-        };
-        let started = Instant::now();
-        for port in [mcp, auth] {
-            while std::net::TcpStream::connect(("localhost", port)).is_err() {
-                assert!(
-                    started.elapsed() < Duration::from_secs(30),
-                    "the example did not listen on {port}"
-                );
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
-        server
-    }
-}
-
-impl Drop for OAuthExample {
-    fn drop(&mut self) {
-        kill_group(self.group);
-        let _ = self.child.wait();
-    }
-}
 
 struct World {
     _dir: tempfile::TempDir,

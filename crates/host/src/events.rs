@@ -97,6 +97,12 @@ pub enum Event {
         /// What to show: the render block of a form, or the URL.
         body: ElicitationRequest,
     },
+    /// A `sign_in` command's connection is up: the server's tools can be listed now (the
+    /// tokens are stored). Not kept in the transcript.
+    SignedIn {
+        /// The server's name.
+        server: String,
+    },
     /// A form or approval card became the one on screen (it had been waiting behind another).
     FormShown {
         /// The form's id.
@@ -205,6 +211,13 @@ pub enum Command {
     },
     /// Stop the running turn: its forms are cancelled and its tool calls abandoned.
     StopTurn,
+    /// Sign in to a server that asks for it (the palette's Sign in button): the session
+    /// connects to it, and the server's 401 shows the "Sign in to NAME" card. `signed_in`
+    /// follows once the connection is up.
+    SignIn {
+        /// The server's name.
+        server: String,
+    },
 }
 
 /// How a UI answers a form.

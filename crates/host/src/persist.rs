@@ -177,7 +177,8 @@ pub(crate) async fn write(
         Event::TurnStarted { .. }
         | Event::TurnEnded { .. }
         | Event::FormShown { .. }
-        | Event::FormCompleted { .. } => Ok(()),
+        | Event::FormCompleted { .. }
+        | Event::SignedIn { .. } => Ok(()),
     }
 }
 

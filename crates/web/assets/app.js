@@ -175,6 +175,11 @@ function connect() {
         apps.replied(message);
         return;
       }
+      if (message.type === "signed_in") {
+        // The server's tools can be listed now; a replayed one (a reconnect) needs nothing.
+        if (transcript.live) palette.load(true);
+        return;
+      }
       transcript.apply(message);
       // The list shows each session's first message and open cards: refresh it when they change.
       if (transcript.live && LIST_CHANGES.has(message.type) && (message.type !== "message_added" || message.role === "user")) {

@@ -2,7 +2,8 @@
 //
 // A tool's arguments are entered in a form drawn from its inputSchema (the server sends the render
 // block when the form engine can draw the schema), or as raw JSON when it cannot or the person prefers.
-// A call goes out as a `call_tool` command on the session socket.
+// A call goes out as a `call_tool` command on the session socket; a server that needs a sign-in gets a
+// button that sends `sign_in`, and the list is drawn again once `signed_in` comes back.
 
 import { append, el, pretty } from "./dom.js";
 import { createField } from "./fields.js";
@@ -42,6 +43,17 @@ export class Palette {
           { class: "palette-server", testid: "palette-server", dataset: { server: server.name } },
           el("h3", { text: server.name }),
           server.error ? el("p", { class: "card-error", testid: "palette-server-error", text: server.error }) : null,
+          // The server asks a person to sign in: the session connects, and its card takes it from there.
+          server.sign_in
+            ? el("button", {
+                type: "button",
+                class: "button",
+                testid: "palette-sign-in",
+                dataset: { server: server.name },
+                text: `Sign in to ${server.name}`,
+                onclick: () => this.hooks.send({ type: "sign_in", server: server.name }),
+              })
+            : null,
           !server.error && !server.tools.length ? el("p", { class: "hint", text: "No tools." }) : null,
           el(
             "ul",

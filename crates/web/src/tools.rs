@@ -1,5 +1,6 @@
 //! The tool palette's catalogue: every configured server's tools, each with the render block of
-//! its `inputSchema` when the form engine can draw it.
+//! its `inputSchema` when the form engine can draw it; a server that needs a person to sign in
+//! says so (`sign_in`), and the palette offers the session's `sign_in` command.
 //!
 //! Listing uses a connection of its own per server (opened, listed, closed), apart from the
 //! sessions' connections; its forms are declined, since listing asks nothing. The result is
@@ -49,15 +50,16 @@ impl Catalogue {
 async fn list_server(host: &Host, name: &str, server: &ServerConfig) -> Value {
     let limit = server.startup_timeout.unwrap_or(LIST_TIMEOUT);
     let listed = tokio::time::timeout(limit, fetch(host, name, server)).await;
-    let (tools, error) = match listed {
-        Ok(Ok(tools)) => (tools, None),
-        Ok(Err(err)) => (Vec::new(), Some(err)),
+    let (tools, error, sign_in) = match listed {
+        Ok(Ok(tools)) => (tools, None, false),
+        Ok(Err((err, sign_in))) => (Vec::new(), Some(err), sign_in),
         Err(_) => (
             Vec::new(),
             Some(format!(
                 "listing the tools took longer than {}s",
                 limit.as_secs_f64()
             )),
+            false,
         ),
     };
     let tools: Vec<Value> = tools
@@ -71,24 +73,46 @@ async fn list_server(host: &Host, name: &str, server: &ServerConfig) -> Value {
         .filter(|tool| formwork_host::apps::visibility(tool).model)
         .map(describe)
         .collect();
-    json!({ "name": name, "tools": tools, "error": error })
+    json!({ "name": name, "tools": tools, "error": error, "sign_in": sign_in })
 }
 
-async fn fetch(host: &Host, name: &str, server: &ServerConfig) -> Result<Vec<Value>, String> {
-    let target = host.server_target(name).map_err(|err| err.to_string())?;
+/// The server's tools; on failure the reason, and whether a person's sign-in would help.
+async fn fetch(
+    host: &Host,
+    name: &str,
+    server: &ServerConfig,
+) -> Result<Vec<Value>, (String, bool)> {
+    let target = host
+        .server_target(name)
+        .map_err(|err| (err.to_string(), false))?;
     let mut options = ConnectOptions::new(name.to_owned(), Arc::new(DeclineAll));
-    options.http_headers = server.transport.http_headers()?;
-    if let PluginTarget::Url(url) = &target {
-        options.auth = Some(host.authorizer(name, url)?);
-    }
+    options.http_headers = server
+        .transport
+        .http_headers()
+        .map_err(|err| (err, false))?;
+    let auth = match &target {
+        PluginTarget::Url(url) => Some(host.authorizer(name, url).map_err(|err| (err, false))?),
+        PluginTarget::Command(_) => None,
+    };
+    options.auth = auth.clone();
     options.extensions = ClientExtensions {
         openai_elicitation: host.config().features.openai_elicitation,
         mcp_apps: true,
     };
-    let plugin = Plugin::connect(&target, options)
+    let plugin = match Plugin::connect(&target, options).await {
+        Ok(plugin) => plugin,
+        Err(err) => {
+            let sign_in = match &auth {
+                Some(auth) => auth.needs_sign_in().await,
+                None => false,
+            };
+            return Err((err.to_string(), sign_in));
+        }
+    };
+    let tools = plugin
+        .list_tools()
         .await
-        .map_err(|err| err.to_string())?;
-    let tools = plugin.list_tools().await.map_err(|err| err.to_string());
+        .map_err(|err| (err.to_string(), false));
     plugin.close().await;
     tools
 }

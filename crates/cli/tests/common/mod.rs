@@ -405,3 +405,62 @@ impl Drop for EverythingHttp {
         let _ = self.child.wait();
     }
 }
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|socket| socket.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// The official TS SDK's example server with `--oauth` (`simpleStreamableHttp.js`,
+/// @modelcontextprotocol/sdk 1.32.2) and its demo authorization server on a port of its own,
+/// which approves every sign-in at once. Stopped when dropped.
+pub struct OAuthExample {
+    group: u32,
+    child: std::process::Child,
+    pub url: String,
+}
+
+impl OAuthExample {
+    pub fn start() -> OAuthExample {
+        let (mcp, auth) = (free_port(), free_port());
+        let script = peers_dir().join(
+            "npm/node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js",
+        );
+        let child = Command::new(node_bin_dir().join("node"))
+            .arg(script)
+            .arg("--oauth")
+            .env("MCP_PORT", mcp.to_string())
+            .env("MCP_AUTH_PORT", auth.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("starting the TS SDK's OAuth example");
+        let server = OAuthExample {
+            group: child.id(),
+            child,
+            url: format!("http://localhost:{mcp}/mcp"),
+        };
+        let started = Instant::now();
+        for port in [mcp, auth] {
+            while std::net::TcpStream::connect(("localhost", port)).is_err() {
+                assert!(
+                    started.elapsed() < Duration::from_secs(30),
+                    "the example did not listen on {port}"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        server
+    }
+}
+
+impl Drop for OAuthExample {
+    fn drop(&mut self) {
+        kill_group(self.group);
+        let _ = self.child.wait();
+    }
+}

@@ -373,6 +373,7 @@ impl Host {
                 session.stop_turn();
                 Ok(())
             }
+            Command::SignIn { server } => session.sign_in(&server),
         }
     }
 

@@ -16,7 +16,7 @@ use crate::events::Event;
 use crate::responder::{BoxFuture, FormAction};
 
 use super::cards::EndBy;
-use super::{Session, reason};
+use super::{CommandError, Session, reason};
 
 /// How long a sign-in card waits for the browser to come back.
 const SIGN_IN_WAIT: Duration = Duration::from_secs(600);
@@ -93,6 +93,25 @@ impl PendingRedirect for CardRedirect {
 }
 
 impl Session {
+    /// Connects to `server` in the background, so that its 401 brings the sign-in card; emits
+    /// `signed_in` when the connection is up, else a `sign-in-failed` diagnostic.
+    pub(super) fn sign_in(self: &Arc<Self>, server: &str) -> Result<(), CommandError> {
+        let host = self
+            .host
+            .upgrade()
+            .ok_or_else(|| CommandError::NoSession(self.id.clone()))?;
+        let target = host.target(server)?;
+        let session = Arc::clone(self);
+        let server = server.to_owned();
+        tokio::spawn(async move {
+            match session.connection(&server, &target).await {
+                Ok(_) => session.emit(Event::SignedIn { server }),
+                Err(err) => session.plugin_diagnostic("sign-in-failed", format!("{server}: {err}")),
+            }
+        });
+        Ok(())
+    }
+
     /// Shows the sign-in card; the person's action (opening the link accepts it) comes back on
     /// the receiver. The card completes when `completed` turns true.
     fn ask_sign_in(

@@ -225,6 +225,15 @@ impl Authorizer {
         }
     }
 
+    /// Whether the last sign-in stopped because nobody here can sign in (a person must, in a
+    /// session or with `formwork login`).
+    pub async fn needs_sign_in(&self) -> bool {
+        matches!(
+            self.state.lock().await.failed,
+            Some((_, AuthError::SignInNeeded { .. }))
+        )
+    }
+
     /// What the last sign-in tried, in order: discovery, then the sign-in itself.
     pub async fn steps(&self) -> Vec<AuthStep> {
         self.state.lock().await.steps.clone()
