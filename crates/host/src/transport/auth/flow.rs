@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use oauth2::basic::BasicClient;
 use oauth2::{
@@ -27,6 +27,8 @@ use super::store::{StoredTokens, TokenStore};
 
 /// A token this close to its expiry is refreshed before it is sent.
 const REFRESH_AHEAD: Duration = Duration::from_secs(30);
+/// How long a failed sign-in answers the same challenge without trying again.
+const FAILURE_HOLD: Duration = Duration::from_secs(5);
 /// Sign-ins for more scopes (403 `insufficient_scope`) on one connection, at most.
 const MAX_STEP_UPS: u32 = 2;
 const OFFLINE_ACCESS: &str = "offline_access";
@@ -87,9 +89,10 @@ struct State {
     step_ups: u32,
     /// What the last discovery tried (for `formwork doctor` and `formwork login`).
     steps: Vec<AuthStep>,
-    /// The last sign-in failed on this challenge: the same challenge gets the same answer, not
-    /// another round of discovery (a connection's first requests all meet it).
-    failed: Option<(Challenge, AuthError)>,
+    /// The last sign-in failed on this challenge: the same challenge gets the same answer for
+    /// a moment, not another round of discovery or another card (a connection's opening
+    /// requests all meet it); a later request tries again.
+    failed: Option<(Challenge, AuthError, Instant)>,
 }
 
 impl Authorizer {
@@ -147,8 +150,17 @@ impl Authorizer {
             // A newer token came while this request was out.
             return Ok(());
         }
-        if let Some((failed_on, err)) = &state.failed
+        if state.tokens.is_none() {
+            // Another process may have signed in since (`formwork login`).
+            state.loaded = false;
+            self.load(&mut state);
+            if state.tokens.is_some() {
+                return Ok(());
+            }
+        }
+        if let Some((failed_on, err, when)) = &state.failed
             && *failed_on == challenge
+            && when.elapsed() < FAILURE_HOLD
         {
             return Err(err.clone());
         }
@@ -230,7 +242,7 @@ impl Authorizer {
     pub async fn needs_sign_in(&self) -> bool {
         matches!(
             self.state.lock().await.failed,
-            Some((_, AuthError::SignInNeeded { .. }))
+            Some((_, AuthError::SignInNeeded { .. }, _))
         )
     }
 
@@ -315,7 +327,7 @@ impl Authorizer {
         state.failed = signed_in
             .as_ref()
             .err()
-            .map(|err| (challenge.clone(), err.clone()));
+            .map(|err| (challenge.clone(), err.clone(), Instant::now()));
         signed_in
     }
 
