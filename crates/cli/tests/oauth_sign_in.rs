@@ -189,3 +189,15 @@ fn a_401_outside_sign_in_says_what_to_do() {
         "(it asks for a sign-in, which formwork does for a configured server: add it as [mcp_servers.NAME] and run `formwork login NAME`)",
     );
 }
+
+#[test]
+fn login_to_a_server_that_asks_for_no_sign_in_says_so() {
+    let everything = common::EverythingHttp::start();
+    let world = World::new(&format!("http://127.0.0.1:{}/mcp", everything.port));
+    let login = world.formwork(&["login", "demo"]);
+    login.assert_code(2);
+    login.assert_stderr_mentions(
+        "signing in to demo failed: it answered `initialize` without asking for a sign-in, and publishes no protected resource metadata: there is nothing to sign in to",
+    );
+    assert!(!world.data.join("mcp-credentials.json").exists());
+}

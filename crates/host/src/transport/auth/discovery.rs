@@ -68,16 +68,29 @@ const ACCEPT_JSON: (&str, &str) = ("accept", "application/json");
 /// Sent on discovery requests, as the SDKs do: some servers shape their metadata by it.
 const PROTOCOL_VERSION: (&str, &str) = ("mcp-protocol-version", "2025-11-25");
 
-/// Runs discovery for the MCP server at `server_url`, starting from its challenge.
-pub(crate) async fn discover(
+/// Whether the server at `server_url` publishes protected resource metadata (at the place its
+/// challenge names, or the well-known ones).
+pub(crate) async fn resource_metadata(
     server_url: &str,
     challenge: &Challenge,
     steps: &mut Vec<AuthStep>,
-) -> Result<Discovered, String> {
-    let failed = |reason: String| reason;
-    let server = Url::parse(server_url)
-        .map_err(|err| failed(format!("`{server_url}` is not a URL: {err}")))?;
-    check_secure(&server).map_err(failed)?;
+) -> bool {
+    let Ok(server) = Url::parse(server_url) else {
+        return false;
+    };
+    for url in resource_metadata_urls(&server, challenge) {
+        if let Ok(Some(_)) =
+            fetch_document::<ResourceMetadata>(&url, RESOURCE_METADATA, steps).await
+        {
+            return true;
+        }
+    }
+    false
+}
+
+/// Where the resource metadata may be, in order: the challenge's URL, the path's well-known
+/// URL, the root one.
+fn resource_metadata_urls(server: &Url, challenge: &Challenge) -> Vec<String> {
     let mut candidates = Vec::new();
     if let Some(advertised) = &challenge.resource_metadata {
         candidates.push(advertised.clone());
@@ -91,9 +104,21 @@ pub(crate) async fn discover(
     }
     candidates.push(format!("{origin}/.well-known/oauth-protected-resource"));
     candidates.dedup();
+    candidates
+}
 
+/// Runs discovery for the MCP server at `server_url`, starting from its challenge.
+pub(crate) async fn discover(
+    server_url: &str,
+    challenge: &Challenge,
+    steps: &mut Vec<AuthStep>,
+) -> Result<Discovered, String> {
+    let failed = |reason: String| reason;
+    let server = Url::parse(server_url)
+        .map_err(|err| failed(format!("`{server_url}` is not a URL: {err}")))?;
+    check_secure(&server).map_err(failed)?;
     let mut resource = None;
-    for url in candidates {
+    for url in resource_metadata_urls(&server, challenge) {
         if let Some(found) = fetch_document::<ResourceMetadata>(&url, RESOURCE_METADATA, steps)
             .await
             .map_err(failed)?

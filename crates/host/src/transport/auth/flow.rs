@@ -211,14 +211,27 @@ impl Authorizer {
     /// Signs in from scratch (`formwork login`), whatever is stored, starting from the challenge
     /// the server gives an unauthenticated request.
     pub async fn sign_in(&self) -> Result<(), AuthError> {
-        let challenge = self.probe().await;
+        let (challenge, asked) = self.probe().await?;
         let mut state = self.state.lock().await;
         state.loaded = true;
+        if !asked {
+            // No 401 to go by: only a server that publishes resource metadata asks for a
+            // sign-in somewhere (for some calls); the 2025-03-26 guesses would lead nowhere.
+            let mut steps = Vec::new();
+            let found =
+                discovery::resource_metadata(&self.server_url, &challenge, &mut steps).await;
+            state.steps = steps;
+            if !found {
+                return Err(self.failed(
+                    "it answered `initialize` without asking for a sign-in, and publishes no protected resource metadata: there is nothing to sign in to",
+                ));
+            }
+        }
         self.sign_in_locked(&mut state, &challenge, None).await
     }
 
-    /// The challenge of an `initialize` sent without a token; empty when the server gives none.
-    async fn probe(&self) -> Challenge {
+    /// The challenge of an `initialize` sent without a token, and whether it was refused (401).
+    async fn probe(&self) -> Result<(Challenge, bool), AuthError> {
         let body = json!({
             "jsonrpc": "2.0", "id": 0, "method": "initialize",
             "params": {"protocolVersion": "2025-11-25", "capabilities": {},
@@ -229,12 +242,13 @@ impl Authorizer {
             ("content-type", "application/json"),
             ("accept", "application/json, text/event-stream"),
         ];
-        match fetch::exchange("POST", &self.server_url, &headers, body.as_bytes()).await {
-            Ok(fetched) if fetched.status == 401 => {
-                Challenge::parse(fetched.www_authenticate.as_deref())
-            }
-            _ => Challenge::default(),
-        }
+        let fetched = fetch::exchange("POST", &self.server_url, &headers, body.as_bytes())
+            .await
+            .map_err(|err| self.failed(err))?;
+        Ok(match fetched.status {
+            401 => (Challenge::parse(fetched.www_authenticate.as_deref()), true),
+            _ => (Challenge::default(), false),
+        })
     }
 
     /// Whether the last sign-in stopped because nobody here can sign in (a person must, in a
