@@ -86,6 +86,11 @@ enum Command {
         #[command(flatten)]
         config: config_cmd::ConfigArgs,
     },
+    /// Print a shell completion script (bash, zsh, fish, elvish or powershell) on stdout.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
     /// Serve the bundled demo plugin over stdio (what `demo` connects to).
     #[command(hide = true)]
     DemoPlugin,
@@ -203,6 +208,16 @@ fn main() -> ExitCode {
         Command::Config { command } => config_cmd::run(command),
         Command::Trust { dir } => config_cmd::trust(dir.as_deref()),
         Command::Login(args) => block_on(login_cmd::run(&args)),
+        Command::Completions { shell } => {
+            use clap::CommandFactory as _;
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "formwork",
+                &mut std::io::stdout(),
+            );
+            Ok(Outcome::Success)
+        }
         Command::Logout(args) => logout_cmd::run(&args),
         Command::Doctor(args) => block_on(doctor_cmd::run(&args)),
         Command::Serve(args) => {
