@@ -121,7 +121,12 @@ pub async fn tools(
     let plugin = Plugin::connect(&resolved.target, options).await?;
     let tools = plugin.list_tools().await;
     plugin.close().await;
-    print_json(&Value::Array(tools?))?;
+    let tools = tools?;
+    if crate::human::for_people() {
+        print!("{}", crate::human::tools_table(&tools));
+    } else {
+        print_json(&Value::Array(tools))?;
+    }
     Ok(Outcome::Success)
 }
 
@@ -170,7 +175,11 @@ pub async fn call(
     };
     plugin.close().await;
     let result = result?;
-    print_json(&result)?;
+    if crate::human::for_people() {
+        print!("{}", crate::human::call_result(&result));
+    } else {
+        print_json(&result)?;
+    }
     Ok(if responder.failed() {
         Outcome::Failure
     } else if result.get("isError") == Some(&Value::Bool(true)) {

@@ -60,10 +60,12 @@ pub async fn run(args: &DoctorArgs) -> anyhow::Result<Outcome> {
     options.wait_after_answer = Duration::from_secs(args.wait);
     options.data_dir = formwork_host::store::Store::default_data_dir().ok();
     let report = doctor::diagnose(&target, &config, options).await;
-    println!(
-        "{}",
-        serde_json::to_string_pretty(&printed(&report, &config)?)?
-    );
+    let printed = printed(&report, &config)?;
+    if crate::human::for_people() {
+        print!("{}", crate::human::doctor_checklist(&printed));
+    } else {
+        println!("{}", serde_json::to_string_pretty(&printed)?);
+    }
     if !report.connected() {
         let error = report
             .connection

@@ -8,6 +8,7 @@ mod commands;
 mod config_cmd;
 mod demo_plugin;
 mod doctor_cmd;
+mod human;
 mod login_cmd;
 mod logout_cmd;
 mod policy_report;
@@ -29,6 +30,10 @@ use formwork_host::PluginTarget;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Print JSON even to a terminal (`tools`, `call` and `doctor` print a summary for people
+    /// there, and JSON when piped).
+    #[arg(long, global = true)]
+    json: bool,
 }
 
 #[derive(Subcommand)]
@@ -196,6 +201,7 @@ pub enum Outcome {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    human::set_json(cli.json);
     init_logging();
     let outcome = match cli.command {
         Command::Schema {

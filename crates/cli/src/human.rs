@@ -1,0 +1,259 @@
+//! What `tools`, `call` and `doctor` print for a person: when stdout is a terminal and
+//! `--json` is not given. Piped (or with `--json`) they print exactly their JSON, so scripts
+//! keep working. Every piece of plugin text goes through [`inert`]: a plugin cannot move the
+//! cursor or forge a line.
+
+use std::io::IsTerminal;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use crate::terminal::inert;
+
+static JSON: OnceLock<bool> = OnceLock::new();
+
+/// Records `--json` (once, from `main`).
+pub fn set_json(json: bool) {
+    let _ = JSON.set(json);
+}
+
+/// Whether output is for a person: stdout is a terminal and `--json` was not given.
+pub fn for_people() -> bool {
+    !JSON.get().copied().unwrap_or(false) && std::io::stdout().is_terminal()
+}
+
+/// A description's first line, at most this many characters in the table.
+const DESCRIPTION_WIDTH: usize = 72;
+
+/// `formwork tools`: one line per tool, name then description, and a count.
+pub fn tools_table(tools: &[Value]) -> String {
+    let rows: Vec<(String, String)> = tools
+        .iter()
+        .map(|tool| {
+            let text = |key: &str| tool.get(key).and_then(Value::as_str).unwrap_or_default();
+            let description = text("description").lines().next().unwrap_or_default();
+            let mut description = inert(description);
+            if description.chars().count() > DESCRIPTION_WIDTH {
+                description = description.chars().take(DESCRIPTION_WIDTH - 1).collect();
+                description.push('…');
+            }
+            (inert(text("name")), description)
+        })
+        .collect();
+    let width = rows
+        .iter()
+        .map(|(name, _)| name.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max("TOOL".len());
+    let mut out = format!("{:<width$}  DESCRIPTION\n", "TOOL");
+    for (name, description) in &rows {
+        out.push_str(format!("{name:<width$}  {description}").trim_end());
+        out.push('\n');
+    }
+    out.push_str(&match rows.len() {
+        1 => "1 tool\n".to_owned(),
+        n => format!("{n} tools\n"),
+    });
+    out
+}
+
+/// `formwork call`: the result's content blocks (text as text, others named), its structured
+/// content, and how the call ended.
+pub fn call_result(result: &Value) -> String {
+    let mut out = String::new();
+    for block in result
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let text = |key: &str| block.get(key).and_then(Value::as_str).unwrap_or_default();
+        let line = match text("type") {
+            "text" => text("text")
+                .split('\n')
+                .map(|line| inert(line.strip_suffix('\r').unwrap_or(line)))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            kind @ ("image" | "audio") => format!(
+                "[{kind} {}, {} bytes of base64]",
+                inert(text("mimeType")),
+                text("data").len()
+            ),
+            "resource_link" => format!("[link {}: {}]", inert(text("name")), inert(text("uri"))),
+            "resource" => {
+                let resource = block.get("resource");
+                let field = |key: &str| {
+                    resource
+                        .and_then(|r| r.get(key))
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                };
+                match field("text") {
+                    "" => format!("[resource {}]", inert(field("uri"))),
+                    body => format!("[resource {}]\n{}", inert(field("uri")), inert(body)),
+                }
+            }
+            other => format!("[{} block]", inert(other)),
+        };
+        out.push_str(&line);
+        out.push('\n');
+    }
+    if let Some(structured) = result.get("structuredContent") {
+        out.push_str("Structured content:\n");
+        let pretty = serde_json::to_string_pretty(structured).unwrap_or_default();
+        for line in pretty.lines() {
+            out.push_str("  ");
+            out.push_str(&inert(line));
+            out.push('\n');
+        }
+    }
+    let failed = result.get("isError").and_then(Value::as_bool) == Some(true);
+    out.push_str(if failed {
+        "✗ The tool reported an error.\n"
+    } else {
+        "✓ The tool returned.\n"
+    });
+    out
+}
+
+/// `formwork doctor`: the connection, then each row of the symptom table as a checklist item
+/// (✗ applies, ✓ does not, ? only a `--tool` call can tell).
+pub fn doctor_checklist(report: &Value) -> String {
+    let connection = &report["connection"];
+    let mut out = String::new();
+    let target = connection["target"]
+        .as_object()
+        .and_then(|target| target.values().next())
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if connection["connected"] == Value::Bool(true) {
+        out.push_str(&format!(
+            "✓ Connected to {} (protocol {}, {})\n",
+            inert(target),
+            inert(connection["protocol_version"].as_str().unwrap_or("?")),
+            inert(connection["era"].as_str().unwrap_or("?")),
+        ));
+        let tools = report["tools"].as_array().map_or(0, Vec::len);
+        out.push_str(&format!("✓ {tools} tools listed\n"));
+    } else {
+        out.push_str(&format!(
+            "✗ Could not connect to {}: {}\n",
+            inert(target),
+            inert(connection["error"].as_str().unwrap_or("unknown error"))
+        ));
+        for step in connection["sign_in"].as_array().into_iter().flatten() {
+            out.push_str(&format!(
+                "    {} at {}: {}\n",
+                inert(step["step"].as_str().unwrap_or_default()),
+                inert(step["url"].as_str().unwrap_or_default()),
+                inert(step["outcome"].as_str().unwrap_or_default()),
+            ));
+        }
+    }
+    if let Some(call) = report["call"].as_object() {
+        out.push_str(&format!(
+            "• {} called: {}\n",
+            inert(call.get("tool").and_then(Value::as_str).unwrap_or_default()),
+            inert(
+                call.get("outcome")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+            ),
+        ));
+    }
+    for symptom in report["symptoms"].as_array().into_iter().flatten() {
+        let text = |key: &str| inert(symptom[key].as_str().unwrap_or_default());
+        match symptom["applies"].as_bool() {
+            Some(true) => out.push_str(&format!(
+                "✗ {}\n    why: {}\n    do: {}\n",
+                text("symptom"),
+                text("cause"),
+                text("action")
+            )),
+            Some(false) => out.push_str(&format!("✓ {}\n", text("symptom"))),
+            None => out.push_str(&format!("? {} (a --tool call tells)\n", text("symptom"))),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tools_are_a_table_with_inert_text() {
+        let tools = [
+            json!({"name": "echo", "description": "Echoes back the input\nSecond line"}),
+            json!({"name": "trigger-elicitation-request", "description": "Asks\u{1b}[2J for your name"}),
+            json!({"name": "bare"}),
+        ];
+        assert_eq!(
+            tools_table(&tools),
+            "TOOL                         DESCRIPTION\n\
+             echo                         Echoes back the input\n\
+             trigger-elicitation-request  Asks\\u{1b}[2J for your name\n\
+             bare\n\
+             3 tools\n"
+        );
+        let long = [json!({"name": "x", "description": "d".repeat(100)})];
+        assert_eq!(
+            tools_table(&long),
+            format!("TOOL  DESCRIPTION\nx     {}…\n1 tool\n", "d".repeat(71))
+        );
+    }
+
+    #[test]
+    fn a_call_shows_its_blocks_and_outcome() {
+        let result = json!({
+            "content": [
+                {"type": "text", "text": "Hello\nAda\u{7}"},
+                {"type": "image", "mimeType": "image/png", "data": "AAAA"},
+                {"type": "resource_link", "name": "notes", "uri": "file:///notes.txt"},
+                {"type": "resource", "resource": {"uri": "mem://a", "text": "body"}},
+            ],
+            "structuredContent": {"n": 1},
+        });
+        assert_eq!(
+            call_result(&result),
+            "Hello\nAda\\u{7}\n[image image/png, 4 bytes of base64]\n[link notes: file:///notes.txt]\n\
+             [resource mem://a]\nbody\nStructured content:\n  {\n    \"n\": 1\n  }\n✓ The tool returned.\n"
+        );
+        assert_eq!(
+            call_result(&json!({"content": [], "isError": true})),
+            "✗ The tool reported an error.\n"
+        );
+    }
+
+    #[test]
+    fn the_doctor_is_a_checklist() {
+        let report = json!({
+            "connection": {"target": {"plugin": "node p.mjs"}, "connected": true,
+                           "protocol_version": "2025-11-25", "era": "handshake"},
+            "tools": [{}, {}],
+            "call": null,
+            "symptoms": [
+                {"symptom": "A", "applies": true, "cause": "because", "action": "change it"},
+                {"symptom": "B", "applies": false},
+                {"symptom": "C", "applies": null},
+            ],
+        });
+        assert_eq!(
+            doctor_checklist(&report),
+            "✓ Connected to node p.mjs (protocol 2025-11-25, handshake)\n✓ 2 tools listed\n\
+             ✗ A\n    why: because\n    do: change it\n✓ B\n? C (a --tool call tells)\n"
+        );
+        let failed = json!({
+            "connection": {"target": {"url": "https://x/mcp"}, "connected": false, "error": "refused",
+                           "sign_in": [{"step": "sign-in", "url": "https://as", "outcome": "needs you"}]},
+            "symptoms": [],
+        });
+        assert_eq!(
+            doctor_checklist(&failed),
+            "✗ Could not connect to https://x/mcp: refused\n    sign-in at https://as: needs you\n"
+        );
+    }
+}
