@@ -151,6 +151,10 @@ fn check(args: &ConfigArgs) -> Outcome {
         report
     });
     match report {
+        Ok(report) if crate::human::for_people() => {
+            print!("{}", crate::human::config_summary(&report));
+            Outcome::Success
+        }
         Ok(report) => match print_json(&report) {
             Ok(()) => Outcome::Success,
             Err(err) => {

@@ -1,4 +1,4 @@
-//! What `tools`, `call` and `doctor` print for a person: when stdout is a terminal and
+//! What `tools`, `call`, `doctor` and `config check` print for a person: when stdout is a terminal and
 //! `--json` is not given. Piped (or with `--json`) they print exactly their JSON, so scripts
 //! keep working. Every piece of plugin text goes through [`inert`]: a plugin cannot move the
 //! cursor or forge a line.
@@ -178,6 +178,72 @@ pub fn doctor_checklist(report: &Value) -> String {
     out
 }
 
+/// `formwork config check`: which files applied, whether plugin forms reach the person, the
+/// policy in a line, and a line per server.
+pub fn config_summary(report: &Value) -> String {
+    let text = |value: &Value| inert(value.as_str().unwrap_or_default());
+    let mut out = String::new();
+    for source in report["sources"].as_array().into_iter().flatten() {
+        let mark = if source["applied"] == Value::Bool(true) {
+            "✓"
+        } else {
+            "·"
+        };
+        out.push_str(&format!(
+            "{mark} {} {}: {}\n",
+            text(&source["layer"]),
+            text(&source["file"]),
+            text(&source["reason"])
+        ));
+    }
+    let forms = &report["plugin_forms"];
+    let mark = if forms["allowed"] == Value::Bool(true) {
+        "✓"
+    } else {
+        "✗"
+    };
+    out.push_str(&format!("{mark} {}\n", text(&forms["reason"])));
+    out.push_str(&format!(
+        "  approval_policy {} · approval card {} · at most {} forms pending\n",
+        text(&report["approval_policy"]),
+        text(&report["approval_card"]),
+        report["forms"]["max_pending"]
+    ));
+    let servers = report["mcp_servers"].as_object();
+    let width = servers
+        .into_iter()
+        .flat_map(|servers| servers.keys())
+        .map(|name| inert(name).chars().count())
+        .max()
+        .unwrap_or(0);
+    for (name, server) in servers.into_iter().flatten() {
+        let target = match server["url"].as_str() {
+            Some(url) => inert(url),
+            None if server["builtin"] == Value::Bool(true) => "built in".to_owned(),
+            None => {
+                let mut line = text(&server["command"]);
+                for arg in server["args"].as_array().into_iter().flatten() {
+                    line.push(' ');
+                    line.push_str(&text(arg));
+                }
+                line
+            }
+        };
+        let state = if server["enabled"] == Value::Bool(false) {
+            " (disabled)"
+        } else {
+            ""
+        };
+        out.push_str(&format!(
+            "  {:<width$}  {}  tools: {}{state}\n",
+            inert(name),
+            target,
+            text(&server["default_tools_approval_mode"]),
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -254,6 +320,34 @@ mod tests {
         assert_eq!(
             doctor_checklist(&failed),
             "✗ Could not connect to https://x/mcp: refused\n    sign-in at https://as: needs you\n"
+        );
+    }
+
+    #[test]
+    fn the_config_is_a_summary() {
+        let report = json!({
+            "approval_policy": "on-request",
+            "plugin_forms": {"allowed": true, "reason": "plugin forms are shown: approval_policy = \"on-request\" allows them"},
+            "forms": {"max_pending": 16},
+            "approval_card": "request_user_input",
+            "mcp_servers": {
+                "docs": {"enabled": true, "url": "https://docs.example/mcp", "default_tools_approval_mode": "prompt"},
+                "demo": {"enabled": false, "builtin": true, "args": ["demo-plugin"], "default_tools_approval_mode": "approve"},
+                "local": {"enabled": true, "command": "node", "args": ["p.mjs"], "default_tools_approval_mode": "auto"},
+            },
+            "sources": [
+                {"layer": "user", "file": "/u/formwork.toml", "applied": false, "reason": "no such file"},
+                {"layer": "explicit", "file": "f.toml", "applied": true, "reason": "named with --config"},
+            ],
+        });
+        assert_eq!(
+            config_summary(&report),
+            "· user /u/formwork.toml: no such file\n✓ explicit f.toml: named with --config\n\
+             ✓ plugin forms are shown: approval_policy = \"on-request\" allows them\n\
+             \x20 approval_policy on-request · approval card request_user_input · at most 16 forms pending\n\
+             \x20 docs   https://docs.example/mcp  tools: prompt\n\
+             \x20 demo   built in  tools: approve (disabled)\n\
+             \x20 local  node p.mjs  tools: auto\n"
         );
     }
 }

@@ -30,8 +30,8 @@ use formwork_host::PluginTarget;
 struct Cli {
     #[command(subcommand)]
     command: Command,
-    /// Print JSON even to a terminal (`tools`, `call` and `doctor` print a summary for people
-    /// there, and JSON when piped).
+    /// Print JSON even to a terminal (`tools`, `call`, `doctor` and `config check` print a summary
+    /// for people there, and JSON when piped).
     #[arg(long, global = true)]
     json: bool,
 }

@@ -106,3 +106,44 @@ fn the_doctor_is_a_checklist_on_a_terminal() {
         "{shown}"
     );
 }
+
+#[test]
+fn config_check_is_a_summary_on_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("formwork.toml");
+    std::fs::write(
+        &config,
+        "[mcp_servers.docs]\nurl = \"https://docs.example/mcp\"\n",
+    )
+    .unwrap();
+    let config = config.display().to_string();
+    let shown = on_terminal(&["config", "check", "--config", &config]);
+    let lines: Vec<&str> = shown.lines().collect();
+    assert_eq!(
+        lines[1],
+        format!(
+            "✓ explicit {config}: named with --config: it applies on top of the user config, and no project formwork.toml is looked for"
+        )
+    );
+    assert_eq!(
+        lines[2],
+        "✓ plugin forms are shown: approval_policy = \"on-request\" allows them"
+    );
+    assert_eq!(
+        lines[3],
+        "  approval_policy on-request · approval card request_user_input · at most 16 forms pending"
+    );
+    assert_eq!(
+        &lines[4..],
+        [
+            "  docs  https://docs.example/mcp  tools: auto",
+            "  demo  built in  tools: approve"
+        ]
+    );
+    let json = on_terminal(&["config", "check", "--config", &config, "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        report["mcp_servers"]["docs"]["url"],
+        "https://docs.example/mcp"
+    );
+}
