@@ -69,9 +69,20 @@ pub struct Authorizer {
     store: Option<Arc<TokenStore>>,
     agent: Option<Arc<dyn SignInAgent>>,
     state: tokio::sync::Mutex<State>,
+    /// The header of the current token, its generation and expiry, read without waiting: a
+    /// sign-in in progress holds `state` (for as long as a person takes) and must not hold up the
+    /// connection's other messages that carry a good token (a form's answer, say).
+    current: std::sync::Mutex<Option<Current>>,
     /// The newest generation a server answered without refusing it: a token that worked once
     /// and is refused later may be refreshed again; one refused at once may not.
     accepted: AtomicU64,
+}
+
+#[derive(Clone)]
+struct Current {
+    generation: u64,
+    header: String,
+    expires_at: Option<u64>,
 }
 
 #[derive(Default)]
@@ -110,6 +121,7 @@ impl Authorizer {
             store,
             agent,
             state: tokio::sync::Mutex::new(State::default()),
+            current: std::sync::Mutex::new(None),
             accepted: AtomicU64::new(0),
         }
     }
@@ -122,6 +134,14 @@ impl Authorizer {
     /// The `Authorization` value for the next request and its generation, refreshing a token
     /// about to expire first. `None` before any sign-in: the server's 401 starts one.
     pub(crate) async fn bearer(&self) -> Option<(u64, String)> {
+        let current = self.current.lock().ok().and_then(|current| current.clone());
+        if let Some(current) = current
+            && current
+                .expires_at
+                .is_none_or(|at| at > unix_now() + REFRESH_AHEAD.as_secs())
+        {
+            return Some((current.generation, current.header));
+        }
         let mut state = self.state.lock().await;
         self.load(&mut state);
         let tokens = state.tokens.as_ref()?;
@@ -276,6 +296,7 @@ impl Authorizer {
                 state.requested = tokens.scopes.clone();
                 state.tokens = Some(tokens);
                 state.generation += 1;
+                self.publish(state);
             }
             Ok(None) => {}
             Err(err) => {
@@ -292,6 +313,19 @@ impl Authorizer {
         }
         state.tokens = Some(tokens);
         state.generation += 1;
+        self.publish(state);
+    }
+
+    /// Makes the current token what [`Authorizer::bearer`] reads without waiting.
+    fn publish(&self, state: &State) {
+        let current = state.tokens.as_ref().map(|tokens| Current {
+            generation: state.generation,
+            header: format!("Bearer {}", tokens.access_token),
+            expires_at: tokens.expires_at,
+        });
+        if let Ok(mut slot) = self.current.lock() {
+            *slot = current;
+        }
     }
 
     async fn refresh(&self, state: &mut State) -> Result<(), AuthError> {
