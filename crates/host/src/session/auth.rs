@@ -126,13 +126,19 @@ impl crate::Host {
     /// `name`: the host's token store, and nobody to sign in (a sign-in comes from a session's
     /// card, or `formwork login`).
     pub fn authorizer(&self, name: &str, url: &str) -> Result<Arc<Authorizer>, String> {
-        let config = self.config();
-        let store = self
-            .inner
-            .options
-            .data_dir
-            .as_deref()
-            .map(|dir| token_store(&config, dir));
-        authorizer_for(&config, name, url, store, None)
+        authorizer_for(&self.config(), name, url, self.inner.token_store(), None)
+    }
+}
+
+impl super::HostInner {
+    /// The token store of [`HostOptions::data_dir`](crate::HostOptions::data_dir), opened on
+    /// first use and then shared: opening `auto` asks the keyring whether it answers, once.
+    pub(super) fn token_store(&self) -> Option<Arc<TokenStore>> {
+        self.token_store
+            .get_or_init(|| {
+                let dir = self.options.data_dir.as_deref()?;
+                Some(token_store(&self.config(), dir))
+            })
+            .clone()
     }
 }

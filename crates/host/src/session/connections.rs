@@ -201,11 +201,7 @@ async fn connect(
     };
     if let PluginTarget::Url(url) = target {
         let config = host.config();
-        let store = host
-            .options
-            .data_dir
-            .as_deref()
-            .map(|dir| super::auth::token_store(&config, dir));
+        let store = host.token_store();
         // A person can sign in from this session's card; a connection shared by sessions has
         // no one to ask (`formwork login` it first).
         let agent = signs_in.map(|session| {

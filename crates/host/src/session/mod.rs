@@ -144,6 +144,8 @@ struct HostInner {
     /// cancelled, so that no call goes on with the cancellations (a 2026-07-28 call would send
     /// them in a retry).
     stopping: CancellationToken,
+    /// Remote servers' OAuth tokens (see `auth.rs`); opened on first use.
+    token_store: std::sync::OnceLock<Option<Arc<crate::TokenStore>>>,
 }
 
 struct Session {
@@ -231,6 +233,7 @@ impl Host {
                 ids: AtomicU64::new(1),
                 shared_connections: Mutex::new(HashMap::new()),
                 stopping: CancellationToken::new(),
+                token_store: std::sync::OnceLock::new(),
             }),
         }
     }

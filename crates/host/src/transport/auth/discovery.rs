@@ -113,15 +113,13 @@ pub(crate) async fn discover(
     challenge: &Challenge,
     steps: &mut Vec<AuthStep>,
 ) -> Result<Discovered, String> {
-    let failed = |reason: String| reason;
-    let server = Url::parse(server_url)
-        .map_err(|err| failed(format!("`{server_url}` is not a URL: {err}")))?;
-    check_secure(&server).map_err(failed)?;
+    let server =
+        Url::parse(server_url).map_err(|err| format!("`{server_url}` is not a URL: {err}"))?;
+    check_secure(&server)?;
     let mut resource = None;
     for url in resource_metadata_urls(&server, challenge) {
-        if let Some(found) = fetch_document::<ResourceMetadata>(&url, RESOURCE_METADATA, steps)
-            .await
-            .map_err(failed)?
+        if let Some(found) =
+            fetch_document::<ResourceMetadata>(&url, RESOURCE_METADATA, steps).await?
         {
             resource = Some(found);
             break;
@@ -129,44 +127,39 @@ pub(crate) async fn discover(
     }
 
     let Some(resource) = resource else {
-        return legacy(&server, steps).await.map_err(failed);
+        return legacy(&server, steps).await;
     };
-    check_resource(&server, &resource.resource).map_err(failed)?;
+    check_resource(&server, &resource.resource)?;
     let Some(issuer) = resource.authorization_servers.first() else {
-        return Err(failed(format!(
+        return Err(format!(
             "the protected resource metadata of {server_url} names no authorization server"
-        )));
+        ));
     };
-    let issuer_url = Url::parse(issuer).map_err(|err| {
-        failed(format!(
-            "the authorization server `{issuer}` is not a URL: {err}"
-        ))
-    })?;
-    check_secure(&issuer_url).map_err(failed)?;
+    let issuer_url = Url::parse(issuer)
+        .map_err(|err| format!("the authorization server `{issuer}` is not a URL: {err}"))?;
+    check_secure(&issuer_url)?;
     for url in server_metadata_urls(&issuer_url) {
-        let Some(metadata) = fetch_document::<ServerMetadata>(&url, SERVER_METADATA, steps)
-            .await
-            .map_err(failed)?
+        let Some(metadata) = fetch_document::<ServerMetadata>(&url, SERVER_METADATA, steps).await?
         else {
             continue;
         };
         // RFC 8414 §3.3: the metadata must be the issuer's own, or anyone could stand in.
         if metadata.issuer.trim_end_matches('/') != issuer.trim_end_matches('/') {
-            return Err(failed(format!(
+            return Err(format!(
                 "the metadata at {url} is for the issuer `{}`, not `{issuer}`",
                 metadata.issuer
-            )));
+            ));
         }
-        check_endpoints(&metadata).map_err(failed)?;
+        check_endpoints(&metadata)?;
         return Ok(Discovered {
             resource: Some(resource),
             server: metadata,
             source: Source::ResourceMetadata,
         });
     }
-    Err(failed(format!(
+    Err(format!(
         "no metadata was found for the authorization server {issuer}"
-    )))
+    ))
 }
 
 /// A 2025-03-26 server: the authorization server is its origin.
