@@ -82,8 +82,8 @@ pub use load::{MAX_TIMEOUT_SECS, parse_protocol_version};
 pub use types::{
     ApprovalMode, ApprovalPolicy, Config, ConfigSource, CredentialsStore,
     DEFAULT_MAX_PENDING_FORMS, Features, FormsConfig, GranularApproval, Layer,
-    MAX_PENDING_FORMS_LIMIT, OAuthConfig, OAuthGrant, SensitiveFields, ServerConfig, SourceStatus,
-    ToolConfig, Transport, TrustLevel,
+    MAX_PENDING_FORMS_LIMIT, ModelChoice, ModelProvider, OAuthConfig, OAuthGrant, SensitiveFields,
+    ServerConfig, SourceStatus, ToolConfig, Transport, TrustLevel, WireApi,
 };
 
 /// The name of every configuration file: the user config's and a project's.

@@ -624,3 +624,71 @@ impl<'de> Deserialize<'de> for ApprovalPolicy {
         deserializer.deserialize_any(PolicyVisitor)
     }
 }
+
+/// Which HTTP API a model provider speaks (`wire_api`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WireApi {
+    /// `POST {base_url}/responses`, the Responses API (OpenAI's own).
+    Responses,
+    /// `POST {base_url}/chat/completions`, what local OpenAI-compatible servers speak.
+    Chat,
+}
+
+impl WireApi {
+    /// The name the config uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WireApi::Responses => "responses",
+            WireApi::Chat => "chat",
+        }
+    }
+}
+
+/// One model provider: a built-in one, or a `[model_providers.<id>]` table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelProvider {
+    /// `name`: shown to the person.
+    pub name: String,
+    /// `base_url`: `/responses` or `/chat/completions` is appended.
+    pub base_url: String,
+    /// `env_key`: the environment variable holding the API key, sent as a bearer token. The
+    /// key itself is never in a file.
+    pub env_key: Option<String>,
+    /// `wire_api`. Default `responses`.
+    pub wire_api: WireApi,
+    /// `http_headers`: sent with every request.
+    pub http_headers: IndexMap<String, String>,
+    /// `env_http_headers`: header name to environment variable; skipped when it is unset.
+    pub env_http_headers: IndexMap<String, String>,
+    /// `query_params`: appended to every request's URL.
+    pub query_params: IndexMap<String, String>,
+    /// `request_max_retries`: how often a request that failed before its stream began (a
+    /// transport error, 429 or 5xx) is sent again. Default 4, at most 100.
+    pub request_max_retries: u32,
+    /// `stream_max_retries`: how often a stream that broke off is requested again. Default 5,
+    /// at most 100.
+    pub stream_max_retries: u32,
+    /// `stream_idle_timeout_ms`: the longest wait for the next event of a stream. Default
+    /// 300 000 ms.
+    #[serde(serialize_with = "serialize_millis")]
+    pub stream_idle_timeout: Duration,
+}
+
+fn serialize_millis<S: serde::Serializer>(duration: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u128(duration.as_millis())
+}
+
+/// The model a session talks to: the provider (by id) and the model's name.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelChoice {
+    /// The provider's id: `openai`, `oss`, or a `[model_providers.<id>]` key.
+    pub provider_id: String,
+    /// The provider.
+    pub provider: ModelProvider,
+    /// The model's name as the provider knows it.
+    pub model: String,
+    /// How many bytes of one tool's output the model sees at most (`tool_output_token_limit`
+    /// tokens, counted as 4 bytes each); the rest is cut and the transcript says so.
+    pub tool_output_max_bytes: usize,
+}

@@ -72,6 +72,9 @@ pub struct HostOptions {
     /// Where remote servers' OAuth tokens are kept (`mcp_oauth_credentials_store`, its file in
     /// this directory); `None` keeps a sign-in for its connection only.
     pub data_dir: Option<PathBuf>,
+    /// The model that answers the person's messages (see `crate::agent`); `None` records
+    /// messages only.
+    pub model: Option<crate::config::ModelChoice>,
 }
 
 impl Default for HostOptions {
@@ -83,6 +86,7 @@ impl Default for HostOptions {
             inherit_stderr: false,
             builtin_exe: None,
             data_dir: None,
+            model: None,
         }
     }
 }
