@@ -26,6 +26,16 @@ pub enum Event {
         /// The text.
         text: String,
     },
+    /// More text of the model's answer, as it streams. The whole answer follows as one
+    /// `message_added` (role `assistant`), which replaces the text streamed under this
+    /// `message_id`; a delta of another id starts the answer anew (a stream that broke off and
+    /// was asked again). Not stored.
+    MessageDelta {
+        /// Which answer the text belongs to.
+        message_id: String,
+        /// The text to append.
+        delta: String,
+    },
     /// A turn began (a user message, or a tool call from the palette).
     TurnStarted {
         /// The turn's id.

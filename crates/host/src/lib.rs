@@ -8,6 +8,7 @@
 //! request as raw JSON is what lets formwork decline precisely and never hang a plugin. rmcp
 //! still provides the protocol vocabulary (versions) here and the server side elsewhere.
 
+mod agent;
 pub mod apps;
 mod broker;
 mod budget;

@@ -177,6 +177,7 @@ pub(crate) async fn write(
         Event::TurnStarted { .. }
         | Event::TurnEnded { .. }
         | Event::FormShown { .. }
+        | Event::MessageDelta { .. }
         | Event::FormCompleted { .. }
         | Event::SignedIn { .. } => Ok(()),
     }

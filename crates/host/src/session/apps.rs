@@ -18,7 +18,7 @@ use crate::events::{Command, Event};
 use crate::responder::FormAction;
 use crate::store::AppStatePart;
 
-use super::{CommandError, Host, Session};
+use super::{CommandError, Host, Session, SessionState};
 
 /// The MCP Apps protocol version formwork speaks with apps.
 pub const APPS_PROTOCOL_VERSION: &str = "2026-01-26";
@@ -181,6 +181,26 @@ impl Host {
 }
 
 impl Session {
+    /// The model context the session's apps set, one text per invocation in transcript
+    /// order, each naming its call; for the model, which reads it as untrusted app data.
+    pub(super) fn app_context(&self, state: &SessionState) -> Vec<String> {
+        state
+            .log
+            .iter()
+            .filter_map(|event| match event.as_ref() {
+                Event::ToolCallStarted {
+                    call_id,
+                    server,
+                    tool,
+                    ..
+                } => state.apps.model_context.get(call_id).map(|context| {
+                    format!("The app of call {call_id} ({server}.{tool}) set: {context}")
+                }),
+                _ => None,
+            })
+            .collect()
+    }
+
     fn call_record(&self, call_id: &str) -> Option<CallRecord> {
         let state = self.lock();
         let mut record: Option<CallRecord> = None;

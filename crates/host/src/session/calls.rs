@@ -18,6 +18,7 @@ use crate::policy::{
 
 use super::cards::{EndBy, approval_body};
 use super::connections::Connection;
+use super::model_turn::CallEnd;
 use super::{CommandError, HostInner, Session, Turn, reason};
 
 impl Session {
@@ -27,6 +28,17 @@ impl Session {
         server: &str,
         tool: &str,
         arguments: Option<Value>,
+    ) -> Result<String, CommandError> {
+        self.start_call(server, tool, arguments, None)
+    }
+
+    /// [`Session::call_tool`], telling `done` how the call ended once it has.
+    pub(super) fn start_call(
+        self: &Arc<Self>,
+        server: &str,
+        tool: &str,
+        arguments: Option<Value>,
+        done: Option<oneshot::Sender<CallEnd>>,
     ) -> Result<String, CommandError> {
         let host = self
             .host
@@ -77,7 +89,14 @@ impl Session {
                 Ok(result) => (Some(result), None),
                 Err(error) => (None, Some(error)),
             };
+            let end = done.as_ref().map(|_| CallEnd {
+                result: result.clone(),
+                error: error.clone(),
+            });
             session.finish_call(&id, result, error);
+            if let (Some(done), Some(end)) = (done, end) {
+                let _ = done.send(end);
+            }
         });
         Ok(call_id)
     }
@@ -298,6 +317,9 @@ impl Session {
     pub(super) fn stop_turn(&self) {
         self.cancel_cards(reason::STOPPED);
         let mut state = self.lock();
+        if let Some(model) = &state.model.current {
+            model.cancel();
+        }
         if let Some(turn) = state.turn.as_mut() {
             turn.stopped = true;
             for token in turn.calls.values() {

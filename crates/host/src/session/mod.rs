@@ -10,6 +10,7 @@ mod auth;
 mod calls;
 mod cards;
 mod connections;
+mod model_turn;
 mod sign_in;
 
 pub use apps::{
@@ -180,6 +181,8 @@ struct SessionState {
     uploads: HashSet<String>,
     /// The documents of its apps and what they left behind.
     apps: apps::SessionApps,
+    /// The model's conversation and its turn.
+    model: model_turn::ModelState,
 }
 
 /// An event waiting for the store.
@@ -220,6 +223,7 @@ impl Host {
             let events = crate::persist::replay(&store, &record.id).await?;
             let session = host.inner.new_session(record.id.clone(), events);
             session.restore_app_state(store.app_states(&record.id).await?);
+            session.restore_model_history(store.model_items(&record.id).await?);
             if let Ok(mut sessions) = host.inner.sessions.lock() {
                 sessions.insert(record.id, session);
             }
@@ -360,10 +364,18 @@ impl Host {
         match command {
             Command::SendMessage { text } => {
                 session.cancel_cards(crate::session::reason::NEW_MESSAGE);
+                let model = self.inner.options.model.clone();
+                if model.is_some() {
+                    // The turn running is over: its model request and calls end.
+                    session.stop_turn();
+                }
                 session.emit(Event::MessageAdded {
                     role: Role::User,
-                    text,
+                    text: text.clone(),
                 });
+                if let Some(choice) = model {
+                    session.start_model_turn(choice, text);
+                }
                 Ok(())
             }
             Command::CallTool {

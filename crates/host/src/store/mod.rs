@@ -347,6 +347,24 @@ impl Store {
         self.read(move |conn| sql::app_states(conn, &session)).await
     }
 
+    /// Appends items of the model's conversation of `session` (each JSON text, kept as is).
+    pub async fn append_model_items(
+        &self,
+        session: &str,
+        items: Vec<String>,
+    ) -> Result<(), StoreError> {
+        let session = session.to_owned();
+        self.write(move |conn| sql::append_model_items(conn, &session, &items))
+            .await
+    }
+
+    /// The items of the model's conversation of `session`, in order.
+    pub async fn model_items(&self, session: &str) -> Result<Vec<String>, StoreError> {
+        let session = session.to_owned();
+        self.read(move |conn| sql::model_items(conn, &session))
+            .await
+    }
+
     /// The `input_required` rounds of a tool call, in order.
     pub async fn rounds(&self, invocation: &str) -> Result<Vec<RoundRecord>, StoreError> {
         let invocation = invocation.to_owned();

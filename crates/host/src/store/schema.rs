@@ -147,6 +147,16 @@ const MIGRATIONS: &[&str] = &[
     ) STRICT;
     CREATE INDEX app_state_by_session ON app_state(session_id);
     "#,
+    // 3 → 4: the model's side of each conversation (agent/history.rs), one JSON item per
+    // row in order, so that a conversation goes on after a restart.
+    r#"
+    CREATE TABLE model_items (
+        session_id  TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        seq         INTEGER NOT NULL CHECK (seq > 0),
+        item        TEXT NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    ) STRICT;
+    "#,
 ];
 
 /// Settings of the writing connection. `synchronous = FULL` makes every commit sync the WAL,

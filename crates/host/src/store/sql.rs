@@ -446,6 +446,32 @@ pub(super) fn app_states(
     Ok(states)
 }
 
+// ---- the model's conversation ----
+
+pub(super) fn append_model_items(
+    conn: &Connection,
+    session: &str,
+    items: &[String],
+) -> Result<(), StoreError> {
+    let mut statement = conn.prepare_cached(
+        "INSERT INTO model_items (session_id, seq, item)
+         SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2 FROM model_items WHERE session_id = ?1",
+    )?;
+    for item in items {
+        statement.execute(params![session, item])?;
+    }
+    Ok(())
+}
+
+pub(super) fn model_items(conn: &Connection, session: &str) -> Result<Vec<String>, StoreError> {
+    let mut statement =
+        conn.prepare_cached("SELECT item FROM model_items WHERE session_id = ?1 ORDER BY seq")?;
+    let items = statement
+        .query_map(params![session], |row| row.get(0))?
+        .collect::<Result<Vec<String>, _>>()?;
+    Ok(items)
+}
+
 // ---- forms ----
 
 /// A form's input, owned.

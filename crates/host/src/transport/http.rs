@@ -852,7 +852,7 @@ async fn read_sse(
     read
 }
 
-enum SseEvent {
+pub(crate) enum SseEvent {
     Data(String),
     Oversized,
 }
@@ -860,7 +860,7 @@ enum SseEvent {
 /// A small incremental parser for `text/event-stream`: `data` makes the messages, `id` and
 /// `retry` tell how to resume the stream. One parser follows a stream across its connections.
 #[derive(Default)]
-struct SseParser {
+pub(crate) struct SseParser {
     line: Vec<u8>,
     data: String,
     has_data: bool,
@@ -885,7 +885,7 @@ impl SseParser {
         self.id.clone_from(&self.last_id);
     }
 
-    fn feed(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
+    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
         let mut events = Vec::new();
         for &byte in bytes {
             if byte == b'\n' && self.last_was_cr {

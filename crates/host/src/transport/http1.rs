@@ -91,6 +91,8 @@ pub(crate) struct Response {
     pub www_authenticate: Option<String>,
     /// `Location`, where a redirect points.
     pub location: Option<String>,
+    /// `Retry-After`, how long a 429 or 503 asks the client to wait.
+    pub retry_after: Option<String>,
     body: Body,
 }
 
@@ -218,7 +220,7 @@ impl Endpoint {
             .await
             .map_err(SendError::Failed)?
             .ok_or_else(|| {
-                SendError::Failed("the plugin closed the connection without answering".to_owned())
+                SendError::Failed("the server closed the connection without answering".to_owned())
             })?;
         self.past_the_proxy(response)
     }
@@ -365,6 +367,7 @@ impl Endpoint {
             session_id,
             www_authenticate,
             location,
+            retry_after,
             length,
             chunked,
             encoded,
@@ -402,6 +405,7 @@ impl Endpoint {
             session_id,
             www_authenticate,
             location,
+            retry_after,
             body,
         }))
     }
@@ -415,6 +419,7 @@ struct Head {
     session_id: Option<String>,
     www_authenticate: Option<String>,
     location: Option<String>,
+    retry_after: Option<String>,
     length: Option<u64>,
     /// The final transfer coding is `chunked`.
     chunked: bool,
@@ -429,7 +434,7 @@ impl Head {
         let mut fields = [httparse::EMPTY_HEADER; 64];
         let mut parsed = httparse::Response::new(&mut fields);
         if !matches!(parsed.parse(bytes), Ok(httparse::Status::Complete(_))) {
-            return Err("the plugin sent a malformed HTTP response".to_owned());
+            return Err("the server sent a malformed HTTP response".to_owned());
         }
         let mut head = Head {
             status: parsed.code.unwrap_or(0),
@@ -437,6 +442,7 @@ impl Head {
             session_id: None,
             www_authenticate: None,
             location: None,
+            retry_after: None,
             length: None,
             chunked: false,
             encoded: false,
@@ -458,10 +464,12 @@ impl Head {
                 }
             } else if name.eq_ignore_ascii_case("location") {
                 head.location = Some(value);
+            } else if name.eq_ignore_ascii_case("retry-after") {
+                head.retry_after = Some(value);
             } else if name.eq_ignore_ascii_case("content-length") {
                 let length = value
                     .parse::<u64>()
-                    .map_err(|_| "the plugin sent a bad Content-Length".to_owned())?;
+                    .map_err(|_| "the server sent a bad Content-Length".to_owned())?;
                 head.length = Some(length);
             } else if name.eq_ignore_ascii_case("transfer-encoding") {
                 head.encoded = true;
@@ -490,7 +498,7 @@ impl Response {
         let mut all = Vec::new();
         while let Some(piece) = self.chunk().await? {
             if all.len() + piece.len() > limit {
-                return Err(format!("the plugin's answer exceeds {limit} bytes"));
+                return Err(format!("the server's answer exceeds {limit} bytes"));
             }
             all.extend_from_slice(&piece);
         }
@@ -509,7 +517,7 @@ impl Body {
                 Framing::Length(left) => {
                     let piece = read_some(connection, *left).await?;
                     if piece.is_empty() {
-                        return Err("the plugin closed the connection mid-body".to_owned());
+                        return Err("the server closed the connection mid-body".to_owned());
                     }
                     *left -= piece.len() as u64;
                     if *left == 0 {
@@ -539,7 +547,7 @@ impl Body {
                 Framing::Chunked { left } => {
                     let piece = read_some(connection, *left).await?;
                     if piece.is_empty() {
-                        return Err("the plugin closed the connection mid-chunk".to_owned());
+                        return Err("the server closed the connection mid-chunk".to_owned());
                     }
                     *left -= piece.len() as u64;
                     if *left == 0 {
@@ -547,9 +555,9 @@ impl Body {
                         connection
                             .read_exact(&mut crlf)
                             .await
-                            .map_err(|err| format!("reading the plugin's answer failed: {err}"))?;
+                            .map_err(|err| format!("reading the server's answer failed: {err}"))?;
                         if crlf != *b"\r\n" {
-                            return Err("the plugin sent a malformed chunk".to_owned());
+                            return Err("the server sent a malformed chunk".to_owned());
                         }
                         self.framing = Framing::Chunked { left: 0 };
                     }
@@ -580,7 +588,7 @@ async fn read_some(connection: &mut Connection, limit: u64) -> Result<Vec<u8>, S
     connection
         .fill_buf()
         .await
-        .map_err(|err| format!("reading the plugin's answer failed: {err}"))?;
+        .map_err(|err| format!("reading the server's answer failed: {err}"))?;
     Ok(connection.take_buffered(usize::try_from(limit).unwrap_or(usize::MAX)))
 }
 
@@ -590,13 +598,16 @@ async fn read_chunk_size(connection: &mut Connection) -> Result<u64, String> {
     limited
         .read_until(b'\n', &mut line)
         .await
-        .map_err(|err| format!("reading the plugin's answer failed: {err}"))?;
+        .map_err(|err| format!("reading the server's answer failed: {err}"))?;
+    if line.is_empty() {
+        return Err("the server closed the connection mid-body".to_owned());
+    }
     if line.last() != Some(&b'\n') {
-        return Err("the plugin sent a malformed chunk".to_owned());
+        return Err("the server sent a malformed chunk".to_owned());
     }
     let text = String::from_utf8_lossy(&line);
     let size = text.trim().split(';').next().unwrap_or("").trim();
-    u64::from_str_radix(size, 16).map_err(|_| "the plugin sent a malformed chunk size".to_owned())
+    u64::from_str_radix(size, 16).map_err(|_| "the server sent a malformed chunk size".to_owned())
 }
 
 /// Reads the trailer section; whether it ended properly (else the connection is not reused).
@@ -608,7 +619,7 @@ async fn skip_trailers(connection: &mut Connection) -> Result<bool, String> {
         let read = limited
             .read_until(b'\n', &mut line)
             .await
-            .map_err(|err| format!("reading the plugin's answer failed: {err}"))?;
+            .map_err(|err| format!("reading the server's answer failed: {err}"))?;
         total += read;
         if read == 0 || line.last() != Some(&b'\n') || total > MAX_HEAD_BYTES {
             return Ok(false);
@@ -630,15 +641,15 @@ async fn read_head(connection: &mut Connection, answered: bool) -> Result<Option
             .take(room)
             .read_until(b'\n', &mut head)
             .await
-            .map_err(|err| format!("reading the plugin's answer failed: {err}"))?;
+            .map_err(|err| format!("reading the server's answer failed: {err}"))?;
         if head.len() > MAX_HEAD_BYTES {
-            return Err("the plugin's response head is too large".to_owned());
+            return Err("the server's response head is too large".to_owned());
         }
         if read == 0 {
             return if head.is_empty() && !answered {
                 Ok(None)
             } else {
-                Err("the plugin closed the connection mid-answer".to_owned())
+                Err("the server closed the connection mid-answer".to_owned())
             };
         }
         let line = &head[before..];
@@ -841,7 +852,7 @@ mod tests {
         let response = endpoint.send("POST", &[], b"{}").await.unwrap();
         assert_eq!(
             response.read_to_end(4).await.unwrap_err(),
-            "the plugin's answer exceeds 4 bytes"
+            "the server's answer exceeds 4 bytes"
         );
         let (url, _) = serve(vec!["NOT HTTP\r\n\r\n"]).await;
         assert_eq!(
@@ -852,7 +863,7 @@ mod tests {
                 .err()
                 .unwrap()
                 .to_string(),
-            "the plugin sent a malformed HTTP response"
+            "the server sent a malformed HTTP response"
         );
         // A head line that never ends is cut off at the limit, not buffered without end.
         let endless: &'static str = Box::leak(
@@ -871,7 +882,7 @@ mod tests {
                 .err()
                 .unwrap()
                 .to_string(),
-            "the plugin's response head is too large"
+            "the server's response head is too large"
         );
         let (url, _) = serve(vec![
             "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nabXY",
@@ -884,7 +895,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             response.read_to_end(100).await.unwrap_err(),
-            "the plugin sent a malformed chunk"
+            "the server sent a malformed chunk"
         );
     }
 
@@ -959,7 +970,7 @@ mod tests {
                 .err()
                 .unwrap()
                 .to_string(),
-            "the plugin closed the connection mid-answer"
+            "the server closed the connection mid-answer"
         );
         assert_eq!(
             accepted(&connections),

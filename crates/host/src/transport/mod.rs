@@ -7,7 +7,7 @@
 pub mod auth;
 mod buffered;
 pub(crate) mod http;
-mod http1;
+pub(crate) mod http1;
 pub(crate) mod lines;
 mod proxy;
 pub(crate) mod stdio;

@@ -1,0 +1,673 @@
+//! The model loop: a person's message, the model's streamed answer, its function calls run as
+//! session calls with their forms, and the outputs back to the model, on both wires. The
+//! plugin is the official TypeScript SDK's (`tests/peers/ts_plugin.mjs`); the model is the one
+//! hand-written fake, `tests/peers/sim_provider.py`, speaking the real streaming formats.
+#![allow(clippy::unwrap_used)]
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use formwork_host::config::{Config, ModelChoice, ModelProvider, WireApi};
+use formwork_host::store::Store;
+use formwork_host::{Command, Event, FormAnswer, Host, HostOptions, Role};
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+
+fn peers() -> PathBuf {
+    PathBuf::from(
+        std::env::var_os("FORMWORK_PEERS")
+            .expect("FORMWORK_PEERS is not set: run `cargo xtask test` to install the test peers"),
+    )
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The simulated provider, running a script; its request log is read back.
+struct Sim {
+    child: std::process::Child,
+    url: String,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Sim {
+    fn start(script: Value) -> Sim {
+        let dir = tempfile::tempdir().unwrap();
+        let script_file = dir.path().join("script.json");
+        std::fs::write(&script_file, script.to_string()).unwrap();
+        let log = dir.path().join("requests.jsonl");
+        let mut child = std::process::Command::new("python3")
+            .arg(repo_root().join("tests/peers/sim_provider.py"))
+            .arg(&script_file)
+            .arg(&log)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("starting tests/peers/sim_provider.py");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        Sim {
+            child,
+            url: line.trim().to_owned(),
+            log,
+            _dir: dir,
+        }
+    }
+
+    /// The request bodies the provider received, in order.
+    fn requests(&self) -> Vec<Value> {
+        self.entries()
+            .into_iter()
+            .filter(|entry| entry.get("body").is_some())
+            .collect()
+    }
+
+    fn entries(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    }
+
+    fn choice(&self, wire: WireApi) -> ModelChoice {
+        ModelChoice {
+            provider_id: "sim".to_owned(),
+            provider: ModelProvider {
+                name: "Sim".to_owned(),
+                base_url: self.url.clone(),
+                env_key: Some("FORMWORK_PEERS".to_owned()),
+                wire_api: wire,
+                http_headers: [("x-team".to_owned(), "forms".to_owned())]
+                    .into_iter()
+                    .collect(),
+                env_http_headers: Default::default(),
+                query_params: [("api-version".to_owned(), "7".to_owned())]
+                    .into_iter()
+                    .collect(),
+                request_max_retries: 2,
+                stream_max_retries: 1,
+                stream_idle_timeout: Duration::from_secs(20),
+            },
+            model: "sim-1".to_owned(),
+            tool_output_max_bytes: 10_000,
+        }
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn ts_config() -> Config {
+    let node = peers().join("npm/node_modules/.bin/node");
+    let node = if node.exists() {
+        node.display().to_string()
+    } else {
+        "node".to_owned()
+    };
+    let plugin = peers().join("npm/ts_plugin.mjs").display().to_string();
+    let text = format!(
+        "[mcp_servers.ts]\ncommand = {node:?}\nargs = [{plugin:?}]\n\
+         default_tools_approval_mode = \"approve\"\n\
+         enabled_tools = [\"ask_enum\", \"ask_boolean\", \"ask_then_hold\", \"hold\", \"last_abort\", \"fail\"]\n\
+         [mcp_servers.demo]\nenabled = false\n"
+    );
+    Config::from_toml(&text, None).unwrap()
+}
+
+fn host(choice: ModelChoice) -> Host {
+    Host::new(
+        ts_config(),
+        HostOptions {
+            model: Some(choice),
+            ..HostOptions::default()
+        },
+    )
+}
+
+struct Watch {
+    host: Host,
+    session: String,
+    events: broadcast::Receiver<Arc<Event>>,
+}
+
+impl Watch {
+    fn open(host: &Host) -> Watch {
+        let session = host.create_session();
+        Watch::on(host, session)
+    }
+
+    fn on(host: &Host, session: String) -> Watch {
+        let (_, events) = host.subscribe(&session).unwrap();
+        Watch {
+            host: host.clone(),
+            session,
+            events,
+        }
+    }
+
+    fn say(&self, text: &str) {
+        self.send(Command::SendMessage {
+            text: text.to_owned(),
+        });
+    }
+
+    fn send(&self, command: Command) {
+        self.host.command(&self.session, command).unwrap();
+    }
+
+    async fn next<T>(&mut self, mut pick: impl FnMut(&Event) -> Option<T>) -> T {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let event = tokio::time::timeout_at(deadline, self.events.recv())
+                .await
+                .expect("no such event within 30 s")
+                .unwrap();
+            if let Some(found) = pick(&event) {
+                return found;
+            }
+        }
+    }
+
+    /// Every event until the turn ends, and its reason.
+    async fn turn(&mut self) -> (Vec<Event>, String) {
+        let mut seen = Vec::new();
+        let reason = self
+            .next(|event| {
+                seen.push(event.clone());
+                match event {
+                    Event::TurnEnded { reason, .. } => Some(reason.clone()),
+                    _ => None,
+                }
+            })
+            .await;
+        (seen, reason)
+    }
+
+    async fn form(&mut self) -> String {
+        self.next(|event| match event {
+            Event::FormRequested { form_id, .. } => Some(form_id.clone()),
+            _ => None,
+        })
+        .await
+    }
+
+    fn answer(&self, form_id: &str, answer: FormAnswer) {
+        self.send(Command::AnswerForm {
+            form_id: form_id.to_owned(),
+            answer,
+        });
+    }
+}
+
+fn accept(content: Value) -> FormAnswer {
+    FormAnswer::Accept {
+        content: content.as_object().unwrap().clone(),
+    }
+}
+
+fn assistant_texts(events: &[Event]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            Event::MessageAdded {
+                role: Role::Assistant,
+                text,
+            } => Some(text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn diagnostics(events: &[Event]) -> Vec<(String, String)> {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            Event::Diagnostic { code, message } => Some((code.clone(), message.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn deltas(events: &[Event]) -> String {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            Event::MessageDelta { delta, .. } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+const PICKED: &str = r#"result: {"action":"accept","content":{"color":"green"}}"#;
+
+fn color_script() -> Value {
+    json!({"rules": [{"match": "color", "steps": [
+        {"text": "Let me ask.", "calls": [{"name": "ts__ask_enum", "arguments": {}}]},
+        {"echo": true}
+    ]}]})
+}
+
+/// One message, one call with its form, the output back to the model, its final text.
+async fn one_call_round_trip(wire: WireApi) -> (Sim, Vec<Event>) {
+    let sim = Sim::start(color_script());
+    let host = host(sim.choice(wire));
+    let mut s = Watch::open(&host);
+    s.say("pick a color");
+    let form = s.form().await;
+    s.answer(&form, accept(json!({"color": "green"})));
+    let (events, reason) = s.turn().await;
+    assert_eq!(reason, "completed");
+    assert_eq!(
+        assistant_texts(&events),
+        [format!("seen: {PICKED}")],
+        "{events:#?}"
+    );
+    host.shutdown().await;
+    (sim, events)
+}
+
+#[tokio::test]
+async fn a_message_runs_a_call_and_its_form_over_the_responses_wire() {
+    let (sim, events) = one_call_round_trip(WireApi::Responses).await;
+    assert_eq!(deltas(&events), format!("seen: {PICKED}"));
+    let requests = sim.requests();
+    assert_eq!(requests.len(), 2);
+    let first = &requests[0];
+    assert_eq!(first["path"], "/v1/responses?api-version=7");
+    let peers = peers().display().to_string();
+    assert_eq!(first["headers"]["authorization"], format!("Bearer {peers}"));
+    assert_eq!(first["headers"]["x-team"], "forms");
+    let body = &first["body"];
+    assert_eq!(body["model"], "sim-1");
+    assert_eq!(body["store"], false);
+    assert_eq!(body["stream"], true);
+    assert_eq!(
+        body["input"],
+        json!([{"type": "message", "role": "user",
+                "content": [{"type": "input_text", "text": "pick a color"}]}])
+    );
+    let tools = body["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "ts__ask_boolean",
+            "ts__ask_enum",
+            "ts__hold",
+            "ts__ask_then_hold",
+            "ts__last_abort",
+            "ts__fail"
+        ]
+    );
+    let ask_enum = &tools[1];
+    assert_eq!(ask_enum["type"], "function");
+    assert_eq!(ask_enum["strict"], false);
+    assert_eq!(ask_enum["description"], "Ask for one color");
+    assert_eq!(ask_enum["parameters"]["type"], "object");
+    let second = &requests[1]["body"]["input"];
+    assert_eq!(
+        second,
+        &json!([
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "pick a color"}]},
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Let me ask."}]},
+            {"type": "function_call", "call_id": "call_1", "name": "ts__ask_enum", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "call_1", "output": PICKED},
+        ])
+    );
+}
+
+#[tokio::test]
+async fn a_message_runs_a_call_and_its_form_over_the_chat_wire() {
+    let (sim, _) = one_call_round_trip(WireApi::Chat).await;
+    let requests = sim.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0]["path"], "/v1/chat/completions?api-version=7");
+    let body = &requests[1]["body"];
+    assert_eq!(body["stream_options"], json!({"include_usage": true}));
+    assert_eq!(body["tools"][1]["function"]["name"], "ts__ask_enum");
+    let messages = body["messages"].as_array().unwrap();
+    assert_eq!(messages[0]["role"], "system");
+    assert_eq!(
+        messages[1..],
+        [
+            json!({"role": "user", "content": "pick a color"}),
+            json!({"role": "assistant", "content": "Let me ask."}),
+            json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "ts__ask_enum", "arguments": "{}"}}
+            ]}),
+            json!({"role": "tool", "tool_call_id": "call_1", "content": PICKED}),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn decline_and_cancel_reach_the_model_as_such() {
+    let sim = Sim::start(color_script());
+    let host = host(sim.choice(WireApi::Responses));
+    let mut s = Watch::open(&host);
+    s.say("a color please");
+    let form = s.form().await;
+    s.answer(&form, FormAnswer::Decline);
+    let (events, _) = s.turn().await;
+    assert_eq!(
+        assistant_texts(&events).last().unwrap(),
+        r#"seen: result: {"action":"decline"}"#
+    );
+    s.say("another color");
+    let form = s.form().await;
+    s.answer(&form, FormAnswer::Cancel);
+    let (events, _) = s.turn().await;
+    assert_eq!(
+        assistant_texts(&events).last().unwrap(),
+        r#"seen: result: {"action":"cancel"}"#
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn parallel_calls_run_at_once_and_both_outputs_go_back() {
+    let sim = Sim::start(json!({"rules": [{"match": "both", "steps": [
+        {"calls": [{"name": "ts__ask_enum", "arguments": {}}, {"name": "ts__ask_boolean", "arguments": {}}]},
+        {"echo": true}
+    ]}]}));
+    let host = host(sim.choice(WireApi::Chat));
+    let mut s = Watch::open(&host);
+    s.say("both please");
+    // Both calls start before either ends; the second form waits behind the first.
+    let mut started = 0;
+    let first = s
+        .next(|event| match event {
+            Event::ToolCallStarted { .. } => {
+                started += 1;
+                None
+            }
+            Event::ToolCallFinished { .. } => panic!("a call ended before both started"),
+            Event::FormRequested { form_id, .. } if started == 2 => Some(form_id.clone()),
+            _ => None,
+        })
+        .await;
+    assert_eq!(started, 2);
+    s.answer(&first, accept(json!({"color": "red"})));
+    let second = s.form().await;
+    s.answer(&second, accept(json!({"agree": true})));
+    let (events, reason) = s.turn().await;
+    assert_eq!(reason, "completed");
+    let text = assistant_texts(&events).pop().unwrap();
+    assert_eq!(
+        text,
+        r#"seen: result: {"action":"accept","content":{"color":"red"}} | result: {"action":"accept","content":{"agree":true}}"#
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn stop_cancels_the_call_and_its_form_and_a_new_message_the_turn() {
+    let sim = Sim::start(json!({"rules": [
+        {"match": "wait", "steps": [{"calls": [{"name": "ts__ask_then_hold", "arguments": {}}]}, {"echo": true}]},
+        {"match": "hold", "steps": [{"calls": [{"name": "ts__hold", "arguments": {}}]}, {"echo": true}]},
+        {"match": "abort", "steps": [{"calls": [{"name": "ts__last_abort", "arguments": {}}]}, {"echo": true}]}
+    ]}));
+    let host = host(sim.choice(WireApi::Responses));
+    let mut s = Watch::open(&host);
+    s.say("wait for me");
+    let form = s.form().await;
+    s.send(Command::StopTurn);
+    let (events, reason) = s.turn().await;
+    assert_eq!(reason, "stopped");
+    assert!(
+        events.iter().any(|event| matches!(event,
+            Event::FormResolved { form_id, reason: Some(why), .. } if *form_id == form && why == "stopped")),
+        "{events:#?}"
+    );
+    // The model is not asked again after a stop.
+    assert_eq!(sim.requests().len(), 1);
+
+    s.say("hold on");
+    s.next(|event| {
+        matches!(event, Event::ToolCallStarted { tool, .. } if tool == "hold").then_some(())
+    })
+    .await;
+    s.say("abort report");
+    let (events, reason) = s.turn().await;
+    assert_eq!(reason, "stopped");
+    assert!(
+        events.iter().any(|event| matches!(event,
+            Event::ToolCallFinished { error: Some(error), .. } if error == "the turn was stopped")),
+        "{events:#?}"
+    );
+    let (events, reason) = s.turn().await;
+    assert_eq!(reason, "completed");
+    // The plugin heard `notifications/cancelled` for the stopped call.
+    assert_eq!(
+        assistant_texts(&events).pop().unwrap(),
+        r#"seen: aborted: "the host no longer waits for it""#
+    );
+    // The stopped calls went back to the model as such, before the next message.
+    let last = sim.requests().pop().unwrap();
+    let input = last["body"]["input"].as_array().unwrap().clone();
+    let outputs: Vec<&str> = input
+        .iter()
+        .filter(|item| item["type"] == "function_call_output")
+        .map(|item| item["output"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        outputs[..2],
+        [
+            "The call failed: the turn was stopped",
+            "The call failed: the turn was stopped"
+        ]
+    );
+    host.shutdown().await;
+}
+
+/// Each provider failure ends the turn with the entry that says what happened.
+#[tokio::test]
+async fn provider_errors_end_the_turn_with_a_clear_entry() {
+    let sim = Sim::start(json!({"rules": [
+        {"match": "refused", "steps": [{"status": 401, "message": "Incorrect API key provided"}]},
+        {"match": "limited", "steps": [{"text": "made it", "first": [{"status": 429, "retry_after": 1, "message": "slow down"}]}]},
+        {"match": "flaky", "steps": [{"text": "back again", "first": [{"status": 503}, {"cut": "half an ans"}]}]},
+        {"match": "garbage", "steps": [{"malformed": true}]},
+        {"match": "failing", "steps": [{"failed": {"code": "context_length_exceeded", "message": "too long"}}]},
+        {"match": "unknown", "steps": [{"calls": [{"name": "ts__nothing", "arguments": {}}]}]},
+        {"match": "badjson", "steps": [{"calls": [{"name": "ts__fail", "arguments": "{\"a\":"}]}]}
+    ]}));
+    let host = host(sim.choice(WireApi::Responses));
+    let mut s = Watch::open(&host);
+    let cases = [
+        (
+            "refused",
+            "failed",
+            vec![(
+                "model-error",
+                "Sim refused the request (HTTP 401: Incorrect API key provided); check the API key in FORMWORK_PEERS",
+            )],
+        ),
+        (
+            "limited",
+            "completed",
+            vec![(
+                "model-retry",
+                "Sim is limiting requests (HTTP 429: slow down); asking again in 1 s (1 of 2)",
+            )],
+        ),
+        (
+            "flaky",
+            "completed",
+            vec![
+                (
+                    "model-retry",
+                    "Sim: HTTP 503: scripted error; asking again in 0.2 s (1 of 2)",
+                ),
+                (
+                    "model-retry",
+                    "Sim: the connection failed: the server closed the connection mid-body; asking again in 0.2 s (1 of 1)",
+                ),
+            ],
+        ),
+        (
+            "garbage",
+            "failed",
+            vec![(
+                "model-error",
+                "Sim: it sent what formwork cannot read: an event is not JSON (key must be a string at line 1 column 2)",
+            )],
+        ),
+        (
+            "failing",
+            "failed",
+            vec![("model-error", "Sim: context_length_exceeded: too long")],
+        ),
+        (
+            "unknown",
+            "failed",
+            vec![(
+                "model-error",
+                "the model called `ts__nothing`, which is not a tool offered to it; the turn ends",
+            )],
+        ),
+        (
+            "badjson",
+            "failed",
+            vec![(
+                "model-error",
+                "the model's arguments for `ts__fail` are not a JSON object: {\"a\":; the turn ends",
+            )],
+        ),
+    ];
+    for (message, want_reason, want) in cases {
+        s.say(message);
+        let (events, reason) = s.turn().await;
+        assert_eq!(reason, want_reason, "{message}: {events:#?}");
+        let got = diagnostics(&events);
+        let want: Vec<(String, String)> = want
+            .into_iter()
+            .map(|(code, text)| (code.to_owned(), text.to_owned()))
+            .collect();
+        assert_eq!(got, want, "{message}");
+    }
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_missing_key_and_a_stalled_stream_end_the_turn() {
+    let sim = Sim::start(json!({"rules": [{"match": "stall", "steps": [{"stall": true}]}]}));
+    let mut choice = sim.choice(WireApi::Chat);
+    choice.provider.env_key = Some("FORMWORK_TEST_KEY_THAT_IS_NOT_SET".to_owned());
+    let host = host(choice.clone());
+    let mut s = Watch::open(&host);
+    s.say("hello");
+    let (events, reason) = s.turn().await;
+    assert_eq!(reason, "failed");
+    assert_eq!(
+        diagnostics(&events),
+        [(
+            "model-error".to_owned(),
+            "Sim cannot be asked: the environment variable FORMWORK_TEST_KEY_THAT_IS_NOT_SET is not set (it holds the API key)".to_owned()
+        )]
+    );
+    assert!(sim.requests().is_empty());
+    host.shutdown().await;
+
+    choice.provider.env_key = None;
+    choice.provider.stream_max_retries = 0;
+    choice.provider.stream_idle_timeout = Duration::from_millis(300);
+    let host = self::host(choice);
+    let mut s = Watch::open(&host);
+    s.say("stall");
+    let (events, reason) = s.turn().await;
+    assert_eq!(reason, "failed");
+    assert_eq!(
+        diagnostics(&events),
+        [(
+            "model-error".to_owned(),
+            "Sim: nothing arrived for 0.3 s (stream_idle_timeout_ms)".to_owned()
+        )]
+    );
+    assert_eq!(sim.requests()[0]["headers"].get("authorization"), None);
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_long_output_is_cut_before_the_model_and_the_transcript_says_so() {
+    let sim = Sim::start(color_script());
+    let mut choice = sim.choice(WireApi::Responses);
+    choice.tool_output_max_bytes = 20;
+    let host = host(choice);
+    let mut s = Watch::open(&host);
+    s.say("color");
+    let form = s.form().await;
+    s.answer(&form, accept(json!({"color": "blue"})));
+    let (events, _) = s.turn().await;
+    let total = r#"result: {"action":"accept","content":{"color":"blue"}}"#.len();
+    assert_eq!(
+        diagnostics(&events),
+        [(
+            "tool-output-cut".to_owned(),
+            format!(
+                "the output of ts.ask_enum was cut to 20 of {total} bytes before it reached the model (tool_output_token_limit)"
+            )
+        )]
+    );
+    assert_eq!(
+        assistant_texts(&events).pop().unwrap(),
+        format!(
+            "seen: result: {{\"action\":\"a\n[formwork cut this output: 20 of {total} bytes shown]"
+        )
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_conversation_continues_after_a_restart() {
+    let sim = Sim::start(json!({"rules": [
+        {"match": "first", "steps": [{"text": "One."}]},
+        {"match": "second", "steps": [{"text": "Two."}]}
+    ]}));
+    let dir = tempfile::tempdir().unwrap();
+    let database = Store::path_in(dir.path());
+    let options = || HostOptions {
+        model: Some(sim.choice(WireApi::Chat)),
+        ..HostOptions::default()
+    };
+    let session = {
+        let store = Store::open(database.clone()).unwrap();
+        let host = Host::with_store(ts_config(), options(), store)
+            .await
+            .unwrap();
+        let mut s = Watch::open(&host);
+        s.say("the first");
+        let (_, reason) = s.turn().await;
+        assert_eq!(reason, "completed");
+        host.shutdown().await;
+        s.session
+    };
+    let store = Store::open(database).unwrap();
+    let host = Host::with_store(ts_config(), options(), store)
+        .await
+        .unwrap();
+    let mut s = Watch::on(&host, session);
+    s.say("the second");
+    let (events, _) = s.turn().await;
+    assert_eq!(assistant_texts(&events), ["Two."]);
+    let last = sim.requests().pop().unwrap();
+    assert_eq!(
+        last["body"]["messages"].as_array().unwrap()[1..],
+        [
+            json!({"role": "user", "content": "the first"}),
+            json!({"role": "assistant", "content": "One."}),
+            json!({"role": "user", "content": "the second"}),
+        ]
+    );
+    host.shutdown().await;
+}
