@@ -309,7 +309,7 @@ enabled = false
     fn codex_keys_formwork_does_not_use_are_accepted_and_listed() {
         check(
             r#"
-model = "o4-mini"
+model_reasoning_effort = "high"
 sandbox_mode = "workspace-write"
 [profiles.fast]
 model = "o4-mini"
@@ -322,7 +322,7 @@ startup_timeout_ms = 5000
 required = true
 "#,
             json!({"ignored_keys": [
-                "model", "sandbox_mode", "profiles", "features.web_search_request",
+                "model_reasoning_effort", "sandbox_mode", "profiles", "features.web_search_request",
                 "features.unified_exec", "mcp_servers.s.startup_timeout_ms", "mcp_servers.s.required"
             ]}),
         );

@@ -230,7 +230,7 @@ fn servers_keep_file_order_and_builtins_come_last() {
 fn codex_keys_formwork_does_not_use_are_accepted_and_listed() {
     let config = load(
         r#"
-model = "o4-mini"
+model_reasoning_effort = "high"
 sandbox_mode = "workspace-write"
 [profiles.fast]
 model = "o4-mini"
@@ -246,7 +246,7 @@ required = true
     assert_eq!(
         config.ignored_keys,
         [
-            "model",
+            "model_reasoning_effort",
             "sandbox_mode",
             "profiles",
             "features.web_search_request",
@@ -317,7 +317,7 @@ fn unknown_keys_in_server_and_tool_tables() {
 fn unknown_top_level_key() {
     check_error(
         "# typo below\naproval_policy = \"never\"\n",
-        "formwork.toml:2:1: aproval_policy: unknown key; formwork reads approval_policy, elicitations_auto_deny, features, forms, mcp_oauth_callback_port, mcp_oauth_credentials_store, mcp_servers, projects, and accepts Codex's other settings (model, sandbox_mode, ...) without using them",
+        "formwork.toml:2:1: aproval_policy: unknown key; formwork reads approval_policy, elicitations_auto_deny, features, forms, mcp_oauth_callback_port, mcp_oauth_credentials_store, mcp_servers, model, model_provider, model_providers, projects, tool_output_token_limit, and accepts Codex's other settings (sandbox_mode, profiles, ...) without using them",
     );
 }
 
@@ -894,7 +894,8 @@ url = "https://docs.example.com/mcp"
     assert_eq!(config.approval_policy, ApprovalPolicy::OnRequest);
     assert!(config.elicitations_auto_deny);
     assert!(config.features.tool_call_mcp_elicitation);
-    assert_eq!(config.ignored_keys, ["model", "sandbox_mode"]);
+    assert_eq!(config.ignored_keys, ["sandbox_mode"]);
+    assert_eq!(config.model.as_deref(), Some("o3"));
     // The project's shop table replaced the user's whole: no args, env or mode of the user's.
     let shop = config.server("shop").expect("shop");
     assert_eq!(shop.transport, stdio("project-shop", &[]));

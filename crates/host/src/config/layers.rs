@@ -156,8 +156,8 @@ pub(crate) fn explicit_source(path: &Path) -> ConfigSource {
 }
 
 /// Layers the files (lowest first) over the embedded default: a scalar an upper file sets
-/// wins; an upper file's `[mcp_servers.<name>]` table replaces a lower one of the same name
-/// whole, in its place; built-in servers no file names come last.
+/// wins; an upper file's `[mcp_servers.<name>]` or `[model_providers.<id>]` table replaces a
+/// lower one of the same name whole, in its place; built-in servers no file names come last.
 pub(crate) fn assemble(sources: Vec<ConfigSource>, files: Vec<(Layer, FileConfig)>) -> Config {
     let mut approval_policy = None;
     let mut elicitations_auto_deny = None;
@@ -167,6 +167,10 @@ pub(crate) fn assemble(sources: Vec<ConfigSource>, files: Vec<(Layer, FileConfig
     let mut mcp_oauth_credentials_store = None;
     let mut mcp_oauth_callback_port = None;
     let mut mcp_servers = IndexMap::new();
+    let mut model = None;
+    let mut model_provider = None;
+    let mut model_providers = IndexMap::new();
+    let mut tool_output_token_limit = None;
     let mut ignored_keys: Vec<String> = Vec::new();
     for (layer, file) in files {
         approval_policy = file.approval_policy.or(approval_policy);
@@ -181,6 +185,10 @@ pub(crate) fn assemble(sources: Vec<ConfigSource>, files: Vec<(Layer, FileConfig
         mcp_oauth_callback_port = file.mcp_oauth_callback_port.or(mcp_oauth_callback_port);
         // `insert` keeps an existing name in its place and replaces its table.
         mcp_servers.extend(file.mcp_servers);
+        model = file.model.or(model);
+        model_provider = file.model_provider.or(model_provider);
+        model_providers.extend(file.model_providers);
+        tool_output_token_limit = file.tool_output_token_limit.or(tool_output_token_limit);
         let mut ignored = file.ignored_keys;
         if layer != Layer::User && file.projects.is_some() {
             // Trust is only ever read from the user config.
@@ -209,6 +217,11 @@ pub(crate) fn assemble(sources: Vec<ConfigSource>, files: Vec<(Layer, FileConfig
         mcp_servers,
         mcp_oauth_credentials_store: mcp_oauth_credentials_store.unwrap_or_default(),
         mcp_oauth_callback_port,
+        model,
+        model_provider,
+        model_providers,
+        tool_output_token_limit: tool_output_token_limit
+            .unwrap_or(super::providers::DEFAULT_TOOL_OUTPUT_TOKEN_LIMIT),
         ignored_keys,
     }
 }

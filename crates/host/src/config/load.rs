@@ -5,9 +5,11 @@
 //! Strictness follows one rule: a key that could change what a plugin may do, or how it is
 //! reached, is never ignored. So every key inside `[mcp_servers.<name>]`, its `tools` and the
 //! granular policy must be one formwork implements, or a Codex key that is harmless to skip;
-//! anything else (a typo included) is an error. Only at the top level and in `[features]`,
-//! where Codex itself has many settings that mean nothing to formwork (`model`,
-//! `sandbox_mode`, ...), are Codex's keys accepted and listed in [`Config::ignored_keys`].
+//! anything else (a typo included) is an error; `[model_providers.<id>]` is read the same way
+//! (`super::providers`), since it decides where the person's messages go. Only at the top
+//! level and in `[features]`, where Codex itself has many settings that mean nothing to
+//! formwork (`sandbox_mode`, `profiles`, ...), are Codex's keys accepted and listed in
+//! [`Config::ignored_keys`].
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -20,9 +22,10 @@ use toml_edit::{Document, TableLike};
 
 use super::builtin::builtin_server;
 use super::error::{ConfigError, dotted, key_segment};
+use super::providers::{self, RawProvider};
 use super::types::{
-    ApprovalMode, ApprovalPolicy, Config, CredentialsStore, MAX_PENDING_FORMS_LIMIT, OAuthConfig,
-    OAuthGrant, SensitiveFields, ServerConfig, ToolConfig, Transport, TrustLevel,
+    ApprovalMode, ApprovalPolicy, Config, CredentialsStore, MAX_PENDING_FORMS_LIMIT, ModelProvider,
+    OAuthConfig, OAuthGrant, SensitiveFields, ServerConfig, ToolConfig, Transport, TrustLevel,
 };
 
 /// Top-level keys formwork reads.
@@ -34,7 +37,11 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "mcp_oauth_callback_port",
     "mcp_oauth_credentials_store",
     "mcp_servers",
+    "model",
+    "model_provider",
+    "model_providers",
     "projects",
+    "tool_output_token_limit",
 ];
 
 /// The longest `startup_timeout_sec` or `tool_timeout_sec` accepted, in seconds: one day.
@@ -70,12 +77,9 @@ const CODEX_TOP_LEVEL_KEYS: &[&str] = &[
     "instructions",
     "log_dir",
     "memories",
-    "model",
     "model_auto_compact_token_limit",
     "model_context_window",
     "model_max_output_tokens",
-    "model_provider",
-    "model_providers",
     "model_reasoning_effort",
     "model_reasoning_summary",
     "model_supports_reasoning_summaries",
@@ -102,7 +106,6 @@ const CODEX_TOP_LEVEL_KEYS: &[&str] = &[
     "skills",
     "sqlite_home",
     "suppress_unstable_features_warning",
-    "tool_output_token_limit",
     "tools",
     "tui",
     "web_search",
@@ -129,6 +132,12 @@ pub(crate) struct FileConfig {
     pub(crate) mcp_oauth_credentials_store: Option<CredentialsStore>,
     /// `mcp_oauth_callback_port`, checked.
     pub(crate) mcp_oauth_callback_port: Option<u16>,
+    pub(crate) model: Option<String>,
+    pub(crate) model_provider: Option<String>,
+    /// The file's own `[model_providers.<id>]` tables, checked, in file order.
+    pub(crate) model_providers: IndexMap<String, ModelProvider>,
+    /// `tool_output_token_limit`, checked.
+    pub(crate) tool_output_token_limit: Option<u64>,
 }
 
 /// Parses one file by itself: its settings over the embedded default, as if it were the only
@@ -169,7 +178,7 @@ pub(crate) fn parse_file(text: &str, path: Option<&Path>) -> Result<FileConfig, 
             &[key],
             format!(
                 "unknown key; formwork reads {}, and accepts Codex's other settings \
-                 (model, sandbox_mode, ...) without using them",
+                 (sandbox_mode, profiles, ...) without using them",
                 TOP_LEVEL_KEYS.join(", ")
             ),
         ));
@@ -184,6 +193,15 @@ pub(crate) fn parse_file(text: &str, path: Option<&Path>) -> Result<FileConfig, 
     })?;
 
     let features = read_features(&ctx, &raw.features, &mut ignored_keys)?;
+    if raw.model.as_deref() == Some("") {
+        return Err(ctx.error(&["model"], "the model's name is empty"));
+    }
+    let mut model_providers = IndexMap::new();
+    for (id, provider) in raw.model_providers {
+        let provider = providers::build_provider(&ctx, &id, provider, &mut ignored_keys)?;
+        model_providers.insert(id, provider);
+    }
+    let tool_output_token_limit = providers::token_limit(&ctx, raw.tool_output_token_limit)?;
     let mut mcp_servers = IndexMap::new();
     for (name, server) in raw.mcp_servers {
         let server = build_server(&ctx, &name, server, &mut ignored_keys)?;
@@ -231,6 +249,10 @@ pub(crate) fn parse_file(text: &str, path: Option<&Path>) -> Result<FileConfig, 
         projects,
         mcp_oauth_credentials_store: raw.mcp_oauth_credentials_store,
         mcp_oauth_callback_port,
+        model: raw.model,
+        model_provider: raw.model_provider,
+        model_providers,
+        tool_output_token_limit,
     })
 }
 
@@ -270,6 +292,11 @@ struct RawConfig {
     forms: RawForms,
     mcp_oauth_credentials_store: Option<CredentialsStore>,
     mcp_oauth_callback_port: Option<i64>,
+    model: Option<String>,
+    model_provider: Option<String>,
+    #[serde(default)]
+    model_providers: IndexMap<String, RawProvider>,
+    tool_output_token_limit: Option<i64>,
 }
 
 /// The `[forms]` table.
@@ -334,7 +361,7 @@ struct RawOAuth {
     signing_algorithm: Option<String>,
 }
 
-struct Ctx<'a> {
+pub(super) struct Ctx<'a> {
     text: &'a str,
     path: Option<&'a Path>,
     doc: &'a Document<&'a str>,
@@ -343,7 +370,7 @@ struct Ctx<'a> {
 impl Ctx<'_> {
     /// An error at a key path, positioned at that key in the file (or the nearest table that
     /// exists).
-    fn error(&self, keys: &[&str], message: impl Into<String>) -> ConfigError {
+    pub(super) fn error(&self, keys: &[&str], message: impl Into<String>) -> ConfigError {
         ConfigError::invalid(
             self.path,
             self.text,

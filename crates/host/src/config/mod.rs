@@ -1,9 +1,12 @@
-//! `formwork.toml`: the approval policy, the feature switches and the MCP servers, with Codex's
-//! key names so a `[mcp_servers.<name>]` table reads the same in both.
+//! `formwork.toml`: the approval policy, the feature switches, the MCP servers and the model,
+//! with Codex's key names so a `[mcp_servers.<name>]` or `[model_providers.<id>]` table reads
+//! the same in both.
 //!
 //! ```toml
 //! approval_policy = { granular = { sandbox_approval = false, rules = false, mcp_elicitations = true } }
 //! elicitations_auto_deny = false
+//! model = "llama3.2"
+//! model_provider = "local"
 //!
 //! [features]
 //! tool_call_mcp_elicitation = false
@@ -16,6 +19,10 @@
 //!
 //! [mcp_servers.shop.tools.refund]
 //! approval_mode = "prompt"
+//!
+//! [model_providers.local]
+//! base_url = "http://127.0.0.1:8080/v1"
+//! wire_api = "chat"
 //! ```
 //!
 //! # Layers and trust
@@ -36,10 +43,11 @@
 //!    [`Config::ignored_keys`], so a project cannot trust itself.
 //!
 //! "On top" means: a scalar the upper file sets (`approval_policy`, `elicitations_auto_deny`,
-//! `features.*`) wins over the lower one; an upper `[mcp_servers.<name>]` table replaces the
-//! lower table of that name whole (launch keys, approval modes, tools; two halves of a launch
-//! command are never merged), keeping its place in the order; built-in servers no layer names
-//! still come last with their defaults. [`Config::sources`] says which files applied and why.
+//! `features.*`, `model`, `model_provider`, ...) wins over the lower one; an upper
+//! `[mcp_servers.<name>]` table replaces the lower table of that name whole (launch keys,
+//! approval modes, tools; two halves of a launch command are never merged), keeping its place
+//! in the order, and so does an upper `[model_providers.<id>]` table; built-in servers no
+//! layer names still come last with their defaults. [`Config::sources`] says which files applied and why.
 //!
 //! Loading ([`Config::load_layered`], [`Config::from_toml`]) is pure apart from reading the
 //! files; a bad file becomes a [`ConfigError`] naming file, line, column and dotted key, and
@@ -65,6 +73,7 @@ mod error;
 mod import;
 mod layers;
 mod load;
+mod providers;
 mod types;
 
 use std::path::{Path, PathBuf};
@@ -79,6 +88,10 @@ pub use error::{ConfigError, Invalid, NO_FILE};
 pub use import::{ImportReport, ImportedServer, SkippedServer, import};
 pub use layers::{ConfigLocations, find_project_file, user_config_path};
 pub use load::{MAX_TIMEOUT_SECS, parse_protocol_version};
+pub use providers::{
+    BUILTIN_MODEL_PROVIDERS, DEFAULT_TOOL_OUTPUT_TOKEN_LIMIT, MAX_PROVIDER_RETRIES,
+    ModelChoiceError,
+};
 pub use types::{
     ApprovalMode, ApprovalPolicy, Config, ConfigSource, CredentialsStore,
     DEFAULT_MAX_PENDING_FORMS, Features, FormsConfig, GranularApproval, Layer,

@@ -36,6 +36,20 @@ pub struct Config {
     /// `mcp_oauth_callback_port`: the port on 127.0.0.1 that receives the browser's redirect
     /// after a sign-in; `None` (the default) picks a free one each time.
     pub mcp_oauth_callback_port: Option<u16>,
+    /// `model`: the name of the model the person's messages go to, as its provider knows it;
+    /// `None`: the built-in provider's default (see [`Config::model_choice`]).
+    pub model: Option<String>,
+    /// `model_provider`: the id of the provider those messages go to: `openai` or `oss` (built
+    /// in), or a `[model_providers.<id>]` key; `None`: `openai`, when a model is named at all.
+    pub model_provider: Option<String>,
+    /// `[model_providers.<id>]`: the providers the files add, checked, in file order (an
+    /// upper layer's table replaces a lower one of the same id whole, in its place). The
+    /// built-in providers are not in it: no file may name them.
+    pub model_providers: IndexMap<String, ModelProvider>,
+    /// `tool_output_token_limit`: how much of one tool's output the model sees, in tokens
+    /// (counted as 4 bytes each; see [`ModelChoice::tool_output_max_bytes`]). Default
+    /// [`DEFAULT_TOOL_OUTPUT_TOKEN_LIMIT`](crate::config::DEFAULT_TOOL_OUTPUT_TOKEN_LIMIT).
+    pub tool_output_token_limit: u64,
     /// Dotted keys that Codex knows and formwork accepts without using, in file order, lowest
     /// layer first (a key two layers set is listed once).
     pub ignored_keys: Vec<String>,
