@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use formwork_host::config::{self, Config, ConfigError, ConfigLocations};
+use formwork_host::config::{
+    self, Config, ConfigError, ConfigLocations, ModelChoice, ModelChoiceError,
+};
 use serde_json::{Value, json};
 
 use crate::Outcome;
@@ -140,15 +142,18 @@ pub fn trust(dir: Option<&Path>) -> anyhow::Result<Outcome> {
     Ok(Outcome::Success)
 }
 
-/// `config check`: the effective policy with the files that applied and why (`sources`), or
-/// the error both on stderr and as `{"error": {file, line, column, key, message}}` on stdout.
+/// `config check`: the effective policy with the files that applied and why (`sources`) and
+/// the model (`model`), or the error both on stderr and as `{"error": {file, line, column,
+/// key, message}}` on stdout (`{"error": {message}}` when no model can be chosen).
 fn check(args: &ConfigArgs) -> Outcome {
-    let report = args.load().map(|config| {
+    let report = args.load().map_err(CheckError::Config).and_then(|config| {
+        let model = config.model_choice(None, None).map_err(CheckError::Model)?;
         let mut report = policy_report::effective_policy(&config);
         if let Some(fields) = report.as_object_mut() {
             fields.insert("sources".to_owned(), json!(config.sources));
+            fields.insert("model".to_owned(), model_json(model.as_ref()));
         }
-        report
+        Ok(report)
     });
     match report {
         Ok(report) if crate::human::for_people() => {
@@ -163,12 +168,59 @@ fn check(args: &ConfigArgs) -> Outcome {
             }
         },
         Err(err) => {
-            eprintln!("formwork: {err}");
+            let error = match &err {
+                CheckError::Config(err) => {
+                    eprintln!("formwork: {err}");
+                    error_json(err)
+                }
+                CheckError::Model(err) => {
+                    eprintln!("formwork: {err}");
+                    json!({ "message": err.to_string() })
+                }
+            };
             // Printing can only fail when stdout is gone; the message is on stderr already.
-            let _ = print_json(&json!({ "error": error_json(&err) }));
+            let _ = print_json(&json!({ "error": error }));
             Outcome::Negative
         }
     }
+}
+
+/// Why `config check` fails: the config does not load, or names no usable model.
+enum CheckError {
+    Config(ConfigError),
+    Model(ModelChoiceError),
+}
+
+/// The model `serve` would talk to, `null` for none: its provider's settings (the names of
+/// headers and query parameters, not their values, which may be secrets) and whether the
+/// provider's `env_key` variable is set (its value is never read).
+fn model_json(choice: Option<&ModelChoice>) -> Value {
+    let Some(choice) = choice else {
+        return Value::Null;
+    };
+    let provider = &choice.provider;
+    let api_key_set = provider
+        .env_key
+        .as_ref()
+        .is_some_and(|key| std::env::var_os(key).is_some_and(|value| !value.is_empty()));
+    json!({
+        "provider_id": choice.provider_id,
+        "provider": {
+            "name": provider.name,
+            "base_url": provider.base_url,
+            "wire_api": provider.wire_api,
+            "env_key": provider.env_key,
+            "http_headers": provider.http_headers.keys().collect::<Vec<_>>(),
+            "env_http_headers": provider.env_http_headers,
+            "query_params": provider.query_params.keys().collect::<Vec<_>>(),
+            "request_max_retries": provider.request_max_retries,
+            "stream_max_retries": provider.stream_max_retries,
+            "stream_idle_timeout_ms": u64::try_from(provider.stream_idle_timeout.as_millis()).unwrap_or(u64::MAX),
+        },
+        "model": choice.model,
+        "tool_output_max_bytes": choice.tool_output_max_bytes,
+        "api_key_set": api_key_set,
+    })
 }
 
 fn error_json(err: &ConfigError) -> Value {

@@ -179,7 +179,7 @@ pub fn doctor_checklist(report: &Value) -> String {
 }
 
 /// `formwork config check`: which files applied, whether plugin forms reach the person, the
-/// policy in a line, and a line per server.
+/// policy in a line, the model in a line, and a line per server.
 pub fn config_summary(report: &Value) -> String {
     let text = |value: &Value| inert(value.as_str().unwrap_or_default());
     let mut out = String::new();
@@ -209,6 +209,7 @@ pub fn config_summary(report: &Value) -> String {
         text(&report["approval_card"]),
         report["forms"]["max_pending"]
     ));
+    out.push_str(&model_line(&report["model"]));
     let servers = report["mcp_servers"].as_object();
     let width = servers
         .into_iter()
@@ -242,6 +243,28 @@ pub fn config_summary(report: &Value) -> String {
         ));
     }
     out
+}
+
+/// `model: gpt-5 via OpenAI (responses, https://api.openai.com/v1); OPENAI_API_KEY is set`, or
+/// that there is none.
+fn model_line(model: &Value) -> String {
+    let text = |value: &Value| inert(value.as_str().unwrap_or_default());
+    if model.is_null() {
+        return "  model: none; messages are only recorded\n".to_owned();
+    }
+    let provider = &model["provider"];
+    let key = match provider["env_key"].as_str() {
+        None => "no API key is sent".to_owned(),
+        Some(key) if model["api_key_set"] == Value::Bool(true) => format!("{} is set", inert(key)),
+        Some(key) => format!("{} is not set", inert(key)),
+    };
+    format!(
+        "  model: {} via {} ({}, {}); {key}\n",
+        text(&model["model"]),
+        text(&provider["name"]),
+        text(&provider["wire_api"]),
+        text(&provider["base_url"]),
+    )
 }
 
 #[cfg(test)]
@@ -345,9 +368,38 @@ mod tests {
             "· user /u/formwork.toml: no such file\n✓ explicit f.toml: named with --config\n\
              ✓ plugin forms are shown: approval_policy = \"on-request\" allows them\n\
              \x20 approval_policy on-request · approval card request_user_input · at most 16 forms pending\n\
+             \x20 model: none; messages are only recorded\n\
              \x20 docs   https://docs.example/mcp  tools: prompt\n\
              \x20 demo   built in  tools: approve (disabled)\n\
              \x20 local  node p.mjs  tools: auto\n"
+        );
+    }
+
+    #[test]
+    fn the_model_is_one_line() {
+        let openai = |api_key_set| {
+            json!({"provider_id": "openai", "model": "gpt-5", "api_key_set": api_key_set,
+                   "provider": {"name": "OpenAI", "wire_api": "responses",
+                                "base_url": "https://api.openai.com/v1", "env_key": "OPENAI_API_KEY"}})
+        };
+        assert_eq!(
+            model_line(&openai(true)),
+            "  model: gpt-5 via OpenAI (responses, https://api.openai.com/v1); OPENAI_API_KEY is set\n"
+        );
+        assert_eq!(
+            model_line(&openai(false)),
+            "  model: gpt-5 via OpenAI (responses, https://api.openai.com/v1); OPENAI_API_KEY is not set\n"
+        );
+        let local = json!({"provider_id": "lab", "model": "qwen3\u{1b}[2J", "api_key_set": false,
+                           "provider": {"name": "Lab", "wire_api": "chat",
+                                        "base_url": "http://127.0.0.1:8080/v1", "env_key": null}});
+        assert_eq!(
+            model_line(&local),
+            "  model: qwen3\\u{1b}[2J via Lab (chat, http://127.0.0.1:8080/v1); no API key is sent\n"
+        );
+        assert_eq!(
+            model_line(&Value::Null),
+            "  model: none; messages are only recorded\n"
         );
     }
 }

@@ -368,3 +368,106 @@ fn a_timeout_out_of_range_is_an_error_naming_the_key_not_a_panic() {
     serve.assert_code(2);
     assert_eq!(serve.stderr, format!("formwork: {expected}\n"), "{serve}");
 }
+
+/// `config check` reports the model `serve` would talk to: its provider's settings (header names, not their
+/// values) and whether the API key's variable is set, never the key.
+#[test]
+fn config_check_reports_the_model_and_whether_its_key_is_set() {
+    let world = World::new();
+    let check = |config: &str, key: Option<&str>| {
+        let file = world.root.join("model.toml");
+        std::fs::write(&file, config).unwrap();
+        let mut cmd = world.command(
+            &world.root,
+            &[
+                "config",
+                "check",
+                "--json",
+                "--config",
+                file.to_str().unwrap(),
+            ],
+        );
+        cmd.env_remove("OPENAI_API_KEY")
+            .env_remove("LAB_KEY")
+            .env_remove("CODEX_OSS_BASE_URL")
+            .env_remove("CODEX_OSS_PORT");
+        if let Some(key) = key {
+            cmd.env("OPENAI_API_KEY", key).env("LAB_KEY", key);
+        }
+        run(&mut cmd, None, TIMEOUT)
+    };
+    let none = check("", None);
+    none.assert_code(0);
+    assert_eq!(none.json()["model"], Value::Null, "{none}");
+
+    let openai = |api_key_set: bool| {
+        json!({
+            "provider_id": "openai",
+            "provider": {"name": "OpenAI", "base_url": "https://api.openai.com/v1", "wire_api": "responses",
+                         "env_key": "OPENAI_API_KEY", "http_headers": [], "env_http_headers": {},
+                         "query_params": [], "request_max_retries": 4, "stream_max_retries": 5,
+                         "stream_idle_timeout_ms": 300000},
+            "model": "gpt-5",
+            "tool_output_max_bytes": 10000,
+            "api_key_set": api_key_set,
+        })
+    };
+    let unset = check("model = \"gpt-5\"\n", None);
+    unset.assert_code(0);
+    assert_eq!(unset.json()["model"], openai(false), "{unset}");
+    let set = check("model_provider = \"openai\"\n", Some("sk-never-printed"));
+    set.assert_code(0);
+    assert_eq!(set.json()["model"], openai(true), "{set}");
+    assert!(!set.stdout.contains("sk-never-printed"), "{set}");
+
+    let lab = check(
+        r#"model = "qwen3"
+model_provider = "lab"
+tool_output_token_limit = 1000
+[model_providers.lab]
+name = "Lab"
+base_url = "http://127.0.0.1:8080/v1"
+env_key = "LAB_KEY"
+wire_api = "chat"
+http_headers = { "X-Api-Key" = "header-secret" }
+env_http_headers = { "X-Tenant" = "TENANT_VAR" }
+query_params = { "sig" = "query-secret" }
+stream_idle_timeout_ms = 5000
+"#,
+        Some("sk-lab"),
+    );
+    lab.assert_code(0);
+    assert_eq!(
+        lab.json()["model"],
+        json!({
+            "provider_id": "lab",
+            "provider": {"name": "Lab", "base_url": "http://127.0.0.1:8080/v1", "wire_api": "chat",
+                         "env_key": "LAB_KEY", "http_headers": ["X-Api-Key"],
+                         "env_http_headers": {"X-Tenant": "TENANT_VAR"}, "query_params": ["sig"],
+                         "request_max_retries": 4, "stream_max_retries": 5, "stream_idle_timeout_ms": 5000},
+            "model": "qwen3",
+            "tool_output_max_bytes": 4000,
+            "api_key_set": true,
+        }),
+        "{lab}"
+    );
+    assert!(
+        !lab.stdout.contains("secret") && !lab.stdout.contains("sk-lab"),
+        "{lab}"
+    );
+
+    let unknown = check("model_provider = \"olama\"\n", None);
+    unknown.assert_code(1);
+    let message =
+        "unknown model provider `olama` (from model_provider); the known ones are openai, oss";
+    assert_eq!(
+        unknown.json(),
+        json!({"error": {"message": message}}),
+        "{unknown}"
+    );
+    assert_eq!(
+        unknown.stderr,
+        format!("formwork: {message}\n"),
+        "{unknown}"
+    );
+}
