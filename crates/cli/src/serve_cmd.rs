@@ -5,6 +5,10 @@
 //! form from the browser within a minute. The first line on stdout is the page's URL with its
 //! access token in its fragment: `formwork serve: http://127.0.0.1:PORT/#token=...` (the page keeps
 //! the token and sends it only to this server; see `formwork-web`'s `access.rs`).
+//!
+//! The model that answers the person's messages is the config's (`model_provider`, `model`),
+//! which `--model-provider` and `--model` override; `--scripted-model FILE` puts a scripted
+//! one in its place, for demos and tests.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -17,6 +21,7 @@ use formwork_web::{ScriptedModel, WebOptions, Workbench};
 
 use crate::Outcome;
 use crate::config_cmd::ConfigArgs;
+use crate::terminal::inert;
 
 /// Serve the web workbench on 127.0.0.1.
 #[derive(Args, Debug)]
@@ -29,9 +34,18 @@ pub struct ServeArgs {
     /// Where sessions are kept (default: $FORMWORK_DATA_DIR, else the user's data directory).
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
-    /// A scripted model: a JSON list of {"match", "reply", "call"} rules that answer messages.
+    /// The model provider: `openai`, `oss` or the ID of a [model_providers.ID] table
+    /// (overrides `model_provider`).
+    #[arg(long, value_name = "ID")]
+    pub model_provider: Option<String>,
+    /// The model's name as its provider knows it (overrides `model`).
+    #[arg(long, value_name = "NAME", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    pub model: Option<String>,
+    /// A scripted model for demos and tests: a JSON list of {"match", "reply", "call"} rules
+    /// that answer messages. With it no real model is used, whatever --model,
+    /// --model-provider or the config say.
     #[arg(long, value_name = "FILE")]
-    pub model: Option<PathBuf>,
+    pub scripted_model: Option<PathBuf>,
 }
 
 /// Runs the workbench until Ctrl-C or SIGTERM; open forms then end as cancelled
@@ -39,7 +53,23 @@ pub struct ServeArgs {
 pub async fn run(args: &ServeArgs) -> anyhow::Result<Outcome> {
     raise_open_files_limit();
     let config = args.config.load()?;
-    let model = args.model.as_deref().map(ScriptedModel::load).transpose()?;
+    let scripted_model = args
+        .scripted_model
+        .as_deref()
+        .map(ScriptedModel::load)
+        .transpose()?;
+    // The scripted model stands in for a real one: with it, none is chosen at all.
+    let model = match scripted_model {
+        Some(_) => None,
+        None => config.model_choice(args.model_provider.as_deref(), args.model.as_deref())?,
+    };
+    if let Some(choice) = &model {
+        eprintln!(
+            "formwork: the model is {} via {}",
+            inert(&choice.model),
+            inert(&choice.provider.name)
+        );
+    }
     let data_dir = match &args.data_dir {
         Some(dir) => dir.clone(),
         None => Store::default_data_dir()?,
@@ -53,6 +83,7 @@ pub async fn run(args: &ServeArgs) -> anyhow::Result<Outcome> {
     let options = HostOptions {
         builtin_exe: Some(exe),
         data_dir: Some(data_dir),
+        model,
         ..HostOptions::default()
     };
     let host = Host::with_store(config, options, store).await?;
@@ -63,7 +94,7 @@ pub async fn run(args: &ServeArgs) -> anyhow::Result<Outcome> {
         host.clone(),
         WebOptions {
             port: args.port,
-            model,
+            model: scripted_model,
             token: None,
         },
     )

@@ -306,7 +306,7 @@ fn mcp_apps_in_headless_chromium() {
     let serve = Serve::start_with(
         &config_file,
         &data_dir,
-        &["--model".as_ref(), model.as_os_str()],
+        &["--scripted-model".as_ref(), model.as_os_str()],
         &[("FORMWORK_LOG", "warn,formwork::app_log=info")],
     );
     let server_stderr = run_cases(serve, "apps.mjs", &[("FORMWORK_APPS_LOGS", &logs)]);

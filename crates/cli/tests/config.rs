@@ -471,3 +471,106 @@ stream_idle_timeout_ms = 5000
         "{unknown}"
     );
 }
+
+/// `serve --help` names the model flags, and says that the scripted model puts the real one aside.
+#[test]
+fn serve_help_lists_the_model_flags() {
+    let world = World::new();
+    let help = world.formwork(&world.root, &["serve", "--help"]);
+    help.assert_code(0);
+    let flags: Vec<&str> = help
+        .stdout
+        .lines()
+        .filter(|line| line.contains("model"))
+        .collect();
+    assert_eq!(
+        flags,
+        [
+            "      --model-provider <ID>    The model provider: `openai`, `oss` or the ID of a [model_providers.ID] table (overrides `model_provider`)",
+            "      --model <NAME>           The model's name as its provider knows it (overrides `model`)",
+            "      --scripted-model <FILE>  A scripted model for demos and tests: a JSON list of {\"match\", \"reply\", \"call\"} rules that answer messages. With it no real model is used, whatever --model, --model-provider or the config say",
+        ],
+        "{help}"
+    );
+}
+
+/// `serve` names the model it talks to on stderr before its URL; with `--scripted-model` it chooses none, so a
+/// provider it would not know is no error; an unknown provider without it is.
+#[test]
+fn serve_names_its_model_and_the_scripted_model_puts_it_aside() {
+    let world = World::new();
+    let data = world.root.join("data");
+    let data = data.to_str().unwrap();
+    let stderr = serve_until_url(&world, &["--data-dir", data, "--model", "gpt-5.1"]);
+    assert!(
+        stderr.starts_with("formwork: the model is gpt-5.1 via OpenAI\n"),
+        "{stderr}"
+    );
+
+    let script = world.root.join("script.json");
+    std::fs::write(&script, r#"[{"match": "hi", "reply": "Hello."}]"#).unwrap();
+    let script = script.to_str().unwrap();
+    let stderr = serve_until_url(
+        &world,
+        &[
+            "--data-dir",
+            data,
+            "--scripted-model",
+            script,
+            "--model-provider",
+            "nowhere",
+        ],
+    );
+    assert!(!stderr.contains("the model is"), "{stderr}");
+
+    let unknown = world.formwork(
+        &world.root,
+        &["serve", "--data-dir", data, "--model-provider", "nowhere"],
+    );
+    unknown.assert_code(2);
+    assert_eq!(
+        unknown.stderr,
+        "formwork: unknown model provider `nowhere` (from --model-provider); the known ones are openai, oss\n",
+        "{unknown}"
+    );
+}
+
+/// Starts `formwork serve` with `args` in `world.root`, waits for its URL, stops it and returns its stderr.
+fn serve_until_url(world: &World, args: &[&str]) -> String {
+    let mut all = vec!["serve", "--port", "0"];
+    all.extend_from_slice(args);
+    let mut child = world
+        .command(&world.root, &all)
+        .env_remove("OPENAI_API_KEY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let group = child.id();
+    let _guard = KillOnDrop(group);
+    let mut stderr_pipe = child.stderr.take().unwrap();
+    let (stderr_tx, stderr_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr_pipe.read_to_string(&mut text);
+        let _ = stderr_tx.send(text);
+    });
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let _ = Command::new("kill")
+        .args(["-TERM", &group.to_string()])
+        .status();
+    let _ = child.wait();
+    let stderr = stderr_rx
+        .recv_timeout(Duration::from_secs(10))
+        .unwrap_or_default();
+    assert!(
+        first.starts_with("formwork serve: http://127.0.0.1:"),
+        "no URL: {first:?}\nstderr: {stderr}"
+    );
+    stderr
+}

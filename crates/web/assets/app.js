@@ -272,7 +272,7 @@ async function start() {
   if (!info.model) {
     const hint = $("model-hint");
     hint.textContent =
-      "No model is configured: messages are recorded, and a new message cancels open forms. Call tools from the palette, or start formwork serve with --model FILE.";
+      "No model is configured: messages are recorded, and a new message cancels open forms. Call tools from the palette, or start formwork serve with --scripted-model FILE.";
     hint.hidden = false;
   }
   await loadSessions();
