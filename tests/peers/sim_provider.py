@@ -20,6 +20,7 @@
 #                                               function calls (arguments streamed in two pieces), after
 #                                               optional text; a string is sent as is (e.g. bad JSON)
 #   {"echo": true}                              text: "seen: " + the outputs of the last calls, joined by " | "
+#   {"recall": true}                            text: "you said: " + every user message so far, joined by " / "
 #   {"status": 401, "message": M, "retry_after": S?}   an HTTP error with an OpenAI-style body
 #   {"cut": "partial text"}                     streams the text, then closes before the response is done
 #   {"malformed": true}                         one event that is not JSON
@@ -82,6 +83,13 @@ def conversation(path, body):
     return user, groups, outputs
 
 
+def user_messages(path, body):
+    entries = body.get("input", []) if path.endswith("/responses") else body.get("messages", [])
+    texts = [text_of(entry.get("content")) for entry in entries
+             if entry.get("role") == "user" and entry.get("type", "message") == "message"]
+    return [text for text in texts if not text.startswith("App data")]
+
+
 def choose(path, body):
     user, step, outputs = conversation(path, body)
     for number, rule in enumerate(SCRIPT.get("rules", [])):
@@ -99,6 +107,8 @@ def choose(path, body):
                 chosen = first[count]
             if chosen.get("echo"):
                 return {"text": "seen: " + " | ".join(outputs)}
+            if chosen.get("recall"):
+                return {"text": "you said: " + " / ".join(user_messages(path, body))}
             return chosen
     return {"text": "(nothing scripted)"}
 

@@ -203,6 +203,9 @@ fn model_json(choice: Option<&ModelChoice>) -> Value {
         .env_key
         .as_ref()
         .is_some_and(|key| std::env::var_os(key).is_some_and(|value| !value.is_empty()));
+    // The config caps the timeout at a day, so it always fits.
+    let idle_timeout_ms =
+        u64::try_from(provider.stream_idle_timeout.as_millis()).unwrap_or(u64::MAX);
     json!({
         "provider_id": choice.provider_id,
         "provider": {
@@ -215,7 +218,7 @@ fn model_json(choice: Option<&ModelChoice>) -> Value {
             "query_params": provider.query_params.keys().collect::<Vec<_>>(),
             "request_max_retries": provider.request_max_retries,
             "stream_max_retries": provider.stream_max_retries,
-            "stream_idle_timeout_ms": u64::try_from(provider.stream_idle_timeout.as_millis()).unwrap_or(u64::MAX),
+            "stream_idle_timeout_ms": idle_timeout_ms,
         },
         "model": choice.model,
         "tool_output_max_bytes": choice.tool_output_max_bytes,

@@ -191,11 +191,22 @@ fn workbench_in_headless_chromium() {
 /// Runs the browser cases of `tests/browser/<script>` against `serve` (with `env` besides the
 /// peers), then stops the server; fails unless every case passed. Returns the server's stderr.
 fn run_cases(serve: Serve, script: &str, env: &[(&str, &Path)]) -> String {
+    run_some_cases(serve, script, None, env)
+}
+
+/// [`run_cases`], of only the cases `filter` names (comma-separated) when given.
+fn run_some_cases(
+    serve: Serve,
+    script: &str,
+    filter: Option<&str>,
+    env: &[(&str, &Path)],
+) -> String {
     let root = workspace_root();
     let screenshots = root.join("target/browser-failures");
     let mut node = Command::new(node_bin_dir().join("node"));
     node.arg(root.join("tests/browser").join(script))
         .arg(&serve.url)
+        .args(filter)
         .env("FORMWORK_PEERS", peers_dir())
         .env("FORMWORK_BROWSER_SCREENSHOTS", &screenshots)
         .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1");
@@ -321,4 +332,102 @@ fn mcp_apps_in_headless_chromium() {
             "no app log line with {line} in the stderr of formwork serve:\n{server_stderr}"
         );
     }
+}
+
+/// The model loop in the workbench (tests/browser/model.mjs): the simulated provider
+/// (tests/peers/sim_provider.py, the one hand-written fake) on the Responses wire for every case, then
+/// a restarted `formwork serve` on the same data directory, on the Chat Completions wire, continues a
+/// conversation and runs a call with its form again.
+#[test]
+fn model_loop_in_headless_chromium() {
+    assert!(
+        Path::new(CHROMIUM).exists(),
+        "{CHROMIUM} is missing: `cargo xtask test` installs Debian's chromium package when run as root"
+    );
+    let root = workspace_root();
+    let peers = peers_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("script.json");
+    let call = |tool: &str| serde_json::json!([{"calls": [{"name": format!("ts__{tool}"), "arguments": {}}]}, {"echo": true}]);
+    let mut color = call("ask_enum");
+    color[0]["text"] = "Let me ask the plugin.".into();
+    color[0]["delay_ms"] = 150.into();
+    let rules = serde_json::json!({"rules": [
+        {"match": "pick a color", "steps": color},
+        {"match": "decline test|cancel test", "steps": call("ask_enum")},
+        {"match": "wait for me", "steps": call("ask_then_hold")},
+        {"match": "hold on", "steps": call("hold")},
+        {"match": "abort report", "steps": call("last_abort")},
+        {"match": "refused", "steps": [{"status": 401, "message": "Incorrect API key provided"}]},
+        {"match": "limited", "steps": [{"text": "made it", "first": [{"status": 429, "retry_after": 1, "message": "slow down"}]}]},
+        {"match": "remember apples", "steps": [{"text": "Noted."}]},
+        {"match": "what did I say", "steps": [{"recall": true}]}
+    ]});
+    std::fs::write(&script, rules.to_string()).unwrap();
+    let log = dir.path().join("requests.jsonl");
+    let mut sim = Command::new("python3")
+        .arg(root.join("tests/peers/sim_provider.py"))
+        .arg(&script)
+        .arg(&log)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut base_url = String::new();
+    BufReader::new(sim.stdout.take().unwrap())
+        .read_line(&mut base_url)
+        .unwrap();
+    let base_url = base_url.trim();
+
+    let node = node_bin_dir().join("node").display().to_string();
+    let config = dir.path().join("formwork.toml");
+    let mut text = format!(
+        "[mcp_servers.ts]\ncommand = {node:?}\nargs = [{:?}]\ndefault_tools_approval_mode = \"approve\"\n\
+         enabled_tools = [\"ask_enum\", \"ask_then_hold\", \"hold\", \"last_abort\"]\n\n\
+         [mcp_servers.demo]\nenabled = false\n\n",
+        peers.join("npm/ts_plugin.mjs").display().to_string(),
+    );
+    for (id, wire) in [("simr", "responses"), ("simc", "chat")] {
+        text.push_str(&format!(
+            "[model_providers.{id}]\nname = \"Sim\"\nbase_url = {base_url:?}\nwire_api = {wire:?}\n\
+             env_key = \"FORMWORK_TEST_SIM_KEY\"\nrequest_max_retries = 1\nstream_max_retries = 1\n\n"
+        ));
+    }
+    std::fs::write(&config, text).unwrap();
+    let data_dir = dir.path().join("data");
+    std::fs::create_dir_all(&data_dir).unwrap();
+    let key = [("FORMWORK_TEST_SIM_KEY", "sk-sim-test")];
+    let model = |provider: &'static str| -> Vec<&'static std::ffi::OsStr> {
+        vec![
+            "--model-provider".as_ref(),
+            provider.as_ref(),
+            "--model".as_ref(),
+            "sim-1".as_ref(),
+        ]
+    };
+
+    let serve = Serve::start_with(&config, &data_dir, &model("simr"), &key);
+    run_some_cases(serve, "model.mjs", Some("call-form,decline-reaches-the-model,cancel-reaches-the-model,stop,new-message-cancels-the-turn,provider-401,provider-429,restart-before"), &[]);
+    let serve = Serve::start_with(&config, &data_dir, &model("simc"), &key);
+    run_some_cases(serve, "model.mjs", Some("restart-after,call-form"), &[]);
+    let _ = sim.kill();
+    let _ = sim.wait();
+
+    // Both wires were used, and the key went to the provider as its bearer token.
+    let requests: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .filter(|entry: &serde_json::Value| entry.get("body").is_some())
+        .collect();
+    let paths: std::collections::BTreeSet<&str> =
+        requests.iter().map(|entry| entry["path"].as_str().unwrap()).collect();
+    assert_eq!(
+        paths.into_iter().collect::<Vec<_>>(),
+        ["/v1/chat/completions", "/v1/responses"]
+    );
+    assert!(
+        requests
+            .iter()
+            .all(|entry| entry["headers"]["authorization"] == "Bearer sk-sim-test")
+    );
 }

@@ -113,7 +113,9 @@ fn config_check_is_a_summary_on_a_terminal() {
     let config = dir.path().join("formwork.toml");
     std::fs::write(
         &config,
-        "[mcp_servers.docs]\nurl = \"https://docs.example/mcp\"\n",
+        "model = \"qwen3\"\nmodel_provider = \"lab\"\n\
+         [model_providers.lab]\nname = \"Lab\"\nbase_url = \"http://127.0.0.1:8080/v1\"\nwire_api = \"chat\"\n\
+         [mcp_servers.docs]\nurl = \"https://docs.example/mcp\"\n",
     )
     .unwrap();
     let config = config.display().to_string();
@@ -134,7 +136,11 @@ fn config_check_is_a_summary_on_a_terminal() {
         "  approval_policy on-request · approval card request_user_input · at most 16 forms pending"
     );
     assert_eq!(
-        &lines[4..],
+        lines[4],
+        "  model: qwen3 via Lab (chat, http://127.0.0.1:8080/v1); no API key is sent"
+    );
+    assert_eq!(
+        &lines[5..],
         [
             "  docs  https://docs.example/mcp  tools: auto",
             "  demo  built in  tools: approve"

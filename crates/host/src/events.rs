@@ -29,7 +29,8 @@ pub enum Event {
     /// More text of the model's answer, as it streams. The whole answer follows as one
     /// `message_added` (role `assistant`), which replaces the text streamed under this
     /// `message_id`; a delta of another id starts the answer anew (a stream that broke off and
-    /// was asked again). Not stored.
+    /// was asked again). Sent to the UIs following the session only: neither kept in its
+    /// events nor stored.
     MessageDelta {
         /// Which answer the text belongs to.
         message_id: String,
@@ -45,7 +46,8 @@ pub enum Event {
     TurnEnded {
         /// The turn's id.
         turn_id: String,
-        /// Why it ended: `completed` or `stopped`.
+        /// Why it ended: `completed`, `stopped`, or `failed` (the model's turn ended on an
+        /// error, which a `diagnostic` before it tells).
         reason: String,
     },
     /// A tool call started.

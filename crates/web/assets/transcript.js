@@ -21,6 +21,8 @@ export class Transcript {
     this.root.replaceChildren();
     this.cards = new Map();
     this.calls = new Map();
+    // The model's answer while it streams: {id, node, text}; the whole message replaces it.
+    this.streaming = null;
     this.live = false;
     this.running = false;
     this.hooks.onTurn(false);
@@ -71,6 +73,8 @@ export class Transcript {
     switch (message.type) {
       case "message_added":
         return this.message(message);
+      case "message_delta":
+        return this.delta(message);
       case "turn_started":
         this.running = true;
         return this.hooks.onTurn(true);
@@ -129,7 +133,28 @@ export class Transcript {
     }
   }
 
+  // More of the model's answer: a delta of another id starts it anew (the stream was asked again).
+  delta({ message_id, delta }) {
+    if (this.streaming?.id !== message_id) {
+      this.streaming?.node.remove();
+      const text = el("p", { class: "message-text", testid: "message-text", text: "" });
+      const node = el(
+        "div",
+        { class: "message message-assistant message-streaming", testid: "message", dataset: { role: "assistant", streaming: "true" } },
+        el("p", { class: "message-who", text: "Assistant" }),
+        text,
+      );
+      this.streaming = { id: message_id, node, text };
+      this.add(node);
+    }
+    this.streaming.text.textContent += delta;
+  }
+
   message({ role, text }) {
+    if (role === "assistant" && this.streaming) {
+      this.streaming.node.remove();
+      this.streaming = null;
+    }
     this.add(
       el(
         "div",

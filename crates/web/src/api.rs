@@ -18,12 +18,14 @@ use crate::AppState;
 /// How many characters of the first message name a session in the list.
 const TITLE_CHARS: usize = 60;
 
-/// `GET /api/info`: the version, whether a model answers messages, and the config in force.
+/// `GET /api/info`: the version, whether a model answers messages (and which, for a real one),
+/// and the config in force.
 pub(crate) async fn info(State(state): State<AppState>) -> Json<Value> {
     let config = state.host.config();
     Json(json!({
         "version": env!("CARGO_PKG_VERSION"),
-        "model": state.model.is_some(),
+        "model": state.model.is_some() || state.host.model().is_some(),
+        "model_name": state.host.model().map(|choice| format!("{} via {}", choice.model, choice.provider.name)),
         "config": config.top_file().map(|path| path.display().to_string()),
         "servers": config.mcp_servers.iter()
             .filter(|(_, server)| server.enabled)

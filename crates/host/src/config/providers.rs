@@ -106,6 +106,7 @@ impl Config {
         if named_provider.is_none() && named_model.is_none() {
             return Ok(None);
         }
+        // `openai` is built in, so no error ever names this origin.
         let (id, origin) = named_provider.unwrap_or(("openai", "the default"));
         let env = |name: &str| env(name).filter(|value| !value.is_empty());
         let (provider, default_model) = match builtin_provider(id, env)? {

@@ -130,6 +130,10 @@ pub enum UploadError {
     Store(#[from] StoreError),
 }
 
+/// How many events a slow UI may fall behind before it is sent the whole session again. The
+/// model's text streams as many small deltas.
+const EVENT_BUFFER: usize = 256;
+
 /// The runtime: sessions and the plugins they use.
 #[derive(Clone)]
 pub struct Host {
@@ -263,6 +267,11 @@ impl Host {
         self.inner.config()
     }
 
+    /// The model that answers the person's messages, when there is one.
+    pub fn model(&self) -> Option<&crate::config::ModelChoice> {
+        self.inner.options.model.as_ref()
+    }
+
     /// Opens a new, empty session.
     pub fn create_session(&self) -> SessionId {
         let id = self.inner.unique_id("s");
@@ -338,7 +347,7 @@ impl Host {
         let mut state = session.lock();
         let sender = state
             .subscribers
-            .get_or_insert_with(|| broadcast::channel(16).0)
+            .get_or_insert_with(|| broadcast::channel(EVENT_BUFFER).0)
             .clone();
         Ok((state.log.clone(), sender.subscribe()))
     }
@@ -606,6 +615,15 @@ impl Session {
         };
         state.log.push(event);
         unqueued
+    }
+
+    /// Sends `event` to the UIs following the session, without keeping it: the model's text
+    /// deltas, which the whole message replaces.
+    fn emit_transient(&self, event: Event) {
+        let state = self.lock();
+        if let Some(subscribers) = &state.subscribers {
+            let _ = subscribers.send(Arc::new(event));
+        }
     }
 
     /// Waits until every event emitted so far is in the store (at most a few seconds).

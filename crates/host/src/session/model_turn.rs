@@ -171,7 +171,7 @@ impl Session {
                 let mut progress = |progress: Progress| match progress {
                     Progress::Text(delta) => {
                         streamed.push_str(&delta);
-                        self.emit(Event::MessageDelta {
+                        self.emit_transient(Event::MessageDelta {
                             message_id: message_id.clone(),
                             delta,
                         });
