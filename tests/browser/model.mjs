@@ -43,7 +43,9 @@ async function cardOf(page, tool) {
   await page.locator(`${tid("tool-call")}[data-server="ts"][data-tool="${tool}"]`).last().waitFor();
   const open = page.locator(`${tid("form-card")}[data-state="open"]`);
   await open.waitFor();
-  return open;
+  // By its id, so that the locator still finds it once it is resolved.
+  const id = await open.getAttribute("data-form-id");
+  return page.locator(`${tid("form-card")}[data-form-id="${id}"]`);
 }
 
 // Waits until the assistant's last whole message (not one still streaming) is `text`.

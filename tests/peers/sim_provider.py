@@ -4,7 +4,7 @@
 #   POST .../responses          the Responses API (`event:` + `data:` lines, no [DONE])
 #   POST .../chat/completions   Chat Completions (`data:` chunks, then `data: [DONE]`)
 #
-# Usage: python3 sim_provider.py SCRIPT LOG
+# Usage: python3 sim_provider.py SCRIPT LOG   (with stdin a pipe: the provider exits when it closes)
 # Listens on 127.0.0.1 (a free port); the first line on stdout is its base URL, `http://127.0.0.1:PORT/v1`.
 # Every request is appended to LOG as one JSON line: {"path", "headers", "body", "received_ns"}; each
 # answer adds {"answered": path, "last_byte_ns"} once its last byte is written (the bench reads both).
@@ -30,6 +30,7 @@
 # (e.g. a 429 once, then the text), counted per rule and step.
 
 import json
+import os
 import re
 import sys
 import threading
@@ -285,7 +286,19 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
-server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+def exit_with_parent():
+    # The test that started us holds our stdin: when it goes (even by a panic), so do we.
+    sys.stdin.read()
+    os._exit(0)
+
+
+threading.Thread(target=exit_with_parent, daemon=True).start()
+class Server(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        pass  # a client that hangs up (a stopped turn) is no error of ours
+
+
+server = Server(("127.0.0.1", 0), Handler)
 server.daemon_threads = True
 print(f"http://127.0.0.1:{server.server_address[1]}/v1", flush=True)
 server.serve_forever()

@@ -365,10 +365,12 @@ fn model_loop_in_headless_chromium() {
     ]});
     std::fs::write(&script, rules.to_string()).unwrap();
     let log = dir.path().join("requests.jsonl");
+    // Its stdin is ours: it exits when this test does, however it ends.
     let mut sim = Command::new("python3")
         .arg(root.join("tests/peers/sim_provider.py"))
         .arg(&script)
         .arg(&log)
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -406,7 +408,14 @@ fn model_loop_in_headless_chromium() {
     };
 
     let serve = Serve::start_with(&config, &data_dir, &model("simr"), &key);
-    run_some_cases(serve, "model.mjs", Some("call-form,decline-reaches-the-model,cancel-reaches-the-model,stop,new-message-cancels-the-turn,provider-401,provider-429,restart-before"), &[]);
+    run_some_cases(
+        serve,
+        "model.mjs",
+        Some(
+            "call-form,decline-reaches-the-model,cancel-reaches-the-model,stop,new-message-cancels-the-turn,provider-401,provider-429,restart-before",
+        ),
+        &[],
+    );
     let serve = Serve::start_with(&config, &data_dir, &model("simc"), &key);
     run_some_cases(serve, "model.mjs", Some("restart-after,call-form"), &[]);
     let _ = sim.kill();
@@ -419,8 +428,10 @@ fn model_loop_in_headless_chromium() {
         .map(|line| serde_json::from_str(line).unwrap())
         .filter(|entry: &serde_json::Value| entry.get("body").is_some())
         .collect();
-    let paths: std::collections::BTreeSet<&str> =
-        requests.iter().map(|entry| entry["path"].as_str().unwrap()).collect();
+    let paths: std::collections::BTreeSet<&str> = requests
+        .iter()
+        .map(|entry| entry["path"].as_str().unwrap())
+        .collect();
     assert_eq!(
         paths.into_iter().collect::<Vec<_>>(),
         ["/v1/chat/completions", "/v1/responses"]

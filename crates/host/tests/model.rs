@@ -44,6 +44,7 @@ impl Sim {
             .arg(repo_root().join("tests/peers/sim_provider.py"))
             .arg(&script_file)
             .arg(&log)
+            .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .spawn()
             .expect("starting tests/peers/sim_provider.py");

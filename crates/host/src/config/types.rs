@@ -659,8 +659,9 @@ impl WireApi {
     }
 }
 
-/// One model provider: a built-in one, or a `[model_providers.<id>]` table.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One model provider: a built-in one, or a `[model_providers.<id>]` table. Not serialized:
+/// its header values may be secrets (`config check` shows their names only).
+#[derive(Debug, Clone, PartialEq)]
 pub struct ModelProvider {
     /// `name`: shown to the person.
     pub name: String,
@@ -685,16 +686,11 @@ pub struct ModelProvider {
     pub stream_max_retries: u32,
     /// `stream_idle_timeout_ms`: the longest wait for the next event of a stream. Default
     /// 300 000 ms.
-    #[serde(serialize_with = "serialize_millis")]
     pub stream_idle_timeout: Duration,
 }
 
-fn serialize_millis<S: serde::Serializer>(duration: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_u128(duration.as_millis())
-}
-
 /// The model a session talks to: the provider (by id) and the model's name.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ModelChoice {
     /// The provider's id: `openai`, `oss`, or a `[model_providers.<id>]` key.
     pub provider_id: String,
