@@ -142,7 +142,7 @@ pub async fn call(
     let config = config.load()?;
     let resolved = resolve(choice, protocol, &config)?;
     let arguments = tool_arguments(args.args.as_deref())?;
-    let source = answer_source(args, is_demo)?;
+    let source = answer_source(args.answers.as_deref(), args.accept_defaults, is_demo)?;
     let gate = policy::elicitation_gate(&config)
         .err()
         .map(|declined| declined.to_string());
@@ -241,8 +241,14 @@ async fn approve(
     }
 }
 
-fn answer_source(args: &CallArgs, is_demo: bool) -> anyhow::Result<AnswerSource> {
-    if let Some(path) = &args.answers {
+/// Where the answers of a command's forms come from: `--answers FILE`, `--accept-defaults`,
+/// the terminal, else nowhere (the demo then accepts its defaults).
+pub(crate) fn answer_source(
+    answers: Option<&Path>,
+    accept_defaults: bool,
+    is_demo: bool,
+) -> anyhow::Result<AnswerSource> {
+    if let Some(path) = answers {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read --answers file {}", path.display()))?;
         let value: Value = serde_json::from_str(&text)
@@ -252,7 +258,7 @@ fn answer_source(args: &CallArgs, is_demo: bool) -> anyhow::Result<AnswerSource>
         };
         return Ok(AnswerSource::Script(items.into()));
     }
-    if args.accept_defaults {
+    if accept_defaults {
         return Ok(AnswerSource::Defaults);
     }
     if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {

@@ -4,6 +4,7 @@
 //! to an exit code in one place (`Outcome`). The contract is written down in `docs/cli.md`.
 
 mod answers;
+mod chat_cmd;
 mod commands;
 mod config_cmd;
 mod demo_plugin;
@@ -76,6 +77,9 @@ enum Command {
     Doctor(doctor_cmd::DoctorArgs),
     /// Serve the web workbench on 127.0.0.1 (prints its URL with the access token).
     Serve(serve_cmd::ServeArgs),
+    /// Send one message to the model; its text streams to stdout, and the forms of the tools
+    /// it calls are asked here (or answered from --answers).
+    Chat(chat_cmd::ChatArgs),
     /// Work with elicitation schemas.
     Schema {
         #[command(subcommand)]
@@ -226,6 +230,7 @@ fn main() -> ExitCode {
         }
         Command::Logout(args) => logout_cmd::run(&args),
         Command::Doctor(args) => block_on(doctor_cmd::run(&args)),
+        Command::Chat(args) => block_on(chat_cmd::run(&args)),
         Command::Serve(args) => {
             serve_runtime().and_then(|runtime| runtime.block_on(serve_cmd::run(&args)))
         }

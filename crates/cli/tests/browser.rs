@@ -344,10 +344,8 @@ fn model_loop_in_headless_chromium() {
         Path::new(CHROMIUM).exists(),
         "{CHROMIUM} is missing: `cargo xtask test` installs Debian's chromium package when run as root"
     );
-    let root = workspace_root();
     let peers = peers_dir();
     let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("script.json");
     let call = |tool: &str| serde_json::json!([{"calls": [{"name": format!("ts__{tool}"), "arguments": {}}]}, {"echo": true}]);
     let mut color = call("ask_enum");
     color[0]["text"] = "Let me ask the plugin.".into();
@@ -363,22 +361,8 @@ fn model_loop_in_headless_chromium() {
         {"match": "remember apples", "steps": [{"text": "Noted."}]},
         {"match": "what did I say", "steps": [{"recall": true}]}
     ]});
-    std::fs::write(&script, rules.to_string()).unwrap();
-    let log = dir.path().join("requests.jsonl");
-    // Its stdin is ours: it exits when this test does, however it ends.
-    let mut sim = Command::new("python3")
-        .arg(root.join("tests/peers/sim_provider.py"))
-        .arg(&script)
-        .arg(&log)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut base_url = String::new();
-    BufReader::new(sim.stdout.take().unwrap())
-        .read_line(&mut base_url)
-        .unwrap();
-    let base_url = base_url.trim();
+    let sim = common::SimProvider::start(&rules);
+    let base_url = sim.url.as_str();
 
     let node = node_bin_dir().join("node").display().to_string();
     let config = dir.path().join("formwork.toml");
@@ -418,16 +402,8 @@ fn model_loop_in_headless_chromium() {
     );
     let serve = Serve::start_with(&config, &data_dir, &model("simc"), &key);
     run_some_cases(serve, "model.mjs", Some("restart-after,call-form"), &[]);
-    let _ = sim.kill();
-    let _ = sim.wait();
-
     // Both wires were used, and the key went to the provider as its bearer token.
-    let requests: Vec<serde_json::Value> = std::fs::read_to_string(&log)
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .filter(|entry: &serde_json::Value| entry.get("body").is_some())
-        .collect();
+    let requests = sim.requests();
     let paths: std::collections::BTreeSet<&str> = requests
         .iter()
         .map(|entry| entry["path"].as_str().unwrap())

@@ -464,3 +464,60 @@ impl Drop for OAuthExample {
         let _ = self.child.wait();
     }
 }
+
+/// The simulated model provider (tests/peers/sim_provider.py, the one hand-written fake) running
+/// `script`; it exits with the test, however the test ends (it watches its stdin).
+pub struct SimProvider {
+    child: std::process::Child,
+    /// Its base URL, `http://127.0.0.1:PORT/v1`.
+    pub url: String,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl SimProvider {
+    pub fn start(script: &Value) -> SimProvider {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let script_file = dir.path().join("script.json");
+        std::fs::write(&script_file, script.to_string()).expect("writing the script");
+        let log = dir.path().join("requests.jsonl");
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut child = Command::new("python3")
+            .arg(root.join("tests/peers/sim_provider.py"))
+            .arg(&script_file)
+            .arg(&log)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("starting tests/peers/sim_provider.py");
+        let mut url = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().expect("its stdout")),
+            &mut url,
+        )
+        .expect("its URL");
+        SimProvider {
+            child,
+            url: url.trim().to_owned(),
+            log,
+            _dir: dir,
+        }
+    }
+
+    /// The requests it received (`{"path", "headers", "body", "received_ns"}`), in order.
+    pub fn requests(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|entry| entry.get("body").is_some())
+            .collect()
+    }
+}
+
+impl Drop for SimProvider {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

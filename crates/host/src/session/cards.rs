@@ -16,6 +16,54 @@ use crate::store::StoreError;
 
 use super::{CommandError, Session, SessionState, reason};
 
+impl super::Host {
+    /// The card on screen in `session`, for a UI that asks its own way (the terminal's
+    /// `formwork chat`): its id, the plugin, and what it asks, a form with its parsed schema
+    /// (to check answers as they are typed) or the approval card. `None` when nothing is shown.
+    pub fn shown_card(&self, session: &str) -> Result<Option<ShownCard>, CommandError> {
+        let session = self.inner.session(session)?;
+        let state = session.lock();
+        let Some(card) = state.cards.shown() else {
+            return Ok(None);
+        };
+        let asks = match &card.waiter {
+            Waiter::Elicitation { form, .. } => {
+                let mut request = card.body.clone();
+                if let (ElicitationRequest::Form(shown), Some(form)) = (&mut request, form) {
+                    shown.form = Some(Arc::clone(form));
+                }
+                CardAsks::Form(request)
+            }
+            Waiter::Approval { card, .. } => CardAsks::Approval(card.as_ref().clone()),
+        };
+        Ok(Some(ShownCard {
+            id: card.id.clone(),
+            plugin: card.plugin.clone(),
+            asks,
+        }))
+    }
+}
+
+/// The card on screen ([`Host::shown_card`](super::Host::shown_card)).
+#[derive(Debug, Clone)]
+pub struct ShownCard {
+    /// The form's or approval's id, to answer it with.
+    pub id: String,
+    /// The server that asks.
+    pub plugin: String,
+    /// What it asks.
+    pub asks: CardAsks,
+}
+
+/// What a shown card asks for.
+#[derive(Debug, Clone)]
+pub enum CardAsks {
+    /// A plugin's form (with its parsed form) or URL.
+    Form(ElicitationRequest),
+    /// Whether a tool call may run.
+    Approval(ApprovalCard),
+}
+
 impl Session {
     /// Puts a card in the queue and announces it; `request` is a plugin form's params, for the
     /// store.

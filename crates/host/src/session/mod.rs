@@ -9,6 +9,7 @@ mod apps;
 mod auth;
 mod calls;
 mod cards;
+pub use cards::{CardAsks, ShownCard};
 mod connections;
 mod model_turn;
 mod sign_in;

@@ -1,0 +1,94 @@
+//! `formwork chat`: one message to the model in the terminal, against the simulated provider
+//! (tests/peers/sim_provider.py, the one hand-written fake) and the TS SDK plugin as server `ts`.
+//! Forms are answered from `--answers`, as `formwork call` answers them.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::{SimProvider, TempFile, node_bin_dir, peers_dir, run};
+use serde_json::{Value, json};
+
+fn config(sim: &SimProvider, approval: &str) -> TempFile {
+    let node = node_bin_dir().join("node").display().to_string();
+    let plugin = peers_dir().join("npm/ts_plugin.mjs").display().to_string();
+    TempFile::new(&format!(
+        "model_provider = \"sim\"\nmodel = \"sim-1\"\n\n\
+         [model_providers.sim]\nname = \"Sim\"\nbase_url = {:?}\nwire_api = \"chat\"\nrequest_max_retries = 0\n\n\
+         [mcp_servers.ts]\ncommand = {node:?}\nargs = [{plugin:?}]\ndefault_tools_approval_mode = {approval:?}\n\
+         enabled_tools = [\"ask_enum\", \"fail\"]\n\n\
+         [mcp_servers.demo]\nenabled = false\n",
+        sim.url
+    ))
+}
+
+fn chat(config: &TempFile, answers: Option<&Value>, message: &str) -> common::Output {
+    let answers = answers.map(|answers| TempFile::new(&answers.to_string()));
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_formwork"));
+    command
+        .args(["chat", "--config"])
+        .arg(&config.path)
+        .arg(message);
+    if let Some(answers) = &answers {
+        command.arg("--answers").arg(&answers.path);
+    }
+    run(&mut command, None, Duration::from_secs(60))
+}
+
+#[test]
+fn a_message_streams_the_answer_and_its_form_is_answered_from_the_script() {
+    let sim = SimProvider::start(&json!({"rules": [{"match": "color", "steps": [
+        {"text": "Asking.", "calls": [{"name": "ts__ask_enum", "arguments": {}}]},
+        {"echo": true}
+    ]}]}));
+    let config = config(&sim, "approve");
+    let output = chat(&config, Some(&json!([{"color": "red"}])), "a color");
+    output.assert_code(0);
+    assert_eq!(
+        output.stdout,
+        "Asking.\nseen: result: {\"action\":\"accept\",\"content\":{\"color\":\"red\"}}\n"
+    );
+    output.assert_stderr_mentions("formwork: the model calls ts.ask_enum");
+    assert_eq!(sim.requests().len(), 2);
+}
+
+#[test]
+fn an_approval_card_is_answered_from_the_script_too() {
+    let sim = SimProvider::start(&json!({"rules": [{"match": "fail", "steps": [
+        {"calls": [{"name": "ts__fail", "arguments": {}}]},
+        {"echo": true}
+    ]}]}));
+    let config = config(&sim, "prompt");
+    // Deny: the model hears that the call did not run.
+    let output = chat(&config, Some(&json!([{"approval": "deny"}])), "fail please");
+    output.assert_code(0);
+    let text = output.stdout.trim_end();
+    assert!(text.starts_with("seen: The call failed: "), "{output}");
+    // Allow: the tool runs and reports an error, which is exit 1 as for `formwork call`.
+    let output = chat(
+        &config,
+        Some(&json!([{"approval": "allow"}])),
+        "fail please",
+    );
+    output.assert_code(1);
+    output.assert_stderr_mentions("formwork: the tool reported an error");
+}
+
+#[test]
+fn a_provider_failure_exits_2_with_its_reason_and_no_model_is_an_error() {
+    let sim = SimProvider::start(&json!({"rules": [{"match": "hi", "steps": [
+        {"status": 503, "message": "overloaded"}
+    ]}]}));
+    let config = config(&sim, "approve");
+    let output = chat(&config, None, "hi");
+    output.assert_code(2);
+    assert_eq!(output.stdout, "");
+    output.assert_stderr_mentions("formwork: model-error: Sim: HTTP 503: overloaded");
+
+    let empty = TempFile::new("");
+    let output = chat(&empty, None, "hi");
+    output.assert_code(2);
+    output.assert_stderr_mentions("no model is configured");
+}
