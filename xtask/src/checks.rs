@@ -144,6 +144,13 @@ const HOST_ROOMS: &[(&str, &[&str])] = &[
         "config",
         &["session", "plugin", "doctor", "store", "transport"],
     ),
+    // The model's side: providers, wires, names, history. The session runs the turn.
+    (
+        "agent",
+        &[
+            "session", "plugin", "doctor", "store", "persist", "broker", "events", "policy", "apps",
+        ],
+    ),
     // MCP Apps' pure decisions: plugin JSON in, policy out; the session layer acts on them.
     (
         "apps",

@@ -98,7 +98,8 @@ mod tests {
             model_output(Some(&text), None, 100).text,
             "one\n[an image, image/png]"
         );
-        let structured = json!({"content": [{"type": "text", "text": "{}"}], "structuredContent": {"b": 1, "a": 2}});
+        // The result's `_meta` never reaches the model.
+        let structured = json!({"content": [{"type": "text", "text": "{}"}], "structuredContent": {"b": 1, "a": 2}, "_meta": {"secret": "x"}});
         assert_eq!(
             model_output(Some(&structured), None, 100).text,
             r#"{"b":1,"a":2}"#
