@@ -481,7 +481,8 @@ async fn provider_errors_end_the_turn_with_a_clear_entry() {
         {"match": "garbage", "steps": [{"malformed": true}]},
         {"match": "failing", "steps": [{"failed": {"code": "context_length_exceeded", "message": "too long"}}]},
         {"match": "unknown", "steps": [{"calls": [{"name": "ts__nothing", "arguments": {}}]}]},
-        {"match": "badjson", "steps": [{"calls": [{"name": "ts__fail", "arguments": "{\"a\":"}]}]}
+        {"match": "badjson", "steps": [{"calls": [{"name": "ts__fail", "arguments": "{\"a\":"}]}]},
+        {"match": "patience", "steps": [{"status": 429, "retry_after": 120, "message": "come back later"}]}
     ]}));
     let host = host(sim.choice(WireApi::Responses));
     let mut s = Watch::open(&host);
@@ -543,6 +544,15 @@ async fn provider_errors_end_the_turn_with_a_clear_entry() {
             vec![(
                 "model-error",
                 "the model's arguments for `ts__fail` are not a JSON object: {\"a\":; the turn ends",
+            )],
+        ),
+        // A wait longer than a minute is not waited for.
+        (
+            "patience",
+            "failed",
+            vec![(
+                "model-error",
+                "Sim is limiting requests (HTTP 429: come back later)",
             )],
         ),
     ];
@@ -737,5 +747,27 @@ async fn app_model_context_reaches_the_model_as_untrusted_app_data() {
             {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "what now"}]},
         ])
     );
+    host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_model_that_keeps_calling_tools_is_stopped_after_32_requests() {
+    let steps: Vec<Value> = (0..40)
+        .map(|_| json!({"calls": [{"name": "ts__fail", "arguments": {}}]}))
+        .collect();
+    let sim = Sim::start(json!({"rules": [{"match": "forever", "steps": steps}]}));
+    let host = host(sim.choice(WireApi::Chat));
+    let mut s = Watch::open(&host);
+    s.say("forever");
+    let (events, reason) = s.turn().await;
+    assert_eq!(reason, "failed");
+    assert_eq!(
+        diagnostics(&events),
+        [(
+            "model-error".to_owned(),
+            "the model asked for tools 32 times in one turn; formwork ended the turn".to_owned()
+        )]
+    );
+    assert_eq!(sim.requests().len(), 32);
     host.shutdown().await;
 }
