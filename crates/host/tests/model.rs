@@ -771,3 +771,35 @@ async fn a_model_that_keeps_calling_tools_is_stopped_after_32_requests() {
     assert_eq!(sim.requests().len(), 32);
     host.shutdown().await;
 }
+
+/// A message during a palette call stops that call's turn, and the model's turn is a turn of
+/// its own.
+#[tokio::test]
+async fn a_message_during_a_palette_call_stops_it_and_runs_its_own_turn() {
+    let sim = Sim::start(json!({"rules": [{"match": "hello", "steps": [{"text": "Hi."}]}]}));
+    let host = host(sim.choice(WireApi::Responses));
+    let mut s = Watch::open(&host);
+    s.send(Command::CallTool {
+        server: "ts".to_owned(),
+        tool: "hold".to_owned(),
+        arguments: None,
+    });
+    s.next(|event| matches!(event, Event::ToolCallStarted { .. }).then_some(()))
+        .await;
+    s.say("hello");
+    let (events, reason) = s.turn().await;
+    assert_eq!(reason, "stopped");
+    assert!(
+        events.iter().any(|event| matches!(event,
+            Event::ToolCallFinished { error: Some(error), .. } if error == "the turn was stopped")),
+        "{events:#?}"
+    );
+    let (events, reason) = s.turn().await;
+    assert_eq!(reason, "completed");
+    assert!(
+        matches!(events[0], Event::TurnStarted { .. }),
+        "{events:#?}"
+    );
+    assert_eq!(assistant_texts(&events), ["Hi."]);
+    host.shutdown().await;
+}

@@ -1056,6 +1056,7 @@ async fn a_schema_1_database_keeps_its_transcript_and_takes_rounds() {
         DROP TABLE transcript;
         ALTER TABLE transcript_v1 RENAME TO transcript;
         DROP TABLE app_state;
+        DROP TABLE model_items;
         PRAGMA user_version = 1;",
     )
     .unwrap();

@@ -49,7 +49,11 @@ impl Session {
     /// Starts the model's turn for the person's message `text`. A turn still running was
     /// stopped by the caller; this one begins once it is over.
     pub(super) fn start_model_turn(self: &Arc<Self>, choice: ModelChoice, text: String) {
-        let token = CancellationToken::new();
+        // A stopping host stops the turn too.
+        let token = match self.host.upgrade() {
+            Some(host) => host.stopping.child_token(),
+            None => return,
+        };
         let (ended_tx, ended_rx) = watch::channel(false);
         let previous = {
             let mut state = self.lock();
@@ -60,6 +64,18 @@ impl Session {
         tokio::spawn(async move {
             if let Some(mut previous) = previous {
                 let _ = previous.wait_for(|ended| *ended).await;
+            }
+            // A stopped turn of the palette ends as soon as its calls have (they end at once):
+            // this turn is not part of it.
+            let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+            while session
+                .lock()
+                .turn
+                .as_ref()
+                .is_some_and(|turn| turn.stopped)
+                && tokio::time::Instant::now() < deadline
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
             }
             // The session's row is written before anything of it.
             session.saved().await;
