@@ -92,3 +92,62 @@ fn a_provider_failure_exits_2_with_its_reason_and_no_model_is_an_error() {
     output.assert_code(2);
     output.assert_stderr_mentions("no model is configured");
 }
+
+/// On a terminal the form is asked there, as `formwork call` asks it: the person picks `green`
+/// with the arrow keys and Enter (util-linux's `script` gives the command a pseudo-terminal).
+#[test]
+fn on_a_terminal_the_form_is_asked_there() {
+    use std::io::{Read, Write};
+    let sim = SimProvider::start(&json!({"rules": [{"match": "color", "steps": [
+        {"calls": [{"name": "ts__ask_enum", "arguments": {}}]},
+        {"echo": true}
+    ]}]}));
+    let config = config(&sim, "approve");
+    let line = format!(
+        "{} chat --config {} 'a color'",
+        common::quote(std::path::Path::new(env!("CARGO_BIN_EXE_formwork"))),
+        common::quote(&config.path)
+    );
+    let mut cmd = std::process::Command::new("script");
+    cmd.args(["-qec", &line, "/dev/null"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    common::without_user_config(&mut cmd);
+    let mut child = cmd.spawn().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let (sender, seen) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buffer = [0u8; 4096];
+        while let Ok(read) = stdout.read(&mut buffer) {
+            if read == 0 || sender.send(buffer[..read].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut shown = String::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut input = child.stdin.take().unwrap();
+    let mut answered = false;
+    while let Ok(bytes) =
+        seen.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now()))
+    {
+        shown.push_str(&String::from_utf8_lossy(&bytes));
+        if !answered && shown.contains("Color") {
+            // Down to the second option, then Enter.
+            input.write_all(b"\x1b[B").unwrap();
+            std::thread::sleep(Duration::from_millis(200));
+            input.write_all(b"\r").unwrap();
+            answered = true;
+        }
+        if shown.contains("seen: ") && shown.contains("}}") {
+            break;
+        }
+    }
+    drop(input);
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{shown}");
+    assert!(
+        shown.contains(r#"seen: result: {"action":"accept","content":{"color":"green"}}"#),
+        "{shown}"
+    );
+}
