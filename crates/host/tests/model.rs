@@ -249,6 +249,14 @@ fn deltas(events: &[Event]) -> String {
         .collect()
 }
 
+fn assert_a_call_was_stopped(events: &[Event]) {
+    assert!(
+        events.iter().any(|event| matches!(event,
+            Event::ToolCallFinished { error: Some(error), .. } if error == "the turn was stopped")),
+        "{events:#?}"
+    );
+}
+
 const PICKED: &str = r#"result: {"action":"accept","content":{"color":"green"}}"#;
 
 fn color_script() -> Value {
@@ -441,11 +449,7 @@ async fn stop_cancels_the_call_and_its_form_and_a_new_message_the_turn() {
     s.say("abort report");
     let (events, reason) = s.turn().await;
     assert_eq!(reason, "stopped");
-    assert!(
-        events.iter().any(|event| matches!(event,
-            Event::ToolCallFinished { error: Some(error), .. } if error == "the turn was stopped")),
-        "{events:#?}"
-    );
+    assert_a_call_was_stopped(&events);
     let (events, reason) = s.turn().await;
     assert_eq!(reason, "completed");
     // The plugin heard `notifications/cancelled` for the stopped call.
@@ -789,11 +793,7 @@ async fn a_message_during_a_palette_call_stops_it_and_runs_its_own_turn() {
     s.say("hello");
     let (events, reason) = s.turn().await;
     assert_eq!(reason, "stopped");
-    assert!(
-        events.iter().any(|event| matches!(event,
-            Event::ToolCallFinished { error: Some(error), .. } if error == "the turn was stopped")),
-        "{events:#?}"
-    );
+    assert_a_call_was_stopped(&events);
     let (events, reason) = s.turn().await;
     assert_eq!(reason, "completed");
     assert!(
