@@ -181,6 +181,7 @@ impl Session {
                 app_context: &app_context,
                 tools: &names.tools,
             });
+            tracing::info!(target: "formwork::model", session = %self.id, provider = %choice.provider_id, model = %choice.model, items = items.len(), tools = names.tools.len(), "model request");
             let mut message_id = self.new_id("m");
             let mut streamed = String::new();
             let answer = {
@@ -230,6 +231,7 @@ impl Session {
                 }
                 Some(Ok(reply)) => reply,
             };
+            tracing::info!(target: "formwork::model", session = %self.id, text_bytes = reply.text.len(), calls = reply.calls.len(), usage = %reply.usage.as_ref().map(ToString::to_string).unwrap_or_default(), "model answer");
             if !reply.text.is_empty() {
                 self.emit(Event::MessageAdded {
                     role: Role::Assistant,
