@@ -151,3 +151,34 @@ fn on_a_terminal_the_form_is_asked_there() {
         "{shown}"
     );
 }
+
+#[test]
+fn server_names_which_tools_the_model_is_offered() {
+    let sim =
+        SimProvider::start(&json!({"rules": [{"match": "hi", "steps": [{"text": "hello"}]}]}));
+    // The built-in demo server is enabled here, beside `ts`.
+    let text = std::fs::read_to_string(&config(&sim, "approve").path).unwrap();
+    let config = TempFile::new(&text.replace("[mcp_servers.demo]\nenabled = false\n", ""));
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_formwork"));
+    command
+        .args(["chat", "--server", "ts", "--config"])
+        .arg(&config.path)
+        .arg("hi");
+    run(&mut command, None, Duration::from_secs(60)).assert_code(0);
+    let tools: Vec<String> = sim.requests()[0]["body"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["function"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(tools, ["ts__ask_enum", "ts__fail"]);
+
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_formwork"));
+    command
+        .args(["chat", "--server", "nowhere", "--config"])
+        .arg(&config.path)
+        .arg("hi");
+    run(&mut command, None, Duration::from_secs(60))
+        .assert_code(2)
+        .assert_stderr_mentions("no enabled server `nowhere` is configured");
+}
