@@ -6,8 +6,11 @@
 #
 # Usage: python3 sim_provider.py SCRIPT LOG   (with stdin a pipe: the provider exits when it closes)
 # Listens on 127.0.0.1 (a free port); the first line on stdout is its base URL, `http://127.0.0.1:PORT/v1`.
-# Every request is appended to LOG as one JSON line: {"path", "headers", "body", "received_ns"}; each
-# answer adds {"answered": path, "last_byte_ns"} once its last byte is written (the bench reads both).
+# Every request is appended to LOG as one JSON line: {"path", "headers", "body", "received_ns"}, where
+# received_ns is when its request line was read; each text delta adds {"delta_ns", "text"} once its
+# event is written, and each answer {"answered": path, "last_byte_ns"} once its last byte is. A write's
+# time is read just before it (a reader the write wakes may run before the writer reads the clock
+# again). The times are time.time_ns() (CLOCK_REALTIME), for `cargo xtask bench --only model`.
 #
 # SCRIPT is JSON: {"rules": [{"match": REGEX, "steps": [STEP, ...]}, ...]}. The latest user message of a
 # request picks the first rule whose REGEX finds it (Python `re.search`); the step is how many times the
@@ -214,8 +217,13 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
+    def parse_request(self):
+        # Called once the request line is in, before the headers are read.
+        self.received = time.time_ns()
+        return super().parse_request()
+
     def do_POST(self):
-        received = time.time_ns()
+        received = self.received
         length = int(self.headers.get("content-length", "0"))
         body = json.loads(self.rfile.read(length) or b"{}")
         log({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body,
@@ -246,28 +254,37 @@ class Handler(BaseHTTPRequestHandler):
                 if event is None:
                     return self.cut()
                 kind, data = event
-                if data.pop("delay", False) and delay:
+                is_delta = data.pop("delay", False)
+                if is_delta and delay:
                     time.sleep(delay)
                 data = dict({"type": kind, "sequence_number": number}, **data)
-                self.chunk(f"event: {kind}\ndata: {json.dumps(data)}\n\n".encode())
+                written = self.chunk(f"event: {kind}\ndata: {json.dumps(data)}\n\n".encode())
+                if is_delta:
+                    log({"delta_ns": written, "text": data["delta"]})
         else:
             for data in chat_chunks(step):
                 if data is None:
                     return self.cut()
-                if isinstance(data, dict) and data.pop("delay", False) and delay:
+                is_delta = isinstance(data, dict) and data.pop("delay", False)
+                if is_delta and delay:
                     time.sleep(delay)
                 text = data if isinstance(data, str) else json.dumps(data)
-                self.chunk(f"data: {text}\n\n".encode())
+                written = self.chunk(f"data: {text}\n\n".encode())
+                if is_delta:
+                    log({"delta_ns": written, "text": data["choices"][0]["delta"]["content"]})
         self.finish_stream(path)
 
     def chunk(self, data):
-        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        """Writes one chunk; returns when the write began."""
+        data = f"{len(data):x}\r\n".encode() + data + b"\r\n"
+        began = time.time_ns()
+        self.wfile.write(data)
         self.wfile.flush()
+        return began
 
     def finish_stream(self, path):
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
-        log({"answered": path, "last_byte_ns": time.time_ns()})
+        written = self.chunk(b"")
+        log({"answered": path, "last_byte_ns": written})
 
     def cut(self):
         self.wfile.flush()
