@@ -6,14 +6,17 @@
 //! (`tests/peers/bench_model_plugin.py`, raw JSON-RPC), and a text answer streamed in [`WORDS`] deltas. The three
 //! peers log their times on one clock (CLOCK_REALTIME: Python's `time.time_ns()`, Rust's `SystemTime`), and the
 //! spans between them are the host's work:
-//! - the last byte of the provider's call answer → the plugin reading `tools/call`;
+//! - the provider writing the last event of its call answer → the plugin reading `tools/call` (the host reads no
+//!   further than that event: the body's closing chunk after it is the sim's own last byte);
 //! - the plugin writing its result → the provider reading the next request's request line;
 //! - the provider writing a text delta → this client receiving its `message_delta`.
 //!
 //! Beside them, the named peer measured in the same run: the provider's own time per call answer (its request
 //! line read → its last byte written), and each span as a ratio to it. A turn waits for the last one's
-//! `turn_ended`; a session holds [`SESSION_TURNS`] turns, so the conversation sent each time stays short. The
-//! target is each span's median under 1 ms; a miss is reported, not failed.
+//! `turn_ended`; a session holds [`SESSION_TURNS`] turns, so the conversation sent each time stays short. Each
+//! wire has a `formwork serve` of its own, its data directory (the SQLite store, which syncs every commit) in
+//! `target/bench-model/WIRE/` beside the peers' logs. The target is each span's median under 1 ms; a miss is
+//! reported, not failed.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -40,7 +43,7 @@ const SESSION_TURNS: usize = 20;
 const WORDS: [&str; 5] = ["alpha ", "beta ", "gamma ", "delta ", "epsilon"];
 /// Between the text deltas, so that each is measured alone rather than behind the one before.
 const DELTA_GAP_MS: u64 = 1;
-/// The longest a turn may take before the part gives up.
+/// The longest the socket may stay quiet in a turn before the part gives up.
 const TURN_TIMEOUT: Duration = Duration::from_secs(10);
 
 const PROVIDER: &str = "tests/peers/sim_provider.py";
@@ -120,7 +123,7 @@ pub fn run(root: &Path, formwork: &Path, options: &Options) -> Result<()> {
         );
         for (what, samples) in [
             (
-                "call's last byte -> plugin reads tools/call",
+                "call's last event -> plugin reads tools/call",
                 &mut spans.to_call,
             ),
             (
@@ -321,7 +324,7 @@ fn spans(
             .push(span(call.received, call.last_byte, &mut spans.negative));
         spans
             .to_call
-            .push(span(call.last_byte, called, &mut spans.negative));
+            .push(span(call.last_event, called, &mut spans.negative));
         spans
             .to_request
             .push(span(returned, text.received, &mut spans.negative));
@@ -349,42 +352,52 @@ fn span(from: u64, to: u64, negative: &mut usize) -> u64 {
     })
 }
 
-/// One answer of the provider: when its request line was read, its deltas (written when, what), its last byte.
+/// One answer of the provider: when its request line was read, its deltas (written when, what), its last event
+/// and its last byte.
+#[derive(Default)]
 struct Answer {
     received: u64,
     deltas: Vec<(u64, String)>,
+    last_event: u64,
     last_byte: u64,
 }
 
-/// The provider's answers in order. The host asks one thing at a time, so each request's deltas and last byte
-/// are the entries after it.
+/// The provider's answers in the order of their requests (which the host sends one at a time). Its threads log
+/// when they get Python's lock, one connection's answer after the next one's request at times: each entry names
+/// its request.
 fn answers(entries: &[Value]) -> Result<Vec<Answer>> {
     let mut answers: Vec<Answer> = Vec::new();
-    let mut open = false;
     for entry in entries {
-        if entry.get("body").is_some() {
-            if open {
-                bail!("a request came before the last one was answered: {entry}");
-            }
-            answers.push(Answer {
-                received: field(entry, "received_ns")?,
-                deltas: Vec::new(),
-                last_byte: 0,
-            });
-            open = true;
-            continue;
+        let number = usize::try_from(field(entry, "request")?)?;
+        if number == 0 {
+            bail!("the provider numbered a request 0: {entry}");
         }
-        let Some(answer) = answers.last_mut().filter(|_| open) else {
-            bail!("the provider logged {entry} outside an answer");
-        };
-        if entry.get("answered").is_some() {
+        if answers.len() < number {
+            answers.resize_with(number, Answer::default);
+        }
+        let answer = &mut answers[number - 1];
+        if entry.get("body").is_some() {
+            answer.received = field(entry, "received_ns")?;
+        } else if entry.get("answered").is_some() {
+            answer.last_event = field(entry, "last_event_ns")?;
             answer.last_byte = field(entry, "last_byte_ns")?;
-            open = false;
         } else {
             let text = entry.get("text").and_then(Value::as_str).unwrap_or("");
             answer
                 .deltas
                 .push((field(entry, "delta_ns")?, text.to_owned()));
+        }
+    }
+    for (number, answer) in answers.iter().enumerate() {
+        if answer.received == 0
+            || answer.last_event < answer.received
+            || answer.last_byte < answer.last_event
+            || answer.deltas.iter().any(|(at, _)| *at > answer.last_event)
+        {
+            bail!(
+                "the provider's log of request {} is incomplete or out of order",
+                number + 1
+            );
         }
     }
     Ok(answers)
