@@ -76,7 +76,7 @@ struct Spans {
     to_call: Vec<u64>,
     to_request: Vec<u64>,
     to_socket: Vec<u64>,
-    /// Spans that came out negative (counted as 0): the clocks disagree, or the host acted before the last byte.
+    /// Spans that came out negative (counted as 0): the peers' clocks disagree.
     negative: usize,
 }
 
@@ -146,6 +146,11 @@ pub fn run(root: &Path, formwork: &Path, options: &Options) -> Result<()> {
             );
         }
     }
+    println!();
+    println!(
+        "formwork's data directory is under target/ (SQLite, each commit synced to disk): the commits on a\n\
+         span's path count in it. The simulated provider is Python's http.server, a thread per connection."
+    );
     println!();
     let width = targets
         .iter()
