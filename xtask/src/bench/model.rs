@@ -613,3 +613,56 @@ impl Drop for Serve {
 fn display(path: &Path) -> String {
     path.display().to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::answers;
+    use serde_json::json;
+
+    #[test]
+    fn the_providers_entries_pair_by_request_number_in_any_order() -> anyhow::Result<()> {
+        // Request 1's end logged after request 2 arrived, as the provider's threads may.
+        let entries = [
+            json!({"request": 1, "path": "/v1/responses", "body": {}, "received_ns": 100}),
+            json!({"request": 1, "delta_ns": 120, "text": "alpha "}),
+            json!({"request": 2, "path": "/v1/responses", "body": {}, "received_ns": 300}),
+            json!({"request": 1, "answered": "/v1/responses", "last_event_ns": 150, "last_byte_ns": 160}),
+            json!({"request": 2, "delta_ns": 320, "text": "beta"}),
+            json!({"request": 2, "answered": "/v1/responses", "last_event_ns": 350, "last_byte_ns": 351}),
+        ];
+        let answers = answers(&entries)?;
+        let read: Vec<_> = answers
+            .iter()
+            .map(|answer| {
+                (
+                    answer.received,
+                    answer.deltas.clone(),
+                    answer.last_event,
+                    answer.last_byte,
+                )
+            })
+            .collect();
+        assert_eq!(
+            read,
+            [
+                (100, vec![(120, "alpha ".to_owned())], 150, 160),
+                (300, vec![(320, "beta".to_owned())], 350, 351),
+            ]
+        );
+
+        let unanswered = &entries[..5];
+        let error = answers_error(unanswered);
+        assert_eq!(
+            error,
+            "the provider's log of request 2 is incomplete or out of order"
+        );
+        Ok(())
+    }
+
+    fn answers_error(entries: &[serde_json::Value]) -> String {
+        answers(entries)
+            .err()
+            .map(|err| err.to_string())
+            .unwrap_or_default()
+    }
+}
