@@ -6,8 +6,15 @@
 #
 # Usage: python3 sim_provider.py SCRIPT LOG   (with stdin a pipe: the provider exits when it closes)
 # Listens on 127.0.0.1 (a free port); the first line on stdout is its base URL, `http://127.0.0.1:PORT/v1`.
-# Every request is appended to LOG as one JSON line: {"path", "headers", "body", "received_ns"}; each
-# answer adds {"answered": path, "last_byte_ns"} once its last byte is written (the bench reads both).
+# Every request is appended to LOG as one JSON line: {"request", "path", "headers", "body",
+# "received_ns"}, where request numbers the requests from 1 and received_ns is when its request line
+# was read; each text delta adds {"request", "delta_ns", "text"} once its event is written, and each
+# answer {"request", "answered": path, "last_event_ns", "last_byte_ns"} once its last byte is:
+# last_event_ns is the write of its last event (which ends the answer for a client, before the body's
+# closing chunk), last_byte_ns that of the closing chunk. A write's time is read just before it (a
+# reader the write wakes may run before the writer reads the clock again); the threads of several
+# connections may log out of order, hence the numbers. The times are time.time_ns() (CLOCK_REALTIME),
+# for `cargo xtask bench --only model`.
 #
 # SCRIPT is JSON: {"rules": [{"match": REGEX, "steps": [STEP, ...]}, ...]}. The latest user message of a
 # request picks the first rule whose REGEX finds it (Python `re.search`); the step is how many times the
@@ -29,6 +36,7 @@
 # and may carry "first": [STEP, ...]: answers for the first requests at this step, before the step itself
 # (e.g. a 429 once, then the text), counted per rule and step.
 
+import itertools
 import json
 import os
 import re
@@ -41,6 +49,7 @@ SCRIPT = json.load(open(sys.argv[1]))
 LOG = sys.argv[2]
 LOCK = threading.Lock()
 ATTEMPTS = {}
+REQUESTS = itertools.count(1)
 
 
 def log(entry):
@@ -210,15 +219,24 @@ def chat_chunks(step):
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Each event goes out when written, as a streaming server sends it: with Nagle's algorithm on, an event
+    # written while the one before waits for its (delayed) ACK waits too, 40 ms on Linux.
+    disable_nagle_algorithm = True
 
     def log_message(self, *args):
         pass
 
+    def parse_request(self):
+        # Called once the request line is in, before the headers are read.
+        self.received = time.time_ns()
+        return super().parse_request()
+
     def do_POST(self):
-        received = time.time_ns()
+        received = self.received
+        self.number = next(REQUESTS)
         length = int(self.headers.get("content-length", "0"))
         body = json.loads(self.rfile.read(length) or b"{}")
-        log({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body,
+        log({"request": self.number, "path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body,
              "received_ns": received})
         path = self.path.split("?")[0]
         if not (path.endswith("/responses") or path.endswith("/chat/completions")):
@@ -238,36 +256,45 @@ class Handler(BaseHTTPRequestHandler):
             time.sleep(3600)
             return
         if step.get("malformed"):
-            self.chunk(b"data: {this is not json\n\n")
-            return self.finish_stream(path)
+            return self.finish_stream(path, self.chunk(b"data: {this is not json\n\n"))
         delay = step.get("delay_ms", 0) / 1000
         if path.endswith("/responses"):
             for number, event in enumerate(responses_events(step)):
                 if event is None:
                     return self.cut()
                 kind, data = event
-                if data.pop("delay", False) and delay:
+                is_delta = data.pop("delay", False)
+                if is_delta and delay:
                     time.sleep(delay)
                 data = dict({"type": kind, "sequence_number": number}, **data)
-                self.chunk(f"event: {kind}\ndata: {json.dumps(data)}\n\n".encode())
+                written = self.chunk(f"event: {kind}\ndata: {json.dumps(data)}\n\n".encode())
+                if is_delta:
+                    log({"request": self.number, "delta_ns": written, "text": data["delta"]})
         else:
             for data in chat_chunks(step):
                 if data is None:
                     return self.cut()
-                if isinstance(data, dict) and data.pop("delay", False) and delay:
+                is_delta = isinstance(data, dict) and data.pop("delay", False)
+                if is_delta and delay:
                     time.sleep(delay)
                 text = data if isinstance(data, str) else json.dumps(data)
-                self.chunk(f"data: {text}\n\n".encode())
-        self.finish_stream(path)
+                written = self.chunk(f"data: {text}\n\n".encode())
+                if is_delta:
+                    text = data["choices"][0]["delta"]["content"]
+                    log({"request": self.number, "delta_ns": written, "text": text})
+        self.finish_stream(path, written)
 
     def chunk(self, data):
-        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        """Writes one chunk; returns when the write began."""
+        data = f"{len(data):x}\r\n".encode() + data + b"\r\n"
+        began = time.time_ns()
+        self.wfile.write(data)
         self.wfile.flush()
+        return began
 
-    def finish_stream(self, path):
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
-        log({"answered": path, "last_byte_ns": time.time_ns()})
+    def finish_stream(self, path, last_event):
+        written = self.chunk(b"")
+        log({"request": self.number, "answered": path, "last_event_ns": last_event, "last_byte_ns": written})
 
     def cut(self):
         self.wfile.flush()

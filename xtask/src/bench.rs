@@ -8,6 +8,7 @@
 //! - the floor: [`floor`], a raw JSON-RPC client in Rust that answers each request with one fixed write.
 //!
 //! The same round trip over Streamable HTTP, plain and TLS, through formwork and the TS SDK client: [`http`].
+//! The host's own time in a model turn with one tool call, against a simulated provider: [`model`].
 //!
 //! The machine is noisy, so the clients take turns over several rounds (a fresh process each, with its own
 //! warm-up) and the samples are pooled per client. The report is a table of median and p99 per client and the
@@ -20,6 +21,7 @@
 mod browser;
 mod floor;
 mod http;
+mod model;
 mod rounds;
 
 use std::path::{Path, PathBuf};
@@ -32,7 +34,8 @@ use crate::{cargo, peers, run_command, target_dir};
 
 const USAGE: &str = "\
 usage: cargo xtask bench [--rounds R] [--n N] [--warmup W] [--formwork PATH] [--load N,N] [--forms N]
-                         [--mrtr-rounds R] [--mrtr-calls C] [--apps N] [--http-rounds R] [--only PART]
+                         [--mrtr-rounds R] [--mrtr-calls C] [--apps N] [--http-rounds R] [--model-turns N]
+                         [--only PART]
   --rounds R       rounds of the round-trip part, clients alternated (default 10)
   --n N            measured elicitations per client and round of the round-trip and HTTP parts (default 200)
   --warmup W       unmeasured elicitations before them (default 300)
@@ -43,7 +46,8 @@ usage: cargo xtask bench [--rounds R] [--n N] [--warmup W] [--formwork PATH] [--
   --mrtr-calls C   calls per contender and round of that part (default 10)
   --apps N         calls per tool of the MCP Apps part, in Chromium (default 30; 0 skips it)
   --http-rounds R  rounds of the HTTP part, the round trip over Streamable HTTP and TLS (default 10; 0 skips it)
-  --only PART      run one part: round-trip, http, mrtr, load, forms or apps (its own flags still apply)";
+  --model-turns N  turns per wire of the model part, the host's time in a model turn (default 200; 0 skips it)
+  --only PART      run one part: round-trip, http, mrtr, load, model, forms or apps (its own flags still apply)";
 
 /// formwork's median against the TS SDK client's, formwork's median against the floor's, formwork's p99 against
 /// its own median: each must stay at or below its limit.
@@ -105,6 +109,15 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
     }
     if !options.load_sessions.is_empty() {
         load_bench(root, &options.load_sessions)?;
+    }
+    if options.model_turns > 0 {
+        model::run(
+            root,
+            &setup.formwork,
+            &model::Options {
+                turns: options.model_turns,
+            },
+        )?;
     }
     if options.forms == 0 && options.apps == 0 {
         return Ok(());
@@ -231,6 +244,8 @@ struct Options {
     round_trip: bool,
     /// Rounds of the round trip over Streamable HTTP; 0 skips it.
     http_rounds: usize,
+    /// Measured turns per wire of the model part; 0 skips it.
+    model_turns: usize,
 }
 
 impl Options {
@@ -251,6 +266,7 @@ impl Options {
             apps: 30,
             round_trip: true,
             http_rounds: 10,
+            model_turns: 200,
         };
         let mut only = None;
         let mut args = args.iter();
@@ -267,6 +283,7 @@ impl Options {
                 "--mrtr-calls" => &mut options.mrtr.calls,
                 "--apps" => &mut options.apps,
                 "--http-rounds" => &mut options.http_rounds,
+                "--model-turns" => &mut options.model_turns,
                 "--only" => {
                     only = Some(value.clone());
                     continue;
@@ -297,7 +314,16 @@ impl Options {
         }
         if let Some(part) = only {
             let keep = |name: &str| part == name;
-            if !["round-trip", "http", "mrtr", "load", "forms", "apps"].contains(&part.as_str()) {
+            let parts = [
+                "round-trip",
+                "http",
+                "mrtr",
+                "load",
+                "model",
+                "forms",
+                "apps",
+            ];
+            if !parts.contains(&part.as_str()) {
                 bail!("--only {part}: not a part of the bench\n{USAGE}");
             }
             options.round_trip = keep("round-trip");
@@ -309,6 +335,9 @@ impl Options {
             }
             if !keep("load") {
                 options.load_sessions.clear();
+            }
+            if !keep("model") {
+                options.model_turns = 0;
             }
             if !keep("forms") {
                 options.forms = 0;
@@ -724,6 +753,7 @@ mod tests {
         assert_eq!(options.http_rounds, 10);
         assert_eq!(options.mrtr.rounds, 0);
         assert!(options.load_sessions.is_empty());
+        assert_eq!(options.model_turns, 0);
         assert_eq!((options.forms, options.apps), (0, 0));
 
         let options = parse(&["--only", "round-trip", "--http-rounds", "3"])?;
@@ -734,6 +764,20 @@ mod tests {
         assert!(options.round_trip);
         assert_eq!(options.http_rounds, 3);
         assert_eq!(options.forms, 50);
+        Ok(())
+    }
+
+    #[test]
+    fn only_model_runs_the_model_part_alone() -> anyhow::Result<()> {
+        let options = parse(&["--only", "model", "--model-turns", "50"])?;
+        assert_eq!(options.model_turns, 50);
+        assert!(!options.round_trip);
+        assert_eq!((options.http_rounds, options.mrtr.rounds), (0, 0));
+        assert!(options.load_sessions.is_empty());
+        assert_eq!((options.forms, options.apps), (0, 0));
+
+        assert_eq!(parse(&[])?.model_turns, 200);
+        assert_eq!(parse(&["--only", "apps"])?.model_turns, 0);
         Ok(())
     }
 

@@ -6,7 +6,7 @@
 //!   `cargo test --workspace --all-targets` with the peers on `FORMWORK_PEERS` and node 22 first on `PATH`.
 //! - `bench [--rounds R] [--n N] [--warmup W] [--formwork PATH] [--load N,N] [--forms N] [--apps N] [--only PART]`:
 //!   the elicitation round trip through formwork against the TS SDK client and a raw JSON-RPC client, the host
-//!   under load, the workbench and its MCP Apps in Chromium (see `bench.rs`).
+//!   under load, the host's time in a model turn, the workbench and its MCP Apps in Chromium (see `bench.rs`).
 //! - `fuzz --time SECONDS [--runs N] [--cmin] [TARGET...]`: each cargo-fuzz target for SECONDS (or N executions),
 //!   with its saved corpus, seeds and dictionary; fails when one crashes (see `fuzz.rs`).
 
