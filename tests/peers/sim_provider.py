@@ -7,8 +7,8 @@
 # Usage: python3 sim_provider.py SCRIPT LOG   (with stdin a pipe: the provider exits when it closes)
 # Listens on 127.0.0.1 (a free port); the first line on stdout is its base URL, `http://127.0.0.1:PORT/v1`.
 # Every request is appended to LOG as one JSON line: {"request", "path", "headers", "body",
-# "received_ns"}, where request numbers the requests from 1 and received_ns is when its request line
-# was read; each text delta adds {"request", "delta_ns", "text"} once its event is written, and each
+# "received_ns", "client_port"}, where request numbers the requests from 1, received_ns is when its
+# request line was read and client_port the client's end of its connection (a kept connection keeps it); each text delta adds {"request", "delta_ns", "text"} once its event is written, and each
 # answer {"request", "answered": path, "last_event_ns", "last_byte_ns"} once its last byte is:
 # last_event_ns is the write of its last event (which ends the answer for a client, before the body's
 # closing chunk), last_byte_ns that of the closing chunk. A write's time is read just before it (a
@@ -237,7 +237,7 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length", "0"))
         body = json.loads(self.rfile.read(length) or b"{}")
         log({"request": self.number, "path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body,
-             "received_ns": received})
+             "received_ns": received, "client_port": self.client_address[1]})
         path = self.path.split("?")[0]
         if not (path.endswith("/responses") or path.endswith("/chat/completions")):
             return self.plain(404, {"error": {"message": "no such endpoint"}})

@@ -291,6 +291,8 @@ async fn a_message_runs_a_call_and_its_form_over_the_responses_wire() {
     assert_eq!(deltas(&events), format!("seen: {PICKED}"));
     let requests = sim.requests();
     assert_eq!(requests.len(), 2);
+    // The second request reuses the first one's connection: its body was read to the end.
+    assert_eq!(requests[0]["client_port"], requests[1]["client_port"]);
     let first = &requests[0];
     assert_eq!(first["path"], "/v1/responses?api-version=7");
     let peers = peers().display().to_string();

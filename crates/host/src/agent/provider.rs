@@ -18,6 +18,8 @@ use super::{chat, responses};
 
 /// The longest `Retry-After` formwork waits for; a provider that asks for more fails the turn.
 const MAX_RETRY_WAIT: Duration = Duration::from_secs(60);
+/// How long the rest of a finished answer's body is read for, to keep its connection.
+const DRAIN_WAIT: Duration = Duration::from_secs(5);
 /// An error answer's body is read up to this size, for its message.
 const MAX_ERROR_BODY: usize = 64 * 1024;
 
@@ -346,6 +348,12 @@ impl Provider {
                 }
             }
         }
+        // The body's end (a closing chunk) may follow the last event: read it off the
+        // critical path, so the connection goes back to the pool for the next request.
+        tokio::spawn(async move {
+            let drained = async { while let Ok(Some(_)) = response.chunk().await {} };
+            let _ = tokio::time::timeout(DRAIN_WAIT, drained).await;
+        });
         decoder.finish().map_err(Attempt::During)
     }
 }
