@@ -413,10 +413,7 @@ fn error_message(body: &[u8]) -> String {
             .map(str::to_owned)
     });
     let text = message.unwrap_or_else(|| String::from_utf8_lossy(body).trim().to_owned());
-    let mut short: String = text.chars().take(300).collect();
-    if short.len() < text.len() {
-        short.push('…');
-    }
+    let short = super::shortened(&text, 300);
     if short.is_empty() {
         "no message".to_owned()
     } else {

@@ -164,39 +164,37 @@ impl Host {
     pub fn app_model_context(&self, session: &str) -> Result<Vec<(String, Value)>, CommandError> {
         let session = self.inner.session(session)?;
         let state = session.lock();
-        let contexts = state
-            .log
-            .iter()
-            .filter_map(|event| match event.as_ref() {
-                Event::ToolCallStarted { call_id, .. } => state
-                    .apps
-                    .model_context
-                    .get(call_id)
-                    .map(|context| (call_id.clone(), context.clone())),
-                _ => None,
-            })
-            .collect();
-        Ok(contexts)
+        Ok(model_contexts(&state)
+            .map(|(call_id, _, _, context)| (call_id.to_owned(), context.clone()))
+            .collect())
     }
+}
+
+/// Each invocation whose app set model context, oldest first: its id, server, tool and the
+/// params of the app's last `ui/update-model-context`.
+fn model_contexts(state: &SessionState) -> impl Iterator<Item = (&str, &str, &str, &Value)> {
+    state.log.iter().filter_map(|event| match event.as_ref() {
+        Event::ToolCallStarted {
+            call_id,
+            server,
+            tool,
+            ..
+        } => state
+            .apps
+            .model_context
+            .get(call_id)
+            .map(|context| (call_id.as_str(), server.as_str(), tool.as_str(), context)),
+        _ => None,
+    })
 }
 
 impl Session {
     /// The model context the session's apps set, one text per invocation in transcript
     /// order, each naming its call; for the model, which reads it as untrusted app data.
     pub(super) fn app_context(&self, state: &SessionState) -> Vec<String> {
-        state
-            .log
-            .iter()
-            .filter_map(|event| match event.as_ref() {
-                Event::ToolCallStarted {
-                    call_id,
-                    server,
-                    tool,
-                    ..
-                } => state.apps.model_context.get(call_id).map(|context| {
-                    format!("The app of call {call_id} ({server}.{tool}) set: {context}")
-                }),
-                _ => None,
+        model_contexts(state)
+            .map(|(call_id, server, tool, context)| {
+                format!("The app of call {call_id} ({server}.{tool}) set: {context}")
             })
             .collect()
     }

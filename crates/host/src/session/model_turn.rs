@@ -305,7 +305,7 @@ impl Session {
                 )),
                 _ => refused.push(format!(
                     "the model's arguments for `{name}` are not a JSON object: {}",
-                    shortened(arguments)
+                    agent::shortened(arguments, 200)
                 )),
             }
         }
@@ -473,12 +473,4 @@ impl Session {
             tracing::error!(target: "formwork::store", session = %self.id, %err, "the model's conversation was not stored");
         }
     }
-}
-
-fn shortened(text: &str) -> String {
-    let mut short: String = text.chars().take(200).collect();
-    if short.len() < text.len() {
-        short.push('…');
-    }
-    short
 }
