@@ -189,27 +189,8 @@ fn serve_in_an_untrusted_project_starts_none_of_its_servers() {
         &world.project,
         &["serve", "--port", "0", "--data-dir", data.to_str().unwrap()],
     );
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .unwrap();
-    let group = child.id();
-    // Whatever happens below, nothing of this run outlives the test.
-    let _guard = KillOnDrop(group);
-    let mut stderr_pipe = child.stderr.take().unwrap();
-    let (stderr_tx, stderr_rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stderr_pipe.read_to_string(&mut text);
-        let _ = stderr_tx.send(text);
-    });
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
+    let serve = Serving::start(&mut cmd);
+    let first = &serve.first_line;
     let Some(url) = first.trim().strip_prefix("formwork serve: http://") else {
         panic!("no URL: {first:?}");
     };
@@ -226,13 +207,7 @@ fn serve_in_an_untrusted_project_starts_none_of_its_servers() {
     .unwrap();
     let mut response = String::new();
     let _ = stream.read_to_string(&mut response);
-    let _ = Command::new("kill")
-        .args(["-TERM", &group.to_string()])
-        .status();
-    let _ = child.wait();
-    let stderr = stderr_rx
-        .recv_timeout(Duration::from_secs(10))
-        .unwrap_or_default();
+    let stderr = serve.stop();
 
     let body = response.split_once("\r\n\r\n").map_or("", |(_, body)| body);
     let catalogue: Value = serde_json::from_str(body)
@@ -539,38 +514,67 @@ fn serve_names_its_model_and_the_scripted_model_puts_it_aside() {
 fn serve_until_url(world: &World, args: &[&str]) -> String {
     let mut all = vec!["serve", "--port", "0"];
     all.extend_from_slice(args);
-    let mut child = world
-        .command(&world.root, &all)
-        .env_remove("OPENAI_API_KEY")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .unwrap();
-    let group = child.id();
-    let _guard = KillOnDrop(group);
-    let mut stderr_pipe = child.stderr.take().unwrap();
-    let (stderr_tx, stderr_rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stderr_pipe.read_to_string(&mut text);
-        let _ = stderr_tx.send(text);
-    });
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let _ = Command::new("kill")
-        .args(["-TERM", &group.to_string()])
-        .status();
-    let _ = child.wait();
-    let stderr = stderr_rx
-        .recv_timeout(Duration::from_secs(10))
-        .unwrap_or_default();
+    let serve = Serving::start(
+        world
+            .command(&world.root, &all)
+            .env_remove("OPENAI_API_KEY"),
+    );
+    let first = serve.first_line.clone();
+    let stderr = serve.stop();
     assert!(
         first.starts_with("formwork serve: http://127.0.0.1:"),
         "no URL: {first:?}\nstderr: {stderr}"
     );
     stderr
+}
+
+/// A running `formwork serve`, its whole process group killed when dropped.
+struct Serving {
+    child: std::process::Child,
+    _guard: KillOnDrop,
+    /// The first line it printed on stdout (its URL, when it started).
+    first_line: String,
+    stderr: std::sync::mpsc::Receiver<String>,
+}
+
+impl Serving {
+    fn start(cmd: &mut Command) -> Serving {
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        // Whatever happens in the test, nothing of this run outlives it.
+        let guard = KillOnDrop(child.id());
+        let mut stderr_pipe = child.stderr.take().unwrap();
+        let (stderr_tx, stderr) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = stderr_pipe.read_to_string(&mut text);
+            let _ = stderr_tx.send(text);
+        });
+        let mut first_line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first_line)
+            .unwrap();
+        Serving {
+            child,
+            _guard: guard,
+            first_line,
+            stderr,
+        }
+    }
+
+    /// SIGTERM, as Ctrl-C would; returns its stderr.
+    fn stop(mut self) -> String {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+        self.stderr
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap_or_default()
+    }
 }
