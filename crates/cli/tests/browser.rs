@@ -18,6 +18,16 @@ use common::{kill_group, node_bin_dir, peers_dir, run};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 
+/// One browser run at a time: on two cores, runs side by side starve each other's frames
+/// (the apps run's clicks were lost while the model run went on beside it).
+static ONE_RUN_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_run_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_RUN_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// A whole browser run: the workbench run takes about 20 s on a 2-core machine, the apps run about 30 s.
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -136,6 +146,7 @@ fn refuse_one_answer(database: &Path) {
 
 #[test]
 fn workbench_in_headless_chromium() {
+    let _one = one_run_at_a_time();
     assert!(
         Path::new(CHROMIUM).exists(),
         "{CHROMIUM} is missing: `cargo xtask test` installs Debian's chromium package when run as root"
@@ -244,6 +255,7 @@ fn run_some_cases(
 /// calls the app-only `poll-system-stats` (refused) and `get-system-info` (an app of the model's call).
 #[test]
 fn mcp_apps_in_headless_chromium() {
+    let _one = one_run_at_a_time();
     assert!(
         Path::new(CHROMIUM).exists(),
         "{CHROMIUM} is missing: `cargo xtask test` installs Debian's chromium package when run as root"
@@ -340,6 +352,7 @@ fn mcp_apps_in_headless_chromium() {
 /// conversation and runs a call with its form again.
 #[test]
 fn model_loop_in_headless_chromium() {
+    let _one = one_run_at_a_time();
     assert!(
         Path::new(CHROMIUM).exists(),
         "{CHROMIUM} is missing: `cargo xtask test` installs Debian's chromium package when run as root"
