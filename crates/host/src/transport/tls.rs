@@ -1,12 +1,15 @@
 //! The TLS client setup of the process: which roots it trusts, and what it says when a server's
 //! certificate is refused.
 //!
-//! The roots are the system's (or those that `SSL_CERT_FILE` / `SSL_CERT_DIR` name instead, as
-//! OpenSSL reads them), loaded once; where that finds no certificate at all, the bundled Mozilla
-//! roots. rustls's own verifier judges each chain; ours only words its refusal so that a person
+//! The roots are the system's plus those that `SSL_CERT_FILE` / `SSL_CERT_DIR` name (so a private
+//! CA is trusted without losing the public ones), loaded once; where that finds no certificate at
+//! all, the bundled Mozilla roots. rustls's own verifier judges each chain; ours only words its refusal so that a person
 //! sees which certificate failed and why.
 
+use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
+
+use rustls_native_certs::CertificateResult;
 
 use tokio_rustls::TlsConnector;
 use tokio_rustls::rustls::client::WebPkiServerVerifier;
@@ -54,23 +57,88 @@ fn refused(err: &rustls::Error) -> Option<&Refused> {
     }
 }
 
-/// The system's roots, else the bundled ones.
+/// The system's roots and the environment's, else the bundled ones.
 fn trusted_roots() -> RootCertStore {
-    let found = rustls_native_certs::load_native_certs();
-    for error in &found.errors {
-        tracing::debug!(target: "formwork::tls", %error, "reading trusted certificates");
-    }
-    let mut roots = RootCertStore::empty();
-    let (added, ignored) = roots.add_parsable_certificates(found.certs);
-    tracing::debug!(target: "formwork::tls", added, ignored, "trusted certificates of the system");
+    let mut roots = certificates(&NamedCertificates::from_env());
     if roots.is_empty() {
         tracing::debug!(
             target: "formwork::tls",
-            "no trusted certificate from the system (or SSL_CERT_FILE / SSL_CERT_DIR): using the bundled Mozilla roots"
+            "no trusted certificate from the system or SSL_CERT_FILE / SSL_CERT_DIR: using the bundled Mozilla roots"
         );
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     }
     roots
+}
+
+/// The system's certificates and those `named`.
+fn certificates(named: &NamedCertificates) -> RootCertStore {
+    let mut roots = RootCertStore::empty();
+    for (source, found) in [
+        ("system", system_store(named)),
+        ("environment", named.load()),
+    ] {
+        for error in &found.errors {
+            tracing::debug!(target: "formwork::tls", %error, source, "reading trusted certificates");
+        }
+        let (added, ignored) = roots.add_parsable_certificates(found.certs);
+        tracing::debug!(target: "formwork::tls", added, ignored, source, "trusted certificates");
+    }
+    roots
+}
+
+/// What `SSL_CERT_FILE` (one PEM file) and `SSL_CERT_DIR` (directories, split as `PATH` is) name.
+#[derive(Default)]
+struct NamedCertificates {
+    file: Option<PathBuf>,
+    dirs: Vec<PathBuf>,
+}
+
+impl NamedCertificates {
+    fn from_env() -> NamedCertificates {
+        NamedCertificates {
+            file: std::env::var_os("SSL_CERT_FILE")
+                .filter(|file| !file.is_empty())
+                .map(PathBuf::from),
+            dirs: std::env::var_os("SSL_CERT_DIR")
+                .map(|dirs| {
+                    std::env::split_paths(&dirs)
+                        .filter(|dir| !dir.as_os_str().is_empty())
+                        .collect()
+                })
+                .unwrap_or_default(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.file.is_none() && self.dirs.is_empty()
+    }
+
+    fn load(&self) -> CertificateResult {
+        let mut found = rustls_native_certs::load_certs_from_paths(self.file.as_deref(), None);
+        for dir in &self.dirs {
+            let more = rustls_native_certs::load_certs_from_paths(None, Some(dir));
+            found.certs.extend(more.certs);
+            found.errors.extend(more.errors);
+        }
+        found
+    }
+}
+
+/// The operating system's store. `rustls-native-certs` reads the environment's files instead of it
+/// when they are named; on Linux and the BSDs its directories are read directly then, as OpenSSL's
+/// probe finds them. On macOS and Windows the environment's files then stand alone.
+fn system_store(named: &NamedCertificates) -> CertificateResult {
+    if named.is_empty() {
+        return rustls_native_certs::load_native_certs();
+    }
+    let mut found = CertificateResult::default();
+    #[cfg(all(unix, not(target_os = "macos")))]
+    for dir in openssl_probe::candidate_cert_dirs() {
+        let more = rustls_native_certs::load_certs_from_paths(None, Some(dir));
+        found.certs.extend(more.certs);
+        found.errors.extend(more.errors);
+    }
+    found
 }
 
 fn config_trusting(roots: RootCertStore) -> Result<rustls::ClientConfig, String> {
@@ -303,6 +371,46 @@ mod tests {
         match issuer {
             Some(issuer) => params.signed_by(&key, issuer).unwrap(),
             None => params.self_signed(&key).unwrap(),
+        }
+    }
+
+    #[test]
+    fn ssl_cert_file_and_dir_add_to_the_system_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let empty = dir.path().join("none.pem");
+        std::fs::write(&empty, "").unwrap();
+        let named_dir = dir.path().join("certs");
+        std::fs::create_dir(&named_dir).unwrap();
+        let (file_ca, file_issuer) = authority("File CA");
+        let (dir_ca, dir_issuer) = authority("Dir CA");
+        let file = dir.path().join("ca.pem");
+        std::fs::write(&file, file_ca.pem()).unwrap();
+        std::fs::write(named_dir.join("ca.pem"), dir_ca.pem()).unwrap();
+        // A named file without certificates: the system's store alone, read without the process's
+        // environment.
+        let system = certificates(&NamedCertificates {
+            file: Some(empty),
+            dirs: Vec::new(),
+        })
+        .len();
+        if std::path::Path::new("/etc/ssl/certs/ca-certificates.crt").exists() {
+            assert!(system > 0, "the system store was not read");
+        }
+        let both = certificates(&NamedCertificates {
+            file: Some(file),
+            dirs: vec![named_dir],
+        });
+        assert_eq!(both.len(), system + 2);
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let verifier = NamingVerifier::trusting(both, provider).unwrap();
+        let name = ServerName::try_from("localhost").unwrap();
+        for issuer in [&file_issuer, &dir_issuer] {
+            let leaf = server(&["localhost"], Some(issuer), |_| {});
+            assert!(
+                verifier
+                    .verify_server_cert(leaf.der(), &[], &name, &[], UnixTime::now())
+                    .is_ok()
+            );
         }
     }
 
