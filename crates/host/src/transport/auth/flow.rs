@@ -143,7 +143,7 @@ impl Authorizer {
             return Some((current.generation, current.header));
         }
         let mut state = self.state.lock().await;
-        self.load(&mut state);
+        self.load(&mut state).await;
         let tokens = state.tokens.as_ref()?;
         if expires_within(tokens, REFRESH_AHEAD)
             && tokens.refresh_token.is_some()
@@ -165,7 +165,7 @@ impl Authorizer {
     ) -> Result<(), AuthError> {
         let challenge = Challenge::parse(www_authenticate);
         let mut state = self.state.lock().await;
-        self.load(&mut state);
+        self.load(&mut state).await;
         if state.tokens.is_some() && generation != Some(state.generation) {
             // A newer token came while this request was out.
             return Ok(());
@@ -173,7 +173,7 @@ impl Authorizer {
         if state.tokens.is_none() {
             // Another process may have signed in since (`formwork login`).
             state.loaded = false;
-            self.load(&mut state);
+            self.load(&mut state).await;
             if state.tokens.is_some() {
                 return Ok(());
             }
@@ -285,13 +285,23 @@ impl Authorizer {
         self.state.lock().await.steps.clone()
     }
 
-    fn load(&self, state: &mut State) {
+    async fn load(&self, state: &mut State) {
         if state.loaded {
             return;
         }
         state.loaded = true;
         let Some(store) = &self.store else { return };
-        match store.load(&self.server_name, &self.server_url) {
+        let (store, name, url) = (
+            Arc::clone(store),
+            self.server_name.clone(),
+            self.server_url.clone(),
+        );
+        // A keyring answers over D-Bus or the platform's API, and may take a moment: never on
+        // the runtime's thread.
+        let loaded = tokio::task::spawn_blocking(move || store.load(&name, &url))
+            .await
+            .unwrap_or_else(|err| Err(format!("reading the store failed: {err}")));
+        match loaded {
             Ok(Some(tokens)) => {
                 state.requested = tokens.scopes.clone();
                 state.tokens = Some(tokens);
@@ -305,11 +315,15 @@ impl Authorizer {
         }
     }
 
-    fn keep(&self, state: &mut State, tokens: StoredTokens) {
-        if let Some(store) = &self.store
-            && let Err(err) = store.save(&tokens)
-        {
-            tracing::warn!(target: "formwork::auth", server = %self.server_name, %err, "the sign-in could not be stored; it lasts for this run only");
+    async fn keep(&self, state: &mut State, tokens: StoredTokens) {
+        if let Some(store) = &self.store {
+            let (store, kept) = (Arc::clone(store), tokens.clone());
+            let saved = tokio::task::spawn_blocking(move || store.save(&kept))
+                .await
+                .unwrap_or_else(|err| Err(format!("writing the store failed: {err}")));
+            if let Err(err) = saved {
+                tracing::warn!(target: "formwork::auth", server = %self.server_name, %err, "the sign-in could not be stored; it lasts for this run only");
+            }
         }
         state.tokens = Some(tokens);
         state.generation += 1;
@@ -360,7 +374,7 @@ impl Authorizer {
             renewed.refresh_token = Some(refresh.secret().clone());
         }
         renewed.expires_at = answer.expires_in().map(expiry);
-        self.keep(state, renewed);
+        self.keep(state, renewed).await;
         state.refreshed = Some(state.generation);
         Ok(())
     }
@@ -418,7 +432,7 @@ impl Authorizer {
         });
         let tokens = tokens?;
         state.requested = scopes;
-        self.keep(state, tokens);
+        self.keep(state, tokens).await;
         state.signed_in = Some(state.generation);
         Ok(())
     }
