@@ -13,7 +13,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use formwork_host::auth::Authorizer;
-use formwork_host::auth::agent::HeadlessSignIn;
+use formwork_host::auth::agent::{HeadlessSignIn, PendingRedirect, SignInAgent};
 use formwork_host::auth::settings::AuthSettings;
 use formwork_host::{
     BoxFuture, ConnectOptions, FormPrompt, FormReply, FormResponder, Plugin, PluginTarget,
@@ -42,6 +42,9 @@ enum Hostility {
     Refreshing,
     /// Its MCP endpoint refuses every token.
     RefusesEverything,
+    /// Its MCP endpoint opens a connection without a token and asks for one on the first
+    /// request after.
+    ChallengesAfterOpening,
 }
 
 /// Every request either server got: "METHOD path" and its Authorization header, if any.
@@ -106,14 +109,18 @@ async fn hostile(State(world): State<World>, request: Request) -> Response {
             [(header::LOCATION, format!("{}/open", world.elsewhere))],
         )
             .into_response(),
-        "/mcp" if !authorized => {
-            let challenge = format!(
-                r#"Bearer error="invalid_token", resource_metadata="{origin}/.well-known/oauth-protected-resource/mcp""#
-            );
-            let mut headers = HeaderMap::new();
-            headers.insert(header::WWW_AUTHENTICATE, challenge.parse().unwrap());
-            (StatusCode::UNAUTHORIZED, headers, "").into_response()
+        "/mcp" if !authorized && world.hostility == Hostility::ChallengesAfterOpening => {
+            if request.method() != axum::http::Method::POST {
+                return challenge(origin);
+            }
+            let message = body_json(request).await;
+            if message["method"] == "initialize" || message.get("id").is_none() {
+                mcp_answer(&message)
+            } else {
+                challenge(origin)
+            }
         }
+        "/mcp" if !authorized => challenge(origin),
         "/mcp" if world.hostility == Hostility::RefusesEverything => (
             StatusCode::UNAUTHORIZED,
             [(header::WWW_AUTHENTICATE, "Bearer error=\"invalid_token\"")],
@@ -256,15 +263,32 @@ async fn hostile(State(world): State<World>, request: Request) -> Response {
     }
 }
 
+/// The 401 of the MCP endpoint, naming its resource metadata.
+fn challenge(origin: &str) -> Response {
+    let challenge = format!(
+        r#"Bearer error="invalid_token", resource_metadata="{origin}/.well-known/oauth-protected-resource/mcp""#
+    );
+    let mut headers = HeaderMap::new();
+    headers.insert(header::WWW_AUTHENTICATE, challenge.parse().unwrap());
+    (StatusCode::UNAUTHORIZED, headers, "").into_response()
+}
+
+async fn body_json(request: Request) -> serde_json::Value {
+    let body = axum::body::to_bytes(request.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    serde_json::from_slice(&body).unwrap()
+}
+
 /// Just enough MCP for a connection: initialize, then empty answers.
 async fn mcp(request: Request) -> Response {
     if request.method() != axum::http::Method::POST {
         return StatusCode::METHOD_NOT_ALLOWED.into_response();
     }
-    let body = axum::body::to_bytes(request.into_body(), 1 << 20)
-        .await
-        .unwrap();
-    let message: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    mcp_answer(&body_json(request).await)
+}
+
+fn mcp_answer(message: &serde_json::Value) -> Response {
     let Some(id) = message.get("id").cloned() else {
         return StatusCode::ACCEPTED.into_response();
     };
@@ -655,4 +679,72 @@ async fn mcp_requests_follow_redirects_within_the_origin_only() {
 
     let err = connect_plainly(&world, "/again").await.err().unwrap();
     assert!(err.contains("the plugin answered HTTP 307"), "{err}");
+}
+
+/// A person who takes `delay` on the authorization page, then signs in as [`HeadlessSignIn`] does.
+struct SlowSignIn {
+    delay: std::time::Duration,
+    inner: HeadlessSignIn,
+}
+
+struct SlowRedirect {
+    delay: std::time::Duration,
+    inner: Box<dyn PendingRedirect>,
+}
+
+impl SignInAgent for SlowSignIn {
+    fn start(&self) -> BoxFuture<Result<Box<dyn PendingRedirect>, String>> {
+        let (delay, started) = (self.delay, self.inner.start());
+        Box::pin(async move {
+            let inner = started.await?;
+            Ok(Box::new(SlowRedirect { delay, inner }) as Box<dyn PendingRedirect>)
+        })
+    }
+}
+
+impl PendingRedirect for SlowRedirect {
+    fn redirect_uri(&self) -> String {
+        self.inner.redirect_uri()
+    }
+
+    fn complete(
+        self: Box<Self>,
+        authorization_url: String,
+        state: String,
+    ) -> BoxFuture<Result<String, String>> {
+        Box::pin(async move {
+            tokio::time::sleep(self.delay).await;
+            self.inner.complete(authorization_url, state).await
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_sign_in_longer_than_the_request_timeout_does_not_time_the_request_out() {
+    let (world, _) = world(Hostility::ChallengesAfterOpening).await;
+    let url = format!("{}/mcp", world.origin);
+    let mut options = ConnectOptions::new("guarded", Arc::new(NoForms));
+    options.protocol = Some(formwork_host::PROTOCOL_VERSION);
+    options.request_timeout = std::time::Duration::from_millis(300);
+    options.auth = Some(Arc::new(Authorizer::new(
+        "guarded",
+        url.clone(),
+        AuthSettings::default(),
+        None,
+        Some(Arc::new(SlowSignIn {
+            delay: std::time::Duration::from_millis(1200),
+            inner: HeadlessSignIn::new("http://localhost:3000/callback"),
+        })),
+    )));
+    let plugin = Plugin::connect(&PluginTarget::Url(url), options)
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    // `tools/list` meets the 401; the person takes four times the request timeout to sign in.
+    assert_eq!(
+        plugin.list_tools().await.unwrap(),
+        Vec::<serde_json::Value>::new()
+    );
+    assert!(started.elapsed() >= std::time::Duration::from_millis(1200));
+    plugin.close().await;
 }

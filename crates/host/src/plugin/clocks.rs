@@ -1,5 +1,7 @@
 //! Request clocks that stop while a form is open: a request's timeout counts only the time no
-//! form concerning it was waiting for the person.
+//! form concerning it was waiting for the person. A sign-in the person is taking part in (the
+//! authorization page of a remote server) stops every clock of the connection alike, the
+//! handshake's included.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -19,19 +21,23 @@ use super::Shared;
 pub(super) struct FormClocks {
     /// Forms open that belong to no request of ours.
     unattributed: usize,
+    /// Sign-ins waiting for the person.
+    signing_in: usize,
     /// The clock of each request that has a timeout, by id.
     requests: HashMap<u64, FormClock>,
 }
 
 impl FormClocks {
-    /// A request starts: it is paused at once if a form of the whole connection is open.
-    /// Returns what wakes it when its last form closes.
-    fn start(&mut self, id: u64) -> Arc<Notify> {
+    /// A request starts: it is paused at once if a form of the whole connection (when forms
+    /// pause it) or a sign-in is open. Returns what wakes it when its last form closes.
+    fn start(&mut self, id: u64, forms_pause_it: bool) -> Arc<Notify> {
         let all_closed = Arc::new(Notify::new());
+        let open = if forms_pause_it { self.unattributed } else { 0 };
         self.requests.insert(
             id,
             FormClock {
-                open: self.unattributed,
+                forms_pause_it,
+                open: open + self.signing_in,
                 since: Instant::now(),
                 ended: Duration::ZERO,
                 all_closed: Arc::clone(&all_closed),
@@ -55,7 +61,9 @@ pub(crate) enum CountedAgainst {
 /// How long at least one form concerning a request has been open since it was sent.
 #[derive(Debug)]
 struct FormClock {
-    /// How many such forms are open right now.
+    /// Whether forms pause it: the handshake's clock stops for sign-ins only.
+    forms_pause_it: bool,
+    /// How many such forms (and sign-ins) are open right now.
     open: usize,
     /// When the latest stretch with a form open began.
     since: Instant,
@@ -104,19 +112,45 @@ impl Shared {
         let now = Instant::now();
         match request {
             Some(id) => match clocks.requests.get_mut(&id) {
-                Some(clock) => {
+                Some(clock) if clock.forms_pause_it => {
                     clock.open(now);
                     CountedAgainst::Request(id)
                 }
-                // Its request ended (or timed out) already: nothing waits on this form.
-                None => CountedAgainst::Nothing,
+                // Its request ended (or timed out) already, or is the handshake: nothing waits
+                // on this form.
+                _ => CountedAgainst::Nothing,
             },
             None => {
                 clocks.unattributed += 1;
                 for clock in clocks.requests.values_mut() {
-                    clock.open(now);
+                    if clock.forms_pause_it {
+                        clock.open(now);
+                    }
                 }
                 CountedAgainst::Connection
+            }
+        }
+    }
+
+    /// A sign-in starts or stops waiting for the person: while one waits, no request of the
+    /// connection times out.
+    pub(crate) fn signing_in(&self, waiting: bool) {
+        let Ok(mut clocks) = self.forms.lock() else {
+            return;
+        };
+        let now = Instant::now();
+        if waiting {
+            clocks.signing_in += 1;
+        } else if clocks.signing_in == 0 {
+            return;
+        } else {
+            clocks.signing_in -= 1;
+        }
+        for clock in clocks.requests.values_mut() {
+            if waiting {
+                clock.open(now);
+            } else {
+                clock.close(now);
             }
         }
     }
@@ -137,7 +171,9 @@ impl Shared {
             CountedAgainst::Connection => {
                 clocks.unattributed = clocks.unattributed.saturating_sub(1);
                 for clock in clocks.requests.values_mut() {
-                    clock.close(now);
+                    if clock.forms_pause_it {
+                        clock.close(now);
+                    }
                 }
             }
             CountedAgainst::Nothing => {}
@@ -153,9 +189,9 @@ pub(super) struct RequestClock<'a> {
 }
 
 impl<'a> RequestClock<'a> {
-    pub(super) fn start(shared: &'a Shared, id: u64) -> Self {
+    pub(super) fn start(shared: &'a Shared, id: u64, forms_pause_it: bool) -> Self {
         let all_closed = match shared.forms.lock() {
-            Ok(mut clocks) => clocks.start(id),
+            Ok(mut clocks) => clocks.start(id, forms_pause_it),
             Err(_) => Arc::new(Notify::new()),
         };
         RequestClock {

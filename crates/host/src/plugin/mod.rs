@@ -406,6 +406,16 @@ impl Plugin {
             changes: ListChanges::default(),
             tools: Mutex::new(None),
         });
+        if let Some(auth) = &options.auth {
+            // A person signing in is not the plugin being slow: the connection's clocks stop.
+            let shared = Arc::downgrade(&shared);
+            auth.on_waiting_for_person(move |waiting| {
+                shared.upgrade().is_some_and(|shared| {
+                    shared.signing_in(waiting);
+                    true
+                })
+            });
+        }
         tasks.push(tokio::spawn(dispatch::read_loop(
             Arc::clone(&shared),
             incoming,
@@ -723,7 +733,7 @@ impl Shared {
             return Err(self.gone());
         }
         // Before sending: a form may come on the request's stream at once.
-        let clock = (!handshake).then(|| RequestClock::start(self, id));
+        let clock = RequestClock::start(self, id, !handshake);
         self.write(jsonrpc::request(id, method, params), Sent::Request(id));
         let mut abandoned = Abandoned {
             shared: self,
@@ -738,16 +748,14 @@ impl Shared {
         let outcome = loop {
             let due = async {
                 tokio::time::sleep_until(deadline).await;
-                if let Some(clock) = &clock {
-                    clock.all_closed().await;
-                }
+                clock.all_closed().await;
             };
             tokio::select! {
                 biased;
                 outcome = &mut rx => break outcome,
                 () = due => {
                     let now = Instant::now();
-                    let paused = clock.as_ref().map_or(Duration::ZERO, |clock| clock.paused_until(now));
+                    let paused = clock.paused_until(now);
                     deadline = later(started, timeout.saturating_add(paused));
                     if deadline <= now {
                         abandoned.armed = false;

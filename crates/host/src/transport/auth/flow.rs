@@ -76,6 +76,28 @@ pub struct Authorizer {
     /// The newest generation a server answered without refusing it: a token that worked once
     /// and is refused later may be refreshed again; one refused at once may not.
     accepted: AtomicU64,
+    /// Told `true` when a sign-in starts waiting for the person and `false` when it stops (the
+    /// connection's request clocks stop meanwhile); one that answers `false` is gone and dropped.
+    waiting_hooks: std::sync::Mutex<Vec<WaitingHook>>,
+}
+
+type WaitingHook = Box<dyn Fn(bool) -> bool + Send + Sync>;
+
+/// While alive, a sign-in waits for the person: every hook heard `true`, and hears `false` when
+/// it is dropped.
+struct WaitingForPerson<'a>(&'a Authorizer);
+
+impl<'a> WaitingForPerson<'a> {
+    fn start(authorizer: &'a Authorizer) -> Self {
+        authorizer.tell_waiting(true);
+        WaitingForPerson(authorizer)
+    }
+}
+
+impl Drop for WaitingForPerson<'_> {
+    fn drop(&mut self) {
+        self.0.tell_waiting(false);
+    }
 }
 
 #[derive(Clone)]
@@ -123,6 +145,24 @@ impl Authorizer {
             state: tokio::sync::Mutex::new(State::default()),
             current: std::sync::Mutex::new(None),
             accepted: AtomicU64::new(0),
+            waiting_hooks: std::sync::Mutex::default(),
+        }
+    }
+
+    /// Calls `hook(true)` whenever a sign-in starts waiting for the person, and `hook(false)`
+    /// when it stops; a hook that returns `false` is dropped.
+    pub(crate) fn on_waiting_for_person(
+        &self,
+        hook: impl Fn(bool) -> bool + Send + Sync + 'static,
+    ) {
+        if let Ok(mut hooks) = self.waiting_hooks.lock() {
+            hooks.push(Box::new(hook));
+        }
+    }
+
+    fn tell_waiting(&self, waiting: bool) {
+        if let Ok(mut hooks) = self.waiting_hooks.lock() {
+            hooks.retain(|hook| hook(waiting));
         }
     }
 
@@ -521,10 +561,13 @@ impl Authorizer {
             request = request.add_extra_param("resource", resource.clone());
         }
         let (url, state) = request.url();
-        let code = pending
-            .complete(url.to_string(), state.secret().clone())
-            .await
-            .map_err(|err| self.failed(err))?;
+        let code = {
+            let _waiting = WaitingForPerson::start(self);
+            pending
+                .complete(url.to_string(), state.secret().clone())
+                .await
+        }
+        .map_err(|err| self.failed(err))?;
         let mut exchange = oauth
             .exchange_code(AuthorizationCode::new(code))
             .set_pkce_verifier(verifier);
