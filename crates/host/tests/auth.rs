@@ -748,3 +748,37 @@ async fn a_sign_in_longer_than_the_request_timeout_does_not_time_the_request_out
     assert!(started.elapsed() >= std::time::Duration::from_millis(1200));
     plugin.close().await;
 }
+
+#[tokio::test]
+async fn login_to_a_server_that_opens_without_a_token_reads_its_resource_metadata_once() {
+    let (world, seen_elsewhere) = world(Hostility::ChallengesAfterOpening).await;
+    let url = format!("{}/mcp", world.origin);
+    let authorizer = Authorizer::new(
+        "guarded",
+        url,
+        AuthSettings::default(),
+        None,
+        Some(Arc::new(HeadlessSignIn::new(
+            "http://localhost:3000/callback",
+        ))),
+    );
+    authorizer.sign_in().await.unwrap();
+    let seen: Vec<String> = world
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(line, _)| line.clone())
+        .collect();
+    let metadata_reads = seen
+        .iter()
+        .filter(|line| line.contains("/.well-known/oauth-protected-resource"))
+        .count();
+    assert_eq!(metadata_reads, 1, "{seen:?}");
+    assert!(
+        seen.iter().any(|line| line.starts_with("GET /authorize?")),
+        "{seen:?}"
+    );
+    assert_eq!(seen.last().map(String::as_str), Some("POST /token"));
+    assert!(seen_elsewhere.lock().unwrap().is_empty());
+}

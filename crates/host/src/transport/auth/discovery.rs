@@ -68,24 +68,22 @@ const ACCEPT_JSON: (&str, &str) = ("accept", "application/json");
 /// Sent on discovery requests, as the SDKs do: some servers shape their metadata by it.
 const PROTOCOL_VERSION: (&str, &str) = ("mcp-protocol-version", "2025-11-25");
 
-/// Whether the server at `server_url` publishes protected resource metadata (at the place its
-/// challenge names, or the well-known ones).
+/// The protected resource metadata the server at `server_url` publishes (at the place its
+/// challenge names, or the well-known ones), if any: a place that fails is passed over.
 pub(crate) async fn resource_metadata(
     server_url: &str,
     challenge: &Challenge,
     steps: &mut Vec<AuthStep>,
-) -> bool {
-    let Ok(server) = Url::parse(server_url) else {
-        return false;
-    };
+) -> Option<ResourceMetadata> {
+    let server = Url::parse(server_url).ok()?;
     for url in resource_metadata_urls(&server, challenge) {
-        if let Ok(Some(_)) =
+        if let Ok(Some(found)) =
             fetch_document::<ResourceMetadata>(&url, RESOURCE_METADATA, steps).await
         {
-            return true;
+            return Some(found);
         }
     }
-    false
+    None
 }
 
 /// Where the resource metadata may be, in order: the challenge's URL, the path's well-known
@@ -107,22 +105,26 @@ fn resource_metadata_urls(server: &Url, challenge: &Challenge) -> Vec<String> {
     candidates
 }
 
-/// Runs discovery for the MCP server at `server_url`, starting from its challenge.
+/// Runs discovery for the MCP server at `server_url`, starting from its challenge, or from its
+/// resource metadata when that is `known` already.
 pub(crate) async fn discover(
     server_url: &str,
     challenge: &Challenge,
+    known: Option<ResourceMetadata>,
     steps: &mut Vec<AuthStep>,
 ) -> Result<Discovered, String> {
     let server =
         Url::parse(server_url).map_err(|err| format!("`{server_url}` is not a URL: {err}"))?;
     check_secure(&server)?;
-    let mut resource = None;
-    for url in resource_metadata_urls(&server, challenge) {
-        if let Some(found) =
-            fetch_document::<ResourceMetadata>(&url, RESOURCE_METADATA, steps).await?
-        {
-            resource = Some(found);
-            break;
+    let mut resource = known;
+    if resource.is_none() {
+        for url in resource_metadata_urls(&server, challenge) {
+            if let Some(found) =
+                fetch_document::<ResourceMetadata>(&url, RESOURCE_METADATA, steps).await?
+            {
+                resource = Some(found);
+                break;
+            }
         }
     }
 

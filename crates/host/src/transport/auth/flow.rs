@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use super::agent::SignInAgent;
 use super::challenge::{Challenge, split_scopes};
-use super::discovery::{self, AuthStep, Discovered, Source};
+use super::discovery::{self, AuthStep, Discovered, ResourceMetadata, Source};
 use super::fetch;
 use super::settings::{AuthSettings, Grant};
 use super::store::{StoredTokens, TokenStore};
@@ -243,7 +243,7 @@ impl Authorizer {
                 }
             }
             return self
-                .sign_in_locked(&mut state, &challenge, Some(scopes))
+                .sign_in_locked(&mut state, &challenge, Some(scopes), None)
                 .await;
         }
         if state.tokens.is_some() {
@@ -265,7 +265,8 @@ impl Authorizer {
                 )));
             }
         }
-        self.sign_in_locked(&mut state, &challenge, None).await
+        self.sign_in_locked(&mut state, &challenge, None, None)
+            .await
     }
 
     /// Signs in from scratch (`formwork login`), whatever is stored, starting from the challenge
@@ -274,20 +275,24 @@ impl Authorizer {
         let (challenge, asked) = self.probe().await?;
         let mut state = self.state.lock().await;
         state.loaded = true;
+        let mut known = None;
         if !asked {
             // No 401 to go by: only a server that publishes resource metadata asks for a
             // sign-in somewhere (for some calls); the 2025-03-26 guesses would lead nowhere.
             let mut steps = Vec::new();
             let found =
                 discovery::resource_metadata(&self.server_url, &challenge, &mut steps).await;
-            state.steps = steps;
-            if !found {
+            let Some(found) = found else {
+                state.steps = steps;
                 return Err(self.failed(
                     "it answered `initialize` without asking for a sign-in, and publishes no protected resource metadata: there is nothing to sign in to",
                 ));
-            }
+            };
+            // Discovery goes on from it: the document is not fetched again.
+            known = Some((found, steps));
         }
-        self.sign_in_locked(&mut state, &challenge, None).await
+        self.sign_in_locked(&mut state, &challenge, None, known)
+            .await
     }
 
     /// The challenge of an `initialize` sent without a token, and whether it was refused (401).
@@ -424,8 +429,9 @@ impl Authorizer {
         state: &mut State,
         challenge: &Challenge,
         scopes: Option<Vec<String>>,
+        known: Option<(ResourceMetadata, Vec<AuthStep>)>,
     ) -> Result<(), AuthError> {
-        let signed_in = self.sign_in_once(state, challenge, scopes).await;
+        let signed_in = self.sign_in_once(state, challenge, scopes, known).await;
         state.failed = signed_in
             .as_ref()
             .err()
@@ -438,9 +444,12 @@ impl Authorizer {
         state: &mut State,
         challenge: &Challenge,
         scopes: Option<Vec<String>>,
+        known: Option<(ResourceMetadata, Vec<AuthStep>)>,
     ) -> Result<(), AuthError> {
-        let mut steps = Vec::new();
-        let discovered = discovery::discover(&self.server_url, challenge, &mut steps).await;
+        let (known, mut steps) = known.map_or((None, Vec::new()), |(resource, steps)| {
+            (Some(resource), steps)
+        });
+        let discovered = discovery::discover(&self.server_url, challenge, known, &mut steps).await;
         state.steps = steps;
         let discovered = discovered.map_err(|reason| {
             self.failed(format!("finding its authorization server failed: {reason}"))
