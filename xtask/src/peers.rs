@@ -6,10 +6,12 @@
 //!   of the peer-side fixture scripts so that their ESM imports resolve against that `node_modules`.
 //! - `venv/`: a Python virtual environment with `tests/peers/requirements.txt` (`mcp`, `fastmcp`).
 //!
-//! Outside `target/`: Debian's `chromium` package at `/usr/bin/chromium` for the browser tests
-//! (`crates/cli/tests/browser.rs`, driven by `playwright-core`, which never downloads a browser of its own). It is
-//! installed with apt only when missing, and only as root; when that cannot be done the other peers still install
-//! and the browser test fails saying why.
+//! Outside `target/`, from Debian's packages ([`DEBIAN_PACKAGES`]): `chromium` at `/usr/bin/chromium` for the
+//! browser tests (`crates/cli/tests/browser.rs`, driven by `playwright-core`, which never downloads a browser of its
+//! own), and `dbus-daemon`, `dbus-bin` and `gnome-keyring` for the keyring test of `formwork login`
+//! (`crates/cli/tests/oauth_sign_in.rs`, a Secret Service on a session bus of its own). Each is installed with apt
+//! only when missing, and only as root; when that cannot be done the other peers still install and the tests that
+//! need it fail saying why.
 //!
 //! Each install is skipped when its stamp file holds the fingerprint of the manifests it was made from. The stamps
 //! live inside the directories they describe, so deleting `node_modules` or the venv forces a reinstall.
@@ -31,8 +33,8 @@ pub fn install(root: &Path) -> Result<PathBuf> {
     install_npm(&source, &peers.join("npm"))?;
     install_venv(&source, &peers.join("venv"))?;
     copy_fixtures(&source, &peers.join("npm"))?;
-    if let Err(err) = install_chromium() {
-        eprintln!("xtask: {err:#}; the browser tests will fail");
+    if let Err(err) = install_debian_packages() {
+        eprintln!("xtask: {err:#}; the tests that need them will fail");
     }
     Ok(peers)
 }
@@ -40,34 +42,47 @@ pub fn install(root: &Path) -> Result<PathBuf> {
 /// The browser the browser tests drive, from Debian's packages.
 pub(crate) const CHROMIUM: &str = "/usr/bin/chromium";
 
-/// `apt-get install chromium` when `/usr/bin/chromium` is missing: as root, without questions.
-fn install_chromium() -> Result<()> {
-    if Path::new(CHROMIUM).exists() {
+/// The programs the tests run from Debian's packages, and the package of each.
+const DEBIAN_PACKAGES: [(&str, &str); 4] = [
+    (CHROMIUM, "chromium"),
+    ("/usr/bin/dbus-daemon", "dbus-daemon"),
+    ("/usr/bin/dbus-send", "dbus-bin"),
+    ("/usr/bin/gnome-keyring-daemon", "gnome-keyring"),
+];
+
+/// `apt-get install` of the [`DEBIAN_PACKAGES`] whose program is missing: as root, without
+/// questions.
+fn install_debian_packages() -> Result<()> {
+    let missing: Vec<&str> = DEBIAN_PACKAGES
+        .iter()
+        .filter(|(program, _)| !Path::new(program).exists())
+        .map(|(_, package)| *package)
+        .collect();
+    if missing.is_empty() {
         return Ok(());
     }
+    let list = missing.join(" ");
     let uid = Command::new("id")
         .arg("-u")
         .output()
         .context("running id -u")?;
     if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
         anyhow::bail!(
-            "{CHROMIUM} is missing and xtask is not root: install it with `sudo apt-get install -y chromium`"
+            "{list} missing and xtask is not root: install with `sudo apt-get install -y {list}`"
         );
     }
     let started = Instant::now();
-    for args in [
-        &["update"][..],
-        &["install", "-y", "--no-install-recommends", "chromium"][..],
-    ] {
+    let install = [&["install", "-y", "--no-install-recommends"][..], &missing].concat();
+    for args in [&["update"][..], &install] {
         run_command(
             Command::new("apt-get")
                 .args(args)
                 .env("DEBIAN_FRONTEND", "noninteractive"),
         )
-        .context("installing chromium")?;
+        .with_context(|| format!("installing {list}"))?;
     }
     eprintln!(
-        "xtask: chromium installed in {:.1} s",
+        "xtask: {list} installed in {:.1} s",
         started.elapsed().as_secs_f64()
     );
     Ok(())

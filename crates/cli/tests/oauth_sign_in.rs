@@ -3,7 +3,9 @@
 //! authorization server on a port of its own. `formwork login` opens the authorization page in
 //! headless Chromium (Debian's, through `$BROWSER`), which follows the server's redirect to
 //! formwork's one-shot listener; the tokens go to the file store, and later calls use them.
-//! The D-Bus session bus points nowhere, so `auto` keeps tokens in the data directory's file.
+//! The D-Bus session bus points nowhere, so `auto` keeps tokens in the data directory's file;
+//! the keyring test gives formwork a session bus of its own with GNOME Keyring's Secret Service
+//! (Debian's `dbus-daemon` and `gnome-keyring`, which `cargo xtask test` installs).
 
 #![allow(clippy::unwrap_used)]
 
@@ -23,18 +25,25 @@ struct World {
     config: PathBuf,
     data: PathBuf,
     profile: PathBuf,
+    /// The session bus formwork is given: by default none that exists.
+    bus: String,
 }
 
 impl World {
     fn new(url: &str) -> World {
+        World::with_config(&format!("[mcp_servers.demo]\nurl = \"{url}\"\n"))
+    }
+
+    fn with_config(text: &str) -> World {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
         let config = root.join("formwork.toml");
-        std::fs::write(&config, format!("[mcp_servers.demo]\nurl = \"{url}\"\n")).unwrap();
+        std::fs::write(&config, text).unwrap();
         World {
             config,
             data: root.join("data"),
             profile: root.join("chromium"),
+            bus: "unix:path=/nonexistent/formwork-test-bus".to_owned(),
             _dir: dir,
         }
     }
@@ -51,10 +60,7 @@ impl World {
             .arg(&self.config)
             .env("FORMWORK_DATA_DIR", &self.data)
             .env("BROWSER", browser)
-            .env(
-                "DBUS_SESSION_BUS_ADDRESS",
-                "unix:path=/nonexistent/formwork-test-bus",
-            );
+            .env("DBUS_SESSION_BUS_ADDRESS", &self.bus);
         common::without_user_config(&mut cmd);
         run(&mut cmd, None, TIMEOUT)
     }
@@ -199,5 +205,137 @@ fn login_to_a_server_that_asks_for_no_sign_in_says_so() {
     login.assert_stderr_mentions(
         "signing in to demo failed: it answered `initialize` without asking for a sign-in, and publishes no protected resource metadata: there is nothing to sign in to",
     );
+    assert!(!world.data.join("mcp-credentials.json").exists());
+}
+
+/// A D-Bus session bus of its own with GNOME Keyring's Secret Service on it, its login keyring
+/// unlocked, all under a temporary home; stopped when dropped.
+struct PrivateKeyring {
+    _home: tempfile::TempDir,
+    bus: std::process::Child,
+    keyring: std::process::Child,
+    address: String,
+}
+
+impl PrivateKeyring {
+    fn start() -> PrivateKeyring {
+        use std::io::{BufRead, Write};
+        use std::os::unix::process::CommandExt;
+        use std::process::Stdio;
+        for program in ["/usr/bin/dbus-daemon", "/usr/bin/gnome-keyring-daemon"] {
+            assert!(
+                std::path::Path::new(program).is_file(),
+                "{program} is missing: `cargo xtask test` installs Debian's dbus-daemon and gnome-keyring when run as root"
+            );
+        }
+        let home = tempfile::tempdir().unwrap();
+        let runtime = home.path().join("run");
+        std::fs::create_dir(&runtime).unwrap();
+        std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let mut bus = Command::new("/usr/bin/dbus-daemon")
+            .args(["--session", "--nofork", "--print-address=1"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let mut address = String::new();
+        std::io::BufReader::new(bus.stdout.take().unwrap())
+            .read_line(&mut address)
+            .unwrap();
+        let address = address.trim().to_owned();
+        assert!(address.starts_with("unix:"), "{address:?}");
+        let mut keyring = Command::new("/usr/bin/gnome-keyring-daemon")
+            .args(["--foreground", "--unlock", "--components=secrets"])
+            .env("DBUS_SESSION_BUS_ADDRESS", &address)
+            .env("HOME", home.path())
+            .env("XDG_DATA_HOME", home.path().join("data"))
+            .env("XDG_CACHE_HOME", home.path().join("cache"))
+            .env("XDG_CONFIG_HOME", home.path().join("config"))
+            .env("XDG_RUNTIME_DIR", &runtime)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        // The login keyring's password, on stdin; closing it tells the daemon that is all.
+        let mut stdin = keyring.stdin.take().unwrap();
+        stdin.write_all(b"formwork-test").unwrap();
+        drop(stdin);
+        let started = std::time::Instant::now();
+        while !Self::serves_secrets(&address) {
+            assert!(
+                started.elapsed() < TIMEOUT,
+                "gnome-keyring-daemon did not take the Secret Service name"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        PrivateKeyring {
+            _home: home,
+            bus,
+            keyring,
+            address,
+        }
+    }
+
+    /// Whether `org.freedesktop.secrets` has an owner on the bus at `address`.
+    fn serves_secrets(address: &str) -> bool {
+        Command::new("dbus-send")
+            .args([
+                &format!("--bus={address}"),
+                "--print-reply",
+                "--dest=org.freedesktop.DBus",
+                "/org/freedesktop/DBus",
+                "org.freedesktop.DBus.NameHasOwner",
+                "string:org.freedesktop.secrets",
+            ])
+            .output()
+            .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains("boolean true"))
+    }
+}
+
+impl Drop for PrivateKeyring {
+    fn drop(&mut self) {
+        for child in [&mut self.keyring, &mut self.bus] {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+#[test]
+fn login_with_the_keyring_store_keeps_the_tokens_in_the_keyring_only() {
+    let server = OAuthExample::start();
+    let keyring = PrivateKeyring::start();
+    let mut world = World::with_config(&format!(
+        "mcp_oauth_credentials_store = \"keyring\"\n[mcp_servers.demo]\nurl = \"{}\"\n",
+        server.url
+    ));
+    world.bus = keyring.address.clone();
+
+    let login = world.formwork(&["login", "demo"]);
+    login.assert_code(0);
+    login.assert_stderr_mentions("Signed in to demo (tokens kept in keyring)");
+    assert_eq!(login.json()["store"], Value::from("keyring"), "{login}");
+    assert!(
+        !world.data.join("mcp-credentials.json").exists(),
+        "no file beside the keyring"
+    );
+
+    let after = world.greet();
+    after.assert_code(0);
+    assert_eq!(
+        after.json(),
+        serde_json::json!({"content": [{"type": "text", "text": "Hello, Ada!"}]}),
+        "{after}"
+    );
+
+    let logout = world.formwork(&["logout", "demo"]);
+    logout.assert_code(0);
+    let again = world.greet();
+    again.assert_code(2);
+    again.assert_stderr_mentions("demo needs you to sign in: run `formwork login demo`");
     assert!(!world.data.join("mcp-credentials.json").exists());
 }

@@ -1,10 +1,12 @@
 //! The OAuth token store at its boundary: `TokenStore` over a real data directory. The file
 //! store is checked byte for byte and mode for mode. The keyring tests take the machine as it
-//! is: without a keyring (CI: no session bus) they check the error and the fall-back to the
+//! is: without a keyring (no session bus) they check the error and the fall-back to the
 //! file; with one they round-trip through it. A Secret Service for them on Linux:
 //! `dbus-run-session -- sh -c 'echo -n pw | gnome-keyring-daemon --unlock --components=secrets
 //! && cargo test -p formwork-host --test token_store'`. `formwork logout` points the session bus
-//! nowhere to check the fall-back deterministically (`crates/cli/tests/remote_auth.rs`).
+//! nowhere to check the fall-back deterministically (`crates/cli/tests/remote_auth.rs`); the
+//! keyring itself is exercised on every run by `formwork login` against a private GNOME Keyring
+//! (`crates/cli/tests/oauth_sign_in.rs`).
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
