@@ -132,7 +132,8 @@ impl crate::Host {
 
 impl super::HostInner {
     /// The token store of [`HostOptions::data_dir`](crate::HostOptions::data_dir), opened on
-    /// first use and then shared: opening `auto` asks the keyring whether it answers, once.
+    /// first use and then shared: its first load or save (on a blocking thread) asks an `auto`
+    /// store's keyring whether it answers, once.
     pub(super) fn token_store(&self) -> Option<Arc<TokenStore>> {
         self.token_store
             .get_or_init(|| {

@@ -87,10 +87,14 @@ impl fmt::Debug for StoredTokens {
     }
 }
 
-/// The token store in force: the keyring or the file, decided when it is made.
-#[derive(Debug, Clone)]
+/// The token store in force: the keyring or the file, decided on first use (for `auto`, asking
+/// the keyring is a call over D-Bus or the platform's API: it happens where the store is used,
+/// which the host does on a blocking thread, not where it is made).
+#[derive(Debug)]
 pub struct TokenStore {
-    backend: Backend,
+    mode: CredentialsStoreMode,
+    file: PathBuf,
+    backend: std::sync::OnceLock<Backend>,
 }
 
 #[derive(Debug, Clone)]
@@ -101,28 +105,34 @@ enum Backend {
 
 impl TokenStore {
     /// The store `mode` names, with its file in `data_dir`. For [`CredentialsStoreMode::Auto`]
-    /// this asks the keyring once (reading an entry that does not exist) and takes the file
-    /// when the keyring cannot answer.
+    /// the first use asks the keyring once (reading an entry that does not exist) and takes the
+    /// file when the keyring cannot answer.
     pub fn new(mode: CredentialsStoreMode, data_dir: &Path) -> TokenStore {
-        let file = || Backend::File(data_dir.join(CREDENTIALS_FILE));
-        let backend = match mode {
+        TokenStore {
+            mode,
+            file: data_dir.join(CREDENTIALS_FILE),
+            backend: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn backend(&self) -> &Backend {
+        self.backend.get_or_init(|| match self.mode {
             CredentialsStoreMode::Keyring => Backend::Keyring,
-            CredentialsStoreMode::File => file(),
+            CredentialsStoreMode::File => Backend::File(self.file.clone()),
             CredentialsStoreMode::Auto => match keyring_probe() {
                 Ok(()) => Backend::Keyring,
                 Err(reason) => {
                     tracing::debug!(%reason, "no usable keyring; OAuth tokens go to the file");
-                    file()
+                    Backend::File(self.file.clone())
                 }
             },
-        };
-        TokenStore { backend }
+        })
     }
 
     /// The tokens of `server_name` at `url`, if any are kept.
     pub fn load(&self, server_name: &str, url: &str) -> Result<Option<StoredTokens>, String> {
         let key = entry_key(server_name, url);
-        let tokens = match &self.backend {
+        let tokens = match self.backend() {
             Backend::Keyring => {
                 let entry = keyring_entry(&key)?;
                 let text = match entry.get_password() {
@@ -149,7 +159,7 @@ impl TokenStore {
     /// Keeps `tokens` for their server name and URL, replacing what was kept for them.
     pub fn save(&self, tokens: &StoredTokens) -> Result<(), String> {
         let key = entry_key(&tokens.server_name, &tokens.url);
-        match &self.backend {
+        match self.backend() {
             Backend::Keyring => {
                 let text = serde_json::to_string(tokens)
                     .map_err(|_| "cannot write the sign-in as JSON".to_owned())?;
@@ -170,7 +180,7 @@ impl TokenStore {
     /// Whether anything was there.
     pub fn delete(&self, server_name: &str, url: &str) -> Result<bool, String> {
         let key = entry_key(server_name, url);
-        match &self.backend {
+        match self.backend() {
             Backend::Keyring => match keyring_entry(&key)?.delete_credential() {
                 Ok(()) => Ok(true),
                 Err(keyring::Error::NoEntry) => Ok(false),
@@ -189,7 +199,7 @@ impl TokenStore {
 
     /// `keyring` or `file <path>`, for messages.
     pub fn describe(&self) -> String {
-        match &self.backend {
+        match self.backend() {
             Backend::Keyring => "keyring".to_owned(),
             Backend::File(path) => format!("file {}", path.display()),
         }
