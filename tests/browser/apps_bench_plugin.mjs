@@ -19,7 +19,9 @@
 // by the bench in the frame) makes `count` sequential `tools/call echo {"text":"bench"}` round trips and resolves
 // with each one's duration in ms, from `postMessage` to the answer's `message` event; the durations are also
 // written to `pre#echo-samples` as JSON. `window.benchPings(count)` does the same with `ping`, which the host
-// answers itself. `ui/resource-teardown` is answered `{}` at once.
+// answers itself. `window.benchFrameEchoes(count)` times `count` plain `{benchEcho: i}` messages to the page and
+// back, which only the bench's own listener in the page answers (no host, no JSON-RPC): the browser's frame <-> page
+// hop alone, the floor under every bridge message. `ui/resource-teardown` is answered `{}` at once.
 import { appendFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -107,8 +109,10 @@ function benchApp() {
       post({ jsonrpc: "2.0", id, method, params });
     });
 
+  let echoed = null;
   window.addEventListener("message", (event) => {
     const message = event.data;
+    if (event.source === host && typeof message?.benchEcho === "number" && echoed) return echoed(message.benchEcho);
     if (event.source !== host || !message || message.jsonrpc !== "2.0") return;
     if ("id" in message && !("method" in message)) {
       const resolve = pending.get(message.id);
@@ -141,6 +145,20 @@ function benchApp() {
     return samples;
   };
   window.benchPings = (count) => timed(count, "ping", {}, (answer) => answer.result !== undefined);
+  window.benchFrameEchoes = async (count) => {
+    const samples = [];
+    for (let i = 0; i < count; i++) {
+      const started = performance.now();
+      const back = await new Promise((resolve) => {
+        echoed = resolve;
+        host.postMessage({ benchEcho: i }, "*");
+      });
+      samples.push(performance.now() - started);
+      if (back !== i) throw new Error(`frame echo ${i}: ${back}`);
+    }
+    echoed = null;
+    return samples;
+  };
 
   body.dataset.scriptAt = String(stamp());
   (async () => {
