@@ -400,7 +400,7 @@ fn http_urls_go_through_http_proxy_in_absolute_form() {
     );
 }
 
-/// Without `SSL_CERT_FILE` the test CA is no root: the refusal names the certificate, its issuer and why.
+/// Without `SSL_CERT_FILE` naming it the test CA is no root: the refusal names the certificate, its issuer and why.
 #[test]
 fn a_certificate_of_an_unknown_authority_is_refused_by_name() {
     let runtime = runtime();
@@ -418,7 +418,8 @@ fn a_certificate_of_an_unknown_authority_is_refused_by_name() {
         ),
         "{output}"
     );
-    // A file without certificates leaves no root at all: the bundled ones stand in, and the debug log says so.
+    // A file without certificates adds none, and takes nothing away: the system's roots stay (they are
+    // added to, never replaced), and the debug log says what each source gave.
     let empty = TempFile::new("");
     let output = formwork(
         &["tools", "--url", &url],
@@ -431,11 +432,21 @@ fn a_certificate_of_an_unknown_authority_is_refused_by_name() {
     let lines: Vec<&str> = output.stderr.lines().collect();
     assert!(
         lines.iter().any(|line| line.ends_with(
-            " formwork::tls: no trusted certificate from the system (or SSL_CERT_FILE / SSL_CERT_DIR): using the \
-             bundled Mozilla roots"
+            " formwork::tls: trusted certificates added=0 ignored=0 source=\"environment\""
         )),
         "{output}"
     );
+    let system = lines
+        .iter()
+        .find_map(|line| {
+            let counts = line.strip_suffix(" source=\"system\"")?;
+            let added = counts.split_once("added=")?.1.split(' ').next()?;
+            added.parse::<usize>().ok()
+        })
+        .unwrap_or_else(|| panic!("no count of the system's roots: {output}"));
+    if std::path::Path::new("/etc/ssl/certs/ca-certificates.crt").exists() {
+        assert!(system > 0, "{output}");
+    }
     assert!(
         lines.last().is_some_and(|line| line.ends_with(
             "failed: the certificate of localhost (issued by \"formwork test CA\") is not trusted: unknown issuer"

@@ -518,13 +518,20 @@ async fn a_metadata_redirect_to_another_origin_is_not_followed() {
     refused(&outcome, "redirects to another origin (http://127.0.0.1:");
 }
 
-fn token_requests(world: &World) -> Vec<String> {
+/// The "METHOD path" of every request the server got, in order.
+fn seen_lines(world: &World) -> Vec<String> {
     world
         .seen
         .lock()
         .unwrap()
         .iter()
         .map(|(line, _)| line.clone())
+        .collect()
+}
+
+fn token_requests(world: &World) -> Vec<String> {
+    seen_lines(world)
+        .into_iter()
         .filter(|line| line.starts_with("token "))
         .collect()
 }
@@ -645,13 +652,7 @@ async fn mcp_requests_follow_redirects_within_the_origin_only() {
     let plugin = connect_plainly(&world, "/moved").await.unwrap();
     plugin.list_tools().await.unwrap();
     plugin.close().await;
-    let seen: Vec<String> = world
-        .seen
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|(line, _)| line.clone())
-        .collect();
+    let seen = seen_lines(&world);
     // Moved once; every later message goes to the new place at once.
     assert_eq!(
         seen.iter().filter(|line| *line == "POST /moved").count(),
@@ -763,13 +764,7 @@ async fn login_to_a_server_that_opens_without_a_token_reads_its_resource_metadat
         ))),
     );
     authorizer.sign_in().await.unwrap();
-    let seen: Vec<String> = world
-        .seen
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|(line, _)| line.clone())
-        .collect();
+    let seen = seen_lines(&world);
     let metadata_reads = seen
         .iter()
         .filter(|line| line.contains("/.well-known/oauth-protected-resource"))

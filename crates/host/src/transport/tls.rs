@@ -3,8 +3,8 @@
 //!
 //! The roots are the system's plus those that `SSL_CERT_FILE` / `SSL_CERT_DIR` name (so a private
 //! CA is trusted without losing the public ones), loaded once; where that finds no certificate at
-//! all, the bundled Mozilla roots. rustls's own verifier judges each chain; ours only words its refusal so that a person
-//! sees which certificate failed and why.
+//! all, the bundled Mozilla roots. rustls's own verifier judges each chain; ours only words its
+//! refusal so that a person sees which certificate failed and why.
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
