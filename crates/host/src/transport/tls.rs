@@ -6,7 +6,7 @@
 //! all, the bundled Mozilla roots. rustls's own verifier judges each chain; ours only words its
 //! refusal so that a person sees which certificate failed and why.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use rustls_native_certs::CertificateResult;
@@ -87,7 +87,6 @@ fn certificates(named: &NamedCertificates) -> RootCertStore {
 }
 
 /// What `SSL_CERT_FILE` (one PEM file) and `SSL_CERT_DIR` (directories, split as `PATH` is) name.
-#[derive(Default)]
 struct NamedCertificates {
     file: Option<PathBuf>,
     dirs: Vec<PathBuf>,
@@ -116,12 +115,17 @@ impl NamedCertificates {
     fn load(&self) -> CertificateResult {
         let mut found = rustls_native_certs::load_certs_from_paths(self.file.as_deref(), None);
         for dir in &self.dirs {
-            let more = rustls_native_certs::load_certs_from_paths(None, Some(dir));
-            found.certs.extend(more.certs);
-            found.errors.extend(more.errors);
+            add_directory(&mut found, dir);
         }
         found
     }
+}
+
+/// Adds the certificates of the files in `dir` to `found`.
+fn add_directory(found: &mut CertificateResult, dir: &Path) {
+    let more = rustls_native_certs::load_certs_from_paths(None, Some(dir));
+    found.certs.extend(more.certs);
+    found.errors.extend(more.errors);
 }
 
 /// The operating system's store. `rustls-native-certs` reads the environment's files instead of it
@@ -134,9 +138,7 @@ fn system_store(named: &NamedCertificates) -> CertificateResult {
     let mut found = CertificateResult::default();
     #[cfg(all(unix, not(target_os = "macos")))]
     for dir in openssl_probe::candidate_cert_dirs() {
-        let more = rustls_native_certs::load_certs_from_paths(None, Some(dir));
-        found.certs.extend(more.certs);
-        found.errors.extend(more.errors);
+        add_directory(&mut found, dir);
     }
     found
 }
