@@ -3,8 +3,9 @@
 //
 //   node tests/browser/apps.mjs <URL printed by formwork serve> [case-name-filter]
 //
-// The server runs the four published apps of the test peers as servers `budget-allocator`, `system-monitor`,
-// `basic` and `debug` (DEBUG_LOG_FILE=<logs>/debug.log), tests/peers/app_probe_plugin.mjs as `probe`
+// The server runs five published apps of the test peers as servers `budget-allocator`, `system-monitor`,
+// `basic`, `debug` (DEBUG_LOG_FILE=<logs>/debug.log) and `video` (server-video-resource, whose videos come from
+// tests/peers/video_cdn.mjs, logging each request to $FORMWORK_VIDEO_CDN_LOG), tests/peers/app_probe_plugin.mjs as `probe`
 // (PROBE_LOG=<logs>/probe.log) and tests/peers/bystander_plugin.mjs as `bystander` (BYSTANDER_LOG=<logs>/bystander.log),
 // every one with tool approval `approve`, and a scripted model that calls `system-monitor`'s app-only
 // `poll-system-stats` on "poll the stats" and `get-system-info` on "system info". <logs> is $FORMWORK_APPS_LOGS.
@@ -207,8 +208,8 @@ const shared = { origins: new Set(), policies: new Map() };
 function policy(connect) {
   const port = new URL(url).port;
   return (
-    "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " +
-    `media-src 'self' data:; font-src 'self'; ${connect}; frame-src 'none'; object-src 'none'; base-uri 'self'; ` +
+    "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; " +
+    `media-src 'self' data: blob:; font-src 'self'; ${connect}; frame-src 'none'; object-src 'none'; base-uri 'self'; ` +
     `form-action 'none'; frame-ancestors http://127.0.0.1:${port} http://localhost:${port}`
   );
 }
@@ -483,6 +484,44 @@ test("server-debug", async (page) => {
   ]) {
     assert.ok(logged.includes(type), `DEBUG_LOG_FILE has no ${type}: ${logged.join(", ")}`);
   }
+});
+
+// A real app that reads resources: server-video-resource's app reads the video its tool names (`resources/read`, a
+// 1 MiB base64 blob from the CDN stand-in) and plays it from a `blob:` URL, which the document's policy allows; it
+// lists the server's videos (`resources/list`); a read that fails at the server shows the server's error.
+test("video-resource", async (page) => {
+  await newSession(page);
+  const call = await callTool(page, "video", "play_video");
+  const card = await readyApp(call);
+  await freshOrigin(card);
+  const frame = await appFrame(page, card);
+  await textBecomes(frame.locator("#video-info"), "Loaded via MCP resource (1MB)");
+  assert.match(await frame.locator("#video").getAttribute("src"), /^blob:http:\/\/[0-9a-f]{32}\.localhost:\d+\//);
+  // The bytes came whole (base64 of 1 MiB) and the browser decoded them: 1048532 bytes of 8 kHz 8-bit samples.
+  await until("the video's metadata", async () => {
+    const video = await frame.locator("#video").evaluate((node) => ({ ready: node.readyState, duration: node.duration, error: node.error?.message ?? null }));
+    return (video.ready >= 1 && Math.abs(video.duration - 131.0665) < 0.001) || video;
+  });
+  const cdnLog = () => readFileSync(process.env.FORMWORK_VIDEO_CDN_LOG, "utf8").trim().split("\n");
+  const base = "GET /vids/bigbuckbunny/mp4/h264";
+  assert.deepEqual(cdnLog(), [`${base}/360/Big_Buck_Bunny_360_10s_1MB.mp4 200`]);
+
+  await frame.locator("#change-video-btn").click();
+  const options = frame.locator("#video-picker > option");
+  await until("the server's videos in the picker", async () => (await options.count()) > 1 || (await options.count()));
+  assert.deepEqual(await options.allTextContents(), [
+    "Select a video...",
+    "video-bunny-1mb",
+    "video-bunny-5mb",
+    "video-bunny-10mb",
+    "video-bunny-20mb",
+    "video-bunny-30mb",
+    "video-bunny-150mb",
+  ]);
+  await frame.locator("#video-picker").selectOption("videos://bunny-5mb");
+  await frame.locator("#load-video-btn").click();
+  await textBecomes(frame.locator("#error-message"), /Failed to fetch video: 404 Not Found$/);
+  assert.deepEqual(cdnLog(), [`${base}/360/Big_Buck_Bunny_360_10s_1MB.mp4 200`, `${base}/360/Big_Buck_Bunny_360_10s_5MB.mp4 404`]);
 });
 
 // The probe app attacks the host from inside its frame; every attempt is refused and nothing reaches the bystander.

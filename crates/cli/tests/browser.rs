@@ -132,6 +132,73 @@ impl Drop for Serve {
     }
 }
 
+/// tests/peers/video_cdn.mjs, the stand-in for the CDN that `server-video-resource` fetches its videos from
+/// (this machine has no internet): a proxy whose `CONNECT test-videos.co.uk:443` reaches an HTTPS server with a
+/// certificate from a test CA made here. Stopped when dropped (its stdin closes).
+struct VideoCdn {
+    child: Child,
+    port: u16,
+    ca: PathBuf,
+    log: PathBuf,
+}
+
+impl VideoCdn {
+    fn start(dir: &Path) -> Self {
+        use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+        let ca_key = KeyPair::generate().expect("a key");
+        let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA parameters");
+        ca.distinguished_name
+            .push(DnType::CommonName, "formwork video CDN test CA");
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca.key_usages = vec![rcgen::KeyUsagePurpose::KeyCertSign];
+        let ca_cert = ca.self_signed(&ca_key).expect("the CA certificate");
+        let issuer = Issuer::new(ca, ca_key);
+        let key = KeyPair::generate().expect("a key");
+        let leaf = CertificateParams::new(vec!["test-videos.co.uk".to_owned()])
+            .expect("parameters")
+            .signed_by(&key, &issuer)
+            .expect("the CDN's certificate");
+        let (ca, certificate, key_file, log) = (
+            dir.join("cdn-ca.pem"),
+            dir.join("cdn-cert.pem"),
+            dir.join("cdn-key.pem"),
+            dir.join("cdn.log"),
+        );
+        std::fs::write(&ca, ca_cert.pem()).unwrap();
+        std::fs::write(&certificate, leaf.pem()).unwrap();
+        std::fs::write(&key_file, key.serialize_pem()).unwrap();
+        std::fs::write(&log, "").unwrap();
+        let mut child = Command::new(node_bin_dir().join("node"))
+            .arg(peers_dir().join("npm/video_cdn.mjs"))
+            .args([&certificate, &key_file, &log])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        let port = first
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("video_cdn.mjs printed no port: {first:?}"));
+        Self {
+            child,
+            port,
+            ca,
+            log,
+        }
+    }
+}
+
+impl Drop for VideoCdn {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
 /// Makes the database refuse one answer, as a full or failing disk would: the accepted nickname `no-store` (the
 /// `answer-not-stored` case of run.mjs). The trigger reaches the server's own connection through the file.
 fn refuse_one_answer(database: &Path) {
@@ -249,8 +316,8 @@ fn run_some_cases(
     server_stderr
 }
 
-/// MCP Apps in the workbench (tests/browser/apps.mjs): the four published apps of the test peers
-/// (budget allocator, system monitor, basic, debug), the probe plugin's hostile app and skybridge widget
+/// MCP Apps in the workbench (tests/browser/apps.mjs): five published apps of the test peers
+/// (budget allocator, system monitor, basic, debug, and video resource behind [`VideoCdn`]), the probe plugin's hostile app and skybridge widget
 /// (tests/peers/app_probe_plugin.mjs) beside the bystander plugin it attacks, and a scripted model that
 /// calls the app-only `poll-system-stats` (refused) and `get-system-info` (an app of the model's call).
 #[test]
@@ -293,6 +360,15 @@ fn mcp_apps_in_headless_chromium() {
         }
         config.push('\n');
     }
+    let cdn = VideoCdn::start(dir.path());
+    config.push_str(&format!(
+        "[mcp_servers.video]\ncommand = {node:?}\nargs = [{}, \"--stdio\"]\n\
+         default_tools_approval_mode = \"approve\"\nenv = {{ NODE_USE_ENV_PROXY = \"1\", \
+         HTTPS_PROXY = \"http://127.0.0.1:{}\", NODE_EXTRA_CA_CERTS = {}, NODE_NO_WARNINGS = \"1\" }}\n\n",
+        quoted(&bin.join("mcp-video-resource-server").canonicalize().unwrap()),
+        cdn.port,
+        quoted(&cdn.ca),
+    ));
     for (name, script, variable, log) in [
         ("probe", "app_probe_plugin.mjs", "PROBE_LOG", "probe.log"),
         (
@@ -332,7 +408,14 @@ fn mcp_apps_in_headless_chromium() {
         &["--scripted-model".as_ref(), model.as_os_str()],
         &[("FORMWORK_LOG", "warn,formwork::app_log=info")],
     );
-    let server_stderr = run_cases(serve, "apps.mjs", &[("FORMWORK_APPS_LOGS", &logs)]);
+    let server_stderr = run_cases(
+        serve,
+        "apps.mjs",
+        &[
+            ("FORMWORK_APPS_LOGS", &logs),
+            ("FORMWORK_VIDEO_CDN_LOG", &cdn.log),
+        ],
+    );
     // server-debug's four log buttons (notifications/message) reached the host's log.
     for level in ["debug", "info", "warning", "error"] {
         let line = format!("level={level} data=\"Debug log data\"");

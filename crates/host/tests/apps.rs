@@ -269,7 +269,7 @@ async fn the_document_carries_its_policy_and_a_missing_one_is_an_error() {
     assert_eq!(
         app.document.policy.csp,
         "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; \
-         img-src 'self' data:; media-src 'self' data:; font-src 'self'; \
+         img-src 'self' data: blob:; media-src 'self' data: blob:; font-src 'self'; \
          connect-src 'self' https://declared.example; frame-src 'none'; object-src 'none'; \
          base-uri 'self'; form-action 'none'"
     );

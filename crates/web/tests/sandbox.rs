@@ -159,7 +159,7 @@ async fn an_app_document_is_served_once_to_its_frame_on_its_own_origin() {
         served.header("content-security-policy"),
         Some(format!(
             "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; \
-             img-src 'self' data:; media-src 'self' data:; font-src 'self'; \
+             img-src 'self' data: blob:; media-src 'self' data: blob:; font-src 'self'; \
              connect-src 'self' https://declared.example; frame-src 'none'; object-src 'none'; \
              base-uri 'self'; form-action 'none'; frame-ancestors http://127.0.0.1:{port} http://localhost:{port}",
             port = server.port()

@@ -9,7 +9,9 @@
 //!   'self'` and `form-action 'none'`; `font-src 'self'`, `frame-src 'none'` and `object-src
 //!   'none'` are written out as in the template below. Inline script and style run (the
 //!   bundled apps are single HTML files); nothing loads from anywhere but the document's own
-//!   origin, and nothing connects anywhere.
+//!   origin, and nothing connects anywhere. Images and media may also be `blob:` URLs, which
+//!   the document makes from bytes it already holds (a video it read with `resources/read`,
+//!   as the official video-resource example does): no request leaves the frame for them.
 //! - `ui.csp` declared: the spec's template. `resourceDomains` join `script-src`, `style-src`,
 //!   `img-src`, `media-src` and `font-src`; `connect-src` is `'self'` plus `connectDomains`;
 //!   `frame-src` is `frameDomains`, else `'none'`; `base-uri` is `baseUriDomains`, else
@@ -43,7 +45,7 @@ pub const MAX_DOMAINS_PER_LIST: usize = 64;
 pub const MAX_ENTRY_LEN: usize = 255;
 /// The Content-Security-Policy of a document whose resource declares no CSP.
 pub const DEFAULT_CSP: &str = "default-src 'none'; script-src 'self' 'unsafe-inline'; \
-     style-src 'self' 'unsafe-inline'; img-src 'self' data:; media-src 'self' data:; \
+     style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; media-src 'self' data: blob:; \
      font-src 'self'; connect-src 'none'; frame-src 'none'; object-src 'none'; \
      base-uri 'self'; form-action 'none'";
 
@@ -236,8 +238,8 @@ fn declared_csp(declared: &Declared) -> String {
          form-action 'none'",
         after("'self' 'unsafe-inline'", RESOURCE),
         after("'self' 'unsafe-inline'", RESOURCE),
-        after("'self' data:", RESOURCE),
-        after("'self' data:", RESOURCE),
+        after("'self' data: blob:", RESOURCE),
+        after("'self' data: blob:", RESOURCE),
         after("'self'", RESOURCE),
         after("'self'", CONNECT),
         or(FRAME, "'none'"),
@@ -380,7 +382,7 @@ mod tests {
 
     /// The spec's template with nothing declared.
     const EMPTY_DECLARED: &str = "default-src 'none'; script-src 'self' 'unsafe-inline'; \
-        style-src 'self' 'unsafe-inline'; img-src 'self' data:; media-src 'self' data:; \
+        style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; media-src 'self' data: blob:; \
         font-src 'self'; connect-src 'self'; frame-src 'none'; object-src 'none'; \
         base-uri 'self'; form-action 'none'";
 
@@ -406,7 +408,7 @@ mod tests {
         assert_eq!(
             DEFAULT_CSP,
             "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' \
-             'unsafe-inline'; img-src 'self' data:; media-src 'self' data:; font-src 'self'; \
+             'unsafe-inline'; img-src 'self' data: blob:; media-src 'self' data: blob:; font-src 'self'; \
              connect-src 'none'; frame-src 'none'; object-src 'none'; base-uri 'self'; \
              form-action 'none'"
         );
@@ -431,8 +433,8 @@ mod tests {
                 "default-src 'none'; \
                  script-src 'self' 'unsafe-inline' https://*.cdn.example https://fonts.example; \
                  style-src 'self' 'unsafe-inline' https://*.cdn.example https://fonts.example; \
-                 img-src 'self' data: https://*.cdn.example https://fonts.example; \
-                 media-src 'self' data: https://*.cdn.example https://fonts.example; \
+                 img-src 'self' data: blob: https://*.cdn.example https://fonts.example; \
+                 media-src 'self' data: blob: https://*.cdn.example https://fonts.example; \
                  font-src 'self' https://*.cdn.example https://fonts.example; \
                  connect-src 'self' https://api.example.com wss://live.example.com:8443; \
                  frame-src https://www.youtube.com; object-src 'none'; \
@@ -550,8 +552,8 @@ mod tests {
             got.csp,
             format!(
                 "default-src 'none'; script-src 'self' 'unsafe-inline' {kept}; \
-                 style-src 'self' 'unsafe-inline' {kept}; img-src 'self' data: {kept}; \
-                 media-src 'self' data: {kept}; font-src 'self' {kept}; connect-src 'self'; \
+                 style-src 'self' 'unsafe-inline' {kept}; img-src 'self' data: blob: {kept}; \
+                 media-src 'self' data: blob: {kept}; font-src 'self' {kept}; connect-src 'self'; \
                  frame-src 'none'; object-src 'none'; base-uri 'self'; form-action 'none'"
             )
         );
@@ -634,8 +636,8 @@ mod tests {
         let expected = policy(
             "default-src 'none'; script-src 'self' 'unsafe-inline' https://cdn.widget.example; \
              style-src 'self' 'unsafe-inline' https://cdn.widget.example; \
-             img-src 'self' data: https://cdn.widget.example; \
-             media-src 'self' data: https://cdn.widget.example; \
+             img-src 'self' data: blob: https://cdn.widget.example; \
+             media-src 'self' data: blob: https://cdn.widget.example; \
              font-src 'self' https://cdn.widget.example; \
              connect-src 'self' https://api.widget.example; frame-src https://embed.example; \
              object-src 'none'; base-uri 'self'; form-action 'none'",
