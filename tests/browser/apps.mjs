@@ -701,6 +701,136 @@ test("reload-restores-apps", async (page) => {
   assert.deepEqual(lines("probe.log").slice(probeLog), ['app-echo {"probe":"own"}']);
 });
 
+// An app up before its call ends gets the result once, also when the result comes while the page's socket is down
+// (the redraw after the reconnect brings the changed outcome); a call the person stops sends tool-cancelled, once,
+// and a later redraw sends neither again.
+test("a-running-app-gets-each-changed-outcome-once", async (page) => {
+  assert.ok(shared.socket, "the page's socket is not proxied");
+  await newSession(page);
+  const call = await callTool(page, "probe", "open-probe-after");
+  const frame = await appFrame(page, await readyApp(call));
+  await frame.locator('body[data-tool-inputs="1"]').waitFor();
+  assert.equal(await call.getAttribute("data-state"), "running", "the result came before the app was up");
+  assert.equal(await frame.locator("body").getAttribute("data-tool-results"), "0");
+  await frame.evaluate(() => {
+    window.__mark = 1;
+  });
+  await shared.socket.close({ reason: "the test dropped the socket" });
+  await page.locator(`${tid("connection-status")}[data-state="disconnected"]`).waitFor();
+  // The result leaves the plugin 3 s after the call, while the page is not listening.
+  await until("the call's result at the plugin", async () => lines("probe.log").includes("open-probe-after {}") || lines("probe.log").slice(-2));
+  await sleep(300);
+  await page.locator(tid("reconnect")).click();
+  await page.locator(`${tid("connection-status")}[data-state="connected"]`).waitFor();
+  await calls(page, "open-probe-after").last().locator(`:scope[data-state="done"]`).waitFor();
+  await frame.locator('body[data-tool-results="1"]').waitFor();
+  assert.equal(await frame.evaluate(() => window.__mark), 1, "the frame was reloaded by the redraw");
+  assert.equal(await frame.locator("#result-content").textContent(), '[{"type":"text","text":"probe opened"}]');
+
+  const held = await callTool(page, "probe", "open-probe-held");
+  const heldFrame = await appFrame(page, await readyApp(held));
+  await heldFrame.locator('body[data-tool-inputs="1"]').waitFor();
+  await page.locator(tid("stop-turn")).click();
+  await held.locator(`:scope[data-state="error"]`).waitFor();
+  await heldFrame.locator('body[data-tool-cancels="1"]').waitFor();
+  const reason = await heldFrame.locator("body").getAttribute("data-cancelled");
+  assert.equal(reason, await held.locator(tid("tool-error")).textContent(), "tool-cancelled carries the call's error");
+  assert.equal(await heldFrame.locator("body").getAttribute("data-tool-results"), "0");
+
+  await shared.socket.close({ reason: "the test dropped the socket" });
+  await page.locator(`${tid("connection-status")}[data-state="disconnected"]`).waitFor();
+  await page.locator(tid("reconnect")).click();
+  await page.locator(`${tid("connection-status")}[data-state="connected"]`).waitFor();
+  await calls(page, "open-probe-held").last().locator(`:scope[data-state="error"]`).waitFor();
+  await sleep(500);
+  assert.equal(await frame.locator("body").getAttribute("data-tool-results"), "1", "the equal result was sent again");
+  assert.equal(await heldFrame.locator("body").getAttribute("data-tool-cancels"), "1", "the equal cancellation was sent again");
+  assert.equal(await heldFrame.locator("body").getAttribute("data-tool-results"), "0");
+});
+
+// Another document in the app's window. The app cannot put one there: the workbench's `frame-src` refuses its
+// navigation away. The test puts one there (as a listener serving the wrong document would): a second document
+// minted for the same call, on an origin of its own. Its `ui/initialize` gets no answer, and its call, from the
+// right window with another origin, is dropped; the minted document's same call went through.
+test("a-message-from-the-apps-window-with-another-origin-is-dropped", async (page) => {
+  await newSession(page);
+  const call = await callTool(page, "probe", "open-probe");
+  const card = await readyApp(call);
+  const origin = await card.getAttribute("data-origin");
+  const frame = await appFrame(page, card);
+  await frame.locator('body[data-done="1"]').waitFor();
+  const echo = { jsonrpc: "2.0", id: 900, method: "tools/call", params: { name: "app-echo", arguments: { probe: "right-origin" } } };
+  await frame.evaluate((message) => window.parent.postMessage(message, "*"), echo);
+  await until("the minted document's call at the plugin", async () => lines("probe.log").includes('app-echo {"probe":"right-origin"}') || lines("probe.log").slice(-3));
+  const before = lines("probe.log").length;
+
+  const away = `<script>parent.postMessage(${JSON.stringify({ ...echo, params: { ...echo.params, arguments: { probe: "data-url" } } })}, "*")</script>`;
+  await frame.evaluate((url) => {
+    location.href = url;
+  }, `data:text/html,${encodeURIComponent(away)}`);
+  let refused = null;
+  await until("the refused navigation", async () => {
+    refused = page.frames().find((candidate) => candidate.url() === "chrome-error://chromewebdata/");
+    return Boolean(refused) || page.frames().map((candidate) => candidate.url().slice(0, 50));
+  });
+
+  const session = decodeURIComponent(new URL(page.url()).hash.replace(/^#\/sessions\//, ""));
+  const callId = await call.getAttribute("data-call-id");
+  const minted = await page.evaluate(
+    async ([session, callId, token]) => {
+      const response = await fetch(`/api/sessions/${encodeURIComponent(session)}/apps/${encodeURIComponent(callId)}`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${token}` },
+      });
+      return response.json();
+    },
+    [session, callId, token],
+  );
+  assert.notEqual(minted.origin, origin);
+  await refused.goto(minted.src);
+  const stranger = page.frames().find((candidate) => candidate.url().startsWith(`${minted.origin}/`));
+  assert.ok(stranger, "the second document is not in the app's window");
+  // Nothing the page posts reaches it (the page names the minted origin as the target) ...
+  await stranger.locator('body[data-initialized="failed"]').waitFor();
+  assert.equal(await stranger.locator("#init-result").textContent(), '{"timeout":true}');
+  // ... and nothing it posts reaches the host.
+  await stranger.evaluate((message) => window.parent.postMessage(message, "*"), { ...echo, params: { ...echo.params, arguments: { probe: "stranger" } } });
+  await sleep(1000);
+  assert.deepEqual(lines("probe.log").slice(before), [], "a call of another document reached the plugin");
+});
+
+// A long transcript: an app scrolled far out of view keeps its document and state and still gets the host's
+// messages; scrolled back, it is the same frame and its calls work.
+test("a-long-transcript-keeps-off-screen-apps-alive", async (page) => {
+  await newSession(page);
+  const call = await callTool(page, "probe", "open-probe");
+  const card = await readyApp(call);
+  const frame = await appFrame(page, card);
+  await frame.locator('body[data-done="1"]').waitFor();
+  await frame.evaluate(() => {
+    window.__mark = "kept";
+  });
+  const paragraph = Array.from({ length: 6 }, (_, line) => `line ${line} of a long message`).join("\n");
+  for (let i = 0; i < 30; i++) await say(page, `message ${i}\n${paragraph}`);
+  await until("30 messages", async () => (await userMessages(page).count()) === 30 || (await userMessages(page).count()));
+  await userMessages(page).last().scrollIntoViewIfNeeded();
+  const off = await card.evaluate((node) => node.getBoundingClientRect().bottom);
+  assert.ok(off < 0, `the app is still on the screen (its bottom at ${off} px)`);
+  const changes = Number((await frame.locator("body").getAttribute("data-context-changes")) ?? "0");
+  await page.locator(tid("theme-toggle")).click();
+  await until("the theme change in the off-screen app", async () => {
+    const seen = Number((await frame.locator("body").getAttribute("data-context-changes")) ?? "0");
+    return seen === changes + 1 || seen;
+  });
+  await card.scrollIntoViewIfNeeded();
+  assert.equal(await frame.evaluate(() => window.__mark), "kept", "the app was reloaded");
+  await frame.locator("#echo-text").fill("still here");
+  await frame.locator("#echo").click();
+  await textBecomes(frame.locator("#echo-result"), '["allowed","result: {\\"text\\":\\"still here\\"}"]');
+  // Back to the page's first theme for the cases after this one.
+  for (let i = 0; i < 2; i++) await page.locator(tid("theme-toggle")).click();
+});
+
 // Only calls that declare a UI get an app card; a declared UI that cannot be read shows why; the legacy flat key
 // and a UI named by the result's metadata open the app too.
 test("which-calls-get-apps", async (page) => {

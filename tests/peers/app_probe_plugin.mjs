@@ -7,6 +7,8 @@
 //                    `_meta` whose keys are deliberately out of alphabetical order (`RESULT_META_JSON`)
 //   open-probe-flat  the same app through the legacy flat key `_meta["ui/resourceUri"]` only
 //   open-probe-late  no UI in the tool's `_meta`; the result's `_meta.ui.resourceUri` names the app
+//   open-probe-after the app of open-probe, its result 3 s after the call (the app is up before it)
+//   open-probe-held  the app of open-probe, and no result until the call is cancelled (at most 120 s)
 //   open-missing     `_meta.ui.resourceUri` = ui://probe/missing.html, a resource this plugin does not have
 //   bump-app         serves a new version of the app document (its `data-version`) and sends resources/list_changed;
 //                    the first bump also lists app-version (tools/list_changed)
@@ -15,7 +17,7 @@
 //   model-only       visibility ["model"]: an app must never reach it
 //   ask-during-app   visibility ["app"]: asks a one-field form through `server.server.elicitInput`, returns the answer
 //   widget           `openai/outputTemplate` = ui://probe/widget.html (`text/html+skybridge`), `widgetAccessible`
-// With PROBE_LOG set, app-echo, model-only and ask-during-app append `<tool> <JSON of the arguments>` to that file,
+// With PROBE_LOG set, app-echo, model-only, ask-during-app and open-probe-after (as its result leaves) append `<tool> <JSON of the arguments>` to that file,
 // so a test can tell exactly which calls reached the plugin (forged ones must not).
 //
 // The app (ui://probe/app.html, `text/html;profile=mcp-app`) speaks the app side of the MCP Apps bridge by hand
@@ -23,6 +25,7 @@
 // it waits for `ui/notifications/tool-result` and runs every probe below, each bounded by 2 s. It writes what it got
 // into `#init-result`, `#host-context`, `#tool-input`, `#result-content`, `#result-structured`, `#result-meta`
 // (JSON.stringify of what arrived, so key order shows), counts in `body[data-tool-inputs]`, `[data-tool-results]`,
+// `[data-tool-cancels]` (the last reason in `[data-cancelled]`),
 // each probe as `<li data-probe="NAME" data-outcome="refused|allowed|error|skipped">detail</li>` in `ul#probes`, and
 // `body[data-done="1"]` last. `button#echo` (with `input#echo-text`) and `button#ask` call app-echo and
 // ask-during-app on a click, answering into `#echo-result` and `#ask-result`. On `ui/resource-teardown` it calls
@@ -94,6 +97,42 @@ server.registerTool(
     annotations: readOnly,
   },
   async ({ label }) => ({ ...opened(label), _meta: { ui: { resourceUri: APP_URI } } }),
+);
+// Resolves after `ms`, or at once when `signal` aborts (the host cancelled the call).
+const waited = (ms, signal) =>
+  new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener("abort", () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+server.registerTool(
+  "open-probe-after",
+  {
+    description: "Open the probe app; the result comes 3 s after the call",
+    inputSchema: openInput,
+    annotations: readOnly,
+    _meta: { ui: { resourceUri: APP_URI } },
+  },
+  async ({ label }, { signal }) => {
+    await waited(3000, signal);
+    record("open-probe-after", label === undefined ? {} : { label });
+    return opened(label);
+  },
+);
+server.registerTool(
+  "open-probe-held",
+  {
+    description: "Open the probe app; no result until the call is cancelled",
+    inputSchema: openInput,
+    annotations: readOnly,
+    _meta: { ui: { resourceUri: APP_URI } },
+  },
+  async ({ label }, { signal }) => {
+    await waited(120_000, signal);
+    return opened(label);
+  },
 );
 server.registerTool(
   "open-missing",
@@ -210,6 +249,7 @@ function probeApp() {
   const body = document.body;
   body.dataset.toolInputs = "0";
   body.dataset.toolResults = "0";
+  body.dataset.toolCancels = "0";
 
   document.addEventListener("securitypolicyviolation", (event) => {
     violations.push({ uri: event.blockedURI, directive: event.effectiveDirective });
@@ -556,6 +596,7 @@ function probeApp() {
         }
         break;
       case "ui/notifications/tool-cancelled":
+        body.dataset.toolCancels = String(Number(body.dataset.toolCancels) + 1);
         body.dataset.cancelled = params.reason ?? "";
         break;
       case "ui/notifications/host-context-changed":
