@@ -31,9 +31,10 @@
 //    as many `ping`s
 //    from the app, which the host answers itself: the relay's own cost; and as many plain messages from the app to
 //    the page and back that the bench's listener in the page echoes (no host at all): the browser's own frame hop,
-//    the floor under every bridge message. For `show`, the app's navigation start,
-//    its script's start and its `ui/initialize` answer are given from the same origin (the result leaving the
-//    plugin), to show where the first tool-result's time goes.
+//    the floor under every bridge message. For `show`, the page's receipt of `tool_call_app`, the app's frame
+//    element going in (the document minted), its navigation start, its script's start and its `ui/initialize`
+//    answer are given from the same origin (the result leaving the plugin), to show where the first tool-result's
+//    time goes.
 //
 // Prints a table of medians against the issue's targets (PASS/MISS). A miss still exits 0: this is a report; only
 // a failure (a wrong answer at the plugin, a timeout, a crash) exits 1. --screenshot instead saves a 1200x800 light
@@ -316,16 +317,17 @@ function installAppsObserver() {
       if (typeof event.data?.benchEcho === "number" && event.source) event.source.postMessage({ benchEcho: event.data.benchEcho }, "*");
     });
   }
-  const bench = (window.__apps = { socket: {}, transcript: {} });
+  const bench = (window.__apps = { socket: {}, transcript: {}, declared: {}, framed: {} });
   const NativeWebSocket = window.WebSocket;
   window.WebSocket = class extends NativeWebSocket {
     constructor(...args) {
       super(...args);
       this.addEventListener("message", (message) => {
-        if (typeof message.data !== "string" || !message.data.includes('"tool_call_finished"')) return;
+        if (typeof message.data !== "string" || !/"tool_call_(finished|app)"/.test(message.data)) return;
         const t = stamp();
         const event = JSON.parse(message.data);
         if (event.type === "tool_call_finished" && !(event.call_id in bench.socket)) bench.socket[event.call_id] = t;
+        if (event.type === "tool_call_app" && !(event.call_id in bench.declared)) bench.declared[event.call_id] = t;
       });
     }
   };
@@ -333,11 +335,17 @@ function installAppsObserver() {
     const t = stamp();
     for (const record of records) {
       const node = record.target;
+      // The app's frame element going in: its document was minted (the page's POST answered).
+      for (const added of record.addedNodes ?? []) {
+        if (added.dataset?.testid !== "app-frame") continue;
+        const id = added.closest('[data-testid="app-card"]')?.dataset.callId;
+        if (id && !(id in bench.framed)) bench.framed[id] = t;
+      }
       if (record.type !== "attributes" || node.dataset?.testid !== "tool-call") continue;
       const id = node.dataset.callId;
       if ((node.dataset.state === "done" || node.dataset.state === "error") && !(id in bench.transcript)) bench.transcript[id] = t;
     }
-  }).observe(document, { subtree: true, attributes: true, attributeFilter: ["data-state"] });
+  }).observe(document, { subtree: true, childList: true, attributes: true, attributeFilter: ["data-state"] });
 }
 
 // The app frame of a card: the frame whose document is on the card's origin.
@@ -375,7 +383,21 @@ async function appCall(page, tool) {
     n: Number(document.body.dataset.n),
   }));
   await page.waitForFunction((id) => id in window.__apps.transcript && id in window.__apps.socket, callId);
-  const seen = await page.evaluate((id) => ({ socket: window.__apps.socket[id], transcript: window.__apps.transcript[id] }), callId);
+  const seen = await page.evaluate((id) => {
+    // The page's request that mints the document: when it left and when its answer came (resource timing).
+    const mint = performance.getEntriesByType("resource").find((entry) => entry.name.endsWith(`/apps/${encodeURIComponent(id)}`));
+    const at = (t) => (mint && t ? performance.timeOrigin + t : NaN);
+    // The buffer holds 250 entries: a long run would lose the later ones.
+    performance.clearResourceTimings();
+    return {
+      socket: window.__apps.socket[id],
+      transcript: window.__apps.transcript[id],
+      declared: window.__apps.declared[id],
+      mintSent: at(mint?.requestStart),
+      mintAnswered: at(mint?.responseStart),
+      framed: window.__apps.framed[id],
+    };
+  }, callId);
   return { callId, card, frame, ...app, ...seen };
 }
 
@@ -486,6 +508,10 @@ async function appsBench() {
         transcript: rows.map((row) => row.transcript - row.sent),
         app: rows.map((row) => row.result - row.sent),
         // Where the app was, as it started, from the moment the result left the plugin (negative: before).
+        declared: rows.map((row) => row.declared - row.sent),
+        mintSent: rows.map((row) => row.mintSent - row.sent),
+        mintAnswered: rows.map((row) => row.mintAnswered - row.sent),
+        framed: rows.map((row) => row.framed - row.sent),
         navigation: rows.map((row) => row.navigation - row.sent),
         script: rows.map((row) => row.script - row.sent),
         answered: rows.map((row) => row.answered - row.sent),
@@ -581,6 +607,10 @@ function appsReport({ spans, bridge, pings, frameEchoes, pageCalls, host, echoes
     appsRow("  result leaves the plugin -> page's socket", span.socket);
     const page = appsRow("  result leaves the plugin -> transcript (no app)", span.transcript);
     if (tool === "show") {
+      appsRow("  result leaves the plugin -> tool_call_app at the page", span.declared);
+      appsRow("  result leaves the plugin -> the page's mint request sent", span.mintSent);
+      appsRow("  result leaves the plugin -> its answer's first byte", span.mintAnswered);
+      appsRow("  result leaves the plugin -> frame element in (minted)", span.framed);
       appsRow("  result leaves the plugin -> app's navigation start", span.navigation);
       appsRow("  result leaves the plugin -> app's script runs", span.script);
       appsRow("  result leaves the plugin -> ui/initialize answered", span.answered);
