@@ -568,7 +568,8 @@ test("security-probe", async (page) => {
   assert.equal(outcomes["call-own-app-tool"][1], 'result: {"probe":"own"}');
   assert.match(outcomes["call-model-only"][1], /^error -?\d+: `model-only` is not visible to apps/);
   assert.match(outcomes["call-other-plugin"][1], /^error -32000: `probe` lists no tool `leak`$/);
-  assert.equal(outcomes["post-other-frames"][1], "posted to 1 other frame(s) of the top window; no answer within 2 s");
+  // The neighbour, and the page's spare frame (an empty page for the next app) when it is in already.
+  assert.match(outcomes["post-other-frames"][1], /^posted to [12] other frame\(s\) of the top window; no answer within 2 s$/);
   assert.match(collapsed(await neighbour.locator("#server-time").textContent()), iso, "the neighbour took the forged result");
   assert.match(outcomes["read-parent-storage"][1], /^parent\.sessionStorage: SecurityError; parent\.localStorage: SecurityError;/);
   // What the app got, exactly as the plugin sent it (the metadata's key order too).
@@ -829,6 +830,24 @@ test("a-long-transcript-keeps-off-screen-apps-alive", async (page) => {
   await textBecomes(frame.locator("#echo-result"), '["allowed","result: {\\"text\\":\\"still here\\"}"]');
   // Back to the page's first theme for the cases after this one.
   for (let i = 0; i < 2; i++) await page.locator(tid("theme-toggle")).click();
+});
+
+// The page keeps a spare frame for the session's next app (an empty page on an origin reserved for it, loaded
+// ahead): the app starts in it, on its origin, and once the app is up a new spare, on another origin, waits.
+test("an-app-starts-in-the-spare-frame", async (page) => {
+  await newSession(page);
+  const spare = page.locator(`${tid("app-parking")} ${tid("app-spare")}`);
+  await spare.waitFor({ state: "attached" });
+  const reserved = new URL(await spare.getAttribute("src"));
+  assert.equal(reserved.pathname, "/spare");
+  assert.match(reserved.origin, APP_ORIGIN);
+  const card = await readyApp(await callTool(page, "probe", "open-probe"));
+  assert.equal(await card.getAttribute("data-origin"), reserved.origin, "the app did not start in the spare frame");
+  await appFrame(page, card);
+  await spare.waitFor({ state: "attached" });
+  const next = new URL(await spare.getAttribute("src"));
+  assert.notEqual(next.origin, reserved.origin);
+  assert.equal(await page.locator(tid("app-spare")).count(), 1);
 });
 
 // Only calls that declare a UI get an app card; a declared UI that cannot be read shows why; the legacy flat key

@@ -385,7 +385,9 @@ async function appCall(page, tool) {
   await page.waitForFunction((id) => id in window.__apps.transcript && id in window.__apps.socket, callId);
   const seen = await page.evaluate((id) => {
     // The page's request that mints the document: when it left and when its answer came (resource timing).
-    const mint = performance.getEntriesByType("resource").find((entry) => entry.name.endsWith(`/apps/${encodeURIComponent(id)}`));
+    const mint = performance
+      .getEntriesByType("resource")
+      .find((entry) => new URL(entry.name).pathname.endsWith(`/apps/${encodeURIComponent(id)}`));
     const at = (t) => (mint && t ? performance.timeOrigin + t : NaN);
     // The buffer holds 250 entries: a long run would lose the later ones.
     performance.clearResourceTimings();

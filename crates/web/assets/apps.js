@@ -12,6 +12,11 @@
 //
 // A frame is moved between places with `moveBefore` (the browsing context, its input, login state and
 // in-flight requests survive), never re-created, and it is parked while the transcript redraws.
+//
+// Each app document is a site of its own, so its frame needs a browser process of its own, which takes longer
+// to start than the rest of the app. The page keeps one spare frame ready for the session's next app: an empty
+// page (no script may run in it) on an origin the host reserved for this session, which becomes that app's
+// origin; the app's document then loads in the process already there. A spare speaks for no invocation.
 
 import { el } from "./dom.js";
 import { api } from "./net.js";
@@ -73,6 +78,16 @@ function currentTheme() {
   return matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light";
 }
 
+// A frame element for an app document, empty.
+function appFrameElement(testid) {
+  return el("iframe", {
+    class: "app-frame",
+    testid,
+    sandbox: "allow-scripts allow-same-origin allow-forms",
+    referrerpolicy: "no-referrer",
+  });
+}
+
 function isRpc(data) {
   return data !== null && typeof data === "object" && !Array.isArray(data) && data.jsonrpc === "2.0";
 }
@@ -89,6 +104,8 @@ export class Apps {
     this.views = new Map();
     this.sessionId = null;
     this.inPanel = null;
+    // The spare frame for the session's next app, {doc, frame} (frame null while it is being reserved).
+    this.spare = null;
     places.panelClose.addEventListener("click", () => this.inPanel?.leavePanel());
     // Fullscreen hides the conversation, and with it the card's buttons: the panel has its own.
     this.panelButtons = {
@@ -148,7 +165,48 @@ export class Apps {
     this.socketClosed();
     for (const view of this.views.values()) view.close({ quiet: true });
     this.views.clear();
+    this.discardSpare(this.spare);
     this.sessionId = sessionId;
+    this.prepareSpare();
+  }
+
+  // Loads a spare frame for the shown session, unless there is one (or one is on its way).
+  prepareSpare() {
+    if (this.spare || !this.sessionId) return;
+    const spare = { doc: null, frame: null };
+    this.spare = spare;
+    api(`/api/sessions/${encodeURIComponent(this.sessionId)}/app-spare`, { method: "POST" }).then(
+      (reserved) => {
+        if (this.spare !== spare) {
+          api(`/api/apps/${reserved.doc}`, { method: "DELETE" }).catch(() => {});
+          return;
+        }
+        spare.doc = reserved.doc;
+        spare.frame = appFrameElement("app-spare");
+        spare.frame.title = "Spare app frame";
+        spare.frame.src = reserved.src;
+        this.places.parking.append(spare.frame);
+      },
+      () => {
+        if (this.spare === spare) this.spare = null;
+      },
+    );
+  }
+
+  // The spare frame for an app that starts now, or null when none is ready.
+  takeSpare() {
+    const spare = this.spare;
+    if (!spare?.frame) return null;
+    this.spare = null;
+    return spare;
+  }
+
+  // A spare that will not be used: its frame and its document go.
+  discardSpare(spare) {
+    if (!spare) return;
+    if (this.spare === spare) this.spare = null;
+    spare.frame?.remove();
+    if (spare.doc) api(`/api/apps/${spare.doc}`, { method: "DELETE" }).catch(() => {});
   }
 
   // The transcript is redrawn from a snapshot: keep the frames alive off-screen until their calls come back.
@@ -270,14 +328,22 @@ class AppView {
   }
 
   async load() {
+    const spare = this.apps.takeSpare();
+    const url = `/api/sessions/${encodeURIComponent(this.apps.sessionId)}/apps/${encodeURIComponent(this.callId)}`;
     let opened;
     try {
-      opened = await api(`/api/sessions/${encodeURIComponent(this.apps.sessionId)}/apps/${encodeURIComponent(this.callId)}`, { method: "POST" });
+      opened = await api(spare ? `${url}?spare=${spare.doc}` : url, { method: "POST" });
     } catch (error) {
+      this.apps.discardSpare(spare);
       this.showError(`The app could not be loaded: ${error.data?.error ?? error.message}`);
+      this.apps.prepareSpare();
       return;
     }
+    // The host binds the spare's origin to this app unless it could not (then the app has another).
+    const inSpare = spare !== null && opened.doc === spare.doc;
+    if (!inSpare) this.apps.discardSpare(spare);
     if (this.state === "closed") {
+      if (inSpare) spare.frame.remove();
       api(`/api/apps/${opened.doc}`, { method: "DELETE" }).catch(() => {});
       return;
     }
@@ -285,17 +351,14 @@ class AppView {
     this.origin = opened.origin;
     this.element.dataset.origin = opened.origin;
     if (opened.prefers_border === false) this.box.dataset.border = "none";
-    const frame = el("iframe", {
-      class: "app-frame",
-      testid: "app-frame",
-      title: `App of ${this.title}`,
-      sandbox: "allow-scripts allow-same-origin allow-forms",
-      referrerpolicy: "no-referrer",
-      allow: opened.allow || null,
-    });
+    const frame = inSpare ? spare.frame : appFrameElement("app-frame");
+    frame.dataset.testid = "app-frame";
+    frame.title = `App of ${this.title}`;
+    // The frame's permissions apply from its next navigation on: the app's document.
+    if (opened.allow) frame.setAttribute("allow", opened.allow);
     frame.style.height = "160px";
     this.frame = frame;
-    this.box.append(frame);
+    moveInto(this.box, frame);
     frame.src = opened.src;
     this.setState("loading", "starting");
   }
@@ -317,6 +380,8 @@ class AppView {
       case "ui/notifications/initialized":
         this.initialized = true;
         this.setState("ready", "ready");
+        // This app's process is up: the next app's may start.
+        this.apps.prepareSpare();
         this.post({ jsonrpc: "2.0", method: "ui/notifications/tool-input", params: { arguments: this.arguments } });
         this.sendOutcome();
         return;

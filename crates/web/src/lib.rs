@@ -156,6 +156,7 @@ impl Workbench {
         let stop = self.state.shutdown.clone();
         let apps = Router::new()
             .route("/", get(sandbox::document))
+            .route("/spare", get(sandbox::document))
             .fallback(sandbox::nothing)
             .with_state(Arc::clone(&self.state.sandbox));
         let apps_stop = stop.clone();
@@ -191,6 +192,7 @@ fn router(state: AppState) -> Router {
             get(api::list_sessions).post(api::create_session),
         )
         .route("/api/tools", get(api::tools))
+        .route("/api/sessions/{id}/app-spare", post(sandbox::spare))
         .route("/api/sessions/{id}/apps/{call}", post(sandbox::open))
         .route("/api/apps/{doc}/rpc", post(sandbox::relay))
         .route("/api/apps/{doc}", axum::routing::delete(sandbox::release))

@@ -11,6 +11,12 @@
 //! response header and `frame-ancestors` limited to the workbench, so only the workbench's page
 //! can frame it. Anything else there is a 404.
 //!
+//! A document on a new site needs a browser process of its own, the slowest part of showing an
+//! app. So the page keeps a spare frame per session: `POST /api/sessions/{id}/app-spare`
+//! reserves an id for the session's next app, whose `/spare` is an empty page where nothing may
+//! run; that app's document is then minted under the reserved id (`?spare=`), and loads in the
+//! process already up. A spare speaks for no invocation.
+//!
 //! The page relays what the app posts (after checking the message came from that frame's
 //! window and origin) over the session's socket (`app_rpc`, answered by `app_reply`: see
 //! [`relay_on_socket`]), or, while the socket is not open, to `POST /api/apps/{doc}/rpc`; the
@@ -22,8 +28,8 @@ use std::sync::{Arc, Mutex};
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use formwork_host::{AppError, AppReply};
 use serde::Deserialize;
@@ -53,11 +59,24 @@ struct Documents {
 
 struct Document {
     session: String,
-    call_id: String,
-    /// The page, until it was served.
-    html: Option<String>,
-    csp: String,
+    content: Content,
 }
+
+enum Content {
+    /// Reserved for the session's next app: [`SPARE_PAGE`] at `/spare`, once, so that the
+    /// frame's browser process is up before the app is known. It speaks for no invocation.
+    Spare { served: bool },
+    /// The app of `call_id`: its page at `/`, until it was served.
+    App {
+        call_id: String,
+        html: Option<String>,
+        csp: String,
+    },
+}
+
+/// What a spare frame shows until its app comes: nothing, and it may run nothing.
+const SPARE_PAGE: &str = "<!doctype html><title></title>";
+const SPARE_CSP: &str = "default-src 'none'";
 
 impl Sandbox {
     pub(crate) fn new(workbench_port: u16, apps_port: u16) -> Sandbox {
@@ -84,32 +103,75 @@ impl Sandbox {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn mint(&self, session: &str, call_id: &str, html: String, csp: String) -> Option<String> {
+    /// A document id for `session`'s next app: its spare frame's origin.
+    fn reserve(&self, session: &str) -> Option<String> {
         let id = mint_id()?;
+        self.insert(
+            id.clone(),
+            Document {
+                session: session.to_owned(),
+                content: Content::Spare { served: false },
+            },
+        );
+        Some(id)
+    }
+
+    /// The document of `call_id`'s app: under `spare` when that id is reserved for `session`
+    /// and not yet bound (the page's spare frame goes on to it in the same process), else
+    /// under a new id.
+    fn mint(
+        &self,
+        session: &str,
+        call_id: &str,
+        html: String,
+        csp: String,
+        spare: Option<&str>,
+    ) -> Option<String> {
+        let content = Content::App {
+            call_id: call_id.to_owned(),
+            html: Some(html),
+            csp,
+        };
+        if let Some(spare) = spare {
+            let mut documents = self.lock();
+            if let Some(document) = documents.by_id.get_mut(spare)
+                && document.session == session
+                && matches!(document.content, Content::Spare { .. })
+            {
+                document.content = content;
+                return Some(spare.to_owned());
+            }
+        }
+        let id = mint_id()?;
+        self.insert(
+            id.clone(),
+            Document {
+                session: session.to_owned(),
+                content,
+            },
+        );
+        Some(id)
+    }
+
+    fn insert(&self, id: String, document: Document) {
         let mut documents = self.lock();
         while documents.order.len() >= MAX_DOCUMENTS {
             let oldest = documents.order.remove(0);
             documents.by_id.remove(&oldest);
         }
         documents.order.push(id.clone());
-        documents.by_id.insert(
-            id.clone(),
-            Document {
-                session: session.to_owned(),
-                call_id: call_id.to_owned(),
-                html: Some(html),
-                csp,
-            },
-        );
-        Some(id)
+        documents.by_id.insert(id, document);
     }
 
-    /// The session and call a document was minted for.
+    /// The session and call a document was minted for; a spare has none.
     fn owner(&self, id: &str) -> Option<(String, String)> {
         self.lock()
             .by_id
             .get(id)
-            .map(|doc| (doc.session.clone(), doc.call_id.clone()))
+            .and_then(|doc| match &doc.content {
+                Content::App { call_id, .. } => Some((doc.session.clone(), call_id.clone())),
+                Content::Spare { .. } => None,
+            })
     }
 
     fn release(&self, id: &str) -> bool {
@@ -119,8 +181,9 @@ impl Sandbox {
     }
 
     /// The document for a request to the app listener: its host must be `<id>.localhost:<port>`
-    /// of a minted, not yet served document, and the request must load a frame.
-    fn serve(&self, headers: &HeaderMap) -> Result<(String, String), StatusCode> {
+    /// of a minted, not yet served document (an app's at `/`, a spare's at `/spare`), and the
+    /// request must load a frame.
+    fn serve(&self, path: &str, headers: &HeaderMap) -> Result<(String, String), StatusCode> {
         let host = headers
             .get(header::HOST)
             .and_then(|host| host.to_str().ok())
@@ -137,10 +200,20 @@ impl Sandbox {
         }
         let mut documents = self.lock();
         let document = documents.by_id.get_mut(id).ok_or(StatusCode::NOT_FOUND)?;
-        let html = document.html.take().ok_or(StatusCode::GONE)?;
+        let (html, csp) = match (&mut document.content, path) {
+            (Content::App { html, csp, .. }, "/") => {
+                (html.take().ok_or(StatusCode::GONE)?, csp.as_str())
+            }
+            (Content::Spare { served }, "/spare") => {
+                if std::mem::replace(served, true) {
+                    return Err(StatusCode::GONE);
+                }
+                (SPARE_PAGE.to_owned(), SPARE_CSP)
+            }
+            _ => return Err(StatusCode::NOT_FOUND),
+        };
         let csp = format!(
-            "{}; frame-ancestors http://127.0.0.1:{port} http://localhost:{port}",
-            document.csp,
+            "{csp}; frame-ancestors http://127.0.0.1:{port} http://localhost:{port}",
             port = self.workbench_port
         );
         Ok((html, csp))
@@ -154,13 +227,46 @@ fn mint_id() -> Option<String> {
     Some(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
 }
 
-/// `POST /api/sessions/{id}/apps/{call}`: the call's app, minted. `200 {"doc", "src",
-/// "origin", "allow", "prefers_border", "skybridge", "server", "tool", "resource_uri"}`;
-/// `404` when the call declared no app (an ordinary tool call) or the session is unknown;
-/// `502 {"error"}` when the app's source is unavailable or its document fails to load.
+/// `POST /api/sessions/{id}/app-spare`: a document id reserved for the session's next app, and
+/// its spare page. `200 {"doc", "src", "origin"}`; `404` when the session is unknown.
+pub(crate) async fn spare(State(state): State<AppState>, Path(session): Path<String>) -> Response {
+    if !state.host.sessions().contains(&session) {
+        return (
+            StatusCode::NOT_FOUND,
+            Json(json!({"error": format!("no session `{session}`")})),
+        )
+            .into_response();
+    }
+    let Some(id) = state.sandbox.reserve(&session) else {
+        return no_randomness();
+    };
+    let origin = state.sandbox.origin(&id);
+    Json(json!({"doc": id, "src": format!("{origin}/spare"), "origin": origin})).into_response()
+}
+
+fn no_randomness() -> Response {
+    (
+        StatusCode::INTERNAL_SERVER_ERROR,
+        Json(json!({"error": "the system gave no randomness for a document id"})),
+    )
+        .into_response()
+}
+
+#[derive(Deserialize)]
+pub(crate) struct OpenQuery {
+    /// The page's spare document for this session, to become the app's.
+    spare: Option<String>,
+}
+
+/// `POST /api/sessions/{id}/apps/{call}[?spare=DOC]`: the call's app, minted (under `DOC` when
+/// that is a spare of this session not bound yet). `200 {"doc", "src", "origin", "allow",
+/// "prefers_border", "skybridge", "server", "tool", "resource_uri"}`; `404` when the call
+/// declared no app (an ordinary tool call) or the session is unknown; `502 {"error"}` when the
+/// app's source is unavailable or its document fails to load.
 pub(crate) async fn open(
     State(state): State<AppState>,
     Path((session, call_id)): Path<(String, String)>,
+    Query(query): Query<OpenQuery>,
 ) -> Response {
     let opened = match state.host.open_app(&session, &call_id).await {
         Ok(opened) => opened,
@@ -185,15 +291,14 @@ pub(crate) async fn open(
     } else {
         document.html.clone()
     };
-    let Some(id) = state
-        .sandbox
-        .mint(&session, &call_id, html, document.policy.csp.clone())
-    else {
-        return (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            Json(json!({"error": "the system gave no randomness for a document id"})),
-        )
-            .into_response();
+    let Some(id) = state.sandbox.mint(
+        &session,
+        &call_id,
+        html,
+        document.policy.csp.clone(),
+        query.spare.as_deref(),
+    ) else {
+        return no_randomness();
     };
     let origin = state.sandbox.origin(&id);
     Json(json!({
@@ -308,9 +413,13 @@ pub(crate) async fn release(State(state): State<AppState>, Path(doc): Path<Strin
     }
 }
 
-/// The app listener's only route: a minted document, once.
-pub(crate) async fn document(State(sandbox): State<Arc<Sandbox>>, headers: HeaderMap) -> Response {
-    let (html, csp) = match sandbox.serve(&headers) {
+/// The app listener's only routes: a minted document, once, and a spare page, once.
+pub(crate) async fn document(
+    State(sandbox): State<Arc<Sandbox>>,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Response {
+    let (html, csp) = match sandbox.serve(uri.path(), &headers) {
         Ok(served) => served,
         Err(status) => {
             return (
@@ -388,7 +497,7 @@ mod tests {
         let ids: Vec<String> = (0..=MAX_DOCUMENTS)
             .map(|n| {
                 sandbox
-                    .mint("s", &format!("c{n}"), String::new(), String::new())
+                    .mint("s", &format!("c{n}"), String::new(), String::new(), None)
                     .unwrap_or_default()
             })
             .collect();

@@ -56,10 +56,14 @@ fn apps_addr(server: &Server) -> SocketAddr {
 
 /// A request for the document as a browser loading the frame sends it.
 async fn load_frame(server: &Server, host: &str) -> common::Response {
+    load_frame_at(server, host, "/").await
+}
+
+async fn load_frame_at(server: &Server, host: &str, path: &str) -> common::Response {
     raw_request(
         apps_addr(server),
         "GET",
-        "/",
+        path,
         &[
             ("Host", host.to_owned()),
             ("Sec-Fetch-Dest", "iframe".to_owned()),
@@ -223,6 +227,78 @@ async fn an_app_document_is_served_once_to_its_frame_on_its_own_origin() {
         .await;
     assert_eq!(released.status, 204);
     assert_eq!(relay(&server, &doc, ping, true).await.status, 404);
+}
+
+/// The page's spare frame: an origin reserved for the session's next app, with an empty page
+/// there, once, in which nothing may run, and no authority; that app's document is then minted
+/// under it, for this session only and once.
+#[tokio::test]
+async fn a_spare_origin_becomes_the_next_apps_of_its_session_only() {
+    let server = Server::start(&probe_server(), None).await;
+    let call_id = call(&server, "probe", "open-probe").await;
+    let reserved = server
+        .post(&format!("/api/sessions/{}/app-spare", server.session))
+        .await;
+    assert_eq!(reserved.status, 200, "{reserved:?}");
+    let reserved = reserved.json();
+    let doc = reserved["doc"].as_str().unwrap().to_owned();
+    let origin = format!("http://{doc}.localhost:{}", server.apps_port);
+    assert_eq!(
+        reserved,
+        json!({"doc": doc, "src": format!("{origin}/spare"), "origin": origin})
+    );
+    let host = format!("{doc}.localhost:{}", server.apps_port);
+    assert_eq!(load_frame(&server, &host).await.status, 404);
+    let spare = load_frame_at(&server, &host, "/spare").await;
+    assert_eq!(spare.status, 200);
+    assert_eq!(spare.body, "<!doctype html><title></title>");
+    assert_eq!(
+        spare.header("content-security-policy"),
+        Some(format!(
+            "default-src 'none'; frame-ancestors http://127.0.0.1:{port} http://localhost:{port}",
+            port = server.port()
+        ))
+        .as_deref()
+    );
+    assert_eq!(load_frame_at(&server, &host, "/spare").await.status, 410);
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    assert_eq!(relay(&server, &doc, ping.clone(), true).await.status, 404);
+    assert_eq!(
+        server.post("/api/sessions/s-none/app-spare").await.status,
+        404
+    );
+
+    // Another session's spare is not taken: the app gets an origin of its own.
+    let other = server.host.create_session();
+    let foreign = server
+        .post(&format!("/api/sessions/{other}/app-spare"))
+        .await
+        .json()["doc"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let open = |spare: &str| {
+        format!(
+            "/api/sessions/{}/apps/{call_id}?spare={spare}",
+            server.session
+        )
+    };
+    let minted = server.post(&open(&foreign)).await.json();
+    assert_ne!(minted["doc"], json!(foreign));
+
+    let minted = server.post(&open(&doc)).await.json();
+    assert_eq!(minted["doc"], json!(doc));
+    assert_eq!(minted["src"], json!(format!("{origin}/")));
+    let served = load_frame(&server, &host).await;
+    assert_eq!(served.status, 200);
+    assert!(
+        served.body.contains("ui/initialize"),
+        "the probe app's document"
+    );
+    assert_eq!(load_frame_at(&server, &host, "/spare").await.status, 404);
+    assert_eq!(relay(&server, &doc, ping, true).await.status, 200);
+    // Bound once: the next app given the same spare gets another origin.
+    assert_ne!(server.post(&open(&doc)).await.json()["doc"], json!(doc));
 }
 
 #[tokio::test]
