@@ -202,6 +202,7 @@ function installObserver() {
       });
     }
   };
+  const spares = new WeakSet();
   new MutationObserver((records) => {
     const t = stamp();
     for (const record of records) {
@@ -317,7 +318,7 @@ function installAppsObserver() {
       if (typeof event.data?.benchEcho === "number" && event.source) event.source.postMessage({ benchEcho: event.data.benchEcho }, "*");
     });
   }
-  const bench = (window.__apps = { socket: {}, transcript: {}, declared: {}, framed: {} });
+  const bench = (window.__apps = { socket: {}, transcript: {}, declared: {}, framed: {}, inSpare: {} });
   const NativeWebSocket = window.WebSocket;
   window.WebSocket = class extends NativeWebSocket {
     constructor(...args) {
@@ -331,15 +332,21 @@ function installAppsObserver() {
       });
     }
   };
+  const spares = new WeakSet();
   new MutationObserver((records) => {
     const t = stamp();
     for (const record of records) {
       const node = record.target;
       // The app's frame element going in: its document was minted (the page's POST answered).
       for (const added of record.addedNodes ?? []) {
+        if (added.dataset?.testid === "app-spare") spares.add(added);
         if (added.dataset?.testid !== "app-frame") continue;
         const id = added.closest('[data-testid="app-card"]')?.dataset.callId;
-        if (id && !(id in bench.framed)) bench.framed[id] = t;
+        if (id && !(id in bench.framed)) {
+          bench.framed[id] = t;
+          // The page's spare frame (loaded ahead on the origin reserved for the next app), or a new one.
+          bench.inSpare[id] = spares.has(added);
+        }
       }
       if (record.type !== "attributes" || node.dataset?.testid !== "tool-call") continue;
       const id = node.dataset.callId;
@@ -398,6 +405,7 @@ async function appCall(page, tool) {
       mintSent: at(mint?.requestStart),
       mintAnswered: at(mint?.responseStart),
       framed: window.__apps.framed[id],
+      inSpare: window.__apps.inSpare[id] === true,
     };
   }, callId);
   return { callId, card, frame, ...app, ...seen };
@@ -519,6 +527,7 @@ async function appsBench() {
         answered: rows.map((row) => row.answered - row.sent),
         // Whether the app was up before the result left the plugin.
         upFirst: rows.filter((row) => row.initialized < row.sent).length,
+        inSpare: rows.filter((row) => row.inSpare).length,
       };
     }
     const bridge = [];
@@ -605,7 +614,10 @@ function appsReport({ spans, bridge, pings, frameEchoes, pageCalls, host, echoes
     ["show-late", "result after 400 ms, the app up"],
   ]) {
     const span = spans[tool];
-    console.log(`${tool} (${what}; app up before the result in ${span.upFirst}/${span.app.length}):`);
+    console.log(
+      `${tool} (${what}; app up before the result in ${span.upFirst}/${span.app.length}, ` +
+        `started in the page's spare frame in ${span.inSpare}/${span.app.length}):`,
+    );
     appsRow("  result leaves the plugin -> page's socket", span.socket);
     const page = appsRow("  result leaves the plugin -> transcript (no app)", span.transcript);
     if (tool === "show") {
