@@ -832,12 +832,18 @@ test("a-long-transcript-keeps-off-screen-apps-alive", async (page) => {
   for (let i = 0; i < 2; i++) await page.locator(tid("theme-toggle")).click();
 });
 
-// The page keeps a spare frame for the session's next app (an empty page on an origin reserved for it, loaded
-// ahead): the app starts in it, on its origin, and once the app is up a new spare, on another origin, waits.
+// Once an app of the session is up, the page keeps a spare frame for the next one (an empty page on an origin
+// reserved for it, loaded ahead): that app starts in it, on its origin, and once it is up a new spare, on another
+// origin, waits. A new session has none until one of its apps is up.
 test("an-app-starts-in-the-spare-frame", async (page) => {
   await newSession(page);
   const spare = page.locator(`${tid("app-parking")} ${tid("app-spare")}`);
+  await sleep(500);
+  assert.equal(await page.locator(tid("app-spare")).count(), 0, "a spare before any app of the session");
+  const first = await readyApp(await callTool(page, "probe", "open-probe"));
   await spare.waitFor({ state: "attached" });
+  assert.equal(await page.locator(tid("app-spare")).count(), 1);
+  assert.notEqual(new URL(await spare.getAttribute("src")).origin, await first.getAttribute("data-origin"));
   const reserved = new URL(await spare.getAttribute("src"));
   assert.equal(reserved.pathname, "/spare");
   assert.match(reserved.origin, APP_ORIGIN);

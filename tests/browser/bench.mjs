@@ -34,7 +34,8 @@
 //    the floor under every bridge message. For `show`, the page's receipt of `tool_call_app`, the app's frame
 //    element going in (the document minted), its navigation start, its script's start and its `ui/initialize`
 //    answer are given from the same origin (the result leaving the plugin), to show where the first tool-result's
-//    time goes.
+//    time goes; and, for the browser alone (a plain local server, no formwork), N frames on a site of their own
+//    and N on a site whose process is up, each timed from being asked to load until its first script runs.
 //
 // Prints a table of medians against the issue's targets (PASS/MISS). A miss still exits 0: this is a report; only
 // a failure (a wrong answer at the plugin, a timeout, a crash) exits 1. --screenshot instead saves a 1200x800 light
@@ -470,6 +471,54 @@ function directCalls(command, count) {
 
 const quoted = (word) => `'${word.replaceAll("'", "'\\''")}'`;
 
+// The browser alone, no formwork: how long a new frame takes from being asked to load until its first script runs,
+// on a site of its own (a new browser process, as every app document needs) and on a site whose process is up (an
+// empty page of that site loaded first, as the workbench's spare frame is). A page and frames of a plain local
+// server; `count` of each, alternating; ms.
+async function frameStartFloor(context, count) {
+  const server = http.createServer((request, response) => {
+    const top = request.headers.host.startsWith("127.0.0.1");
+    const page = top ? "<!doctype html><title>floor</title>" : request.url === "/blank" ? "<!doctype html>" : FLOOR_FRAME;
+    response.writeHead(200, { "Content-Type": "text/html" }).end(page);
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const page = await context.newPage();
+  try {
+    const port = server.address().port;
+    await page.goto(`http://127.0.0.1:${port}/`);
+    const samples = { fresh: [], warm: [] };
+    for (let i = 0; i < 2 * count; i++) {
+      const warm = i % 2 === 1;
+      const ms = await page.evaluate(
+        async ([port, i, warm]) => {
+          const site = `http://floor${i}x${Math.random().toString(16).slice(2)}.localhost:${port}`;
+          const frame = document.createElement("iframe");
+          if (warm) {
+            frame.src = `${site}/blank`;
+            document.body.append(frame);
+            await new Promise((resolve) => frame.addEventListener("load", resolve, { once: true }));
+          }
+          await new Promise((resolve) => setTimeout(resolve, 300));
+          const ran = new Promise((resolve) => addEventListener("message", (event) => resolve(event.data), { once: true }));
+          const asked = performance.timeOrigin + performance.now();
+          frame.src = `${site}/frame`;
+          if (!warm) document.body.append(frame);
+          const at = await ran;
+          frame.remove();
+          return at - asked;
+        },
+        [port, i, warm],
+      );
+      samples[warm ? "warm" : "fresh"].push(ms);
+    }
+    return samples;
+  } finally {
+    await page.close();
+    server.close();
+  }
+}
+const FLOOR_FRAME = "<!doctype html><script>parent.postMessage(performance.timeOrigin + performance.now(), '*')</script>";
+
 async function appsBench() {
   const dir = mkdtempSync(path.join(os.tmpdir(), "formwork-apps-bench-"));
   const config = path.join(dir, "formwork.toml");
@@ -546,7 +595,8 @@ async function appsBench() {
       if (direct) host.push(...(await directCalls(command, warmup + echoes)).slice(warmup));
     }
     if (pageErrors.length) throw new Error(`errors in the page: ${pageErrors.join("; ")}`);
-    return { spans, bridge, pings, frameEchoes, pageCalls, host: direct ? host : null, echoes };
+    const floor = await frameStartFloor(context, appCalls);
+    return { spans, floor, bridge, pings, frameEchoes, pageCalls, host: direct ? host : null, echoes };
   } finally {
     await browser.close();
     await server.stop();
@@ -601,7 +651,7 @@ function appsRow(what, values, verdict = "") {
   return s;
 }
 
-function appsReport({ spans, bridge, pings, frameEchoes, pageCalls, host, echoes }) {
+function appsReport({ spans, floor, bridge, pings, frameEchoes, pageCalls, host, echoes }) {
   console.log(
     `MCP Apps in headless Chromium: ${appCalls} calls of each tool (+${warmup} warm-up) in one session, the app's ` +
       `document cached after the first; ${appRounds} rounds x ${echoes} bridge calls (+${warmup} warm-up)` +
@@ -634,7 +684,10 @@ function appsReport({ spans, bridge, pings, frameEchoes, pageCalls, host, echoes
     if (tool === "show") console.log(`${"  first tool-result, median".padEnd(54)} ${ratio}; ${verdict(app.median, TARGET_APP_RESULT_MS, " ms")}`);
     else console.log(`${"  first tool-result, median".padEnd(54)} ${ratio}`);
   }
-  const floor = appsRow("frame echo (app -> page -> app, no host: the browser)", frameEchoes);
+  console.log("the browser alone (a plain local server, no formwork): a frame asked to load -> its first script");
+  appsRow("  on a site of its own (a new process, as each app)", floor.fresh);
+  appsRow("  on a site whose process is up (as in a spare frame)", floor.warm);
+  const echoFloor = appsRow("frame echo (app -> page -> app, no host: the browser)", frameEchoes);
   appsRow("bridge ping (app -> host, no plugin)", pings);
   const b = appsRow("bridge tools/call echo (app -> host -> plugin)", bridge);
   const p = appsRow("page's call_tool echo-page (page -> host -> plugin)", pageCalls);
@@ -645,7 +698,7 @@ function appsReport({ spans, bridge, pings, frameEchoes, pageCalls, host, echoes
   console.log(`${"bridge / direct, p99".padEnd(54)} ${(b.p99 / h.p99).toFixed(2)}x`);
   // What the 2x target leaves for the browser, against what the browser alone takes.
   console.log(
-    `${"browser's frame echo / direct, median (context)".padEnd(54)} ${(floor.median / h.median).toFixed(2)}x ` +
+    `${"browser's frame echo / direct, median (context)".padEnd(54)} ${(echoFloor.median / h.median).toFixed(2)}x ` +
       `(2x the direct call leaves ${(2 * h.median - h.median).toFixed(2)} ms for everything beyond the plugin call)`,
   );
 }

@@ -14,9 +14,10 @@
 // in-flight requests survive), never re-created, and it is parked while the transcript redraws.
 //
 // Each app document is a site of its own, so its frame needs a browser process of its own, which takes longer
-// to start than the rest of the app. The page keeps one spare frame ready for the session's next app: an empty
-// page (no script may run in it) on an origin the host reserved for this session, which becomes that app's
-// origin; the app's document then loads in the process already there. A spare speaks for no invocation.
+// to start than the rest of the app. Once an app of the session is up, the page keeps one spare frame ready for
+// its next app: an empty page (no script may run in it) on an origin the host reserved for this session, which
+// becomes that app's origin; the app's document then loads in the process already there. A session that shows no
+// app costs no spare process. A spare speaks for no invocation.
 
 import { el } from "./dom.js";
 import { api } from "./net.js";
@@ -167,7 +168,6 @@ export class Apps {
     this.views.clear();
     this.discardSpare(this.spare);
     this.sessionId = sessionId;
-    this.prepareSpare();
   }
 
   // Loads a spare frame for the shown session, unless there is one (or one is on its way).
@@ -336,7 +336,7 @@ class AppView {
     } catch (error) {
       this.apps.discardSpare(spare);
       this.showError(`The app could not be loaded: ${error.data?.error ?? error.message}`);
-      this.apps.prepareSpare();
+      if (spare) this.apps.prepareSpare();
       return;
     }
     // The host binds the spare's origin to this app unless it could not (then the app has another).

@@ -12,10 +12,10 @@
 //! can frame it. Anything else there is a 404.
 //!
 //! A document on a new site needs a browser process of its own, the slowest part of showing an
-//! app. So the page keeps a spare frame per session: `POST /api/sessions/{id}/app-spare`
-//! reserves an id for the session's next app, whose `/spare` is an empty page where nothing may
-//! run; that app's document is then minted under the reserved id (`?spare=`), and loads in the
-//! process already up. A spare speaks for no invocation.
+//! app. So once an app of a session is up, the page keeps a spare frame for the next: `POST
+//! /api/sessions/{id}/app-spare` reserves an id for the session's next app, whose `/spare` is
+//! an empty page where nothing may run; that app's document is then minted under the reserved
+//! id (`?spare=`), and loads in the process already up. A spare speaks for no invocation.
 //!
 //! The page relays what the app posts (after checking the message came from that frame's
 //! window and origin) over the session's socket (`app_rpc`, answered by `app_reply`: see
