@@ -17,8 +17,9 @@
 //   model-only       visibility ["model"]: an app must never reach it
 //   ask-during-app   visibility ["app"]: asks a one-field form through `server.server.elicitInput`, returns the answer
 //   widget           `openai/outputTemplate` = ui://probe/widget.html (`text/html+skybridge`), `widgetAccessible`
-// With PROBE_LOG set, app-echo, model-only, ask-during-app and open-probe-after (as its result leaves) append `<tool> <JSON of the arguments>` to that file,
-// so a test can tell exactly which calls reached the plugin (forged ones must not).
+// With PROBE_LOG set, app-echo, model-only, ask-during-app and open-probe-after (as its result leaves) append
+// `<tool> <JSON of the arguments>` to that file, so a test can tell exactly which calls reached the plugin (forged
+// ones must not).
 //
 // The app (ui://probe/app.html, `text/html;profile=mcp-app`) speaks the app side of the MCP Apps bridge by hand
 // (JSON-RPC over postMessage to `window.parent`, no library): `ui/initialize`, `ui/notifications/initialized`, then
