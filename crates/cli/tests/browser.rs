@@ -144,27 +144,15 @@ struct VideoCdn {
 
 impl VideoCdn {
     fn start(dir: &Path) -> Self {
-        use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
-        let ca_key = KeyPair::generate().expect("a key");
-        let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA parameters");
-        ca.distinguished_name
-            .push(DnType::CommonName, "formwork video CDN test CA");
-        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca.key_usages = vec![rcgen::KeyUsagePurpose::KeyCertSign];
-        let ca_cert = ca.self_signed(&ca_key).expect("the CA certificate");
-        let issuer = Issuer::new(ca, ca_key);
-        let key = KeyPair::generate().expect("a key");
-        let leaf = CertificateParams::new(vec!["test-videos.co.uk".to_owned()])
-            .expect("parameters")
-            .signed_by(&key, &issuer)
-            .expect("the CDN's certificate");
+        let authority = common::TestCa::new("formwork video CDN test CA");
+        let (leaf, key) = authority.issue("test-videos.co.uk");
         let (ca, certificate, key_file, log) = (
             dir.join("cdn-ca.pem"),
             dir.join("cdn-cert.pem"),
             dir.join("cdn-key.pem"),
             dir.join("cdn.log"),
         );
-        std::fs::write(&ca, ca_cert.pem()).unwrap();
+        std::fs::write(&ca, &authority.pem).unwrap();
         std::fs::write(&certificate, leaf.pem()).unwrap();
         std::fs::write(&key_file, key.serialize_pem()).unwrap();
         std::fs::write(&log, "").unwrap();
@@ -317,9 +305,10 @@ fn run_some_cases(
 }
 
 /// MCP Apps in the workbench (tests/browser/apps.mjs): five published apps of the test peers
-/// (budget allocator, system monitor, basic, debug, and video resource behind [`VideoCdn`]), the probe plugin's hostile app and skybridge widget
-/// (tests/peers/app_probe_plugin.mjs) beside the bystander plugin it attacks, and a scripted model that
-/// calls the app-only `poll-system-stats` (refused) and `get-system-info` (an app of the model's call).
+/// (budget allocator, system monitor, basic, debug, and video resource behind [`VideoCdn`]), the
+/// probe plugin's hostile app and skybridge widget (tests/peers/app_probe_plugin.mjs) beside the
+/// bystander plugin it attacks, and a scripted model that calls the app-only `poll-system-stats`
+/// (refused) and `get-system-info` (an app of the model's call).
 #[test]
 fn mcp_apps_in_headless_chromium() {
     let _one = one_run_at_a_time();

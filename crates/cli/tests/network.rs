@@ -9,8 +9,7 @@ mod common;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 
-use common::{EverythingHttp, Output, TempFile};
-use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+use common::{EverythingHttp, Output, TempFile, TestCa};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
@@ -54,21 +53,8 @@ fn runtime() -> Runtime {
 /// A certificate authority "formwork test CA" (its certificate in a PEM file) and a server configuration with a
 /// certificate it issued for `localhost`.
 fn test_ca() -> (TempFile, Arc<rustls::ServerConfig>) {
-    let ca_key = KeyPair::generate().expect("a key");
-    let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA parameters");
-    ca.distinguished_name
-        .push(DnType::CommonName, "formwork test CA");
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign];
-    let ca_cert = ca.self_signed(&ca_key).expect("the CA certificate");
-    let issuer = Issuer::new(ca, ca_key);
-    let key = KeyPair::generate().expect("a key");
-    let mut leaf = CertificateParams::new(vec!["localhost".to_owned()]).expect("parameters");
-    leaf.distinguished_name
-        .push(DnType::CommonName, "localhost");
-    let leaf = leaf
-        .signed_by(&key, &issuer)
-        .expect("the server certificate");
+    let ca = TestCa::new("formwork test CA");
+    let (leaf, key) = ca.issue("localhost");
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -79,7 +65,7 @@ fn test_ca() -> (TempFile, Arc<rustls::ServerConfig>) {
             PrivatePkcs8KeyDer::from(key.serialize_der()).into(),
         )
         .expect("a server configuration");
-    (TempFile::new(&ca_cert.pem()), Arc::new(config))
+    (TempFile::new(&ca.pem), Arc::new(config))
 }
 
 /// A TLS-terminating forwarder on 127.0.0.1: each connection, once its handshake is done, is relayed to

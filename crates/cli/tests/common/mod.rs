@@ -521,3 +521,39 @@ impl Drop for SimProvider {
         let _ = self.child.wait();
     }
 }
+
+/// A certificate authority made with rcgen for one test: its certificate as PEM, and leaf
+/// certificates it issues.
+pub struct TestCa {
+    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
+    pub pem: String,
+}
+
+impl TestCa {
+    pub fn new(name: &str) -> TestCa {
+        use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, KeyUsagePurpose};
+        let key = KeyPair::generate().expect("a key");
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("CA parameters");
+        params.distinguished_name.push(DnType::CommonName, name);
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![KeyUsagePurpose::KeyCertSign];
+        let certificate = params.self_signed(&key).expect("the CA certificate");
+        TestCa {
+            pem: certificate.pem(),
+            issuer: rcgen::Issuer::new(params, key),
+        }
+    }
+
+    /// A certificate for `host` (its subject alternative name and common name), and its key.
+    pub fn issue(&self, host: &str) -> (rcgen::Certificate, rcgen::KeyPair) {
+        let key = rcgen::KeyPair::generate().expect("a key");
+        let mut params = rcgen::CertificateParams::new(vec![host.to_owned()]).expect("parameters");
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, host);
+        let certificate = params
+            .signed_by(&key, &self.issuer)
+            .expect("the server certificate");
+        (certificate, key)
+    }
+}
