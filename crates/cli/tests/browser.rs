@@ -434,7 +434,8 @@ fn model_loop_in_headless_chromium() {
     let call = |tool: &str| serde_json::json!([{"calls": [{"name": format!("ts__{tool}"), "arguments": {}}]}, {"echo": true}]);
     let mut color = call("ask_enum");
     color[0]["text"] = "Let me ask the plugin.".into();
-    color[0]["delay_ms"] = 150.into();
+    // The bubble streams for over a second: a slow machine's page still shows it streaming.
+    color[0]["delay_ms"] = 400.into();
     let rules = serde_json::json!({"rules": [
         {"match": "pick a color", "steps": color},
         {"match": "decline test|cancel test", "steps": call("ask_enum")},
