@@ -568,7 +568,7 @@ test("security-probe", async (page) => {
   assert.equal(outcomes["call-own-app-tool"][1], 'result: {"probe":"own"}');
   assert.match(outcomes["call-model-only"][1], /^error -?\d+: `model-only` is not visible to apps/);
   assert.match(outcomes["call-other-plugin"][1], /^error -32000: `probe` lists no tool `leak`$/);
-  // The neighbour, and the page's spare frame (an empty page for the next app) when it is in already.
+  // The neighbour, and the page's spare (the next probe app, loaded ahead) when it is in already.
   assert.match(outcomes["post-other-frames"][1], /^posted to [12] other frame\(s\) of the top window; no answer within 2 s$/);
   assert.match(collapsed(await neighbour.locator("#server-time").textContent()), iso, "the neighbour took the forged result");
   assert.match(outcomes["read-parent-storage"][1], /^parent\.sessionStorage: SecurityError; parent\.localStorage: SecurityError;/);
@@ -832,27 +832,67 @@ test("a-long-transcript-keeps-off-screen-apps-alive", async (page) => {
   for (let i = 0; i < 2; i++) await page.locator(tid("theme-toggle")).click();
 });
 
-// Once an app of the session is up, the page keeps a spare frame for the next one (an empty page on an origin
-// reserved for it, loaded ahead): that app starts in it, on its origin, and once it is up a new spare, on another
-// origin, waits. A new session has none until one of its apps is up.
+// Once an app of the session is up, the page keeps a spare for the next app of the same document: that document,
+// loaded ahead in a hidden frame on an origin of its own, whose `ui/initialize` waits. The next call of the same app
+// takes it over: the same document (a mark set in it survives) on the spare's origin, initialised as that call's
+// app; and a new spare follows. The probe app gives up on a request after 2 s: a spare it gave up on is not used,
+// the app starts again in a new frame. An app of another document does not take the spare. A new session has none
+// until one of its apps is up, and a spare asks the host nothing.
 test("an-app-starts-in-the-spare-frame", async (page) => {
   await newSession(page);
   const spare = page.locator(`${tid("app-parking")} ${tid("app-spare")}`);
   await sleep(500);
   assert.equal(await page.locator(tid("app-spare")).count(), 0, "a spare before any app of the session");
   const first = await readyApp(await callTool(page, "probe", "open-probe"));
-  await spare.waitFor({ state: "attached" });
+  // The spare's document is up and waiting: its `ui/initialize` has no answer.
+  const waiting = async (loaded = "body[data-version]") => {
+    await spare.waitFor({ state: "attached" });
+    const src = new URL(await spare.getAttribute("src"));
+    let frame;
+    await until("the spare's document", async () => {
+      frame = page.frames().find((candidate) => candidate.url() === src.href);
+      return frame !== undefined && (await frame.locator(loaded).count()) === 1;
+    });
+    return { origin: src.origin, frame };
+  };
+  const ahead = await waiting();
   assert.equal(await page.locator(tid("app-spare")).count(), 1);
-  assert.notEqual(new URL(await spare.getAttribute("src")).origin, await first.getAttribute("data-origin"));
-  const reserved = new URL(await spare.getAttribute("src"));
-  assert.equal(reserved.pathname, "/spare");
-  assert.match(reserved.origin, APP_ORIGIN);
-  const card = await readyApp(await callTool(page, "probe", "open-probe"));
-  assert.equal(await card.getAttribute("data-origin"), reserved.origin, "the app did not start in the spare frame");
-  await appFrame(page, card);
-  await spare.waitFor({ state: "attached" });
-  const next = new URL(await spare.getAttribute("src"));
-  assert.notEqual(next.origin, reserved.origin);
+  assert.match(ahead.origin, APP_ORIGIN);
+  assert.notEqual(ahead.origin, await first.getAttribute("data-origin"));
+  assert.equal(await ahead.frame.locator("#init-result").textContent(), "");
+  await ahead.frame.evaluate(() => {
+    window.__mark = "ahead";
+    parent.postMessage({ jsonrpc: "2.0", id: 901, method: "tools/call", params: { name: "app-echo", arguments: { probe: "spare" } } }, "*");
+  });
+  const call = await callTool(page, "probe", "open-probe");
+  const card = await readyApp(call);
+  assert.equal(await card.getAttribute("data-origin"), ahead.origin, "the app did not start in the spare");
+  const frame = await appFrame(page, card);
+  assert.equal(await frame.evaluate(() => window.__mark), "ahead", "the spare's document was reloaded");
+  await frame.locator('body[data-done="1"]').waitFor();
+  assert.equal(await frame.locator("body").getAttribute("data-tool-results"), "1");
+  assert.equal(JSON.parse(await frame.locator("#init-result").textContent()).protocolVersion, "2026-01-26");
+  assert.ok(!lines("probe.log").some((line) => line.includes('"probe":"spare"')), "a spare's call reached the plugin");
+
+  // A spare whose app gave up waiting: the next app starts in a frame of its own.
+  const stale = await waiting();
+  assert.notEqual(stale.origin, ahead.origin);
+  await stale.frame.locator('body[data-initialized="failed"]').waitFor();
+  const late = await readyApp(await callTool(page, "probe", "open-probe"));
+  const lateOrigin = await late.getAttribute("data-origin");
+  assert.notEqual(lateOrigin, stale.origin);
+  const lateFrame = await appFrame(page, late);
+  await lateFrame.locator('body[data-done="1"]').waitFor();
+  assert.equal(JSON.parse(await lateFrame.locator("#init-result").textContent()).protocolVersion, "2026-01-26");
+
+  // Another document does not take the spare, which goes; the next spare is like the new app.
+  const before = await waiting();
+  const widget = await readyApp(await callTool(page, "probe", "widget"));
+  assert.notEqual(await widget.getAttribute("data-origin"), before.origin);
+  await until("the old spare gone", async () => !page.frames().some((candidate) => candidate.url().startsWith(`${before.origin}/`)));
+  const next = await waiting("h1");
+  assert.notEqual(next.origin, before.origin);
+  assert.equal(await next.frame.locator("h1").textContent(), "Probe widget");
   assert.equal(await page.locator(tid("app-spare")).count(), 1);
 });
 

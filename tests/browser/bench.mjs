@@ -203,7 +203,6 @@ function installObserver() {
       });
     }
   };
-  const spares = new WeakSet();
   new MutationObserver((records) => {
     const t = stamp();
     for (const record of records) {
@@ -345,7 +344,7 @@ function installAppsObserver() {
         const id = added.closest('[data-testid="app-card"]')?.dataset.callId;
         if (id && !(id in bench.framed)) {
           bench.framed[id] = t;
-          // The page's spare frame (loaded ahead on the origin reserved for the next app), or a new one.
+          // The page's spare (the app's document loaded ahead for the next call of it), or a new frame.
           bench.inSpare[id] = spares.has(added);
         }
       }
@@ -473,8 +472,8 @@ const quoted = (word) => `'${word.replaceAll("'", "'\\''")}'`;
 
 // The browser alone, no formwork: how long a new frame takes from being asked to load until its first script runs,
 // on a site of its own (a new browser process, as every app document needs) and on a site whose process is up (an
-// empty page of that site loaded first, as the workbench's spare frame is). A page and frames of a plain local
-// server; `count` of each, alternating; ms.
+// empty page of that site loaded first). A page and frames of a plain local server; `count` of each, alternating;
+// ms.
 async function frameStartFloor(context, count) {
   const server = http.createServer((request, response) => {
     const top = request.headers.host.startsWith("127.0.0.1");
@@ -666,8 +665,10 @@ function appsReport({ spans, floor, bridge, pings, frameEchoes, pageCalls, host,
     const span = spans[tool];
     console.log(
       `${tool} (${what}; app up before the result in ${span.upFirst}/${span.app.length}, ` +
-        `started in the page's spare frame in ${span.inSpare}/${span.app.length}):`,
+        `started in the page's spare in ${span.inSpare}/${span.app.length}):`,
     );
+    // A spare runs the app's document before the call: its navigation and script come first.
+    if (tool === "show" && span.inSpare > 0) console.log("  (a negative span: before the result left the plugin)");
     appsRow("  result leaves the plugin -> page's socket", span.socket);
     const page = appsRow("  result leaves the plugin -> transcript (no app)", span.transcript);
     if (tool === "show") {
@@ -686,7 +687,7 @@ function appsReport({ spans, floor, bridge, pings, frameEchoes, pageCalls, host,
   }
   console.log("the browser alone (a plain local server, no formwork): a frame asked to load -> its first script");
   appsRow("  on a site of its own (a new process, as each app)", floor.fresh);
-  appsRow("  on a site whose process is up (as in a spare frame)", floor.warm);
+  appsRow("  on a site whose process is up", floor.warm);
   const echoFloor = appsRow("frame echo (app -> page -> app, no host: the browser)", frameEchoes);
   appsRow("bridge ping (app -> host, no plugin)", pings);
   const b = appsRow("bridge tools/call echo (app -> host -> plugin)", bridge);

@@ -13,11 +13,13 @@
 // A frame is moved between places with `moveBefore` (the browsing context, its input, login state and
 // in-flight requests survive), never re-created, and it is parked while the transcript redraws.
 //
-// Each app document is a site of its own, so its frame needs a browser process of its own, which takes longer
-// to start than the rest of the app. Once an app of the session is up, the page keeps one spare frame ready for
-// its next app: an empty page (no script may run in it) on an origin the host reserved for this session, which
-// becomes that app's origin; the app's document then loads in the process already there. A session that shows no
-// app costs no spare process. A spare speaks for no invocation.
+// Each app document is a site of its own, so its frame needs a browser process of its own, and then its script
+// must start: most of the time an app takes to show. Once an app of the session is up, the page keeps one spare
+// for the session's next app of the same document: the host mints that document again, for no invocation, and
+// the page loads it in a hidden frame, holding back its `ui/initialize`. When the next app's document is the same
+// (the host decides), it takes the spare over: the frame moves into its card and the held `ui/initialize` goes on
+// as the app's own, so the app is up at once. Until then a spare speaks for no invocation: nothing it asks goes
+// anywhere. A session that shows no app costs no spare; a spare is renewed before the app would give up waiting.
 
 import { el } from "./dom.js";
 import { api } from "./net.js";
@@ -26,6 +28,12 @@ const HOST_MODES = ["inline", "fullscreen", "pip"];
 const TEARDOWN_WAIT_MS = 1000;
 const INLINE_MAX_HEIGHT = 640;
 const MIN_HEIGHT = 48;
+// How long a spare may hold its app's `ui/initialize`: apps built on the official SDK give up on a request after
+// 60 s, and a spare is renewed before that.
+const SPARE_HOLD_MS = 50_000;
+// An app may have given up on its held `ui/initialize` sooner (a timeout of its own): when it sends no
+// `ui/notifications/initialized` this long after the answer, it starts again in a new frame.
+const SPARE_ANSWER_WAIT_MS = 1000;
 
 // Moves `node` to the end of `parent` keeping its frames alive when the browser can.
 function moveInto(parent, node) {
@@ -34,11 +42,14 @@ function moveInto(parent, node) {
   else parent.append(node);
 }
 
-// What `promise` resolves to, or null once `ms` passed without it (the page's one bounded wait: an app's answer).
+// Runs `then` once `ms` passed (with no string a timer could evaluate).
+function after(ms, then) {
+  AbortSignal.timeout(ms).addEventListener("abort", then, { once: true });
+}
+
+// What `promise` resolves to, or null once `ms` passed without it (the page's bounded waits: an app's answer).
 function within(promise, ms) {
-  const late = new Promise((resolve) => {
-    AbortSignal.timeout(ms).addEventListener("abort", () => resolve(null));
-  });
+  const late = new Promise((resolve) => after(ms, () => resolve(null)));
   return Promise.race([promise, late]);
 }
 
@@ -93,6 +104,36 @@ function isRpc(data) {
   return data !== null && typeof data === "object" && !Array.isArray(data) && data.jsonrpc === "2.0";
 }
 
+// The document of an app the session showed, loaded ahead in a hidden frame for the session's next app of the
+// same server and resource. Of what it posts, only its `ui/initialize` is kept, for the app that takes it over.
+class Spare {
+  constructor(like) {
+    this.server = like.server;
+    this.resourceUri = like.resourceUri;
+    this.doc = null;
+    this.origin = null;
+    this.frame = null;
+    this.held = null;
+    this.mintedAt = 0;
+  }
+
+  hold(event) {
+    const message = event.data;
+    if (event.origin !== this.origin || !isRpc(message) || message.method !== "ui/initialize" || message.id === undefined) return;
+    this.held = event;
+  }
+
+  // Of the same document, its app waiting for its `ui/initialize` and not about to give up on it.
+  fits(view) {
+    return (
+      this.held !== null &&
+      this.server === view.server &&
+      this.resourceUri === view.resourceUri &&
+      performance.now() - this.mintedAt < SPARE_HOLD_MS
+    );
+  }
+}
+
 export class Apps {
   // places: {panel, panelBody, panelTitle, panelClose, pip, parking}; send(message) puts a message on the
   // session's socket, false when it is not open.
@@ -105,8 +146,10 @@ export class Apps {
     this.views = new Map();
     this.sessionId = null;
     this.inPanel = null;
-    // The spare frame for the session's next app, {doc, frame} (frame null while it is being reserved).
+    // The spare for the session's next app, and every spare whose frame is still the spare's (the one being
+    // taken over, too), whose messages are held.
     this.spare = null;
+    this.spares = new Set();
     places.panelClose.addEventListener("click", () => this.inPanel?.leavePanel());
     // Fullscreen hides the conversation, and with it the card's buttons: the panel has its own.
     this.panelButtons = {
@@ -119,6 +162,12 @@ export class Apps {
       for (const view of this.views.values()) {
         if (view.frame && event.source === view.frame.contentWindow) {
           view.receive(event);
+          return;
+        }
+      }
+      for (const spare of this.spares) {
+        if (spare.frame && event.source === spare.frame.contentWindow) {
+          spare.hold(event);
           return;
         }
       }
@@ -170,33 +219,53 @@ export class Apps {
     this.sessionId = sessionId;
   }
 
-  // Loads a spare frame for the shown session, unless there is one (or one is on its way).
-  prepareSpare() {
+  // Loads a spare like the app of `view`, which is up, unless the session has one (or one is on its way).
+  prepareSpare(view) {
     if (this.spare || !this.sessionId) return;
-    const spare = { doc: null, frame: null };
+    const spare = new Spare(view);
     this.spare = spare;
-    api(`/api/sessions/${encodeURIComponent(this.sessionId)}/app-spare`, { method: "POST" }).then(
-      (reserved) => {
+    this.spares.add(spare);
+    api(`/api/sessions/${encodeURIComponent(this.sessionId)}/app-spare`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ like: view.callId }),
+    }).then(
+      (minted) => {
+        spare.doc = minted.doc;
         if (this.spare !== spare) {
-          api(`/api/apps/${reserved.doc}`, { method: "DELETE" }).catch(() => {});
+          this.discardSpare(spare);
           return;
         }
-        spare.doc = reserved.doc;
+        spare.origin = minted.origin;
+        spare.mintedAt = performance.now();
         spare.frame = appFrameElement("app-spare");
         spare.frame.title = "Spare app frame";
-        spare.frame.src = reserved.src;
+        if (minted.allow) spare.frame.setAttribute("allow", minted.allow);
+        spare.frame.src = minted.src;
         this.places.parking.append(spare.frame);
+        after(SPARE_HOLD_MS, () => {
+          if (this.spare !== spare) return;
+          this.discardSpare(spare);
+          // A page out of sight renews nothing: the next app up makes a new spare.
+          if (document.visibilityState === "visible") this.prepareSpare(view);
+        });
       },
       () => {
         if (this.spare === spare) this.spare = null;
+        this.spares.delete(spare);
       },
     );
   }
 
-  // The spare frame for an app that starts now, or null when none is ready.
-  takeSpare() {
+  // The spare for `view`, which starts now, or null when none fits it (then the spare goes: the next one will be
+  // like this app).
+  takeSpare(view) {
     const spare = this.spare;
-    if (!spare?.frame) return null;
+    if (!spare) return null;
+    if (!spare.fits(view)) {
+      this.discardSpare(spare);
+      return null;
+    }
     this.spare = null;
     return spare;
   }
@@ -205,6 +274,7 @@ export class Apps {
   discardSpare(spare) {
     if (!spare) return;
     if (this.spare === spare) this.spare = null;
+    this.spares.delete(spare);
     spare.frame?.remove();
     if (spare.doc) api(`/api/apps/${spare.doc}`, { method: "DELETE" }).catch(() => {});
   }
@@ -257,6 +327,7 @@ class AppView {
     this.apps = apps;
     this.callId = event.call_id;
     this.resourceUri = event.resource_uri;
+    this.server = call.server;
     this.title = `${call.server} · ${call.tool}`;
     this.arguments = call.arguments ?? {};
     this.outcome = null;
@@ -327,8 +398,8 @@ class AppView {
     this.error.hidden = false;
   }
 
-  async load() {
-    const spare = this.apps.takeSpare();
+  async load({ fresh = false } = {}) {
+    const spare = fresh ? null : this.apps.takeSpare(this);
     const url = `/api/sessions/${encodeURIComponent(this.apps.sessionId)}/apps/${encodeURIComponent(this.callId)}`;
     let opened;
     try {
@@ -336,15 +407,13 @@ class AppView {
     } catch (error) {
       this.apps.discardSpare(spare);
       this.showError(`The app could not be loaded: ${error.data?.error ?? error.message}`);
-      if (spare) this.apps.prepareSpare();
       return;
     }
-    // The host binds the spare's origin to this app unless it could not (then the app has another).
-    const inSpare = spare !== null && opened.doc === spare.doc;
-    if (!inSpare) this.apps.discardSpare(spare);
+    // The host binds the spare to this app only when it runs this app's document.
+    const inSpare = spare !== null && opened.spare === true && opened.doc === spare.doc;
+    if (!inSpare || this.state === "closed") this.apps.discardSpare(spare);
     if (this.state === "closed") {
-      if (inSpare) spare.frame.remove();
-      api(`/api/apps/${opened.doc}`, { method: "DELETE" }).catch(() => {});
+      if (!inSpare) api(`/api/apps/${opened.doc}`, { method: "DELETE" }).catch(() => {});
       return;
     }
     this.doc = opened.doc;
@@ -354,13 +423,35 @@ class AppView {
     const frame = inSpare ? spare.frame : appFrameElement("app-frame");
     frame.dataset.testid = "app-frame";
     frame.title = `App of ${this.title}`;
-    // The frame's permissions apply from its next navigation on: the app's document.
-    if (opened.allow) frame.setAttribute("allow", opened.allow);
     frame.style.height = "160px";
     this.frame = frame;
     moveInto(this.box, frame);
-    frame.src = opened.src;
     this.setState("loading", "starting");
+    if (inSpare) {
+      // The document is in the frame already; what it asked while it waited is this app's now.
+      this.apps.spares.delete(spare);
+      this.answerHeld(spare.held);
+      return;
+    }
+    // The frame's permissions apply from its next navigation on: the app's document.
+    if (opened.allow) frame.setAttribute("allow", opened.allow);
+    frame.src = opened.src;
+  }
+
+  // The `ui/initialize` a spare held goes on as this app's. An app that gave up on it meanwhile stays silent;
+  // then it starts again, in a new frame with a document of its own.
+  async answerHeld(held) {
+    const frame = this.frame;
+    this.appModes = held.data.params?.appCapabilities?.availableDisplayModes ?? null;
+    await this.relay(held.data, true);
+    await new Promise((resolve) => after(SPARE_ANSWER_WAIT_MS, resolve));
+    if (this.frame !== frame || this.initialized || this.state === "closed") return;
+    frame.remove();
+    this.frame = null;
+    api(`/api/apps/${this.doc}`, { method: "DELETE" }).catch(() => {});
+    this.doc = null;
+    this.origin = null;
+    this.load({ fresh: true });
   }
 
   // ---- from the app ----
@@ -380,8 +471,8 @@ class AppView {
       case "ui/notifications/initialized":
         this.initialized = true;
         this.setState("ready", "ready");
-        // This app's process is up: the next app's may start.
-        this.apps.prepareSpare();
+        // This app is up: the next app of its document may start ahead.
+        this.apps.prepareSpare(this);
         this.post({ jsonrpc: "2.0", method: "ui/notifications/tool-input", params: { arguments: this.arguments } });
         this.sendOutcome();
         return;

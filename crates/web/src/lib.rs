@@ -156,7 +156,6 @@ impl Workbench {
         let stop = self.state.shutdown.clone();
         let apps = Router::new()
             .route("/", get(sandbox::document))
-            .route("/spare", get(sandbox::document))
             .fallback(sandbox::nothing)
             .with_state(Arc::clone(&self.state.sandbox));
         let apps_stop = stop.clone();

@@ -11,11 +11,14 @@
 //! response header and `frame-ancestors` limited to the workbench, so only the workbench's page
 //! can frame it. Anything else there is a 404.
 //!
-//! A document on a new site needs a browser process of its own, the slowest part of showing an
-//! app. So once an app of a session is up, the page keeps a spare frame for the next: `POST
-//! /api/sessions/{id}/app-spare` reserves an id for the session's next app, whose `/spare` is
-//! an empty page where nothing may run; that app's document is then minted under the reserved
-//! id (`?spare=`), and loads in the process already up. A spare speaks for no invocation.
+//! A document on a new site needs a browser process of its own and then starts its script, the
+//! slowest part of showing an app. So once an app of a session is up, the page keeps a spare for
+//! the session's next app of the same document: `POST /api/sessions/{id}/app-spare` with
+//! `{"like": CALL}` mints that call's document again under a new id, for no invocation, and the
+//! page loads it in a hidden frame, holding back its `ui/initialize`. When the next call's
+//! document is the same (same server, same bytes, same policy), opening it with `?spare=` binds
+//! the spare to that call instead of minting anew: the app is already running. Until it is bound,
+//! a spare speaks for no invocation: the bridge refuses it like a document never minted.
 //!
 //! The page relays what the app posts (after checking the message came from that frame's
 //! window and origin) over the session's socket (`app_rpc`, answered by `app_reply`: see
@@ -29,9 +32,10 @@ use std::sync::{Arc, Mutex};
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use formwork_host::{AppError, AppReply};
+use formwork_host::apps::AppDocument;
+use formwork_host::{AppError, AppReply, OpenedApp};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -63,9 +67,14 @@ struct Document {
 }
 
 enum Content {
-    /// Reserved for the session's next app: [`SPARE_PAGE`] at `/spare`, once, so that the
-    /// frame's browser process is up before the app is known. It speaks for no invocation.
-    Spare { served: bool },
+    /// Minted ahead for the session's next app of `server`'s `document`: its page at `/`, once,
+    /// before any invocation is known. It speaks for no invocation until one binds it.
+    Spare {
+        server: String,
+        document: Arc<AppDocument>,
+        html: Option<String>,
+        csp: String,
+    },
     /// The app of `call_id`: its page at `/`, until it was served.
     App {
         call_id: String,
@@ -73,10 +82,6 @@ enum Content {
         csp: String,
     },
 }
-
-/// What a spare frame shows until its app comes: nothing, and it may run nothing.
-const SPARE_PAGE: &str = "<!doctype html><title></title>";
-const SPARE_CSP: &str = "default-src 'none'";
 
 impl Sandbox {
     pub(crate) fn new(workbench_port: u16, apps_port: u16) -> Sandbox {
@@ -103,43 +108,53 @@ impl Sandbox {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// A document id for `session`'s next app: its spare frame's origin.
-    fn reserve(&self, session: &str) -> Option<String> {
+    /// A spare for `session`'s next app of the same document as `like`: a new id, no invocation.
+    fn reserve(&self, session: &str, like: &OpenedApp) -> Option<String> {
         let id = mint_id()?;
         self.insert(
             id.clone(),
             Document {
                 session: session.to_owned(),
-                content: Content::Spare { served: false },
+                content: Content::Spare {
+                    server: like.server.clone(),
+                    document: Arc::clone(&like.document),
+                    html: Some(page_of(&like.document)),
+                    csp: like.document.policy.csp.clone(),
+                },
             },
         );
         Some(id)
     }
 
-    /// The document of `call_id`'s app: under `spare` when that id is reserved for `session`
-    /// and not yet bound (the page's spare frame goes on to it in the same process), else
-    /// under a new id.
+    /// The document of `call_id`'s app, and whether it is the `spare` the page offered: that
+    /// spare, bound to the call, when it is one of `session`'s, not bound yet, and minted from
+    /// the same server's same document (then the page's frame already runs it); else a new id.
     fn mint(
         &self,
         session: &str,
         call_id: &str,
-        html: String,
-        csp: String,
+        opened: &OpenedApp,
         spare: Option<&str>,
-    ) -> Option<String> {
-        let content = Content::App {
-            call_id: call_id.to_owned(),
-            html: Some(html),
-            csp,
-        };
+    ) -> Option<(String, bool)> {
         if let Some(spare) = spare {
             let mut documents = self.lock();
             if let Some(document) = documents.by_id.get_mut(spare)
                 && document.session == session
-                && matches!(document.content, Content::Spare { .. })
+                && let Content::Spare {
+                    server,
+                    document: made_from,
+                    html,
+                    csp,
+                } = &mut document.content
+                && *server == opened.server
+                && (Arc::ptr_eq(made_from, &opened.document) || **made_from == *opened.document)
             {
-                document.content = content;
-                return Some(spare.to_owned());
+                document.content = Content::App {
+                    call_id: call_id.to_owned(),
+                    html: html.take(),
+                    csp: std::mem::take(csp),
+                };
+                return Some((spare.to_owned(), true));
             }
         }
         let id = mint_id()?;
@@ -147,10 +162,14 @@ impl Sandbox {
             id.clone(),
             Document {
                 session: session.to_owned(),
-                content,
+                content: Content::App {
+                    call_id: call_id.to_owned(),
+                    html: Some(page_of(&opened.document)),
+                    csp: opened.document.policy.csp.clone(),
+                },
             },
         );
-        Some(id)
+        Some((id, false))
     }
 
     fn insert(&self, id: String, document: Document) {
@@ -180,10 +199,10 @@ impl Sandbox {
         documents.by_id.remove(id).is_some()
     }
 
-    /// The document for a request to the app listener: its host must be `<id>.localhost:<port>`
-    /// of a minted, not yet served document (an app's at `/`, a spare's at `/spare`), and the
-    /// request must load a frame.
-    fn serve(&self, path: &str, headers: &HeaderMap) -> Result<(String, String), StatusCode> {
+    /// The document for a request to the app listener's `/`: its host must be
+    /// `<id>.localhost:<port>` of a minted (or spare), not yet served document, and the request
+    /// must load a frame.
+    fn serve(&self, headers: &HeaderMap) -> Result<(String, String), StatusCode> {
         let host = headers
             .get(header::HOST)
             .and_then(|host| host.to_str().ok())
@@ -200,18 +219,9 @@ impl Sandbox {
         }
         let mut documents = self.lock();
         let document = documents.by_id.get_mut(id).ok_or(StatusCode::NOT_FOUND)?;
-        let (html, csp) = match (&mut document.content, path) {
-            (Content::App { html, csp, .. }, "/") => {
-                (html.take().ok_or(StatusCode::GONE)?, csp.as_str())
-            }
-            (Content::Spare { served }, "/spare") => {
-                if std::mem::replace(served, true) {
-                    return Err(StatusCode::GONE);
-                }
-                (SPARE_PAGE.to_owned(), SPARE_CSP)
-            }
-            _ => return Err(StatusCode::NOT_FOUND),
-        };
+        let (Content::App { html, csp, .. } | Content::Spare { html, csp, .. }) =
+            &mut document.content;
+        let html = html.take().ok_or(StatusCode::GONE)?;
         let csp = format!(
             "{csp}; frame-ancestors http://127.0.0.1:{port} http://localhost:{port}",
             port = self.workbench_port
@@ -227,21 +237,55 @@ fn mint_id() -> Option<String> {
     Some(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
 }
 
-/// `POST /api/sessions/{id}/app-spare`: a document id reserved for the session's next app, and
-/// its spare page. `200 {"doc", "src", "origin"}`; `404` when the session is unknown.
-pub(crate) async fn spare(State(state): State<AppState>, Path(session): Path<String>) -> Response {
-    if !state.host.sessions().contains(&session) {
-        return (
-            StatusCode::NOT_FOUND,
-            Json(json!({"error": format!("no session `{session}`")})),
-        )
-            .into_response();
-    }
-    let Some(id) = state.sandbox.reserve(&session) else {
+#[derive(Deserialize)]
+pub(crate) struct SpareRequest {
+    /// A call of the session whose app is shown: the spare is minted from its document.
+    like: String,
+}
+
+/// `POST /api/sessions/{id}/app-spare` with `{"like": CALL}`: a spare for the session's next app
+/// of the same document as `CALL`'s, for the page to load ahead in a hidden frame. `200 {"doc",
+/// "src", "origin", "allow"}`; `404` when the session is unknown or the call declared no app;
+/// `502 {"error"}` when its document cannot be read.
+pub(crate) async fn spare(
+    State(state): State<AppState>,
+    Path(session): Path<String>,
+    Json(request): Json<SpareRequest>,
+) -> Response {
+    let like = match state.host.open_app(&session, &request.like).await {
+        Ok(opened) => opened,
+        Err(err) => return not_opened(&err),
+    };
+    let Some(id) = state.sandbox.reserve(&session, &like) else {
         return no_randomness();
     };
     let origin = state.sandbox.origin(&id);
-    Json(json!({"doc": id, "src": format!("{origin}/spare"), "origin": origin})).into_response()
+    Json(json!({
+        "doc": id,
+        "src": format!("{origin}/"),
+        "origin": origin,
+        "allow": like.document.policy.allow,
+    }))
+    .into_response()
+}
+
+/// Why an app could not be opened: `404` for a call that declared no app or an unknown session,
+/// `502` when its source is unavailable or its document fails to load.
+fn not_opened(err: &AppError) -> Response {
+    let status = match err {
+        AppError::NoApp(_) | AppError::Command(_) => StatusCode::NOT_FOUND,
+        _ => StatusCode::BAD_GATEWAY,
+    };
+    (status, Json(json!({"error": err.to_string()}))).into_response()
+}
+
+/// What the app listener serves for a document: a widget gets the `window.openai` adapter.
+fn page_of(document: &AppDocument) -> String {
+    if document.skybridge {
+        with_adapter(&document.html)
+    } else {
+        document.html.clone()
+    }
 }
 
 fn no_randomness() -> Response {
@@ -254,15 +298,16 @@ fn no_randomness() -> Response {
 
 #[derive(Deserialize)]
 pub(crate) struct OpenQuery {
-    /// The page's spare document for this session, to become the app's.
+    /// The page's spare for this session, to become the app's when it runs the same document.
     spare: Option<String>,
 }
 
-/// `POST /api/sessions/{id}/apps/{call}[?spare=DOC]`: the call's app, minted (under `DOC` when
-/// that is a spare of this session not bound yet). `200 {"doc", "src", "origin", "allow",
-/// "prefers_border", "skybridge", "server", "tool", "resource_uri"}`; `404` when the call
-/// declared no app (an ordinary tool call) or the session is unknown; `502 {"error"}` when the
-/// app's source is unavailable or its document fails to load.
+/// `POST /api/sessions/{id}/apps/{call}[?spare=DOC]`: the call's app, minted, or bound to the spare
+/// `DOC` (see [`Sandbox::mint`]). `200 {"doc", "src", "origin", "allow", "prefers_border",
+/// "skybridge", "server", "tool", "resource_uri", "spare"}`, where `spare` says whether `doc` is
+/// the spare (its frame already has the document); `404` when the call declared no app (an
+/// ordinary tool call) or the session is unknown; `502 {"error"}` when the app's source is
+/// unavailable or its document fails to load.
 pub(crate) async fn open(
     State(state): State<AppState>,
     Path((session, call_id)): Path<(String, String)>,
@@ -270,37 +315,17 @@ pub(crate) async fn open(
 ) -> Response {
     let opened = match state.host.open_app(&session, &call_id).await {
         Ok(opened) => opened,
-        Err(err @ (AppError::NoApp(_) | AppError::Command(_))) => {
-            return (
-                StatusCode::NOT_FOUND,
-                Json(json!({"error": err.to_string()})),
-            )
-                .into_response();
-        }
-        Err(err) => {
-            return (
-                StatusCode::BAD_GATEWAY,
-                Json(json!({"error": err.to_string()})),
-            )
-                .into_response();
-        }
+        Err(err) => return not_opened(&err),
     };
-    let document = &opened.document;
-    let html = if document.skybridge {
-        with_adapter(&document.html)
-    } else {
-        document.html.clone()
-    };
-    let Some(id) = state.sandbox.mint(
-        &session,
-        &call_id,
-        html,
-        document.policy.csp.clone(),
-        query.spare.as_deref(),
-    ) else {
+    let Some((id, in_spare)) =
+        state
+            .sandbox
+            .mint(&session, &call_id, &opened, query.spare.as_deref())
+    else {
         return no_randomness();
     };
     let origin = state.sandbox.origin(&id);
+    let document = &opened.document;
     Json(json!({
         "doc": id,
         "src": format!("{origin}/"),
@@ -311,6 +336,7 @@ pub(crate) async fn open(
         "server": opened.server,
         "tool": opened.tool,
         "resource_uri": document.uri,
+        "spare": in_spare,
     }))
     .into_response()
 }
@@ -413,13 +439,9 @@ pub(crate) async fn release(State(state): State<AppState>, Path(doc): Path<Strin
     }
 }
 
-/// The app listener's only routes: a minted document, once, and a spare page, once.
-pub(crate) async fn document(
-    State(sandbox): State<Arc<Sandbox>>,
-    uri: Uri,
-    headers: HeaderMap,
-) -> Response {
-    let (html, csp) = match sandbox.serve(uri.path(), &headers) {
+/// The app listener's only route: a minted document, once.
+pub(crate) async fn document(State(sandbox): State<Arc<Sandbox>>, headers: HeaderMap) -> Response {
+    let (html, csp) = match sandbox.serve(&headers) {
         Ok(served) => served,
         Err(status) => {
             return (
@@ -491,13 +513,36 @@ fn with_adapter(html: &str) -> String {
 mod tests {
     use super::*;
 
+    fn opened(server: &str, html: &str) -> OpenedApp {
+        OpenedApp {
+            server: server.to_owned(),
+            tool: Value::Null,
+            document: Arc::new(AppDocument {
+                uri: "ui://t/app.html".to_owned(),
+                mime_type: formwork_host::apps::APP_MIME.to_owned(),
+                html: html.to_owned(),
+                skybridge: false,
+                policy: formwork_host::apps::SandboxPolicy {
+                    csp: "default-src 'none'".to_owned(),
+                    allow: String::new(),
+                    granted: json!({"csp": {}, "permissions": {}}),
+                    dropped: Vec::new(),
+                },
+                prefers_border: None,
+            }),
+            widget_state: None,
+        }
+    }
+
     #[test]
     fn past_the_limit_the_oldest_documents_are_forgotten() {
         let sandbox = Sandbox::new(1, 2);
+        let app = opened("p", "<p>app</p>");
         let ids: Vec<String> = (0..=MAX_DOCUMENTS)
             .map(|n| {
                 sandbox
-                    .mint("s", &format!("c{n}"), String::new(), String::new(), None)
+                    .mint("s", &format!("c{n}"), &app, None)
+                    .map(|(id, _)| id)
                     .unwrap_or_default()
             })
             .collect();
@@ -507,6 +552,46 @@ mod tests {
             Some(("s".to_owned(), "c1".to_owned()))
         );
         assert_eq!(sandbox.lock().by_id.len(), MAX_DOCUMENTS);
+    }
+
+    #[test]
+    fn a_spare_is_bound_only_by_the_same_servers_same_document_in_its_session() {
+        let sandbox = Sandbox::new(1, 2);
+        let app = opened("p", "<p>app</p>");
+        let spare = |sandbox: &Sandbox| sandbox.reserve("s", &app).expect("randomness");
+        let bound = |sandbox: &Sandbox, session: &str, call: &str, like: &OpenedApp, doc: &str| {
+            let (id, in_spare) = sandbox
+                .mint(session, call, like, Some(doc))
+                .expect("randomness");
+            assert_eq!(in_spare, id == doc);
+            in_spare
+        };
+        let doc = spare(&sandbox);
+        assert_eq!(
+            sandbox.owner(&doc),
+            None,
+            "a spare speaks for no invocation"
+        );
+        assert!(!bound(
+            &sandbox,
+            "s",
+            "c1",
+            &opened("p", "<p>other</p>"),
+            &doc
+        ));
+        assert!(!bound(
+            &sandbox,
+            "s",
+            "c1",
+            &opened("q", "<p>app</p>"),
+            &doc
+        ));
+        assert!(!bound(&sandbox, "t", "c1", &app, &doc));
+        // The same bytes read again (a new `Arc`) are the same document.
+        assert!(bound(&sandbox, "s", "c1", &opened("p", "<p>app</p>"), &doc));
+        assert_eq!(sandbox.owner(&doc), Some(("s".to_owned(), "c1".to_owned())));
+        assert!(!bound(&sandbox, "s", "c2", &app, &doc), "bound once");
+        assert!(!bound(&sandbox, "s", "c3", &app, "0123"), "not a spare");
     }
 
     #[test]

@@ -27,11 +27,15 @@ fn probe_server() -> String {
 
 /// Calls `tool` of `server` in the server's first session and returns the call's id once done.
 async fn call(server: &Server, plugin: &str, tool: &str) -> String {
-    let (_, mut events) = server.host.subscribe(&server.session).unwrap();
+    call_in(server, &server.session, plugin, tool).await
+}
+
+async fn call_in(server: &Server, session: &str, plugin: &str, tool: &str) -> String {
+    let (_, mut events) = server.host.subscribe(session).unwrap();
     server
         .host
         .command(
-            &server.session,
+            session,
             Command::CallTool {
                 server: plugin.to_owned(),
                 tool: tool.to_owned(),
@@ -117,7 +121,7 @@ async fn an_app_document_is_served_once_to_its_frame_on_its_own_origin() {
         json!({
             "doc": doc, "src": format!("{origin}/"), "origin": origin, "allow": "",
             "prefers_border": null, "skybridge": false, "server": "probe",
-            "tool": minted["tool"], "resource_uri": "ui://probe/app.html",
+            "tool": minted["tool"], "resource_uri": "ui://probe/app.html", "spare": false,
         })
     );
     assert_eq!(minted["tool"]["name"], "open-probe");
@@ -229,76 +233,100 @@ async fn an_app_document_is_served_once_to_its_frame_on_its_own_origin() {
     assert_eq!(relay(&server, &doc, ping, true).await.status, 404);
 }
 
-/// The page's spare frame: an origin reserved for the session's next app, with an empty page
-/// there, once, in which nothing may run, and no authority; that app's document is then minted
-/// under it, for this session only and once.
+/// The page's spare: the document of a call's app minted again ahead, for no invocation, served
+/// once under its own origin with the same policy; the session's next app of the same document
+/// (same server, same bytes) is bound to it, once, and only in that session.
 #[tokio::test]
-async fn a_spare_origin_becomes_the_next_apps_of_its_session_only() {
+async fn a_spare_is_the_next_apps_document_ahead_and_speaks_for_no_invocation() {
     let server = Server::start(&probe_server(), None).await;
-    let call_id = call(&server, "probe", "open-probe").await;
-    let reserved = server
-        .post(&format!("/api/sessions/{}/app-spare", server.session))
-        .await;
+    let first = call(&server, "probe", "open-probe").await;
+    let spare_like = |session: &str, like: &str| {
+        let body = json!({"like": like}).to_string();
+        let target = format!("/api/sessions/{session}/app-spare");
+        let server = &server;
+        async move { server.post_json(&target, &body).await }
+    };
+    let reserved = spare_like(&server.session, &first).await;
     assert_eq!(reserved.status, 200, "{reserved:?}");
     let reserved = reserved.json();
     let doc = reserved["doc"].as_str().unwrap().to_owned();
     let origin = format!("http://{doc}.localhost:{}", server.apps_port);
     assert_eq!(
         reserved,
-        json!({"doc": doc, "src": format!("{origin}/spare"), "origin": origin})
+        json!({"doc": doc, "src": format!("{origin}/"), "origin": origin, "allow": ""})
     );
-    let host = format!("{doc}.localhost:{}", server.apps_port);
-    assert_eq!(load_frame(&server, &host).await.status, 404);
-    let spare = load_frame_at(&server, &host, "/spare").await;
-    assert_eq!(spare.status, 200);
-    assert_eq!(spare.body, "<!doctype html><title></title>");
-    assert_eq!(
-        spare.header("content-security-policy"),
-        Some(format!(
-            "default-src 'none'; frame-ancestors http://127.0.0.1:{port} http://localhost:{port}",
-            port = server.port()
-        ))
-        .as_deref()
-    );
-    assert_eq!(load_frame_at(&server, &host, "/spare").await.status, 410);
     let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
     assert_eq!(relay(&server, &doc, ping.clone(), true).await.status, 404);
+
+    // The same page, under the same policy, as the call's own document.
+    let own = server
+        .post(&format!("/api/sessions/{}/apps/{first}", server.session))
+        .await
+        .json();
+    let own_host = format!(
+        "{}.localhost:{}",
+        own["doc"].as_str().unwrap(),
+        server.apps_port
+    );
+    let own = load_frame(&server, &own_host).await;
+    let host = format!("{doc}.localhost:{}", server.apps_port);
+    assert_eq!(load_frame_at(&server, &host, "/spare").await.status, 404);
+    let spare = load_frame(&server, &host).await;
+    assert_eq!(spare.status, 200);
+    assert_eq!(spare.body, own.body);
+    assert!(spare.body.contains("ui/initialize"), "the probe app's page");
     assert_eq!(
-        server.post("/api/sessions/s-none/app-spare").await.status,
+        spare.header("content-security-policy"),
+        own.header("content-security-policy")
+    );
+    assert_eq!(load_frame(&server, &host).await.status, 410);
+    assert_eq!(relay(&server, &doc, ping.clone(), true).await.status, 404);
+
+    // A spare only of an app of the session.
+    let ordinary = call(&server, "probe", "model-only").await;
+    assert_eq!(spare_like(&server.session, &ordinary).await.status, 404);
+    assert_eq!(spare_like(&server.session, "c-none").await.status, 404);
+    assert_eq!(spare_like("s-none", &first).await.status, 404);
+
+    // Another session's spare, of the same document, is not taken.
+    let other = server.host.create_session();
+    let theirs = call_in(&server, &other, "probe", "open-probe").await;
+    let foreign = spare_like(&other, &theirs).await.json()["doc"].clone();
+    let next = call(&server, "probe", "open-probe").await;
+    let open = |call: &str, spare: &Value| {
+        let spare = spare.as_str().unwrap();
+        format!("/api/sessions/{}/apps/{call}?spare={spare}", server.session)
+    };
+    let minted = server.post(&open(&next, &foreign)).await.json();
+    assert_ne!(minted["doc"], foreign);
+    assert_eq!(minted["spare"], json!(false));
+
+    // The next app of the same document is bound to the spare: its frame has the page already.
+    let minted = server.post(&open(&next, &json!(doc))).await.json();
+    assert_eq!(minted["doc"], json!(doc));
+    assert_eq!(minted["spare"], json!(true));
+    assert_eq!(minted["src"], json!(format!("{origin}/")));
+    assert_eq!(load_frame(&server, &host).await.status, 410);
+    assert_eq!(relay(&server, &doc, ping.clone(), true).await.status, 200);
+    // Bound once: the next app given the same spare gets another origin.
+    let again = call(&server, "probe", "open-probe").await;
+    let minted = server.post(&open(&again, &json!(doc))).await.json();
+    assert_ne!(minted["doc"], json!(doc));
+    assert_eq!(minted["spare"], json!(false));
+
+    // A spare of an older version of the document is not bound: the app gets its own origin.
+    let older = spare_like(&server.session, &again).await.json()["doc"].clone();
+    call(&server, "probe", "bump-app").await;
+    let bumped = call(&server, "probe", "open-probe").await;
+    let minted = server.post(&open(&bumped, &older)).await.json();
+    assert_ne!(minted["doc"], older);
+    assert_eq!(minted["spare"], json!(false));
+    assert_eq!(
+        relay(&server, older.as_str().unwrap(), ping, true)
+            .await
+            .status,
         404
     );
-
-    // Another session's spare is not taken: the app gets an origin of its own.
-    let other = server.host.create_session();
-    let foreign = server
-        .post(&format!("/api/sessions/{other}/app-spare"))
-        .await
-        .json()["doc"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let open = |spare: &str| {
-        format!(
-            "/api/sessions/{}/apps/{call_id}?spare={spare}",
-            server.session
-        )
-    };
-    let minted = server.post(&open(&foreign)).await.json();
-    assert_ne!(minted["doc"], json!(foreign));
-
-    let minted = server.post(&open(&doc)).await.json();
-    assert_eq!(minted["doc"], json!(doc));
-    assert_eq!(minted["src"], json!(format!("{origin}/")));
-    let served = load_frame(&server, &host).await;
-    assert_eq!(served.status, 200);
-    assert!(
-        served.body.contains("ui/initialize"),
-        "the probe app's document"
-    );
-    assert_eq!(load_frame_at(&server, &host, "/spare").await.status, 404);
-    assert_eq!(relay(&server, &doc, ping, true).await.status, 200);
-    // Bound once: the next app given the same spare gets another origin.
-    assert_ne!(server.post(&open(&doc)).await.json()["doc"], json!(doc));
 }
 
 #[tokio::test]

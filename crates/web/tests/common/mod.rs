@@ -174,6 +174,18 @@ impl Server {
         self.raw("POST", target, &headers).await
     }
 
+    /// A POST of JSON `body` as the page makes it.
+    pub async fn post_json(&self, target: &str, body: &str) -> Response {
+        let headers = [
+            ("Host", self.host_header()),
+            ("Origin", self.origin()),
+            ("Authorization", self.bearer()),
+            ("Content-Type", "application/json".to_owned()),
+            ("Content-Length", body.len().to_string()),
+        ];
+        raw_request_with_body(self.addr, "POST", target, &headers, body.as_bytes()).await
+    }
+
     /// A POST of `body` as the page makes it: right Host and Origin, the token as a bearer.
     pub async fn post_body(&self, target: &str, body: &[u8]) -> Response {
         let headers = [
