@@ -31,6 +31,8 @@ const MIN_HEIGHT = 48;
 // How long a spare may hold its app's `ui/initialize`: apps built on the official SDK give up on a request after
 // 60 s, and a spare is renewed before that.
 const SPARE_HOLD_MS = 50_000;
+// Spares are renewed for this long after the session's last app started, then no more until the next one.
+const SPARE_RENEW_FOR_MS = 10 * 60_000;
 // An app may have given up on its held `ui/initialize` sooner (a timeout of its own): when it sends no
 // `ui/notifications/initialized` this long after the answer, it starts again in a new frame.
 const SPARE_ANSWER_WAIT_MS = 1000;
@@ -150,6 +152,8 @@ export class Apps {
     // taken over, too), whose messages are held.
     this.spare = null;
     this.spares = new Set();
+    // When an app of the session last started (asked for its document).
+    this.lastStart = 0;
     places.panelClose.addEventListener("click", () => this.inPanel?.leavePanel());
     // Fullscreen hides the conversation, and with it the card's buttons: the panel has its own.
     this.panelButtons = {
@@ -246,8 +250,10 @@ export class Apps {
         after(SPARE_HOLD_MS, () => {
           if (this.spare !== spare) return;
           this.discardSpare(spare);
-          // A page out of sight renews nothing: the next app up makes a new spare.
-          if (document.visibilityState === "visible") this.prepareSpare(view);
+          // A page out of sight, or a session whose apps are done for a while, renews nothing: the next app
+          // up makes a new spare.
+          const recent = performance.now() - this.lastStart < SPARE_RENEW_FOR_MS;
+          if (recent && document.visibilityState === "visible") this.prepareSpare(view);
         });
       },
       () => {
@@ -260,6 +266,7 @@ export class Apps {
   // The spare for `view`, which starts now, or null when none fits it (then the spare goes: the next one will be
   // like this app).
   takeSpare(view) {
+    this.lastStart = performance.now();
     const spare = this.spare;
     if (!spare) return null;
     if (!spare.fits(view)) {
