@@ -122,6 +122,12 @@ async function readyApp(call) {
   return card;
 }
 
+// The page's spare, once its app waits for its `ui/initialize`.
+function waitingSpare(page) {
+  const spare = page.locator(`${tid("app-parking")} ${tid("app-spare")}[data-state="waiting"]`);
+  return spare.waitFor({ state: "attached" }).then(() => spare);
+}
+
 // The app's frame, found by its document's origin: it stays the same frame wherever the page moves it.
 async function appFrame(page, card) {
   const origin = await card.getAttribute("data-origin");
@@ -374,6 +380,19 @@ test("basic-vanillajs", async (page) => {
   await until("the refusal in the app", async () => pageErrors.includes("the person did not open the link") || pageErrors);
   pageErrors.splice(pageErrors.indexOf("the person did not open the link"), 1);
   assert.equal(await userMessages(page).count(), 1);
+
+  // The next call starts in the spare, where the official SDK's handshake waited: it goes on as this call's app's.
+  const ahead = new URL(await (await waitingSpare(page)).getAttribute("src")).origin;
+  const again = await readyApp(await callTool(page, "basic", "get-time"));
+  assert.equal(await again.getAttribute("data-origin"), ahead, "the second app did not start in the spare");
+  const second = await appFrame(page, again);
+  const shown = await textBecomes(second.locator("#server-time"), iso);
+  await sleep(5);
+  await second.locator("#get-time-btn").click();
+  await until("a new server time in the second app", async () => {
+    const now = collapsed(await second.locator("#server-time").textContent());
+    return (iso.test(now) && now !== shown) || now;
+  });
 });
 
 // server-debug: every button, each request working or refused as the host's capabilities say.
@@ -840,20 +859,13 @@ test("a-long-transcript-keeps-off-screen-apps-alive", async (page) => {
 // until one of its apps is up, and a spare asks the host nothing.
 test("an-app-starts-in-the-spare-frame", async (page) => {
   await newSession(page);
-  const spare = page.locator(`${tid("app-parking")} ${tid("app-spare")}`);
   await sleep(500);
   assert.equal(await page.locator(tid("app-spare")).count(), 0, "a spare before any app of the session");
   const first = await readyApp(await callTool(page, "probe", "open-probe"));
   // The spare's document is up and waiting: its `ui/initialize` has no answer.
-  const waiting = async (loaded = "body[data-version]") => {
-    await spare.waitFor({ state: "attached" });
-    const src = new URL(await spare.getAttribute("src"));
-    let frame;
-    await until("the spare's document", async () => {
-      frame = page.frames().find((candidate) => candidate.url() === src.href);
-      return frame !== undefined && (await frame.locator(loaded).count()) === 1;
-    });
-    return { origin: src.origin, frame };
+  const waiting = async () => {
+    const src = new URL(await (await waitingSpare(page)).getAttribute("src"));
+    return { origin: src.origin, frame: page.frames().find((candidate) => candidate.url() === src.href) };
   };
   const ahead = await waiting();
   assert.equal(await page.locator(tid("app-spare")).count(), 1);
@@ -890,7 +902,7 @@ test("an-app-starts-in-the-spare-frame", async (page) => {
   const widget = await readyApp(await callTool(page, "probe", "widget"));
   assert.notEqual(await widget.getAttribute("data-origin"), before.origin);
   await until("the old spare gone", async () => !page.frames().some((candidate) => candidate.url().startsWith(`${before.origin}/`)));
-  const next = await waiting("h1");
+  const next = await waiting();
   assert.notEqual(next.origin, before.origin);
   assert.equal(await next.frame.locator("h1").textContent(), "Probe widget");
   assert.equal(await page.locator(tid("app-spare")).count(), 1);

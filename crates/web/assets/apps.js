@@ -123,6 +123,7 @@ class Spare {
     const message = event.data;
     if (event.origin !== this.origin || !isRpc(message) || message.method !== "ui/initialize" || message.id === undefined) return;
     this.held = event;
+    this.frame.dataset.state = "waiting";
   }
 
   // Of the same document, its app waiting for its `ui/initialize` and not about to give up on it.
@@ -429,6 +430,7 @@ class AppView {
     if (opened.prefers_border === false) this.box.dataset.border = "none";
     const frame = inSpare ? spare.frame : appFrameElement("app-frame");
     frame.dataset.testid = "app-frame";
+    delete frame.dataset.state;
     frame.title = `App of ${this.title}`;
     frame.style.height = "160px";
     this.frame = frame;
