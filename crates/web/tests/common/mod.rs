@@ -176,23 +176,22 @@ impl Server {
 
     /// A POST of JSON `body` as the page makes it.
     pub async fn post_json(&self, target: &str, body: &str) -> Response {
-        let headers = [
-            ("Host", self.host_header()),
-            ("Origin", self.origin()),
-            ("Authorization", self.bearer()),
-            ("Content-Type", "application/json".to_owned()),
-            ("Content-Length", body.len().to_string()),
-        ];
-        raw_request_with_body(self.addr, "POST", target, &headers, body.as_bytes()).await
+        self.post_typed(target, "application/json", body.as_bytes())
+            .await
     }
 
     /// A POST of `body` as the page makes it: right Host and Origin, the token as a bearer.
     pub async fn post_body(&self, target: &str, body: &[u8]) -> Response {
+        self.post_typed(target, "application/octet-stream", body)
+            .await
+    }
+
+    async fn post_typed(&self, target: &str, content_type: &str, body: &[u8]) -> Response {
         let headers = [
             ("Host", self.host_header()),
             ("Origin", self.origin()),
             ("Authorization", self.bearer()),
-            ("Content-Type", "application/octet-stream".to_owned()),
+            ("Content-Type", content_type.to_owned()),
             ("Content-Length", body.len().to_string()),
         ];
         raw_request_with_body(self.addr, "POST", target, &headers, body).await
