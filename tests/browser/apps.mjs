@@ -851,7 +851,7 @@ test("a-long-transcript-keeps-off-screen-apps-alive", async (page) => {
 // Once an app of the session is up, the page keeps a spare for the next app of the same document: that document,
 // loaded ahead in a hidden frame on an origin of its own, whose `ui/initialize` waits. The next call of the same app
 // takes it over: the same document (a mark set in it survives) on the spare's origin, initialised as that call's
-// app; and a new spare follows. The probe app gives up on a request after 2 s: a spare it gave up on is not used,
+// app; and a new spare follows. The probe app gives up on its `ui/initialize` after 5 s: in a spare it gave up on,
 // the app starts again in a new frame. An app of another document does not take the spare. A new session has none
 // until one of its apps is up, and a spare asks the host nothing.
 test("an-app-starts-in-the-spare-frame", async (page) => {

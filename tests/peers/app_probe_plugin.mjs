@@ -22,8 +22,9 @@
 // ones must not).
 //
 // The app (ui://probe/app.html, `text/html;profile=mcp-app`) speaks the app side of the MCP Apps bridge by hand
-// (JSON-RPC over postMessage to `window.parent`, no library): `ui/initialize`, `ui/notifications/initialized`, then
-// it waits for `ui/notifications/tool-result` and runs every probe below, each bounded by 2 s. It writes what it got
+// (JSON-RPC over postMessage to `window.parent`, no library): `ui/initialize` (given up after 5 s, then
+// `body[data-initialized="failed"]`), `ui/notifications/initialized`, then it waits for
+// `ui/notifications/tool-result` and runs every probe below, each bounded by 2 s. It writes what it got
 // into `#init-result`, `#host-context`, `#tool-input`, `#result-content`, `#result-structured`, `#result-meta`
 // (JSON.stringify of what arrived, so key order shows), counts in `body[data-tool-inputs]`, `[data-tool-results]`,
 // `[data-tool-cancels]` (the last reason in `[data-cancelled]`),
@@ -241,6 +242,7 @@ function appDocument(version) {
 // Runs inside the app frame (serialised with toString above): it must not refer to anything outside itself.
 function probeApp() {
   const TIMEOUT_MS = 2000;
+  const INIT_TIMEOUT_MS = 5000;
   const host = window.parent;
   const pending = new Map();
   const forgedReplies = [];
@@ -261,14 +263,14 @@ function probeApp() {
   };
   const post = (message) => host.postMessage(message, "*");
 
-  function request(method, params) {
+  function request(method, params, timeout = TIMEOUT_MS) {
     const id = nextId++;
     post({ jsonrpc: "2.0", id, method, params });
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         pending.delete(id);
         resolve({ timeout: true });
-      }, TIMEOUT_MS);
+      }, timeout);
       pending.set(id, (message) => {
         clearTimeout(timer);
         resolve(message);
@@ -635,11 +637,15 @@ function probeApp() {
   });
 
   (async () => {
-    const init = await request("ui/initialize", {
-      protocolVersion: "2026-01-26",
-      appInfo: { name: "formwork-probe-app", version: "0.1.0" },
-      appCapabilities: { availableDisplayModes: ["inline", "fullscreen", "pip"] },
-    });
+    const init = await request(
+      "ui/initialize",
+      {
+        protocolVersion: "2026-01-26",
+        appInfo: { name: "formwork-probe-app", version: "0.1.0" },
+        appCapabilities: { availableDisplayModes: ["inline", "fullscreen", "pip"] },
+      },
+      INIT_TIMEOUT_MS,
+    );
     if (!init.result) {
       show("init-result", init);
       body.dataset.initialized = "failed";
