@@ -451,8 +451,7 @@ class AppView {
   // then it starts again, in a new frame with a document of its own.
   async answerHeld(held) {
     const frame = this.frame;
-    this.appModes = held.data.params?.appCapabilities?.availableDisplayModes ?? null;
-    await this.relay(held.data, true);
+    await this.receive(held);
     await new Promise((resolve) => after(SPARE_ANSWER_WAIT_MS, resolve));
     if (this.frame !== frame || this.initialized || this.state === "closed") return;
     frame.remove();
@@ -465,6 +464,7 @@ class AppView {
 
   // ---- from the app ----
 
+  // One message of the app; for one that goes on to the host, the promise of its relay.
   receive(event) {
     // The frame's window alone is not enough: the document in it must be the one minted for this call.
     if (event.origin !== this.origin) return;
@@ -496,7 +496,7 @@ class AppView {
         return;
       default:
         if (message.method === "ui/initialize" && request) this.appModes = message.params?.appCapabilities?.availableDisplayModes ?? null;
-        this.relay(message, request);
+        return this.relay(message, request);
     }
   }
 

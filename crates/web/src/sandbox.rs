@@ -73,7 +73,6 @@ enum Content {
         server: String,
         document: Arc<AppDocument>,
         html: Option<String>,
-        csp: String,
     },
     /// The app of `call_id`: its page at `/`, until it was served.
     App {
@@ -119,7 +118,6 @@ impl Sandbox {
                     server: like.server.clone(),
                     document: Arc::clone(&like.document),
                     html: Some(page_of(&like.document)),
-                    csp: like.document.policy.csp.clone(),
                 },
             },
         );
@@ -144,7 +142,6 @@ impl Sandbox {
                     server,
                     document: made_from,
                     html,
-                    csp,
                 } = &mut document.content
                 && *server == opened.server
                 && (Arc::ptr_eq(made_from, &opened.document) || **made_from == *opened.document)
@@ -152,7 +149,7 @@ impl Sandbox {
                 document.content = Content::App {
                     call_id: call_id.to_owned(),
                     html: html.take(),
-                    csp: std::mem::take(csp),
+                    csp: made_from.policy.csp.clone(),
                 };
                 return Some((spare.to_owned(), true));
             }
@@ -219,8 +216,10 @@ impl Sandbox {
         }
         let mut documents = self.lock();
         let document = documents.by_id.get_mut(id).ok_or(StatusCode::NOT_FOUND)?;
-        let (Content::App { html, csp, .. } | Content::Spare { html, csp, .. }) =
-            &mut document.content;
+        let (html, csp) = match &mut document.content {
+            Content::App { html, csp, .. } => (html, csp.as_str()),
+            Content::Spare { html, document, .. } => (html, document.policy.csp.as_str()),
+        };
         let html = html.take().ok_or(StatusCode::GONE)?;
         let csp = format!(
             "{csp}; frame-ancestors http://127.0.0.1:{port} http://localhost:{port}",
