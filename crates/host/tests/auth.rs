@@ -45,6 +45,30 @@ enum Hostility {
     /// Its MCP endpoint opens a connection without a token and asks for one on the first
     /// request after.
     ChallengesAfterOpening,
+    /// Its token endpoint answers a token without `token_type`, its lifetime as a string.
+    MalformedTokenAnswer,
+    /// A 2025-03-26 server (no resource metadata) whose authorization server metadata claims
+    /// another origin as its issuer, with its endpoints there.
+    LegacyForeignIssuer,
+    /// Like `Refreshing`, with a confidential client that sends its secret in the body
+    /// (`client_secret_post`, the only method the server offers).
+    RefreshingWithSecretInBody,
+    /// Like `Refreshing`, but refuses every refresh (`invalid_grant`).
+    RefusesRefresh,
+    /// Its resource metadata endpoint takes the request and never answers.
+    SilentMetadata,
+}
+
+impl Hostility {
+    /// Issues refresh tokens, and its MCP endpoint takes only the tokens in `World::valid`.
+    fn refreshes(self) -> bool {
+        matches!(
+            self,
+            Hostility::Refreshing
+                | Hostility::RefreshingWithSecretInBody
+                | Hostility::RefusesRefresh
+        )
+    }
 }
 
 /// Every request either server got: "METHOD path" and its Authorization header, if any.
@@ -120,6 +144,12 @@ async fn hostile(State(world): State<World>, request: Request) -> Response {
                 challenge(origin)
             }
         }
+        "/mcp" if !authorized && world.hostility == Hostility::LegacyForeignIssuer => (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Bearer")],
+            "",
+        )
+            .into_response(),
         "/mcp" if !authorized => challenge(origin),
         "/mcp" if world.hostility == Hostility::RefusesEverything => (
             StatusCode::UNAUTHORIZED,
@@ -127,7 +157,7 @@ async fn hostile(State(world): State<World>, request: Request) -> Response {
             "",
         )
             .into_response(),
-        "/mcp" if world.hostility == Hostility::Refreshing => {
+        "/mcp" if world.hostility.refreshes() => {
             let token = request.headers()[header::AUTHORIZATION]
                 .to_str()
                 .unwrap()
@@ -145,7 +175,13 @@ async fn hostile(State(world): State<World>, request: Request) -> Response {
             }
         }
         "/mcp" => mcp(request).await,
+        "/.well-known/oauth-protected-resource/mcp" | "/.well-known/oauth-protected-resource"
+            if world.hostility == Hostility::LegacyForeignIssuer =>
+        {
+            StatusCode::NOT_FOUND.into_response()
+        }
         "/.well-known/oauth-protected-resource/mcp" => match world.hostility {
+            Hostility::SilentMetadata => std::future::pending().await,
             Hostility::HugeMetadata => {
                 let padding = " ".repeat(10 * 1024 * 1024);
                 (
@@ -197,10 +233,30 @@ async fn hostile(State(world): State<World>, request: Request) -> Response {
                         .unwrap()
                         .remove("code_challenge_methods_supported");
                 }
+                Hostility::LegacyForeignIssuer => {
+                    let elsewhere = &world.elsewhere;
+                    metadata["issuer"] = json!(elsewhere);
+                    metadata["authorization_endpoint"] = json!(format!("{elsewhere}/authorize"));
+                    metadata["token_endpoint"] = json!(format!("{elsewhere}/token"));
+                    metadata["registration_endpoint"] = json!(format!("{elsewhere}/register"));
+                }
+                Hostility::RefreshingWithSecretInBody => {
+                    metadata["token_endpoint_auth_methods_supported"] =
+                        json!(["client_secret_post"]);
+                }
                 _ => {}
             }
             json_answer(metadata)
         }
+        "/register" if world.hostility == Hostility::RefreshingWithSecretInBody => (
+            StatusCode::CREATED,
+            [(header::CONTENT_TYPE, "application/json")],
+            json!({"client_id": "client-1", "client_secret": "client-s3cret",
+                   "token_endpoint_auth_method": "client_secret_post",
+                   "redirect_uris": ["http://localhost:3000/callback"]})
+            .to_string(),
+        )
+            .into_response(),
         "/register" => (
             StatusCode::CREATED,
             [(header::CONTENT_TYPE, "application/json")],
@@ -226,7 +282,11 @@ async fn hostile(State(world): State<World>, request: Request) -> Response {
             "<html><body>Please log in</body></html>",
         )
             .into_response(),
-        "/token" if world.hostility == Hostility::Refreshing => {
+        "/token" if world.hostility == Hostility::MalformedTokenAnswer => json_answer(
+            json!({"access_token": "tok-SECRET", "expires_in": "3600", "refresh_token": "ref-SECRET"}),
+        ),
+        "/token" if world.hostility.refreshes() => {
+            let basic = request.headers().get(header::AUTHORIZATION).is_some();
             let body = axum::body::to_bytes(request.into_body(), 1 << 16)
                 .await
                 .unwrap();
@@ -246,6 +306,23 @@ async fn hostile(State(world): State<World>, request: Request) -> Response {
                 ),
                 None,
             ));
+            if world.hostility == Hostility::RefreshingWithSecretInBody {
+                world.seen.lock().unwrap().push((
+                    format!(
+                        "token auth basic={basic} client_secret={}",
+                        field("client_secret")
+                    ),
+                    None,
+                ));
+            }
+            if world.hostility == Hostility::RefusesRefresh && grant == "refresh_token" {
+                return (
+                    StatusCode::BAD_REQUEST,
+                    [(header::CONTENT_TYPE, "application/json")],
+                    json!({"error": "invalid_grant"}).to_string(),
+                )
+                    .into_response();
+            }
             let mut issued = world.issued.lock().unwrap();
             *issued += 1;
             let token = format!("token-{issued}");
@@ -776,4 +853,74 @@ async fn login_to_a_server_that_opens_without_a_token_reads_its_resource_metadat
     );
     assert_eq!(seen.last().map(String::as_str), Some("POST /token"));
     assert!(seen_elsewhere.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_malformed_token_answer_is_refused_by_its_faults_without_quoting_a_token() {
+    let outcome = connect_to(Hostility::MalformedTokenAnswer).await;
+    refused(
+        &outcome,
+        "/token answered something that is not a token response: `token_type` is missing; `expires_in` is not a whole number of seconds",
+    );
+    let err = outcome.result.as_ref().unwrap_err();
+    assert!(!err.contains("SECRET"), "{err}");
+}
+
+#[tokio::test]
+async fn without_resource_metadata_an_issuer_on_another_origin_is_refused() {
+    let outcome = connect_to(Hostility::LegacyForeignIssuer).await;
+    refused(&outcome, "names the issuer `http://127.0.0.1:");
+    let err = outcome.result.as_ref().unwrap_err();
+    assert!(err.contains("which is not on the server's origin"), "{err}");
+    assert!(!requested(&outcome, "POST /register"));
+}
+
+#[tokio::test]
+async fn a_client_that_sends_its_secret_in_the_body_refreshes_the_same_way() {
+    let (world, _) = world(Hostility::RefreshingWithSecretInBody).await;
+    let plugin = connect(&world).await.unwrap();
+    // Signed in, then refreshed at once (the first token expires in 5 s): both with the secret
+    // in the body, the one method the server offers, and no Basic header.
+    let in_body = "token auth basic=false client_secret=client-s3cret";
+    assert_eq!(
+        token_requests(&world),
+        [
+            "token grant_type=authorization_code refresh_token=",
+            in_body,
+            "token grant_type=refresh_token refresh_token=refresh-1",
+            in_body,
+        ]
+    );
+    plugin.list_tools().await.unwrap();
+    plugin.close().await;
+}
+
+#[tokio::test]
+async fn a_refresh_token_the_server_refused_is_not_sent_again() {
+    let (world, _) = world(Hostility::RefusesRefresh).await;
+    let plugin = connect(&world).await.unwrap();
+    // The first token expires in 5 s: each request wants it refreshed first, but after the
+    // server refused the refresh token once, it is forgotten and the token used while it lasts.
+    for _ in 0..3 {
+        plugin.list_tools().await.unwrap();
+    }
+    assert_eq!(
+        token_requests(&world),
+        [
+            "token grant_type=authorization_code refresh_token=",
+            "token grant_type=refresh_token refresh_token=refresh-1",
+        ]
+    );
+    plugin.close().await;
+}
+
+#[tokio::test]
+async fn metadata_that_never_comes_ends_the_sign_in_after_a_while() {
+    let started = std::time::Instant::now();
+    let outcome = connect_to(Hostility::SilentMetadata).await;
+    refused(
+        &outcome,
+        "/.well-known/oauth-protected-resource/mcp got no whole answer within 20 s",
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(40));
 }

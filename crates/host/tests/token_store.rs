@@ -21,6 +21,7 @@ fn tokens(server_name: &str, url: &str, access_token: &str) -> StoredTokens {
         token_endpoint: "https://auth.example.com/token".to_owned(),
         client_id: "formwork-client".to_owned(),
         client_secret: Some("client-s3cret".to_owned()),
+        token_endpoint_auth: Some("client_secret_post".to_owned()),
         access_token: access_token.to_owned(),
         refresh_token: Some("refresh-t0ken".to_owned()),
         expires_at: Some(1_790_000_000),
@@ -109,6 +110,7 @@ fn the_file_store_keeps_each_server_and_url_apart_in_a_private_file() {
             "token_endpoint": "https://auth.example.com/token",
             "client_id": "formwork-client",
             "client_secret": "client-s3cret",
+            "token_endpoint_auth": "client_secret_post",
             "access_token": "docs-access",
             "refresh_token": "refresh-t0ken",
             "expires_at": 1_790_000_000,
@@ -192,8 +194,8 @@ fn debug_output_hides_the_tokens_and_the_secret() {
         format!("{tokens:?}"),
         "StoredTokens { server_name: \"docs\", url: \"https://docs.example.com/mcp\", issuer: \
          \"https://auth.example.com\", token_endpoint: \"https://auth.example.com/token\", \
-         client_id: \"formwork-client\", client_secret: Some(<redacted>), access_token: \
-         Some(<redacted>), refresh_token: Some(<redacted>), expires_at: Some(1790000000), \
+         client_id: \"formwork-client\", client_secret: Some(<redacted>), token_endpoint_auth: \
+         Some(\"client_secret_post\"), access_token: Some(<redacted>), refresh_token: Some(<redacted>), expires_at: Some(1790000000), \
          scopes: [\"docs:read\"], resource: Some(\"https://docs.example.com/mcp\") }"
     );
     let bare = StoredTokens {
@@ -203,7 +205,7 @@ fn debug_output_hides_the_tokens_and_the_secret() {
     };
     assert!(
         format!("{bare:?}")
-            .contains("client_secret: None, access_token: Some(<redacted>), refresh_token: None"),
+            .contains("client_secret: None, token_endpoint_auth: Some(\"client_secret_post\"), access_token: Some(<redacted>), refresh_token: None"),
         "{bare:?}"
     );
 }

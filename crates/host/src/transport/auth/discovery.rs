@@ -169,11 +169,21 @@ async fn legacy(server: &Url, steps: &mut Vec<AuthStep>) -> Result<Discovered, S
     let origin = server.origin().ascii_serialization();
     let root = Url::parse(&origin).map_err(|err| err.to_string())?;
     for url in server_metadata_urls(&root) {
-        // No issuer check here: servers of that era published metadata whose issuer has a path
-        // (`<origin>/oauth`) at the root well-known URL.
+        // The issuer need not equal the origin: servers of that era published metadata whose
+        // issuer has a path (`<origin>/oauth`) at the root well-known URL. It must be on the
+        // origin, though, or the endpoints' check below would only compare the metadata with
+        // itself.
         if let Some(metadata) =
             fetch_document::<ServerMetadata>(&url, SERVER_METADATA, steps).await?
         {
+            let on_origin =
+                Url::parse(&metadata.issuer).is_ok_and(|issuer| issuer.origin() == server.origin());
+            if !on_origin {
+                return Err(format!(
+                    "the metadata at {url} names the issuer `{}`, which is not on the server's origin ({origin}); without resource metadata the server's origin is its authorization server",
+                    metadata.issuer
+                ));
+            }
             check_endpoints(&metadata)?;
             return Ok(Discovered {
                 resource: None,

@@ -10,6 +10,9 @@ use super::super::http1::{Endpoint, Response};
 /// Metadata, registration and token answers larger than this are refused: they are small JSON
 /// documents, and a hostile server could send anything.
 pub(crate) const MAX_DOCUMENT_BYTES: usize = 256 * 1024;
+/// How long one exchange may take, its answer read whole: a server that takes the request and
+/// never answers would otherwise hold the sign-in (and every request waiting on it) forever.
+pub(crate) const EXCHANGE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 /// Redirects followed while fetching one metadata document, each to the same origin.
 const MAX_REDIRECTS: usize = 5;
 
@@ -34,8 +37,25 @@ impl Fetched {
     }
 }
 
-/// One request, its answer read whole (up to [`MAX_DOCUMENT_BYTES`]); no redirect followed.
+/// One request, its answer read whole (up to [`MAX_DOCUMENT_BYTES`]) within [`EXCHANGE_TIMEOUT`];
+/// no redirect followed.
 pub(crate) async fn exchange(
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Result<Fetched, String> {
+    tokio::time::timeout(EXCHANGE_TIMEOUT, exchange_whole(method, url, headers, body))
+        .await
+        .unwrap_or_else(|_| {
+            Err(format!(
+                "{method} {url} got no whole answer within {} s",
+                EXCHANGE_TIMEOUT.as_secs()
+            ))
+        })
+}
+
+async fn exchange_whole(
     method: &str,
     url: &str,
     headers: &[(&str, &str)],

@@ -29,7 +29,8 @@ use super::store::{StoredTokens, TokenStore};
 const REFRESH_AHEAD: Duration = Duration::from_secs(30);
 /// How long a failed sign-in answers the same challenge without trying again.
 const FAILURE_HOLD: Duration = Duration::from_secs(5);
-/// Sign-ins for more scopes (403 `insufficient_scope`) on one connection, at most.
+/// Sign-ins for more scopes (403 `insufficient_scope`) on one connection for one set of scopes
+/// the server asks for, at most.
 const MAX_STEP_UPS: u32 = 2;
 const OFFLINE_ACCESS: &str = "offline_access";
 /// How long a client assertion (`private_key_jwt`) is valid.
@@ -117,9 +118,10 @@ struct State {
     /// is not answered by doing the same again.
     refreshed: Option<u64>,
     signed_in: Option<u64>,
-    /// The scopes asked for in the last sign-in, and how many step-ups there were.
+    /// The scopes asked for in the last sign-in, and how many step-ups each set of scopes a
+    /// server asked for (sorted, space-separated) brought about.
     requested: Vec<String>,
-    step_ups: u32,
+    step_ups: std::collections::HashMap<String, u32>,
     /// What the last discovery tried (for `formwork doctor` and `formwork login`).
     steps: Vec<AuthStep>,
     /// The last sign-in failed on this challenge: the same challenge gets the same answer for
@@ -226,16 +228,18 @@ impl Authorizer {
         }
         if status == 403 {
             let wanted = challenge.scopes();
-            if wanted.iter().all(|scope| state.requested.contains(scope))
-                || state.step_ups >= MAX_STEP_UPS
-            {
+            let mut asked = wanted.clone();
+            asked.sort();
+            let granted = wanted.iter().all(|scope| state.requested.contains(scope));
+            let step_ups = state.step_ups.entry(asked.join(" ")).or_default();
+            if granted || *step_ups >= MAX_STEP_UPS {
                 return Err(AuthError::Failed(format!(
                     "{} refuses the request for want of scope (it asks for `{}`) even after signing in with the scopes it named",
                     self.server_name,
                     challenge.scope.as_deref().unwrap_or_default()
                 )));
             }
-            state.step_ups += 1;
+            *step_ups += 1;
             let mut scopes = state.requested.clone();
             for scope in wanted {
                 if !scopes.contains(&scope) {
@@ -335,29 +339,27 @@ impl Authorizer {
             return;
         }
         state.loaded = true;
-        let Some(store) = &self.store else { return };
-        let (store, name, url) = (
-            Arc::clone(store),
-            self.server_name.clone(),
-            self.server_url.clone(),
-        );
+        if let Some(tokens) = self.stored_tokens().await {
+            state.requested = tokens.scopes.clone();
+            state.tokens = Some(tokens);
+            state.generation += 1;
+            self.publish(state);
+        }
+    }
+
+    /// This server's sign-in as the store has it now.
+    async fn stored_tokens(&self) -> Option<StoredTokens> {
+        let store = Arc::clone(self.store.as_ref()?);
+        let (name, url) = (self.server_name.clone(), self.server_url.clone());
         // A keyring answers over D-Bus or the platform's API, and may take a moment: never on
         // the runtime's thread.
         let loaded = tokio::task::spawn_blocking(move || store.load(&name, &url))
             .await
             .unwrap_or_else(|err| Err(format!("reading the store failed: {err}")));
-        match loaded {
-            Ok(Some(tokens)) => {
-                state.requested = tokens.scopes.clone();
-                state.tokens = Some(tokens);
-                state.generation += 1;
-                self.publish(state);
-            }
-            Ok(None) => {}
-            Err(err) => {
-                tracing::warn!(target: "formwork::auth", server = %self.server_name, %err, "the stored sign-in could not be read")
-            }
-        }
+        loaded.unwrap_or_else(|err| {
+            tracing::warn!(target: "formwork::auth", server = %self.server_name, %err, "the stored sign-in could not be read");
+            None
+        })
     }
 
     async fn keep(&self, state: &mut State, tokens: StoredTokens) {
@@ -394,14 +396,33 @@ impl Authorizer {
         let Some(refresh) = tokens.refresh_token.clone() else {
             return Err(self.failed("the token cannot be refreshed (no refresh token)"));
         };
+        // Another connection or process may have refreshed it already; where the server
+        // rotates refresh tokens, ours is spent then, and theirs is the one to use.
+        if let Some(stored) = self.stored_tokens().await
+            && stored.access_token != tokens.access_token
+            && !expires_within(&stored, REFRESH_AHEAD)
+        {
+            state.tokens = Some(stored);
+            state.generation += 1;
+            state.refreshed = Some(state.generation);
+            self.publish(state);
+            return Ok(());
+        }
         let token_url = TokenUrl::new(tokens.token_endpoint.clone())
             .map_err(|err| self.failed(format!("the token endpoint is not a URL: {err}")))?;
         let mut client =
             BasicClient::new(ClientId::new(tokens.client_id.clone())).set_token_uri(token_url);
         client = match &tokens.client_secret {
-            Some(secret) => client
-                .set_client_secret(ClientSecret::new(secret.clone()))
-                .set_auth_type(AuthType::BasicAuth),
+            Some(secret) => {
+                let in_body = tokens.token_endpoint_auth.as_deref() == Some("client_secret_post");
+                client
+                    .set_client_secret(ClientSecret::new(secret.clone()))
+                    .set_auth_type(if in_body {
+                        AuthType::RequestBody
+                    } else {
+                        AuthType::BasicAuth
+                    })
+            }
             None => client.set_auth_type(AuthType::RequestBody),
         };
         let refresh = RefreshToken::new(refresh);
@@ -409,10 +430,19 @@ impl Authorizer {
         if let Some(resource) = &tokens.resource {
             request = request.add_extra_param("resource", resource.clone());
         }
-        let answer = request
-            .request_async(&fetch::oauth_client)
-            .await
-            .map_err(|err| self.failed(token_error(&tokens.token_endpoint, err)))?;
+        let answer = match request.request_async(&fetch::oauth_client).await {
+            Ok(answer) => answer,
+            Err(err) => {
+                if matches!(err, RequestTokenError::ServerResponse(_)) {
+                    // The server will not take this refresh token again (`invalid_grant`, most
+                    // likely): it is forgotten, so that no later request asks once more.
+                    let mut spent = tokens.clone();
+                    spent.refresh_token = None;
+                    self.keep(state, spent).await;
+                }
+                return Err(self.failed(token_error(&tokens.token_endpoint, err)));
+            }
+        };
         let mut renewed = tokens.clone();
         renewed.access_token = answer.access_token().secret().clone();
         if let Some(refresh) = answer.refresh_token() {
@@ -813,6 +843,13 @@ impl Authorizer {
             token_endpoint: discovered.server.token_endpoint.clone(),
             client_id: client.id.clone(),
             client_secret: client.secret.clone(),
+            token_endpoint_auth: client.secret.as_ref().map(|_| {
+                match client.auth_type {
+                    AuthType::RequestBody => "client_secret_post",
+                    _ => "client_secret_basic",
+                }
+                .to_owned()
+            }),
             access_token: answer.access_token().secret().clone(),
             refresh_token: answer.refresh_token().map(|token| token.secret().clone()),
             expires_at: answer.expires_in().map(expiry),
@@ -879,9 +916,9 @@ fn token_error<E: std::error::Error + 'static>(
             text
         }
         RequestTokenError::Request(err) => format!("the token request to {endpoint} failed: {err}"),
-        RequestTokenError::Parse(err, body) => format!(
-            "the token endpoint {endpoint} answered something that is not a token response ({err}): {}",
-            snippet(&body)
+        RequestTokenError::Parse(_, body) => format!(
+            "the token endpoint {endpoint} answered something that is not a token response: {}",
+            token_answer_fault(&body)
         ),
         RequestTokenError::Other(reason) => {
             format!(
@@ -889,6 +926,35 @@ fn token_error<E: std::error::Error + 'static>(
             )
         }
     }
+}
+
+/// What is wrong with a token endpoint's answer, naming fields but never quoting the body: a
+/// malformed answer may still carry a token.
+fn token_answer_fault(body: &[u8]) -> String {
+    let Ok(answer) = serde_json::from_slice::<Value>(body) else {
+        return format!("{} bytes that are not JSON", body.len());
+    };
+    let Some(fields) = answer.as_object() else {
+        return "JSON that is not an object".to_owned();
+    };
+    let mut faults = Vec::new();
+    for required in ["access_token", "token_type"] {
+        match fields.get(required) {
+            None => faults.push(format!("`{required}` is missing")),
+            Some(Value::String(_)) => {}
+            Some(_) => faults.push(format!("`{required}` is not a string")),
+        }
+    }
+    if let Some(lifetime) = fields.get("expires_in")
+        && !lifetime.is_u64()
+    {
+        faults.push("`expires_in` is not a whole number of seconds".to_owned());
+    }
+    if faults.is_empty() {
+        let names: Vec<&str> = fields.keys().map(String::as_str).collect();
+        faults.push(format!("its fields ({}) do not make one", names.join(", ")));
+    }
+    faults.join("; ")
 }
 
 fn snippet(body: &[u8]) -> String {

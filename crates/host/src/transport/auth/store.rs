@@ -56,6 +56,10 @@ pub struct StoredTokens {
     pub client_id: String,
     /// Its secret, when it has one (a dynamically registered confidential client).
     pub client_secret: Option<String>,
+    /// How the client sends its secret to the token endpoint (`client_secret_basic` or
+    /// `client_secret_post`), as at sign-in; refreshing does the same. Absent: Basic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_endpoint_auth: Option<String>,
     /// The access token.
     pub access_token: String,
     /// The refresh token, when one was issued.
@@ -78,6 +82,7 @@ impl fmt::Debug for StoredTokens {
             .field("token_endpoint", &self.token_endpoint)
             .field("client_id", &self.client_id)
             .field("client_secret", &redacted(self.client_secret.as_ref()))
+            .field("token_endpoint_auth", &self.token_endpoint_auth)
             .field("access_token", &redacted(Some(&self.access_token)))
             .field("refresh_token", &redacted(self.refresh_token.as_ref()))
             .field("expires_at", &self.expires_at)
