@@ -41,6 +41,9 @@ const LISTENER_SHORT: std::time::Duration = std::time::Duration::from_secs(10);
 /// spec leaves it to the client. A server ends a stream to be spared the open connection for a
 /// while; a second grants it that, and holds the call's answer up by less than a person notices.
 const DEFAULT_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+/// The longest a server's `retry` makes formwork wait before resuming a stream: longer ones
+/// would outlast the call that waits (60 s by default), or leave the listening stream shut.
+const MAX_RETRY: std::time::Duration = std::time::Duration::from_secs(30);
 /// Resumptions in a row that bring nothing (no message) before a call fails: a server that ends
 /// every resumed stream at once would otherwise be asked again forever. The listening stream
 /// falls back to its own pacing past it.
@@ -630,9 +633,16 @@ const ENDED_UNANSWERED: &str = "the plugin closed its event stream before answer
 /// Follows a call's event stream that the server ended before the response: while its events
 /// carried an `id`, waits the server's `retry` delay (exactly that) and resumes the stream with a
 /// GET bearing `Last-Event-ID`, on which the rest of the call comes (its forms, its response).
+/// A resumption that fails (the server down for a moment, a 5xx) or brings nothing new is tried
+/// again after the same delay, [`MAX_FRUITLESS_RESUMPTIONS`] times in a row at most; one the
+/// server refuses for want of a token is signed (refreshed) again like any request.
 /// `Err` is why the call fails; a session or a plugin gone is told to the connection here.
 async fn resume(shared: &Shared, request_id: u64, mut parser: SseParser) -> Result<(), String> {
     let mut fruitless = 0;
+    let mut refusals = 0;
+    // Why the last resumption failed, when it did.
+    let mut failure: Option<SendError> = None;
+    let mut pause = true;
     loop {
         if shared.incoming.is_closed() {
             // Nobody waits for the answer any more.
@@ -642,15 +652,30 @@ async fn resume(shared: &Shared, request_id: u64, mut parser: SseParser) -> Resu
             return Err(ENDED_UNANSWERED.to_owned());
         };
         if fruitless == MAX_FRUITLESS_RESUMPTIONS {
-            return Err(format!(
-                "{ENDED_UNANSWERED}, and ended it again each of the \
-                 {MAX_FRUITLESS_RESUMPTIONS} times it was resumed in a row, with nothing new"
-            ));
+            return match failure {
+                None => Err(format!(
+                    "{ENDED_UNANSWERED}, and ended it again each of the \
+                     {MAX_FRUITLESS_RESUMPTIONS} times it was resumed in a row, with nothing new"
+                )),
+                Some(SendError::Failed(reason)) => Err(format!(
+                    "{ENDED_UNANSWERED}, and its resumption failed {MAX_FRUITLESS_RESUMPTIONS} \
+                     times in a row; the last time: {reason}"
+                )),
+                Some(SendError::Unreachable(reason)) => {
+                    let _ = shared
+                        .incoming
+                        .unbounded_send(Frame::Closed(format!("{ENDED_UNANSWERED}, and {reason}")));
+                    Ok(())
+                }
+            };
         }
-        tokio::time::sleep(parser.retry.unwrap_or(DEFAULT_RETRY)).await;
+        if pause {
+            tokio::time::sleep(parser.retry.unwrap_or(DEFAULT_RETRY)).await;
+        }
+        pause = true;
         // A server that ended many calls' streams at once sees them all back after the same
         // delay: like a call's POST, each waits its turn for one of the endpoint's permits.
-        let mut resumed = Box::pin(shared.send_resuming("GET", ACCEPT_EVENTS, "", Some(&last_id)));
+        let mut resumed = Box::pin(shared.send_signed("GET", ACCEPT_EVENTS, "", Some(&last_id)));
         let permit = shared.endpoint.opening.acquire().await;
         let first = tokio::time::timeout(OPENING_HOLD, resumed.as_mut()).await;
         drop(permit);
@@ -658,17 +683,29 @@ async fn resume(shared: &Shared, request_id: u64, mut parser: SseParser) -> Resu
             Ok(sent) => sent,
             Err(_) => resumed.await,
         };
-        let response = match sent {
-            Ok(response) => response,
-            Err(SendError::Unreachable(reason)) => {
-                let _ = shared
-                    .incoming
-                    .unbounded_send(Frame::Closed(format!("{ENDED_UNANSWERED}, and {reason}")));
-                return Ok(());
+        let (response, generation) = match sent {
+            Ok(sent) => sent,
+            Err(err) => {
+                failure = Some(err);
+                fruitless += 1;
+                continue;
             }
-            Err(SendError::Failed(reason)) => return Err(reason),
         };
         let status = response.status;
+        if let Some(auth) = &shared.auth
+            && refusals < MAX_REFUSALS
+            && auth::asks_for_authorization(status, response.www_authenticate.as_deref())
+        {
+            refusals += 1;
+            let challenge = response.www_authenticate.clone();
+            let _ = response.read_to_end(64 * 1024).await;
+            Box::pin(auth.refused(status, challenge.as_deref(), generation))
+                .await
+                .map_err(|err| err.to_string())?;
+            // Signed again: resume at once.
+            pause = false;
+            continue;
+        }
         if status == 404 && shared.has_session() {
             let reason = "the plugin answered HTTP 404 to the resumption of a call's event stream";
             shared.fail_request(Some(request_id), reason.to_owned());
@@ -677,10 +714,20 @@ async fn resume(shared: &Shared, request_id: u64, mut parser: SseParser) -> Resu
                 .unbounded_send(Frame::Closed(format!("its MCP session is gone ({reason})")));
             return Ok(());
         }
+        if status >= 500 || status == 408 || status == 429 {
+            // The server cannot take it now; it may in a moment.
+            let _ = response.read_to_end(64 * 1024).await;
+            failure = Some(SendError::Failed(format!("it answered HTTP {status}")));
+            fruitless += 1;
+            continue;
+        }
         if !(200..300).contains(&status) {
             return Err(format!(
                 "{ENDED_UNANSWERED}, and answered HTTP {status} to its resumption"
             ));
+        }
+        if let (Some(auth), Some(generation)) = (&shared.auth, generation) {
+            auth.accepted(generation);
         }
         if !response.content_type.starts_with("text/event-stream") {
             return Err(format!(
@@ -693,6 +740,7 @@ async fn resume(shared: &Shared, request_id: u64, mut parser: SseParser) -> Resu
         if read.answered {
             return Ok(());
         }
+        failure = None;
         fruitless = if read.delivered { 0 } else { fruitless + 1 };
     }
 }
@@ -747,31 +795,73 @@ async fn listen(shared: &Shared, mut response: Response) {
                 backoff
             }
         };
+        response = match Box::pin(reopen_listener(shared, &mut parser, pause)).await {
+            Some(reopened) => reopened,
+            None => return,
+        };
+    }
+}
+
+/// Opens the listening stream again after `pause`, resuming after the last event `id` seen.
+/// A reopening that fails for a moment (no answer, a 5xx) is tried again less and less often,
+/// and one refused for want of a token is signed again; `None` when the stream is over: the
+/// server offers none any more, its session or the plugin is gone (told to the connection
+/// here), or nobody reads the connection.
+async fn reopen_listener(
+    shared: &Shared,
+    parser: &mut SseParser,
+    mut pause: std::time::Duration,
+) -> Option<Response> {
+    let mut refusals = 0;
+    loop {
         tokio::time::sleep(pause).await;
+        if shared.incoming.is_closed() {
+            return None;
+        }
         parser.resumed();
+        pause = (pause * 2).clamp(LISTENER_REOPEN, LISTENER_REOPEN_MAX);
         let reopened = tokio::time::timeout(
             LISTENER_WAIT,
-            shared.send_resuming("GET", ACCEPT_EVENTS, "", parser.last_id.as_deref()),
+            shared.send_signed("GET", ACCEPT_EVENTS, "", parser.last_id.as_deref()),
         );
-        response = match Box::pin(reopened).await {
-            Ok(Ok(reopened)) if reopened.status == 404 && shared.has_session() => {
-                let _ = shared.incoming.unbounded_send(Frame::Closed(
-                    "its MCP session is gone (HTTP 404 to the listening stream)".to_owned(),
-                ));
-                return;
-            }
-            Ok(Ok(reopened)) => match listening(reopened) {
-                Some(reopened) => reopened,
-                None => return,
-            },
+        let (reopened, generation) = match Box::pin(reopened).await {
+            Ok(Ok(reopened)) => reopened,
             Ok(Err(SendError::Unreachable(reason))) => {
                 let _ = shared.incoming.unbounded_send(Frame::Closed(format!(
                     "its listening stream ended, and {reason}"
                 )));
-                return;
+                return None;
             }
-            Ok(Err(SendError::Failed(_))) | Err(_) => return,
+            Ok(Err(SendError::Failed(_))) | Err(_) => continue,
         };
+        let status = reopened.status;
+        if let Some(auth) = &shared.auth
+            && refusals < MAX_REFUSALS
+            && auth::asks_for_authorization(status, reopened.www_authenticate.as_deref())
+        {
+            refusals += 1;
+            let challenge = reopened.www_authenticate.clone();
+            let _ = reopened.read_to_end(64 * 1024).await;
+            Box::pin(auth.refused(status, challenge.as_deref(), generation))
+                .await
+                .ok()?;
+            pause = std::time::Duration::ZERO;
+            continue;
+        }
+        if status == 404 && shared.has_session() {
+            let _ = shared.incoming.unbounded_send(Frame::Closed(
+                "its MCP session is gone (HTTP 404 to the listening stream)".to_owned(),
+            ));
+            return None;
+        }
+        if status >= 500 || status == 408 || status == 429 {
+            let _ = reopened.read_to_end(64 * 1024).await;
+            continue;
+        }
+        if let (Some(auth), Some(generation)) = (&shared.auth, generation) {
+            auth.accepted(generation);
+        }
+        return listening(reopened);
     }
 }
 
@@ -948,9 +1038,9 @@ impl SseParser {
                 self.id = sendable.then(|| value.to_owned());
             }
             "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
-                if let Ok(millis) = value.parse() {
-                    self.retry = Some(std::time::Duration::from_millis(millis));
-                }
+                // Digits beyond a u64 are a delay longer than any call waits, too.
+                let millis = value.parse().unwrap_or(u64::MAX);
+                self.retry = Some(std::time::Duration::from_millis(millis).min(MAX_RETRY));
             }
             _ => {}
         }
@@ -1017,6 +1107,13 @@ mod tests {
         assert_eq!(parser.last_id, None);
         let _ = parser.feed(b"id: e5\n\nid\n\n");
         assert_eq!(parser.last_id, None);
+        // A retry longer than any call waits counts as the longest formwork waits.
+        let _ = parser.feed(b"retry: 99999999999\n\n");
+        assert_eq!(parser.retry, Some(MAX_RETRY));
+        let _ = parser.feed(b"retry: 800\n\n");
+        assert_eq!(parser.retry, Some(std::time::Duration::from_millis(800)));
+        let _ = parser.feed(format!("retry: {}\n\n", "9".repeat(40)).as_bytes());
+        assert_eq!(parser.retry, Some(MAX_RETRY));
     }
 
     fn events_of(parser: &mut SseParser, chunk: &str) -> Vec<String> {
@@ -1163,6 +1260,48 @@ mod tests {
                 get("g3"),
                 get("g4")
             ]
+        );
+    }
+
+    /// A resumption the server cannot take at the moment (503) is tried again after its
+    /// `retry`, and the call gets its answer; one it refuses outright (400) ends the call.
+    #[tokio::test]
+    async fn a_resumption_the_server_cannot_take_now_is_tried_again() {
+        let gets = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = Arc::clone(&gets);
+        let (url, mut requests) = scripted_server(move |request| match request.method.as_str() {
+            "GET" => match counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+                0 => "503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                    .to_owned(),
+                1 => event_stream("id: g1\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"),
+                _ => "400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_owned(),
+            },
+            _ => event_stream("id: p0\nretry: 10\ndata: \n\n"),
+        })
+        .await;
+        let mut transport = connect(&url, Arc::new(OnceLock::new()), Vec::new(), None).unwrap();
+        let call = jsonrpc::request(1, "tools/call", Some(serde_json::json!({"name": "t"})));
+        transport.outgoing.send(call, Sent::Request(1)).unwrap();
+        let Frame::Message(answer, Some(1)) = next_frame(&mut transport).await else {
+            panic!("not call 1's answer");
+        };
+        assert_eq!(answer, r#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+        let mut seen = Vec::new();
+        while let Ok(request) = requests.try_recv() {
+            seen.push((request.method, request.last_event_id));
+        }
+        let get = ("GET".to_owned(), Some("p0".to_owned()));
+        assert_eq!(seen, [("POST".to_owned(), None), get.clone(), get]);
+        let call = jsonrpc::request(2, "tools/call", Some(serde_json::json!({"name": "t"})));
+        transport.outgoing.send(call, Sent::Request(2)).unwrap();
+        let Frame::Message(answer, None) = next_frame(&mut transport).await else {
+            panic!("not a message");
+        };
+        assert_eq!(
+            serde_json::from_str::<Value>(&answer).unwrap(),
+            serde_json::json!({"jsonrpc": "2.0", "id": 2, "error": {"code": -32603, "message":
+                "the plugin closed its event stream before answering, and answered HTTP 400 \
+                 to its resumption"}})
         );
     }
 
@@ -1407,6 +1546,52 @@ mod tests {
                 && pause < std::time::Duration::from_millis(500),
             "reopened after {pause:?}"
         );
+    }
+
+    /// A listening stream whose reopening the server cannot take at the moment (503) is opened
+    /// again a second later, still after the last event id.
+    #[tokio::test]
+    async fn a_listening_stream_is_reopened_after_a_moment_the_server_could_not_take_it() {
+        let gets = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = Arc::clone(&gets);
+        let (url, mut requests) = scripted_server(move |request| match request.method.as_str() {
+            "GET" => match counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+                0 => event_stream("id: l1\nretry: 10\ndata: \n\n"),
+                1 => "503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                    .to_owned(),
+                _ => "200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: 1000\r\n\r\n"
+                    .to_owned(),
+            },
+            _ => ACCEPTED.to_owned(),
+        })
+        .await;
+        let transport = connect(&url, Arc::new(OnceLock::new()), Vec::new(), None).unwrap();
+        let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        transport
+            .outgoing
+            .send(initialized.to_owned(), Sent::Initialized)
+            .unwrap();
+        let mut gets = Vec::new();
+        while gets.len() < 3 {
+            let request = tokio::time::timeout(std::time::Duration::from_secs(10), requests.recv())
+                .await
+                .unwrap()
+                .unwrap();
+            if request.method == "GET" {
+                gets.push(request);
+            }
+        }
+        let ids: Vec<_> = gets
+            .iter()
+            .map(|get| get.last_event_id.as_deref())
+            .collect();
+        assert_eq!(ids, [None, Some("l1"), Some("l1")]);
+        let pause = gets[2].at - gets[1].at;
+        assert!(
+            pause >= LISTENER_REOPEN && pause < LISTENER_REOPEN * 3,
+            "reopened after {pause:?}"
+        );
+        drop(transport);
     }
 
     /// A server that ends every listening stream at once with nothing but a priming event is
