@@ -98,8 +98,8 @@ pub async fn run(args: &LoginArgs) -> anyhow::Result<Outcome> {
     Ok(Outcome::Success)
 }
 
-/// Prints the authorization URL and opens it: with `$BROWSER` (`%s` stands for the URL, else
-/// it is added at the end), else the system's opener. The sign-in waits either way.
+/// Prints the authorization URL and opens it: with `$BROWSER`, else the system's opener. The
+/// sign-in waits either way.
 fn show(server: &str, url: &str) {
     eprintln!(
         "formwork: to sign in to {server}, open this page (waiting for it to come back):\n  {}",
@@ -109,20 +109,64 @@ fn show(server: &str, url: &str) {
         .ok()
         .filter(|b| !b.trim().is_empty())
     {
-        Some(browser) => {
-            let quoted = format!("'{}'", url.replace('\'', r"'\''"));
-            let command = if browser.contains("%s") {
-                browser.replace("%s", &quoted)
-            } else {
-                format!("{browser} {quoted}")
-            };
-            spawn(std::process::Command::new("sh").arg("-c").arg(command))
-        }
+        Some(browser) => open_with(&browser, url),
         None => system_opener(url),
     };
     if !opened {
         eprintln!("formwork: could not open a browser; open the page above yourself");
     }
+}
+
+/// Opens `url` with `$BROWSER` as its convention has it: commands separated by `:`, the first
+/// that starts wins; each is split into words like a shell would, and in a word `%s` stands
+/// for the URL and `%%` for `%` (with no `%s` anywhere, the URL is added at the end). No shell
+/// runs it: the URL, which the authorization server chose, is one argument whatever it holds.
+fn open_with(browser: &str, url: &str) -> bool {
+    browser.split(':').any(|command| {
+        let Some(words) = shlex::split(command).filter(|words| !words.is_empty()) else {
+            return false;
+        };
+        let mut named = false;
+        let mut words: Vec<String> = words
+            .iter()
+            .map(|word| {
+                let (word, has_url) = substitute(word, url);
+                named |= has_url;
+                word
+            })
+            .collect();
+        if !named {
+            words.push(url.to_owned());
+        }
+        let program = words.remove(0);
+        spawn(std::process::Command::new(program).args(words))
+    })
+}
+
+/// `word` with `%s` replaced by `url` and `%%` by `%`, and whether it had a `%s`.
+fn substitute(word: &str, url: &str) -> (String, bool) {
+    let mut out = String::with_capacity(word.len());
+    let mut has_url = false;
+    let mut chars = word.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('s') => {
+                out.push_str(url);
+                has_url = true;
+            }
+            Some('%') => out.push('%'),
+            Some(other) => {
+                out.push('%');
+                out.push(other);
+            }
+            None => out.push('%'),
+        }
+    }
+    (out, has_url)
 }
 
 #[cfg(target_os = "macos")]
@@ -148,4 +192,37 @@ fn spawn(command: &mut std::process::Command) -> bool {
         .stderr(std::process::Stdio::null())
         .spawn()
         .is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    /// A hostile authorization URL reaches `$BROWSER`'s command as one argument, never as
+    /// shell text; a command that cannot start gives way to the next one.
+    #[test]
+    fn browser_commands_get_the_url_as_one_argument() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("opened");
+        let pwned = dir.path().join("pwned");
+        let url = format!(
+            "https://auth.test/authorize?q=$(touch {})'\"`x`",
+            pwned.display()
+        );
+        let browser = format!(
+            "formwork-no-such-browser %s:sh -c 'printf %%s \"$1\" > {}' sh %s",
+            out.display()
+        );
+        assert!(super::open_with(&browser, &url));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::fs::read_to_string(&out).unwrap_or_default() != url {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the command never got the URL"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(!pwned.exists());
+        assert!(!super::open_with("formwork-no-such-browser", &url));
+    }
 }
