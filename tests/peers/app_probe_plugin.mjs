@@ -9,6 +9,8 @@
 //   open-probe-late  no UI in the tool's `_meta`; the result's `_meta.ui.resourceUri` names the app
 //   open-probe-after the app of open-probe, its result 3 s after the call (the app is up before it)
 //   open-probe-held  the app of open-probe, and no result until the call is cancelled (at most 120 s)
+//   open-probe-listed  the app ui://probe/listed.html, whose read content has `_meta` without `ui`: its policy is
+//                    in its `resources/list` entry only
 //   open-missing     `_meta.ui.resourceUri` = ui://probe/missing.html, a resource this plugin does not have
 //   bump-app         serves a new version of the app document (its `data-version`) and sends resources/list_changed;
 //                    the first bump also lists app-version (tools/list_changed)
@@ -48,6 +50,7 @@ import { z } from "zod";
 
 const APP_URI = "ui://probe/app.html";
 const WIDGET_URI = "ui://probe/widget.html";
+const LISTED_URI = "ui://probe/listed.html";
 const APP_MIME = "text/html;profile=mcp-app";
 // Not alphabetical at either level: a host that re-sorts or re-serialises opaque metadata shows it.
 const RESULT_META_JSON = '{"zeta":1,"alpha":{"y":2,"b":3},"mid":[1]}';
@@ -137,6 +140,15 @@ server.registerTool(
   },
 );
 server.registerTool(
+  "open-probe-listed",
+  {
+    description: "Open the app whose policy only its resources/list entry declares",
+    annotations: readOnly,
+    _meta: { ui: { resourceUri: LISTED_URI } },
+  },
+  async () => ({ content: [{ type: "text", text: "the listed app" }] }),
+);
+server.registerTool(
   "open-missing",
   {
     description: "Declare an app whose resource does not exist",
@@ -221,6 +233,15 @@ server.registerTool(
 server.registerResource("probe-app", APP_URI, { mimeType: APP_MIME, _meta: { ui: { csp: APP_CSP } } }, async (uri) => ({
   contents: [{ uri: uri.href, mimeType: APP_MIME, text: appDocument(appVersion), _meta: { ui: { csp: APP_CSP } } }],
 }));
+// Its read content has metadata, but not the policy: that is in the listing only.
+server.registerResource(
+  "probe-listed",
+  LISTED_URI,
+  { mimeType: APP_MIME, _meta: { ui: { csp: { connectDomains: ["https://listed.example"] }, permissions: { microphone: {} } } } },
+  async (uri) => ({
+    contents: [{ uri: uri.href, mimeType: APP_MIME, text: appDocument(appVersion), _meta: { "openai/widgetDescription": "listed" } }],
+  }),
+);
 server.registerResource("probe-widget", WIDGET_URI, { mimeType: "text/html+skybridge" }, async (uri) => ({
   contents: [{ uri: uri.href, mimeType: "text/html+skybridge", text: widgetDocument() }],
 }));

@@ -280,6 +280,24 @@ async fn the_document_carries_its_policy_and_a_missing_one_is_an_error() {
         app.document.policy.dropped
     );
 
+    // Metadata on the read content without the policy: the listing's policy holds.
+    let (listed, _) = s.called("probe", "open-probe-listed").await;
+    let policy = host
+        .open_app(&s.session, &listed)
+        .await
+        .unwrap()
+        .document
+        .policy
+        .clone();
+    assert!(
+        policy
+            .csp
+            .contains("; connect-src 'self' https://listed.example; "),
+        "{}",
+        policy.csp
+    );
+    assert_eq!(policy.allow, "microphone");
+
     let (missing, _) = s.called("probe", "open-missing").await;
     let AppError::Unavailable(why) = host.open_app(&s.session, &missing).await.unwrap_err() else {
         panic!("not unavailable")
@@ -441,6 +459,43 @@ async fn an_app_calls_only_its_own_servers_app_tools() {
 
 /// The real system monitor's app-only `poll-system-stats` is the app's to call and never the
 /// model's (nor the palette's): a session's call of it fails before it is sent.
+/// A ChatGPT-style widget calls a tool only when the tool opens itself to widgets
+/// (`openai/widgetAccessible: true`, or `"app"` in `_meta.ui.visibility`), as in the OpenAI
+/// Apps SDK; an MCP App of the same server calls a tool that declares nothing, as MCP Apps has it.
+#[tokio::test]
+async fn a_widget_calls_only_tools_open_to_widgets() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = Host::new(config(dir.path(), true), HostOptions::default());
+    let mut s = Watch::open(&host);
+    let (widget, _) = s.called("probe", "widget").await;
+    let (app, _) = s.called("probe", "open-probe").await;
+
+    let undeclared = s
+        .tool_from_app(&widget, "open-probe-listed", json!({}))
+        .await;
+    assert_eq!(
+        refused(&undeclared),
+        "`open-probe-listed` is not open to widgets (it sets neither `openai/widgetAccessible: true` nor a `_meta.ui.visibility` with \"app\")"
+    );
+    let accessible = s.tool_from_app(&widget, "widget", json!({})).await;
+    assert_eq!(
+        accessible["result"]["structuredContent"]["n"], 1,
+        "{accessible}"
+    );
+    let app_only = s.tool_from_app(&widget, "app-echo", json!({"n": 2})).await;
+    assert_eq!(
+        app_only["result"]["structuredContent"]["echo"],
+        json!({"n": 2})
+    );
+
+    let from_app = s.tool_from_app(&app, "open-probe-listed", json!({})).await;
+    assert_eq!(
+        from_app["result"]["content"][0]["text"], "the listed app",
+        "{from_app}"
+    );
+    host.shutdown().await;
+}
+
 #[tokio::test]
 async fn an_app_only_tool_is_the_apps_and_not_the_models() {
     let dir = tempfile::tempdir().unwrap();

@@ -89,6 +89,23 @@ pub fn visibility(tool: &Value) -> Visibility {
     }
 }
 
+/// Whether a ChatGPT-style widget (`text/html+skybridge`) may call `tool` through
+/// `window.openai.callTool`: as in the OpenAI Apps SDK, only a tool that says so, with
+/// `_meta["openai/widgetAccessible"]: true` (default false), or whose `_meta.ui.visibility`
+/// lists `"app"`. An MCP App calls by [`visibility`] instead, whose default is yes.
+pub fn widget_may_call(tool: &Value) -> bool {
+    let meta = tool.get("_meta");
+    if meta
+        .and_then(|meta| meta.get("ui")?.get("visibility"))
+        .is_some()
+    {
+        return visibility(tool).app;
+    }
+    meta.and_then(|meta| meta.get("openai/widgetAccessible"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+}
+
 /// The items as strings, when all of them are.
 fn strings(items: &[Value]) -> Option<Vec<&str>> {
     items.iter().map(Value::as_str).collect()
@@ -96,7 +113,7 @@ fn strings(items: &[Value]) -> Option<Vec<&str>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Visibility, declared_ui, visibility};
+    use super::{Visibility, declared_ui, visibility, widget_may_call};
     use serde_json::{Value, json};
 
     fn check_declared(tool: Option<Value>, result: Option<Value>, expected: Option<&str>) {
@@ -230,6 +247,21 @@ mod tests {
             true,
             false,
         );
+    }
+
+    #[test]
+    fn a_widget_calls_only_tools_that_allow_it() {
+        let may = |meta: Value| widget_may_call(&json!({ "name": "t", "_meta": meta }));
+        assert!(!widget_may_call(&json!({ "name": "t" })));
+        assert!(!may(json!({ "openai/outputTemplate": "ui://w/a" })));
+        assert!(!may(json!({ "openai/widgetAccessible": "true" })));
+        assert!(!may(json!({ "openai/widgetAccessible": false })));
+        assert!(may(json!({ "openai/widgetAccessible": true })));
+        assert!(may(json!({ "ui": { "visibility": ["app"] } })));
+        assert!(!may(
+            json!({ "ui": { "visibility": ["model"] }, "openai/widgetAccessible": true })
+        ));
+        assert!(!may(json!({ "ui": { "visibility": "app" } })));
     }
 
     #[test]

@@ -48,6 +48,39 @@ pub(super) struct SessionApps {
     calls_in_flight: HashMap<u64, String>,
     /// Requests of the session's apps being served now.
     requests_in_flight: usize,
+    /// Each call of the session's log, kept as the log grows: apps name their call on
+    /// every message.
+    calls: HashMap<String, CallRecord>,
+}
+
+impl SessionApps {
+    /// Keeps what `event`, the log's newest, says about a call.
+    pub(super) fn note(&mut self, event: &Event) {
+        match event {
+            Event::ToolCallStarted {
+                call_id,
+                server,
+                tool,
+                ..
+            } => {
+                let record = CallRecord {
+                    server: server.clone(),
+                    tool: tool.clone(),
+                    resource_uri: None,
+                };
+                self.calls.insert(call_id.clone(), record);
+            }
+            Event::ToolCallApp {
+                call_id,
+                resource_uri,
+            } => {
+                if let Some(record) = self.calls.get_mut(call_id) {
+                    record.resource_uri = Some(resource_uri.clone());
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Counts one app request in flight while it lives.
@@ -129,6 +162,7 @@ impl AppReply {
 }
 
 /// What the session knows of one call, from its events.
+#[derive(Clone)]
 struct CallRecord {
     server: String,
     tool: String,
@@ -200,34 +234,7 @@ impl Session {
     }
 
     fn call_record(&self, call_id: &str) -> Option<CallRecord> {
-        let state = self.lock();
-        let mut record: Option<CallRecord> = None;
-        for event in &state.log {
-            match event.as_ref() {
-                Event::ToolCallStarted {
-                    call_id: id,
-                    server,
-                    tool,
-                    ..
-                } if id == call_id => {
-                    record = Some(CallRecord {
-                        server: server.clone(),
-                        tool: tool.clone(),
-                        resource_uri: None,
-                    });
-                }
-                Event::ToolCallApp {
-                    call_id: id,
-                    resource_uri,
-                } if id == call_id => {
-                    if let Some(record) = record.as_mut() {
-                        record.resource_uri = Some(resource_uri.clone());
-                    }
-                }
-                _ => {}
-            }
-        }
-        record
+        self.lock().apps.calls.get(call_id).cloned()
     }
 
     /// Loads what the store kept of this session's apps.
@@ -499,7 +506,18 @@ impl Session {
                 ),
             );
         }
-        if !apps::visibility(&listed).app {
+        if self.calls_as_widget(call_id, call).await {
+            if !apps::widget_may_call(&listed) {
+                return AppReply::error(
+                    id,
+                    REFUSED,
+                    format!(
+                        "`{}` is not open to widgets (it sets neither `openai/widgetAccessible: true` nor a `_meta.ui.visibility` with \"app\")",
+                        crate::budget::clipped(name)
+                    ),
+                );
+            }
+        } else if !apps::visibility(&listed).app {
             return AppReply::error(
                 id,
                 REFUSED,
@@ -521,6 +539,28 @@ impl Session {
             .await;
         self.lock().apps.calls_in_flight.remove(&request);
         AppReply::answered(id, outcome)
+    }
+
+    /// Whether the app of `call_id` is a ChatGPT-style widget (`text/html+skybridge`), which
+    /// calls tools by the OpenAI Apps SDK's rule. Its document is read if need be; one that
+    /// cannot be read counts as a widget's: the stricter rule.
+    async fn calls_as_widget(self: &Arc<Self>, call_id: &str, call: &CallRecord) -> bool {
+        let Some(uri) = &call.resource_uri else {
+            return true;
+        };
+        let cached = self
+            .lock()
+            .apps
+            .documents
+            .get(&(call.server.clone(), uri.clone()))
+            .map(|(_, document)| document.skybridge);
+        match cached {
+            Some(skybridge) => skybridge,
+            None => self
+                .open_app(call_id)
+                .await
+                .map_or(true, |app| app.document.skybridge),
+        }
     }
 
     async fn app_resources(
@@ -823,16 +863,22 @@ async fn read_app_document(plugin: &crate::Plugin, uri: &str) -> Result<AppDocum
         .request("resources/read", Some(json!({"uri": uri})))
         .await
         .map_err(|err| unavailable(err.to_string()))?;
-    let has_meta = result
+    // The listing is read only when the content lacks the policy: its metadata may have other
+    // keys (`"_meta": {}`, a description), and `read_document` falls back key by key.
+    let has_policy = result
         .get("contents")
         .and_then(Value::as_array)
         .is_some_and(|contents| {
             contents.iter().any(|content| {
                 content.get("uri").and_then(Value::as_str) == Some(uri)
-                    && (content.get("_meta").is_some() || content.get("meta").is_some())
+                    && ["_meta", "meta"].iter().any(|meta| {
+                        content.get(*meta).is_some_and(|meta| {
+                            meta.get("ui").is_some() || meta.get("openai/widgetCSP").is_some()
+                        })
+                    })
             })
         });
-    let listed = if has_meta {
+    let listed = if has_policy {
         None
     } else {
         plugin

@@ -515,14 +515,16 @@ impl HostInner {
     }
 
     fn new_session(self: &Arc<Self>, id: SessionId, log: Vec<Event>) -> Arc<Session> {
+        let mut state = SessionState::default();
+        for event in log {
+            state.apps.note(&event);
+            state.log.push(Arc::new(event));
+        }
         Arc::new_cyclic(|me| Session {
             id,
             host: Arc::downgrade(self),
             me: me.clone(),
-            state: Mutex::new(SessionState {
-                log: log.into_iter().map(Arc::new).collect(),
-                ..SessionState::default()
-            }),
+            state: Mutex::new(state),
         })
     }
 
@@ -614,6 +616,7 @@ impl Session {
         } else {
             then
         };
+        state.apps.note(&event);
         state.log.push(event);
         unqueued
     }
