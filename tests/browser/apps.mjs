@@ -894,15 +894,18 @@ test("an-app-starts-in-the-spare-frame", async (page) => {
   await lateFrame.locator('body[data-done="1"]').waitFor();
   assert.equal(JSON.parse(await lateFrame.locator("#init-result").textContent()).protocolVersion, "2026-01-26");
 
-  // Another document does not take the spare, which goes; the next spare is like the new app.
+  // Another document does not take the spare, which goes. A widget makes none (its page is made when served).
   const before = await waiting();
   const widget = await readyApp(await callTool(page, "probe", "widget"));
   assert.notEqual(await widget.getAttribute("data-origin"), before.origin);
   await until("the old spare gone", async () => !page.frames().some((candidate) => candidate.url().startsWith(`${before.origin}/`)));
+  await sleep(300);
+  assert.equal(await page.locator(tid("app-spare")).count(), 0);
+  // The next app of another document makes the next spare, like itself.
+  await readyApp(await callTool(page, "probe", "open-probe"));
   const next = await waiting();
   assert.notEqual(next.origin, before.origin);
-  assert.equal(await next.frame.locator("h1").textContent(), "Probe widget");
-  assert.equal(await page.locator(tid("app-spare")).count(), 1);
+  assert.match(await next.frame.locator("h1").textContent(), /^Probe app v\d+$/);
 });
 
 // Only calls that declare a UI get an app card; a declared UI that cannot be read shows why; the legacy flat key
@@ -940,6 +943,18 @@ test("skybridge-widget", async (page) => {
   let frame = await appFrame(page, card);
   await frame.locator('body[data-openai="present"]').waitFor();
   const read = async (id) => frame.locator(`#${id}`).textContent();
+  // What its first line saw, before any message: the call's result and where it is shown, as in ChatGPT.
+  const atLoad = {
+    toolInput: {},
+    toolOutput: { widget: "output", n: 1 },
+    toolResponseMetadata: JSON.parse(RESULT_META),
+    widgetState: null,
+    theme: "light",
+    displayMode: "inline",
+    maxHeight: 640,
+    locale: "en-GB",
+  };
+  assert.deepEqual(JSON.parse(await read("at-load")), atLoad);
   await textBecomes(frame.locator("#tool-output"), '{"widget":"output","n":1}');
   assert.equal(await read("tool-input"), "{}");
   assert.equal(await read("tool-response-metadata"), RESULT_META);
@@ -975,6 +990,8 @@ test("skybridge-widget", async (page) => {
   frame = await appFrame(page, await readyApp(calls(page, "widget").last()));
   await textBecomes(frame.locator("#widget-state"), '{"count":1}');
   await textBecomes(frame.locator("#tool-output"), '{"widget":"output","n":1}');
+  // The saved state, too, is there from the first line on.
+  assert.deepEqual(JSON.parse(await read("at-load")), { ...atLoad, widgetState: { count: 1 } });
 });
 
 async function main() {

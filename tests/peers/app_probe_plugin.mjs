@@ -678,6 +678,8 @@ function probeApp() {
       hostCapabilities: init.result.hostCapabilities,
     });
     show("host-context", init.result.hostContext ?? {});
+    // Said twice: the host must still send the tool input once (the tests count `data-tool-inputs`).
+    post({ jsonrpc: "2.0", method: "ui/notifications/initialized", params: {} });
     post({ jsonrpc: "2.0", method: "ui/notifications/initialized", params: {} });
     body.dataset.initialized = "1";
   })();
@@ -698,6 +700,7 @@ function widgetDocument() {
 <dt>maxHeight</dt><dd id="max-height"></dd>
 <dt>locale</dt><dd id="locale"></dd>
 <dt>last openai:set_globals</dt><dd id="last-globals"></dd>
+<dt>at load</dt><dd id="at-load"></dd>
 </dl>
 <button id="set-state">Count</button>
 <button id="call-tool">Call app-echo</button><pre id="call-result"></pre>
@@ -723,6 +726,10 @@ function probeWidget() {
   };
   const openai = window.openai;
   body.dataset.openai = openai ? "present" : "missing";
+  if (openai) {
+    const keys = ["toolInput", "toolOutput", "toolResponseMetadata", "widgetState", "theme", "displayMode", "maxHeight", "locale"];
+    show("at-load", Object.fromEntries(keys.map((key) => [key, openai[key]])));
+  }
   body.dataset.setGlobals = "0";
   function render() {
     if (!openai) return;

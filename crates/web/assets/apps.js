@@ -226,7 +226,8 @@ export class Apps {
 
   // Loads a spare like the app of `view`, which is up, unless the session has one (or one is on its way).
   prepareSpare(view) {
-    if (this.spare || !this.sessionId) return;
+    // A widget's page is made when it is served, with what its call holds then: no spare runs it ahead.
+    if (this.spare || !this.sessionId || view.skybridge) return;
     const spare = new Spare(view);
     this.spare = spare;
     this.spares.add(spare);
@@ -339,6 +340,10 @@ class AppView {
     this.title = `${call.server} · ${call.tool}`;
     this.arguments = call.arguments ?? {};
     this.outcome = null;
+    // Settled once the call has ended: a widget's document is asked for then.
+    this.ended = new Promise((resolve) => {
+      this.callEnded = resolve;
+    });
     this.sentOutcome = null;
     this.initialized = false;
     this.mode = "inline";
@@ -426,6 +431,7 @@ class AppView {
     }
     this.doc = opened.doc;
     this.origin = opened.origin;
+    this.skybridge = opened.skybridge === true;
     this.element.dataset.origin = opened.origin;
     if (opened.prefers_border === false) this.box.dataset.border = "none";
     const frame = inSpare ? spare.frame : appFrameElement("app-frame");
@@ -444,7 +450,22 @@ class AppView {
     }
     // The frame's permissions apply from its next navigation on: the app's document.
     if (opened.allow) frame.setAttribute("allow", opened.allow);
-    frame.src = opened.src;
+    if (!opened.skybridge) {
+      frame.src = opened.src;
+      return;
+    }
+    // A widget reads `window.openai` from its first line on, as in ChatGPT, where it shows only once the call
+    // has ended: its document is asked for then, and the sandbox puts in the call's result and where it is shown.
+    await this.ended;
+    if (this.frame !== frame || this.state === "closed") return;
+    const context = this.context();
+    const shown = new URLSearchParams({
+      theme: context.theme,
+      displayMode: context.displayMode,
+      maxHeight: String(context.containerDimensions.maxHeight ?? context.containerDimensions.height),
+      locale: context.locale,
+    });
+    frame.src = `${opened.src}?${shown}`;
   }
 
   // The `ui/initialize` a spare held goes on as this app's. An app that gave up on it meanwhile stays silent;
@@ -478,6 +499,8 @@ class AppView {
     const request = message.id !== undefined;
     switch (message.method) {
       case "ui/notifications/initialized":
+        // The input goes once; an app that says it again gets nothing new.
+        if (this.initialized) return;
         this.initialized = true;
         this.setState("ready", "ready");
         // This app is up: the next app of its document may start ahead.
@@ -555,6 +578,7 @@ class AppView {
 
   finished(event) {
     this.outcome = event.error !== undefined && event.error !== null ? { error: event.error } : { result: event.result ?? {} };
+    this.callEnded();
     this.sendOutcome();
   }
 

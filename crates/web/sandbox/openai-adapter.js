@@ -1,7 +1,11 @@
 // formwork's window.openai for text/html+skybridge widgets, put first in the widget's document by the app
 // sandbox. It speaks the MCP Apps bridge to the workbench page (JSON-RPC over postMessage to the parent), so a
 // widget's calls take the same road, and meet the same checks in the host, as an MCP App's.
-(() => {
+//
+// The sandbox calls it with what is known when the document is served (the call's arguments, its result if it
+// came, the saved widget state, the page's theme, display mode, height and locale), so that a widget reading
+// `window.openai` in its first lines sees them, as in ChatGPT; the bridge keeps them current after that.
+((initial) => {
   "use strict";
   const parent = window.parent;
   if (!parent || parent === window) return;
@@ -19,6 +23,9 @@
     safeArea: { insets: { top: 0, bottom: 0, left: 0, right: 0 } },
     userAgent: { device: { type: "desktop" }, capabilities: { hover: true, touch: false } },
   };
+  for (const key of ["toolInput", "toolOutput", "toolResponseMetadata", "widgetState", "theme", "displayMode", "maxHeight", "locale"]) {
+    if (initial && key in initial) globals[key] = initial[key];
+  }
 
   function post(message) {
     parent.postMessage(message, "*");
@@ -105,7 +112,11 @@
     appCapabilities: {},
     protocolVersion: "2026-01-26",
   }).then((result) => {
-    setGlobals(fromContext(result?.hostContext ?? {}));
+    const changes = fromContext(result?.hostContext ?? {});
+    // The state served with the document is the latest until the widget sets one: the host may have read it
+    // before the widget's own first setWidgetState arrived.
+    if (initial && "widgetState" in initial) delete changes.widgetState;
+    setGlobals(changes);
     post({ jsonrpc: "2.0", method: "ui/notifications/initialized", params: {} });
   });
-})();
+})

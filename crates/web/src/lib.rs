@@ -157,7 +157,7 @@ impl Workbench {
         let apps = Router::new()
             .route("/", get(sandbox::document))
             .fallback(sandbox::nothing)
-            .with_state(Arc::clone(&self.state.sandbox));
+            .with_state(self.state.clone());
         let apps_stop = stop.clone();
         let apps_server = axum::serve(self.apps_listener, apps)
             .with_graceful_shutdown(async move { apps_stop.cancelled().await });

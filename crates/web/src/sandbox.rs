@@ -79,7 +79,18 @@ enum Content {
         call_id: String,
         html: Option<String>,
         csp: String,
+        /// For a widget, the state it had saved when minted: its page (`html` is its document
+        /// then) gets `window.openai` when served, with what the call holds by then.
+        widget: Option<Value>,
     },
+}
+
+/// A document the app listener serves.
+struct Served {
+    html: String,
+    csp: String,
+    /// A widget's session, call and saved state: its adapter is put in now.
+    widget: Option<(String, String, Value)>,
 }
 
 impl Sandbox {
@@ -144,25 +155,34 @@ impl Sandbox {
                     html,
                 } = &mut document.content
                 && *server == opened.server
+                && !opened.document.skybridge
                 && (Arc::ptr_eq(made_from, &opened.document) || **made_from == *opened.document)
             {
                 document.content = Content::App {
                     call_id: call_id.to_owned(),
                     html: html.take(),
                     csp: made_from.policy.csp.clone(),
+                    widget: None,
                 };
                 return Some((spare.to_owned(), true));
             }
         }
         let id = mint_id()?;
+        let (html, widget) = if opened.document.skybridge {
+            let saved = opened.widget_state.clone().unwrap_or(Value::Null);
+            (opened.document.html.clone(), Some(saved))
+        } else {
+            (opened.document.html.clone(), None)
+        };
         self.insert(
             id.clone(),
             Document {
                 session: session.to_owned(),
                 content: Content::App {
                     call_id: call_id.to_owned(),
-                    html: Some(page_of(&opened.document)),
+                    html: Some(html),
                     csp: opened.document.policy.csp.clone(),
+                    widget,
                 },
             },
         );
@@ -199,7 +219,7 @@ impl Sandbox {
     /// The document for a request to the app listener's `/`: its host must be
     /// `<id>.localhost:<port>` of a minted (or spare), not yet served document, and the request
     /// must load a frame.
-    fn serve(&self, headers: &HeaderMap) -> Result<(String, String), StatusCode> {
+    fn serve(&self, headers: &HeaderMap) -> Result<Served, StatusCode> {
         let host = headers
             .get(header::HOST)
             .and_then(|host| host.to_str().ok())
@@ -216,16 +236,28 @@ impl Sandbox {
         }
         let mut documents = self.lock();
         let document = documents.by_id.get_mut(id).ok_or(StatusCode::NOT_FOUND)?;
-        let (html, csp) = match &mut document.content {
-            Content::App { html, csp, .. } => (html, csp.as_str()),
-            Content::Spare { html, document, .. } => (html, document.policy.csp.as_str()),
+        let session = &document.session;
+        let (html, csp, widget) = match &mut document.content {
+            Content::App {
+                html,
+                csp,
+                widget,
+                call_id,
+            } => (
+                html,
+                csp.as_str(),
+                widget
+                    .clone()
+                    .map(|saved| (session.clone(), call_id.clone(), saved)),
+            ),
+            Content::Spare { html, document, .. } => (html, document.policy.csp.as_str(), None),
         };
         let html = html.take().ok_or(StatusCode::GONE)?;
         let csp = format!(
             "{csp}; frame-ancestors http://127.0.0.1:{port} http://localhost:{port}",
             port = self.workbench_port
         );
-        Ok((html, csp))
+        Ok(Served { html, csp, widget })
     }
 }
 
@@ -278,10 +310,11 @@ fn not_opened(err: &AppError) -> Response {
     (status, Json(json!({"error": err.to_string()}))).into_response()
 }
 
-/// What the app listener serves for a document: a widget gets the `window.openai` adapter.
+/// What the app listener serves for a spare: a widget gets the `window.openai` adapter, with
+/// nothing known yet.
 fn page_of(document: &AppDocument) -> String {
     if document.skybridge {
-        with_adapter(&document.html)
+        with_adapter(&document.html, &json!({}))
     } else {
         document.html.clone()
     }
@@ -438,9 +471,82 @@ pub(crate) async fn release(State(state): State<AppState>, Path(doc): Path<Strin
     }
 }
 
+/// What the page knows of where a widget is shown, as the query of its document's URL: for its
+/// `window.openai` from the first line of its own scripts on. Values that are not of their
+/// kind are left out (the adapter's defaults hold until `ui/initialize` answers).
+#[derive(Deserialize, Default)]
+pub(crate) struct WidgetContext {
+    theme: Option<String>,
+    #[serde(rename = "displayMode")]
+    display_mode: Option<String>,
+    #[serde(rename = "maxHeight")]
+    max_height: Option<u32>,
+    locale: Option<String>,
+}
+
+impl WidgetContext {
+    fn globals(&self) -> serde_json::Map<String, Value> {
+        let mut globals = serde_json::Map::new();
+        if let Some(theme) = self
+            .theme
+            .as_deref()
+            .filter(|t| ["light", "dark"].contains(t))
+        {
+            globals.insert("theme".to_owned(), json!(theme));
+        }
+        let modes = ["inline", "fullscreen", "pip"];
+        if let Some(mode) = self.display_mode.as_deref().filter(|m| modes.contains(m)) {
+            globals.insert("displayMode".to_owned(), json!(mode));
+        }
+        if let Some(height) = self.max_height {
+            globals.insert("maxHeight".to_owned(), json!(height));
+        }
+        let tag = |locale: &&str| {
+            (1..=35).contains(&locale.len())
+                && locale
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        };
+        if let Some(locale) = self.locale.as_deref().filter(tag) {
+            globals.insert("locale".to_owned(), json!(locale));
+        }
+        globals
+    }
+}
+
+/// A widget's `window.openai` as its page starts: the page's context, the call's arguments,
+/// and its result when it has one (`structuredContent` and `_meta`), with the saved state.
+fn widget_globals(
+    state: &AppState,
+    context: &WidgetContext,
+    session: &str,
+    call_id: &str,
+    saved: Value,
+) -> Value {
+    let mut globals = context.globals();
+    let (arguments, result) = state
+        .host
+        .call_exchange(session, call_id)
+        .unwrap_or((Value::Null, None));
+    if arguments.is_object() {
+        globals.insert("toolInput".to_owned(), arguments);
+    }
+    if let Some(result) = result {
+        let part = |key: &str| result.get(key).cloned().unwrap_or(Value::Null);
+        globals.insert("toolOutput".to_owned(), part("structuredContent"));
+        globals.insert("toolResponseMetadata".to_owned(), part("_meta"));
+    }
+    globals.insert("widgetState".to_owned(), saved);
+    Value::Object(globals)
+}
+
 /// The app listener's only route: a minted document, once.
-pub(crate) async fn document(State(sandbox): State<Arc<Sandbox>>, headers: HeaderMap) -> Response {
-    let (html, csp) = match sandbox.serve(&headers) {
+pub(crate) async fn document(
+    State(state): State<AppState>,
+    Query(context): Query<WidgetContext>,
+    headers: HeaderMap,
+) -> Response {
+    let served = match state.sandbox.serve(&headers) {
         Ok(served) => served,
         Err(status) => {
             return (
@@ -451,7 +557,14 @@ pub(crate) async fn document(State(sandbox): State<Arc<Sandbox>>, headers: Heade
                 .into_response();
         }
     };
-    let mut headers = locked_headers(HeaderValue::from_str(&csp).ok());
+    let html = match served.widget {
+        Some((session, call_id, saved)) => with_adapter(
+            &served.html,
+            &widget_globals(&state, &context, &session, &call_id, saved),
+        ),
+        None => served.html,
+    };
+    let mut headers = locked_headers(HeaderValue::from_str(&served.csp).ok());
     headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/html; charset=utf-8"),
@@ -489,23 +602,39 @@ fn locked_headers(csp: Option<HeaderValue>) -> HeaderMap {
     headers
 }
 
-/// The widget's document with the `window.openai` adapter as its first script.
-fn with_adapter(html: &str) -> String {
-    // `</script` cannot occur in the adapter (a test checks), so it cannot end its own element.
-    let script = format!("<script>{OPENAI_ADAPTER}</script>");
+/// The widget's document with the `window.openai` adapter as its first script, started with
+/// `initial` (an object of its globals).
+fn with_adapter(html: &str, initial: &Value) -> String {
+    // `</script` cannot occur in the adapter (a test checks), so it cannot end its own element;
+    // nor in `initial`, whose `<` are escaped (JSON has them only inside strings).
+    let initial = initial
+        .to_string()
+        .replace('<', "\\u003c")
+        .replace('\u{2028}', "\\u2028")
+        .replace('\u{2029}', "\\u2029");
+    let script = format!("<script>{}({initial});</script>", OPENAI_ADAPTER.trim_end());
     let lower = html.to_ascii_lowercase();
-    let at = lower
-        .find("<head")
-        .and_then(|start| lower[start..].find('>').map(|end| start + end + 1))
-        .or_else(|| {
-            lower
-                .find("<html")
-                .and_then(|start| lower[start..].find('>').map(|end| start + end + 1))
-        });
+    let at = start_tag_end(&lower, "head").or_else(|| start_tag_end(&lower, "html"));
     match at {
         Some(at) => format!("{}{script}{}", &html[..at], &html[at..]),
         None => format!("<!doctype html><html><head>{script}</head><body>{html}</body></html>"),
     }
+}
+
+/// Where the first `<name …>` start tag of `lower` (a lowercased document) ends: a `<header>`
+/// is not a `<head>`.
+fn start_tag_end(lower: &str, name: &str) -> Option<usize> {
+    let open = format!("<{name}");
+    let mut from = 0;
+    while let Some(found) = lower[from..].find(&open) {
+        let after = from + found + open.len();
+        let next = lower[after..].chars().next();
+        if next.is_some_and(|c| c == '>' || c == '/' || c.is_ascii_whitespace()) {
+            return lower[after..].find('>').map(|end| after + end + 1);
+        }
+        from = after;
+    }
+    None
 }
 
 #[cfg(test)]
@@ -586,6 +715,14 @@ mod tests {
             &doc
         ));
         assert!(!bound(&sandbox, "t", "c1", &app, &doc));
+        // A widget's page is made when served: it never takes a spare, even of its own document.
+        let widget = |server: &str| {
+            let mut widget = opened(server, "<p>app</p>");
+            Arc::make_mut(&mut widget.document).skybridge = true;
+            widget
+        };
+        let widget_spare = sandbox.reserve("s", &widget("p")).expect("randomness");
+        assert!(!bound(&sandbox, "s", "c1", &widget("p"), &widget_spare));
         // The same bytes read again (a new `Arc`) are the same document.
         assert!(bound(&sandbox, "s", "c1", &opened("p", "<p>app</p>"), &doc));
         assert_eq!(sandbox.owner(&doc), Some(("s".to_owned(), "c1".to_owned())));
@@ -600,20 +737,56 @@ mod tests {
 
     #[test]
     fn the_adapter_goes_first_in_the_head_or_wraps_a_fragment() {
-        let script = format!("<script>{OPENAI_ADAPTER}</script>");
+        let initial = json!({"toolOutput": {"note": "</script><script>alert(1)</script>\u{2028}"}});
+        let script = format!(
+            "<script>{}({{\"toolOutput\":{{\"note\":\"\\u003c/script>\\u003cscript>alert(1)\\u003c/script>\\u2028\"}}}});</script>",
+            OPENAI_ADAPTER.trim_end()
+        );
         assert_eq!(
-            with_adapter("<!doctype html><HTML><Head lang=x><title>t</title></head></html>"),
+            with_adapter(
+                "<!doctype html><HTML><Head lang=x><title>t</title></head></html>",
+                &initial
+            ),
             format!("<!doctype html><HTML><Head lang=x>{script}<title>t</title></head></html>")
         );
         assert_eq!(
-            with_adapter("<html><body>b</body></html>"),
+            with_adapter("<html><body>b</body></html>", &initial),
             format!("<html>{script}<body>b</body></html>")
         );
+        // A `<header>` is not the head.
         assert_eq!(
-            with_adapter("<p>fragment</p>"),
+            with_adapter(
+                "<html lang=en><body><header>h</header></body></html>",
+                &initial
+            ),
+            format!("<html lang=en>{script}<body><header>h</header></body></html>")
+        );
+        assert_eq!(
+            with_adapter("<p>fragment</p>", &initial),
             format!(
                 "<!doctype html><html><head>{script}</head><body><p>fragment</p></body></html>"
             )
         );
+    }
+
+    #[test]
+    fn a_widgets_context_keeps_only_values_of_their_kind() {
+        let context = WidgetContext {
+            theme: Some("dark".to_owned()),
+            display_mode: Some("pip".to_owned()),
+            max_height: Some(480),
+            locale: Some("de-CH".to_owned()),
+        };
+        assert_eq!(
+            Value::Object(context.globals()),
+            json!({"theme": "dark", "displayMode": "pip", "maxHeight": 480, "locale": "de-CH"})
+        );
+        let hostile = WidgetContext {
+            theme: Some("dark\"}".to_owned()),
+            display_mode: Some("tab".to_owned()),
+            max_height: None,
+            locale: Some("en<script>".to_owned()),
+        };
+        assert_eq!(Value::Object(hostile.globals()), json!({}));
     }
 }

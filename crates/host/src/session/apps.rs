@@ -178,6 +178,35 @@ impl Host {
         session.open_app(call_id).await
     }
 
+    /// The arguments the call `call_id` was sent with and, once it finished with one, its
+    /// result as the plugin sent it: what a widget's `window.openai` holds before the widget's
+    /// own scripts run. `None` for a call the session does not have.
+    pub fn call_exchange(&self, session: &str, call_id: &str) -> Option<(Value, Option<Value>)> {
+        let session = self.inner.session(session).ok()?;
+        let state = session.lock();
+        let mut arguments = None;
+        let mut result = None;
+        for event in &state.log {
+            match event.as_ref() {
+                Event::ToolCallStarted {
+                    call_id: id,
+                    arguments: sent,
+                    ..
+                } if id == call_id => {
+                    arguments = Some(sent.clone());
+                    result = None;
+                }
+                Event::ToolCallFinished {
+                    call_id: id,
+                    result: got,
+                    ..
+                } if id == call_id => result.clone_from(got),
+                _ => {}
+            }
+        }
+        arguments.map(|arguments| (arguments, result))
+    }
+
     /// Serves one message an app sent over the page's bridge: `message` is its JSON-RPC
     /// request or notification, `context` the host context the page knows (theme, display
     /// mode, container size, locale, time zone) for `ui/initialize`.
