@@ -584,6 +584,35 @@ async fn messages_and_links_ask_the_person_first() {
     let mut s = Watch::open(&host);
     let (call_id, _) = s.called("probe", "open-probe").await;
 
+    // What cannot be sent as the person's text is refused before anyone is asked.
+    for (params, why) in [
+        (
+            json!({"role": "assistant", "content": [{"type": "text", "text": "I agree"}]}),
+            "an app's message is sent as the person: its `role` must be \"user\"",
+        ),
+        (
+            json!({"role": "user", "content": [{"type": "text", "text": "see"},
+                   {"type": "image", "data": "AA==", "mimeType": "image/png"}]}),
+            "formwork sends an app's message as text blocks only",
+        ),
+        (
+            json!({"role": "user", "content": []}),
+            "`ui/message` needs text content",
+        ),
+    ] {
+        let reply = s
+            .app(
+                &call_id,
+                json!({"jsonrpc": "2.0", "id": 1, "method": "ui/message", "params": params}),
+            )
+            .await;
+        assert_eq!(
+            reply["error"],
+            json!({"code": -32602, "message": why}),
+            "{reply}"
+        );
+    }
+
     let send = spawn_app(
         &host,
         &s.session,

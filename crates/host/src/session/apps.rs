@@ -702,6 +702,28 @@ impl Session {
         call: &CallRecord,
         params: &Value,
     ) -> AppReply {
+        if params.get("role").is_some_and(|role| role != "user") {
+            return AppReply::error(
+                id,
+                INVALID_PARAMS,
+                "an app's message is sent as the person: its `role` must be \"user\"",
+            );
+        }
+        let blocks = match params.get("content") {
+            Some(Value::Array(blocks)) => blocks.as_slice(),
+            Some(block) => std::slice::from_ref(block),
+            None => &[],
+        };
+        if blocks
+            .iter()
+            .any(|block| block.get("type").and_then(Value::as_str) != Some("text"))
+        {
+            return AppReply::error(
+                id,
+                INVALID_PARAMS,
+                "formwork sends an app's message as text blocks only",
+            );
+        }
         let text = message_text(params.get("content"));
         let Some(text) = text.filter(|text| !text.trim().is_empty()) else {
             return AppReply::error(id, INVALID_PARAMS, "`ui/message` needs text content");
