@@ -994,6 +994,20 @@ test("skybridge-widget", async (page) => {
   assert.deepEqual(JSON.parse(await read("at-load")), { ...atLoad, widgetState: { count: 1 } });
 });
 
+// Leaving a session tears its apps down as closing them does: each gets ui/resource-teardown (the probe app makes
+// its teardown call to the plugin then), off-screen, and its frame goes after.
+test("leaving-a-session-tears-its-apps-down", async (page) => {
+  await newSession(page);
+  const card = await readyApp(await callTool(page, "probe", "open-probe"));
+  const origin = await card.getAttribute("data-origin");
+  const teardowns = () => lines("probe.log").filter((line) => line === 'app-echo {"event":"teardown"}').length;
+  const before = teardowns();
+  await newSession(page);
+  await until("the app's teardown call reached the plugin", async () => teardowns() === before + 1);
+  await until("the app's frame gone", async () => !page.frames().some((frame) => frame.url().startsWith(`${origin}/`)));
+  assert.equal(await page.locator(tid("app-card")).count(), 0);
+});
+
 async function main() {
   const browser = await chromium.launch({
     executablePath: process.env.FORMWORK_CHROMIUM ?? "/usr/bin/chromium",

@@ -147,6 +147,8 @@ export class Apps {
     this.relays = new Map();
     this.nextRelay = 1;
     this.views = new Map();
+    // Apps of the session shown before, being torn down.
+    this.leaving = new Set();
     this.sessionId = null;
     this.inPanel = null;
     // The spare for the session's next app, and every spare whose frame is still the spare's (the one being
@@ -164,7 +166,7 @@ export class Apps {
     };
     places.panelClose.before(el("span", { class: "app-actions" }, ...Object.values(this.panelButtons)));
     window.addEventListener("message", (event) => {
-      for (const view of this.views.values()) {
+      for (const view of [...this.views.values(), ...this.leaving]) {
         if (view.frame && event.source === view.frame.contentWindow) {
           view.receive(event);
           return;
@@ -184,12 +186,12 @@ export class Apps {
   }
 
   // One message of the app of document `doc` to the host: its reply `{response, open_link}`. Over the socket
-  // when it is open, else one request.
-  rpc(doc, message, context) {
+  // when it is open (and `overSocket`: the socket is the shown session's), else one request.
+  rpc(doc, message, context, overSocket = true) {
     const relay = this.nextRelay++;
     return new Promise((resolve, reject) => {
       this.relays.set(relay, { resolve, reject });
-      if (this.send({ type: "app_rpc", doc, relay, message, context })) return;
+      if (overSocket && this.send({ type: "app_rpc", doc, relay, message, context })) return;
       this.relays.delete(relay);
       api(`/api/apps/${doc}/rpc`, {
         method: "POST",
@@ -214,14 +216,28 @@ export class Apps {
     this.relays.clear();
   }
 
-  // A new session is shown: the apps of the old one are torn down.
+  // A new session is shown: the apps of the old one are torn down, off-screen.
   open(sessionId) {
     if (sessionId === this.sessionId) return;
     this.socketClosed();
-    for (const view of this.views.values()) view.close({ quiet: true });
+    for (const view of this.views.values()) this.leave(view);
     this.views.clear();
     this.discardSpare(this.spare);
     this.sessionId = sessionId;
+  }
+
+  // The app of a session no longer shown: parked, it gets its `ui/resource-teardown` and a moment for its last
+  // requests (over requests of their own: the socket is the next session's), then goes.
+  leave(view) {
+    view.leaving = true;
+    this.leaving.add(view);
+    this.releasePanel(view);
+    moveInto(this.places.parking, view.box);
+    moveInto(this.places.parking, view.element);
+    view.close({ reason: "The person left the session." }).finally(() => {
+      this.leaving.delete(view);
+      view.element.remove();
+    });
   }
 
   // Loads a spare like the app of `view`, which is up, unless the session has one (or one is on its way).
@@ -356,6 +372,8 @@ class AppView {
     this.origin = null;
     this.frame = null;
     this.state = "loading";
+    // Its session is no longer shown (see `Apps.leave`).
+    this.leaving = false;
 
     this.status = el("span", { class: "app-status", testid: "app-status", text: "loading" });
     this.error = el("p", { class: "app-error", testid: "app-error", role: "alert", hidden: true });
@@ -525,7 +543,7 @@ class AppView {
 
   async relay(message, request) {
     let reply;
-    const sent = this.apps.rpc(this.doc, message, message.method === "ui/initialize" ? this.context() : null);
+    const sent = this.apps.rpc(this.doc, message, message.method === "ui/initialize" ? this.context() : null, !this.leaving);
     this.relays.add(sent);
     try {
       reply = await sent;
@@ -684,11 +702,11 @@ class AppView {
 
   // Closing sends `ui/resource-teardown` (waiting a moment for the answer and for the app's requests still on their
   // way), then releases the document.
-  async close({ quiet = false } = {}) {
+  async close({ reason = "The person closed the app." } = {}) {
     if (this.state === "closed") return;
-    if (this.initialized && !quiet) await this.request("ui/resource-teardown", { reason: "The person closed the app." });
+    if (this.initialized) await this.request("ui/resource-teardown", { reason });
     // What the app asked while tearing down (a last tool call, say) reaches the host before its document goes.
-    if (!quiet && this.relays.size > 0) await within(Promise.allSettled([...this.relays]), TEARDOWN_WAIT_MS);
+    if (this.relays.size > 0) await within(Promise.allSettled([...this.relays]), TEARDOWN_WAIT_MS);
     this.apps.releasePanel(this);
     this.frame?.remove();
     this.frame = null;
@@ -703,7 +721,7 @@ class AppView {
     this.placeNote.hidden = true;
     this.setState("closed", "closed");
     this.updateButtons();
-    this.buttons.reopen.hidden = quiet;
+    this.buttons.reopen.hidden = false;
   }
 
   reopen() {
