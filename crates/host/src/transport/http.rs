@@ -1548,6 +1548,32 @@ mod tests {
         );
     }
 
+    /// A connection to `url` that has said `initialized` (so it opens its listening stream), and
+    /// the first `count` GETs the server got, each within ten seconds.
+    async fn listening_gets(
+        url: &str,
+        requests: &mut tokio::sync::mpsc::UnboundedReceiver<Seen>,
+        count: usize,
+    ) -> (Transport, Vec<Seen>) {
+        let transport = connect(url, Arc::new(OnceLock::new()), Vec::new(), None).unwrap();
+        let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        transport
+            .outgoing
+            .send(initialized.to_owned(), Sent::Initialized)
+            .unwrap();
+        let mut gets = Vec::new();
+        while gets.len() < count {
+            let request = tokio::time::timeout(std::time::Duration::from_secs(10), requests.recv())
+                .await
+                .unwrap()
+                .unwrap();
+            if request.method == "GET" {
+                gets.push(request);
+            }
+        }
+        (transport, gets)
+    }
+
     /// A listening stream whose reopening the server cannot take at the moment (503) is opened
     /// again a second later, still after the last event id.
     #[tokio::test]
@@ -1565,22 +1591,7 @@ mod tests {
             _ => ACCEPTED.to_owned(),
         })
         .await;
-        let transport = connect(&url, Arc::new(OnceLock::new()), Vec::new(), None).unwrap();
-        let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-        transport
-            .outgoing
-            .send(initialized.to_owned(), Sent::Initialized)
-            .unwrap();
-        let mut gets = Vec::new();
-        while gets.len() < 3 {
-            let request = tokio::time::timeout(std::time::Duration::from_secs(10), requests.recv())
-                .await
-                .unwrap()
-                .unwrap();
-            if request.method == "GET" {
-                gets.push(request);
-            }
-        }
+        let (transport, gets) = listening_gets(&url, &mut requests, 3).await;
         let ids: Vec<_> = gets
             .iter()
             .map(|get| get.last_event_id.as_deref())
@@ -1604,22 +1615,9 @@ mod tests {
             _ => ACCEPTED.to_owned(),
         })
         .await;
-        let transport = connect(&url, Arc::new(OnceLock::new()), Vec::new(), None).unwrap();
-        let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-        transport
-            .outgoing
-            .send(initialized.to_owned(), Sent::Initialized)
-            .unwrap();
-        let mut gets = Vec::new();
-        while gets.len() < MAX_FRUITLESS_RESUMPTIONS as usize + 2 {
-            let request = tokio::time::timeout(std::time::Duration::from_secs(10), requests.recv())
-                .await
-                .unwrap()
-                .unwrap();
-            if request.method == "GET" {
-                gets.push(request.at);
-            }
-        }
+        let (_transport, gets) =
+            listening_gets(&url, &mut requests, MAX_FRUITLESS_RESUMPTIONS as usize + 2).await;
+        let gets: Vec<_> = gets.iter().map(|get| get.at).collect();
         let pauses: Vec<_> = gets.windows(2).map(|pair| pair[1] - pair[0]).collect();
         let (paced, own) = pauses.split_at(MAX_FRUITLESS_RESUMPTIONS as usize);
         assert!(
