@@ -57,6 +57,10 @@ enum Hostility {
     RefusesRefresh,
     /// Its resource metadata endpoint takes the request and never answers.
     SilentMetadata,
+    /// Like `Refreshing`, and it answers `tools/list` on an event stream that it ends before the
+    /// answer, revoking the token the request carried: the answer comes on the resumption
+    /// (`Last-Event-ID: e1`).
+    RevokesWhileResuming,
 }
 
 impl Hostility {
@@ -67,6 +71,7 @@ impl Hostility {
             Hostility::Refreshing
                 | Hostility::RefreshingWithSecretInBody
                 | Hostility::RefusesRefresh
+                | Hostility::RevokesWhileResuming
         )
     }
 }
@@ -83,6 +88,8 @@ struct World {
     /// Tokens the MCP endpoint takes (with `Refreshing`), and how many have been issued.
     valid: Arc<Mutex<Vec<String>>>,
     issued: Arc<Mutex<u32>>,
+    /// The id of the request whose answer waits for the resumption (`RevokesWhileResuming`).
+    resumable: Arc<Mutex<Option<serde_json::Value>>>,
 }
 
 async fn serve(router: Router) -> String {
@@ -93,7 +100,10 @@ async fn serve(router: Router) -> String {
 }
 
 fn record(seen: &Seen, request: &Request) {
-    let line = format!("{} {}", request.method(), request.uri());
+    let mut line = format!("{} {}", request.method(), request.uri());
+    if let Some(last) = request.headers().get("last-event-id") {
+        line = format!("{line} last-event-id={}", last.to_str().unwrap());
+    }
     let auth = request
         .headers()
         .get(header::AUTHORIZATION)
@@ -163,15 +173,17 @@ async fn hostile(State(world): State<World>, request: Request) -> Response {
                 .unwrap()
                 .trim_start_matches("Bearer ")
                 .to_owned();
-            if world.valid.lock().unwrap().contains(&token) {
-                mcp(request).await
-            } else {
+            if !world.valid.lock().unwrap().contains(&token) {
                 (
                     StatusCode::UNAUTHORIZED,
                     [(header::WWW_AUTHENTICATE, "Bearer error=\"invalid_token\"")],
                     "",
                 )
                     .into_response()
+            } else if world.hostility == Hostility::RevokesWhileResuming {
+                resuming(&world, &token, request).await
+            } else {
+                mcp(request).await
             }
         }
         "/mcp" => mcp(request).await,
@@ -340,6 +352,38 @@ async fn hostile(State(world): State<World>, request: Request) -> Response {
     }
 }
 
+/// The MCP endpoint of `RevokesWhileResuming`, for a request with a valid `token`.
+async fn resuming(world: &World, token: &str, request: Request) -> Response {
+    let events =
+        |body: String| ([(header::CONTENT_TYPE, "text/event-stream")], body).into_response();
+    if request.method() == axum::http::Method::GET {
+        let last = request.headers().get("last-event-id").cloned();
+        let waiting = world.resumable.lock().unwrap().take();
+        return match (last, waiting) {
+            (Some(last), Some(id)) if last == "e1" => {
+                let answer = json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [
+                    {"name": "resumed", "inputSchema": {"type": "object"}},
+                ]}});
+                events(format!("id: e2\ndata: {answer}\n\n"))
+            }
+            _ => StatusCode::METHOD_NOT_ALLOWED.into_response(),
+        };
+    }
+    let message = body_json(request).await;
+    if message["method"] != "tools/list" {
+        return mcp_answer(&message);
+    }
+    let bearer = Some(format!("Bearer {token}"));
+    world
+        .seen
+        .lock()
+        .unwrap()
+        .push(("tools/list".to_owned(), bearer));
+    *world.resumable.lock().unwrap() = Some(message["id"].clone());
+    world.valid.lock().unwrap().retain(|valid| valid != token);
+    events("id: e1\nretry: 10\ndata:\n\n".to_owned())
+}
+
 /// The 401 of the MCP endpoint, naming its resource metadata.
 fn challenge(origin: &str) -> Response {
     let challenge = format!(
@@ -422,6 +466,7 @@ async fn world(hostility: Hostility) -> (World, Seen) {
         seen: Seen::default(),
         valid: Arc::default(),
         issued: Arc::default(),
+        resumable: Arc::default(),
     };
     let router = Router::new().fallback(hostile).with_state(world.clone());
     tokio::spawn(async move { axum::serve(listener, router).await });
@@ -654,6 +699,41 @@ async fn a_token_about_to_expire_is_refreshed_before_it_is_sent_and_a_refused_on
         .filter(|(line, _)| line.starts_with("GET /authorize"))
         .count();
     assert_eq!(authorizations, 1);
+    plugin.close().await;
+}
+
+/// The server revoked the token while the call's stream was down: the resumption's 401 is
+/// answered with one refresh, and the call resumes where it was with the new token.
+#[tokio::test]
+async fn a_token_refused_on_a_calls_resumption_is_refreshed_and_the_call_resumes() {
+    let (world, _) = world(Hostility::RevokesWhileResuming).await;
+    let plugin = connect(&world).await.unwrap();
+    let before = world.seen.lock().unwrap().len();
+    let tools = plugin.list_tools().await.unwrap();
+    let names: Vec<&str> = tools
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["resumed"]);
+    // The call, its resumptions and the token requests (not the other messages).
+    let after: Vec<(String, Option<String>)> = world.seen.lock().unwrap()[before..]
+        .iter()
+        .filter(|(line, _)| !["GET /mcp", "POST /mcp", "POST /token"].contains(&line.as_str()))
+        .cloned()
+        .collect();
+    let bearer = |token: &str| Some(format!("Bearer {token}"));
+    assert_eq!(
+        after,
+        [
+            ("tools/list".to_owned(), bearer("token-2")),
+            ("GET /mcp last-event-id=e1".to_owned(), bearer("token-2")),
+            (
+                "token grant_type=refresh_token refresh_token=refresh-2".to_owned(),
+                None
+            ),
+            ("GET /mcp last-event-id=e1".to_owned(), bearer("token-3")),
+        ]
+    );
     plugin.close().await;
 }
 

@@ -400,6 +400,35 @@ impl Shared {
         self.probing.store(false, Ordering::Release);
     }
 
+    /// When `response` refused its request for want of a token (or of one with more scope), signs
+    /// in or refreshes, so that the request goes again: at most [`MAX_REFUSALS`] times per
+    /// request (`refusals` counts them); the authorizer itself never repeats a step that did not
+    /// help. `generation` is that of the token the request carried.
+    async fn sign_again_if_refused(
+        &self,
+        response: Response,
+        generation: Option<u64>,
+        refusals: &mut u32,
+    ) -> Refusal {
+        let Some(auth) = &self.auth else {
+            return Refusal::No(response);
+        };
+        let status = response.status;
+        if *refusals >= MAX_REFUSALS
+            || !auth::asks_for_authorization(status, response.www_authenticate.as_deref())
+        {
+            return Refusal::No(response);
+        }
+        *refusals += 1;
+        let challenge = response.www_authenticate.clone();
+        // Read to its end, so that the connection goes back to the pool.
+        let _ = response.read_to_end(64 * 1024).await;
+        match Box::pin(auth.refused(status, challenge.as_deref(), generation)).await {
+            Ok(()) => Refusal::SignedAgain,
+            Err(err) => Refusal::Failed(err),
+        }
+    }
+
     /// Answers a request of ours with a synthetic error, so that its caller does not wait forever.
     fn fail_request(&self, request_id: Option<u64>, reason: String) {
         match request_id {
@@ -412,6 +441,21 @@ impl Shared {
             None => tracing::warn!(target: "formwork::transport", %reason, "HTTP delivery failed"),
         }
     }
+}
+
+/// What became of a response that may have refused its request for want of a token.
+enum Refusal {
+    /// It did not (or its request was refused too often already): it goes on as it is.
+    No(Response),
+    /// Signed in (or refreshed) again: the request goes again.
+    SignedAgain,
+    /// Signing in again failed.
+    Failed(auth::AuthError),
+}
+
+/// A status that says the server cannot take the request now, and may in a moment.
+fn unavailable_for_now(status: u16) -> bool {
+    status >= 500 || status == 408 || status == 429
 }
 
 /// Headers the transport sets itself, or whose meaning it does not implement (`expect` would
@@ -508,25 +552,17 @@ async fn post(shared: &Shared, body: String, request_id: Option<u64>) {
                 return;
             }
         };
-        // The server wants a token, or one with more scope: sign in (or refresh) and send the
-        // message again, a bounded number of times; the authorizer itself never repeats a step
-        // that did not help.
-        if let Some(auth) = &shared.auth
-            && refusals < MAX_REFUSALS
-            && auth::asks_for_authorization(response.status, response.www_authenticate.as_deref())
+        let response = match shared
+            .sign_again_if_refused(response, generation, &mut refusals)
+            .await
         {
-            refusals += 1;
-            let status = response.status;
-            let challenge = response.www_authenticate.clone();
-            let _ = response.read_to_end(64 * 1024).await;
-            match Box::pin(auth.refused(status, challenge.as_deref(), generation)).await {
-                Ok(()) => continue,
-                Err(err) => {
-                    shared.fail_request(request_id, err.to_string());
-                    return;
-                }
+            Refusal::No(response) => response,
+            Refusal::SignedAgain => continue,
+            Refusal::Failed(err) => {
+                shared.fail_request(request_id, err.to_string());
+                return;
             }
-        }
+        };
         if matches!(response.status, 307 | 308) && redirects < MAX_REDIRECTS {
             redirects += 1;
             let location = response.location.clone().unwrap_or_default();
@@ -691,21 +727,19 @@ async fn resume(shared: &Shared, request_id: u64, mut parser: SseParser) -> Resu
                 continue;
             }
         };
-        let status = response.status;
-        if let Some(auth) = &shared.auth
-            && refusals < MAX_REFUSALS
-            && auth::asks_for_authorization(status, response.www_authenticate.as_deref())
+        let response = match shared
+            .sign_again_if_refused(response, generation, &mut refusals)
+            .await
         {
-            refusals += 1;
-            let challenge = response.www_authenticate.clone();
-            let _ = response.read_to_end(64 * 1024).await;
-            Box::pin(auth.refused(status, challenge.as_deref(), generation))
-                .await
-                .map_err(|err| err.to_string())?;
-            // Signed again: resume at once.
-            pause = false;
-            continue;
-        }
+            Refusal::No(response) => response,
+            Refusal::SignedAgain => {
+                // Resume at once.
+                pause = false;
+                continue;
+            }
+            Refusal::Failed(err) => return Err(err.to_string()),
+        };
+        let status = response.status;
         if status == 404 && shared.has_session() {
             let reason = "the plugin answered HTTP 404 to the resumption of a call's event stream";
             shared.fail_request(Some(request_id), reason.to_owned());
@@ -714,8 +748,7 @@ async fn resume(shared: &Shared, request_id: u64, mut parser: SseParser) -> Resu
                 .unbounded_send(Frame::Closed(format!("its MCP session is gone ({reason})")));
             return Ok(());
         }
-        if status >= 500 || status == 408 || status == 429 {
-            // The server cannot take it now; it may in a moment.
+        if unavailable_for_now(status) {
             let _ = response.read_to_end(64 * 1024).await;
             failure = Some(SendError::Failed(format!("it answered HTTP {status}")));
             fruitless += 1;
@@ -834,27 +867,25 @@ async fn reopen_listener(
             }
             Ok(Err(SendError::Failed(_))) | Err(_) => continue,
         };
-        let status = reopened.status;
-        if let Some(auth) = &shared.auth
-            && refusals < MAX_REFUSALS
-            && auth::asks_for_authorization(status, reopened.www_authenticate.as_deref())
+        let reopened = match shared
+            .sign_again_if_refused(reopened, generation, &mut refusals)
+            .await
         {
-            refusals += 1;
-            let challenge = reopened.www_authenticate.clone();
-            let _ = reopened.read_to_end(64 * 1024).await;
-            Box::pin(auth.refused(status, challenge.as_deref(), generation))
-                .await
-                .ok()?;
-            pause = std::time::Duration::ZERO;
-            continue;
-        }
+            Refusal::No(reopened) => reopened,
+            Refusal::SignedAgain => {
+                pause = std::time::Duration::ZERO;
+                continue;
+            }
+            Refusal::Failed(_) => return None,
+        };
+        let status = reopened.status;
         if status == 404 && shared.has_session() {
             let _ = shared.incoming.unbounded_send(Frame::Closed(
                 "its MCP session is gone (HTTP 404 to the listening stream)".to_owned(),
             ));
             return None;
         }
-        if status >= 500 || status == 408 || status == 429 {
+        if unavailable_for_now(status) {
             let _ = reopened.read_to_end(64 * 1024).await;
             continue;
         }
