@@ -1008,6 +1008,100 @@ test("leaving-a-session-tears-its-apps-down", async (page) => {
   assert.equal(await page.locator(tid("app-card")).count(), 0);
 });
 
+// A browser without `Element.moveBefore` (Firefox, Safari) cannot move a frame alive: it would load the document
+// again, which the sandbox serves once. There an app that moves (to the side panel, picture in picture, back
+// inline, through a transcript redraw) starts again in a new document with its call's input and last result, no tool
+// runs again, no document is asked for twice, and no spare is made. A page of its own, with `moveBefore` taken away
+// before any of its scripts runs.
+test("without-movebefore-a-moved-app-starts-again-with-its-result", async (page) => {
+  const other = await page.context().newPage();
+  try {
+    await other.addInitScript(() => {
+      delete Element.prototype.moveBefore;
+    });
+    other.on("pageerror", (error) => pageErrors.push(error.message));
+    const served = [];
+    other.on("response", (response) => {
+      const target = new URL(response.url());
+      if (APP_ORIGIN.test(target.origin)) served.push(`${response.status()} ${target.origin}${target.pathname}`);
+    });
+    let socket = null;
+    await other.routeWebSocket(/\/api\/sessions\/[^/]+\/socket/, (route) => {
+      route.connectToServer();
+      socket = route;
+    });
+    await other.goto(url);
+    await newSession(other);
+    assert.equal(await other.evaluate(() => typeof Element.prototype.moveBefore), "undefined");
+    const call = await callTool(other, "probe", "open-probe");
+    const card = call.locator(tid("app-card"));
+    const origins = [];
+    // The app is up in a document of its own, with the call's input and result, each once.
+    const upAgain = async (what) => {
+      await until(`the app up again ${what}`, async () => {
+        const origin = await card.getAttribute("data-origin");
+        return (origin !== origins.at(-1) && (await card.getAttribute("data-state")) === "ready") || origin;
+      });
+      const origin = await card.getAttribute("data-origin");
+      assert.match(origin, APP_ORIGIN);
+      origins.push(origin);
+      const frame = await appFrame(other, card);
+      await frame.locator('body[data-done="1"]').waitFor();
+      assert.equal(await frame.locator("#result-meta").textContent(), RESULT_META, what);
+      assert.equal(await frame.locator("body").getAttribute("data-tool-inputs"), "1", what);
+      assert.equal(await frame.locator("body").getAttribute("data-tool-results"), "1", what);
+      return frame;
+    };
+    await upAgain("at first");
+    const where = (place) => other.locator(`${tid(place)} ${tid("app-frame")}`).waitFor();
+    await card.locator(tid("app-tab")).click();
+    await where("app-panel-body");
+    await upAgain("in the side panel");
+    await other.locator(tid("app-panel-pip")).click();
+    await where("app-pip");
+    await upAgain("in picture in picture");
+    await card.locator(tid("app-inline")).click();
+    await where("app-card");
+    await upAgain("inline");
+    // The transcript is redrawn after the socket drops.
+    assert.ok(socket, "the page's socket is not proxied");
+    await socket.close({ reason: "the test dropped the socket" });
+    await other.locator(`${tid("connection-status")}[data-state="disconnected"]`).waitFor();
+    await other.locator(tid("reconnect")).click();
+    await other.locator(`${tid("connection-status")}[data-state="connected"]`).waitFor();
+    await upAgain("after the redraw");
+    assert.equal(new Set(origins).size, 5, "an origin was used twice");
+    assert.equal(await calls(other, "open-probe").count(), 1, "the tool ran again");
+    await sleep(500);
+    assert.equal(await other.locator(tid("app-spare")).count(), 0, "a spare was made");
+    // Each document was asked for once, and served: none was loaded again (410).
+    assert.deepEqual(
+      served,
+      origins.map((origin) => `200 ${origin}/`),
+    );
+    // The documents left behind were released: only the last one's calls are answered.
+    const released = await other.evaluate(
+      async ([origins, token]) => {
+        const statuses = [];
+        for (const origin of origins) {
+          const doc = new URL(origin).hostname.split(".")[0];
+          const response = await fetch(`/api/apps/${doc}/rpc`, {
+            method: "POST",
+            headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+            body: JSON.stringify({ message: { jsonrpc: "2.0", id: 1, method: "ping" }, context: null }),
+          });
+          statuses.push(response.status);
+        }
+        return statuses;
+      },
+      [origins, token],
+    );
+    assert.deepEqual(released, [404, 404, 404, 404, 200]);
+  } finally {
+    await other.close();
+  }
+});
+
 async function main() {
   const browser = await chromium.launch({
     executablePath: process.env.FORMWORK_CHROMIUM ?? "/usr/bin/chromium",

@@ -11,7 +11,10 @@
 // is decided here: the frame's size and display mode.
 //
 // A frame is moved between places with `moveBefore` (the browsing context, its input, login state and
-// in-flight requests survive), never re-created, and it is parked while the transcript redraws.
+// in-flight requests survive), never re-created, and it is parked while the transcript redraws. A browser
+// without `moveBefore` (Firefox, Safari) would load a moved frame's document again, which the sandbox serves
+// once: there an app that moves starts again in a document of its own, with its call's input and last outcome,
+// as after a reload of the page; and no spares are kept.
 //
 // Each app document is a site of its own, so its frame needs a browser process of its own, and then its script
 // must start: most of the time an app takes to show. Once an app of the session is up, the page keeps one spare
@@ -37,10 +40,16 @@ const SPARE_RENEW_FOR_MS = 10 * 60_000;
 // `ui/notifications/initialized` this long after the answer, it starts again in a new frame.
 const SPARE_ANSWER_WAIT_MS = 1000;
 
+// Whether the browser moves a frame without loading it again.
+const KEEPS_MOVED_FRAMES = typeof Element.prototype.moveBefore === "function";
+
+// Whether `node` is at the end of `parent` already.
+const isLastIn = (parent, node) => node.parentNode === parent && parent.lastChild === node;
+
 // Moves `node` to the end of `parent` keeping its frames alive when the browser can.
 function moveInto(parent, node) {
-  if (node.parentNode === parent && parent.lastChild === node) return;
-  if (typeof parent.moveBefore === "function" && node.isConnected && parent.isConnected) parent.moveBefore(node, null);
+  if (isLastIn(parent, node)) return;
+  if (KEEPS_MOVED_FRAMES && node.isConnected && parent.isConnected) parent.moveBefore(node, null);
   else parent.append(node);
 }
 
@@ -229,6 +238,14 @@ export class Apps {
   // The app of a session no longer shown: parked, it gets its `ui/resource-teardown` and a moment for its last
   // requests (over requests of their own: the socket is the next session's), then goes.
   leave(view) {
+    if (!KEEPS_MOVED_FRAMES) {
+      // Its frame cannot be kept alive off-screen for the teardown: it goes with the transcript.
+      this.releasePanel(view);
+      view.dropFrame();
+      view.setState("closed");
+      view.element.remove();
+      return;
+    }
     view.leaving = true;
     this.leaving.add(view);
     this.releasePanel(view);
@@ -242,8 +259,9 @@ export class Apps {
 
   // Loads a spare like the app of `view`, which is up, unless the session has one (or one is on its way).
   prepareSpare(view) {
-    // A widget's page is made when it is served, with what its call holds then: no spare runs it ahead.
-    if (this.spare || !this.sessionId || view.skybridge) return;
+    // A widget's page is made when it is served, with what its call holds then: no spare runs it ahead. Nor
+    // does one where taking it over (moving its frame into the card) would load it again.
+    if (this.spare || !this.sessionId || view.skybridge || !KEEPS_MOVED_FRAMES) return;
     const spare = new Spare(view);
     this.spare = spare;
     this.spares.add(spare);
@@ -336,7 +354,7 @@ export class Apps {
     this.panelButtons.tab.hidden = !fullscreen;
     this.panelButtons.fullscreen.hidden = fullscreen || !view.mayShow("fullscreen");
     this.panelButtons.pip.hidden = !view.mayShow("pip");
-    moveInto(panelBody, view.box);
+    view.place(panelBody, view.box);
   }
 
   releasePanel(view) {
@@ -374,6 +392,8 @@ class AppView {
     this.state = "loading";
     // Its session is no longer shown (see `Apps.leave`).
     this.leaving = false;
+    // Its frame went when the transcript was redrawn, in a browser that cannot keep it (see `park`).
+    this.parkedAway = false;
 
     this.status = el("span", { class: "app-status", testid: "app-status", text: "loading" });
     this.error = el("p", { class: "app-error", testid: "app-error", role: "alert", hidden: true });
@@ -408,13 +428,46 @@ class AppView {
   }
 
   attach(callNode) {
-    moveInto(callNode, this.element);
-    if (this.mode === "inline") moveInto(this.slot, this.box);
+    this.place(callNode, this.element);
+    if (this.mode === "inline") this.place(this.slot, this.box);
+    if (this.parkedAway) {
+      this.parkedAway = false;
+      this.load({ fresh: true });
+    }
   }
 
   park() {
+    // A browser that cannot keep the frame alive in the parking place: it goes now, and the app starts again
+    // once its call is back in the transcript.
+    if (!KEEPS_MOVED_FRAMES && this.frame) {
+      this.dropFrame();
+      this.parkedAway = true;
+    }
     if (this.mode === "inline") moveInto(this.apps.places.parking, this.box);
     moveInto(this.apps.places.parking, this.element);
+  }
+
+  // Moves `node` (the card or the box, which hold the frame) to the end of `parent`. A browser that cannot move
+  // the frame alive would load its document again, which the sandbox serves once: there the frame goes first,
+  // and the app starts again in a document of its own.
+  place(parent, node) {
+    const restart = !KEEPS_MOVED_FRAMES && this.frame !== null && node.contains(this.frame) && !isLastIn(parent, node);
+    if (restart) this.dropFrame();
+    moveInto(parent, node);
+    if (restart) this.load({ fresh: true });
+  }
+
+  // The frame and its document go; the app's requests still on their way are answered to nobody.
+  dropFrame() {
+    this.frame?.remove();
+    this.frame = null;
+    if (this.doc) api(`/api/apps/${this.doc}`, { method: "DELETE" }).catch(() => {});
+    this.doc = null;
+    this.origin = null;
+    this.initialized = false;
+    this.sentOutcome = null;
+    for (const done of this.pending.values()) done(null);
+    this.pending.clear();
   }
 
   setState(state, text) {
@@ -493,11 +546,7 @@ class AppView {
     await this.receive(held);
     await new Promise((resolve) => after(SPARE_ANSWER_WAIT_MS, resolve));
     if (this.frame !== frame || this.initialized || this.state === "closed") return;
-    frame.remove();
-    this.frame = null;
-    api(`/api/apps/${this.doc}`, { method: "DELETE" }).catch(() => {});
-    this.doc = null;
-    this.origin = null;
+    this.dropFrame();
     this.load({ fresh: true });
   }
 
@@ -542,19 +591,21 @@ class AppView {
   }
 
   async relay(message, request) {
+    // The answer is for the document that asked, not for one that took its place since.
+    const frame = this.frame;
     let reply;
     const sent = this.apps.rpc(this.doc, message, message.method === "ui/initialize" ? this.context() : null, !this.leaving);
     this.relays.add(sent);
     try {
       reply = await sent;
     } catch (error) {
-      if (request) this.post({ jsonrpc: "2.0", id: message.id, error: { code: -32000, message: `formwork could not serve the request: ${error.message}` } });
+      if (request && this.frame === frame) this.post({ jsonrpc: "2.0", id: message.id, error: { code: -32000, message: `formwork could not serve the request: ${error.message}` } });
       return;
     } finally {
       this.relays.delete(sent);
     }
     if (reply.open_link) window.open(reply.open_link, "_blank", "noopener,noreferrer");
-    if (request && reply.response) this.post(reply.response);
+    if (request && reply.response && this.frame === frame) this.post(reply.response);
   }
 
   displayModeRequested(message) {
@@ -656,12 +707,12 @@ class AppView {
     if (this.mode === "pip") delete this.box.dataset.pip;
     if (mode === "inline") {
       this.apps.releasePanel(this);
-      moveInto(this.slot, this.box);
+      this.place(this.slot, this.box);
     } else if (mode === "tab" || mode === "fullscreen") {
       this.apps.takePanel(this, mode === "fullscreen");
     } else if (mode === "pip") {
       this.apps.releasePanel(this);
-      moveInto(this.apps.places.pip, this.box);
+      this.place(this.apps.places.pip, this.box);
       this.box.dataset.pip = "true";
     }
     this.mode = mode;
@@ -682,7 +733,7 @@ class AppView {
       return;
     }
     this.apps.releasePanel(this);
-    moveInto(this.slot, this.box);
+    this.place(this.slot, this.box);
     this.box.hidden = true;
     this.mode = "inline";
     this.element.dataset.mode = "collapsed";
