@@ -15,6 +15,7 @@ use axum::response::{IntoResponse, Response};
 use formwork_host::auth::Authorizer;
 use formwork_host::auth::agent::{HeadlessSignIn, PendingRedirect, SignInAgent};
 use formwork_host::auth::settings::AuthSettings;
+use formwork_host::auth::store::{CredentialsStoreMode, TokenStore};
 use formwork_host::{
     BoxFuture, ConnectOptions, FormPrompt, FormReply, FormResponder, Plugin, PluginTarget,
 };
@@ -61,6 +62,9 @@ enum Hostility {
     /// answer, revoking the token the request carried: the answer comes on the resumption
     /// (`Last-Event-ID: e1`).
     RevokesWhileResuming,
+    /// Its tool `NAME` needs the scope `NAME` (403 `insufficient_scope` naming it); the scope
+    /// `admin` it never grants.
+    StepsUp,
 }
 
 impl Hostility {
@@ -90,6 +94,8 @@ struct World {
     issued: Arc<Mutex<u32>>,
     /// The id of the request whose answer waits for the resumption (`RevokesWhileResuming`).
     resumable: Arc<Mutex<Option<serde_json::Value>>>,
+    /// The scopes each token was issued with (`StepsUp`).
+    granted: Arc<Mutex<std::collections::HashMap<String, Vec<String>>>>,
 }
 
 async fn serve(router: Router) -> String {
@@ -186,6 +192,7 @@ async fn hostile(State(world): State<World>, request: Request) -> Response {
                 mcp(request).await
             }
         }
+        "/mcp" if world.hostility == Hostility::StepsUp => scoped(&world, request).await,
         "/mcp" => mcp(request).await,
         "/.well-known/oauth-protected-resource/mcp" | "/.well-known/oauth-protected-resource"
             if world.hostility == Hostility::LegacyForeignIssuer =>
@@ -286,7 +293,13 @@ async fn hostile(State(world): State<World>, request: Request) -> Response {
             } else {
                 state
             };
-            let location = format!("http://localhost:3000/callback?code=code-1&state={state}");
+            // The code carries the scopes asked for, for `StepsUp`'s token endpoint.
+            let scope = url::form_urlencoded::parse(query.as_bytes())
+                .find(|(key, _)| key == "scope")
+                .map(|(_, value)| value.into_owned())
+                .unwrap_or_default();
+            let code: String = url::form_urlencoded::byte_serialize(scope.as_bytes()).collect();
+            let location = format!("http://localhost:3000/callback?code=code-{code}&state={state}");
             (StatusCode::FOUND, [(header::LOCATION, location)]).into_response()
         }
         "/token" if world.hostility == Hostility::HtmlTokenAnswer => (
@@ -297,6 +310,26 @@ async fn hostile(State(world): State<World>, request: Request) -> Response {
         "/token" if world.hostility == Hostility::MalformedTokenAnswer => json_answer(
             json!({"access_token": "tok-SECRET", "expires_in": "3600", "refresh_token": "ref-SECRET"}),
         ),
+        "/token" if world.hostility == Hostility::StepsUp => {
+            let body = axum::body::to_bytes(request.into_body(), 1 << 16)
+                .await
+                .unwrap();
+            let code = url::form_urlencoded::parse(&body)
+                .find(|(key, _)| key == "code")
+                .map(|(_, value)| value.into_owned())
+                .unwrap_or_default();
+            let scopes: Vec<String> = code
+                .trim_start_matches("code-")
+                .split_whitespace()
+                .filter(|scope| *scope != "admin")
+                .map(str::to_owned)
+                .collect();
+            let mut issued = world.issued.lock().unwrap();
+            *issued += 1;
+            let token = format!("token-{issued}");
+            world.granted.lock().unwrap().insert(token.clone(), scopes);
+            json_answer(json!({"access_token": token, "token_type": "Bearer", "expires_in": 3600}))
+        }
         "/token" if world.hostility.refreshes() => {
             let basic = request.headers().get(header::AUTHORIZATION).is_some();
             let body = axum::body::to_bytes(request.into_body(), 1 << 16)
@@ -369,6 +402,9 @@ async fn resuming(world: &World, token: &str, request: Request) -> Response {
             _ => StatusCode::METHOD_NOT_ALLOWED.into_response(),
         };
     }
+    if request.method() != axum::http::Method::POST {
+        return StatusCode::METHOD_NOT_ALLOWED.into_response();
+    }
     let message = body_json(request).await;
     if message["method"] != "tools/list" {
         return mcp_answer(&message);
@@ -382,6 +418,39 @@ async fn resuming(world: &World, token: &str, request: Request) -> Response {
     *world.resumable.lock().unwrap() = Some(message["id"].clone());
     world.valid.lock().unwrap().retain(|valid| valid != token);
     events("id: e1\nretry: 10\ndata:\n\n".to_owned())
+}
+
+/// The MCP endpoint of `StepsUp`, for a request with a token: a tool runs only with the scope
+/// of its name.
+async fn scoped(world: &World, request: Request) -> Response {
+    let token = request.headers()[header::AUTHORIZATION]
+        .to_str()
+        .unwrap()
+        .trim_start_matches("Bearer ")
+        .to_owned();
+    if request.method() != axum::http::Method::POST {
+        return StatusCode::METHOD_NOT_ALLOWED.into_response();
+    }
+    let message = body_json(request).await;
+    if message["method"] != "tools/call" {
+        return mcp_answer(&message);
+    }
+    let tool = message["params"]["name"].as_str().unwrap().to_owned();
+    let granted = world.granted.lock().unwrap().get(&token).cloned();
+    if !granted.unwrap_or_default().contains(&tool) {
+        let origin = &world.origin;
+        let challenge = format!(
+            r#"Bearer error="insufficient_scope", scope="{tool}", resource_metadata="{origin}/.well-known/oauth-protected-resource/mcp""#
+        );
+        return (
+            StatusCode::FORBIDDEN,
+            [(header::WWW_AUTHENTICATE, challenge)],
+            "",
+        )
+            .into_response();
+    }
+    let result = json!({"content": [{"type": "text", "text": format!("ran {tool}")}]});
+    json_answer(json!({"jsonrpc": "2.0", "id": message["id"], "result": result}))
 }
 
 /// The 401 of the MCP endpoint, naming its resource metadata.
@@ -467,6 +536,7 @@ async fn world(hostility: Hostility) -> (World, Seen) {
         valid: Arc::default(),
         issued: Arc::default(),
         resumable: Arc::default(),
+        granted: Arc::default(),
     };
     let router = Router::new().fallback(hostile).with_state(world.clone());
     tokio::spawn(async move { axum::serve(listener, router).await });
@@ -474,6 +544,11 @@ async fn world(hostility: Hostility) -> (World, Seen) {
 }
 
 async fn connect(world: &World) -> Result<Plugin, String> {
+    connect_keeping(world, None).await
+}
+
+/// [`connect`], keeping the tokens in `store` when given.
+async fn connect_keeping(world: &World, store: Option<Arc<TokenStore>>) -> Result<Plugin, String> {
     let url = format!("{}/mcp", world.origin);
     let mut options = ConnectOptions::new("guarded", Arc::new(NoForms));
     options.protocol = Some(formwork_host::PROTOCOL_VERSION);
@@ -481,7 +556,7 @@ async fn connect(world: &World) -> Result<Plugin, String> {
         "guarded",
         url.clone(),
         AuthSettings::default(),
-        None,
+        store,
         Some(Arc::new(HeadlessSignIn::new(
             "http://localhost:3000/callback",
         ))),
@@ -735,6 +810,85 @@ async fn a_token_refused_on_a_calls_resumption_is_refreshed_and_the_call_resumes
         ]
     );
     plugin.close().await;
+}
+
+/// Step-ups are bounded per set of scopes the server asks for, not per connection: one
+/// connection steps up for `a`, `b` and `c` in turn, each with the scopes it held plus the new
+/// one; a scope the server never grants is asked for once, then the call fails clearly.
+#[tokio::test]
+async fn each_set_of_scopes_steps_up_on_its_own_and_one_never_granted_ends_the_call() {
+    let (world, _) = world(Hostility::StepsUp).await;
+    let plugin = connect(&world).await.unwrap();
+    for tool in ["a", "b", "c"] {
+        let result = plugin.call_tool(tool, None).await.unwrap();
+        assert_eq!(result["content"][0]["text"], format!("ran {tool}"));
+    }
+    let err = plugin
+        .call_tool("admin", None)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(
+            "guarded refuses the request for want of scope (it asks for `admin`) even after signing in with the scopes it named"
+        ),
+        "{err}"
+    );
+    let asked: Vec<String> = seen_lines(&world)
+        .iter()
+        .filter(|line| line.starts_with("GET /authorize"))
+        .map(|line| {
+            let query = line.split_once('?').unwrap().1;
+            url::form_urlencoded::parse(query.as_bytes())
+                .find(|(key, _)| key == "scope")
+                .map(|(_, value)| value.into_owned())
+                .unwrap_or_default()
+        })
+        .collect();
+    assert_eq!(asked, ["", "a", "a b", "a b c", "a b c admin"]);
+    plugin.close().await;
+}
+
+/// Two connections share a token store (as two sessions' connections to one server do). Both
+/// refused at once, they refresh once between them: the server may rotate refresh tokens,
+/// taking each once; the one that waited reads the renewed token from the store.
+#[tokio::test]
+async fn connections_sharing_a_store_refresh_once_between_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(TokenStore::new(CredentialsStoreMode::File, dir.path()));
+    let (world, _) = world(Hostility::Refreshing).await;
+    let first = connect_keeping(&world, Some(Arc::clone(&store)))
+        .await
+        .unwrap();
+    let second = connect_keeping(&world, Some(Arc::clone(&store)))
+        .await
+        .unwrap();
+    // The first signed in, and refreshed its short-lived token-1; the second read token-2.
+    let signed_in = [
+        "token grant_type=authorization_code refresh_token=",
+        "token grant_type=refresh_token refresh_token=refresh-1",
+    ];
+    assert_eq!(token_requests(&world), signed_in);
+    world
+        .valid
+        .lock()
+        .unwrap()
+        .retain(|token| token != "token-2");
+    let (one, other) = tokio::join!(first.list_tools(), second.list_tools());
+    one.unwrap();
+    other.unwrap();
+    assert_eq!(
+        token_requests(&world)[2..],
+        ["token grant_type=refresh_token refresh_token=refresh-2"]
+    );
+    let before = world.seen.lock().unwrap().len();
+    first.list_tools().await.unwrap();
+    second.list_tools().await.unwrap();
+    let after: Vec<(String, Option<String>)> = world.seen.lock().unwrap()[before..].to_vec();
+    let token_3 = ("POST /mcp".to_owned(), Some("Bearer token-3".to_owned()));
+    assert_eq!(after, [token_3.clone(), token_3]);
+    first.close().await;
+    second.close().await;
 }
 
 #[tokio::test]

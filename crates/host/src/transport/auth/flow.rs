@@ -397,7 +397,16 @@ impl Authorizer {
             return Err(self.failed("the token cannot be refreshed (no refresh token)"));
         };
         // Another connection or process may have refreshed it already; where the server
-        // rotates refresh tokens, ours is spent then, and theirs is the one to use.
+        // rotates refresh tokens, ours is spent then, and theirs is the one to use. The
+        // connections of this process refresh one at a time.
+        let renewal = self
+            .store
+            .as_ref()
+            .map(|store| store.renewal_lock(&self.server_name, &self.server_url));
+        let _renewing = match &renewal {
+            Some(lock) => Some(lock.lock().await),
+            None => None,
+        };
         if let Some(stored) = self.stored_tokens().await
             && stored.access_token != tokens.access_token
             && !expires_within(&stored, REFRESH_AHEAD)

@@ -17,6 +17,7 @@ use std::fs::{DirBuilder, File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
@@ -100,6 +101,8 @@ pub struct TokenStore {
     mode: CredentialsStoreMode,
     file: PathBuf,
     backend: std::sync::OnceLock<Backend>,
+    /// One lock per entry, held while a connection of this process refreshes its tokens.
+    renewing: std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 #[derive(Debug, Clone)]
@@ -117,7 +120,20 @@ impl TokenStore {
             mode,
             file: data_dir.join(CREDENTIALS_FILE),
             backend: std::sync::OnceLock::new(),
+            renewing: std::sync::Mutex::default(),
         }
+    }
+
+    /// The lock a refresh of the tokens of `server_name` at `url` holds: connections that
+    /// share the store (one per session) must not spend the same refresh token at once, since
+    /// a server that rotates refresh tokens takes each only once. The one that waited reads
+    /// the store again and takes the renewed tokens.
+    pub(crate) fn renewal_lock(&self, server_name: &str, url: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = self
+            .renewing
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        Arc::clone(locks.entry(entry_key(server_name, url)).or_default())
     }
 
     fn backend(&self) -> &Backend {
