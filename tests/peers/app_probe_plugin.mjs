@@ -10,7 +10,7 @@
 //   open-probe-after the app of open-probe, its result 3 s after the call (the app is up before it)
 //   open-probe-held  the app of open-probe, and no result until the call is cancelled (at most 120 s)
 //   open-probe-listed  the app ui://probe/listed.html, whose read content has `_meta` without `ui`: its policy is
-//                    in its `resources/list` entry only
+//                    in its `resources/list` entry only, on the list's second page (it lists one resource a page)
 //   open-missing     `_meta.ui.resourceUri` = ui://probe/missing.html, a resource this plugin does not have
 //   bump-app         serves a new version of the app document (its `data-version`) and sends resources/list_changed;
 //                    the first bump also lists app-version (tools/list_changed)
@@ -245,6 +245,16 @@ server.registerResource(
 server.registerResource("probe-widget", WIDGET_URI, { mimeType: "text/html+skybridge" }, async (uri) => ({
   contents: [{ uri: uri.href, mimeType: "text/html+skybridge", text: widgetDocument() }],
 }));
+// `resources/list` one resource a page (the SDK's own handler lists all at once, and the cursor is the index of
+// the next one): the listing's policy of probe-listed is on page 2, so a host must follow `nextCursor`.
+const listAll = server.server._requestHandlers.get("resources/list");
+server.server._requestHandlers.set("resources/list", async (request, extra) => {
+  const all = (await listAll(request, extra)).resources;
+  const at = Number(request.params?.cursor ?? "0");
+  const page = { resources: all.slice(at, at + 1) };
+  if (at + 1 < all.length) page.nextCursor = String(at + 1);
+  return page;
+});
 
 function appDocument(version) {
   return `<!DOCTYPE html>

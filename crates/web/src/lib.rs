@@ -155,7 +155,13 @@ impl Workbench {
     ) -> Result<(), WebError> {
         let stop = self.state.shutdown.clone();
         let apps = Router::new()
-            .route("/", get(sandbox::document))
+            // Only a frame's GET: a HEAD would spend the document's one load unseen.
+            .route(
+                "/",
+                get(sandbox::document)
+                    .head(sandbox::nothing)
+                    .fallback(sandbox::nothing),
+            )
             .fallback(sandbox::nothing)
             .with_state(self.state.clone());
         let apps_stop = stop.clone();

@@ -156,6 +156,28 @@ async fn an_app_document_is_served_once_to_its_frame_on_its_own_origin() {
     )
     .await;
     assert_eq!(unminted.status, 404);
+    // Another method, also HEAD (which would spend the one load): nothing, with the locked
+    // headers.
+    for method in ["HEAD", "POST", "PUT", "DELETE", "OPTIONS"] {
+        let refused = raw_request(
+            apps_addr(&server),
+            method,
+            "/",
+            &[
+                ("Host", host.clone()),
+                ("Sec-Fetch-Dest", "iframe".to_owned()),
+                ("Content-Length", "0".to_owned()),
+            ],
+        )
+        .await;
+        assert_eq!(refused.status, 404, "{method}");
+        assert_eq!(
+            refused.header("content-security-policy"),
+            Some("default-src 'none'; frame-ancestors 'none'"),
+            "{method}"
+        );
+        assert_eq!(refused.header("x-content-type-options"), Some("nosniff"));
+    }
 
     let served = load_frame(&server, &host).await;
     assert_eq!(served.status, 200);

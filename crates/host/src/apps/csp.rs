@@ -20,16 +20,18 @@
 //!   `resource_domains` and `frame_domains` stand for the three MCP Apps lists.
 //! - Each entry must be an origin: `https://` or `wss://`, a host name (letters, digits and
 //!   hyphens between dots; international names as punycode) or `[::1]`, optionally a `*.`
-//!   wildcard as the leftmost label over at least two labels, optionally `:port`, optionally
-//!   one trailing `/`. Plain `http://` and `ws://` only for the local development hosts
-//!   `localhost`, `127.0.0.1` and `[::1]` (not `*.localhost`, where other apps' documents live).
-//!   No path, query, fragment or user info; no quote, semicolon, comma, whitespace, control or
-//!   non-ASCII character. Keywords (`'unsafe-eval'`), bare schemes (`https:`, `data:`,
-//!   `blob:`) and `*` are not origins. Anything else is dropped and reported in
-//!   [`SandboxPolicy::dropped`], never written into the header.
-//! - Kept entries are written with the scheme and host in lowercase and without the trailing
-//!   `/`, in their declared order, each once. A list reads at most [`MAX_DOMAINS_PER_LIST`]
-//!   entries, each at most [`MAX_ENTRY_LEN`] bytes.
+//!   wildcard as the leftmost label over at least two labels, optionally `:port` or `:*` (any
+//!   port), optionally a path (`https://cdn.example/npm/`: CSP then allows only what is under
+//!   it). Plain `http://` and `ws://` only for the local development hosts `localhost`,
+//!   `127.0.0.1` and `[::1]` (not `*.localhost`, where other apps' documents live). No query,
+//!   fragment or user info; no quote, semicolon, comma, whitespace, control or non-ASCII
+//!   character; a path of URL characters only (`%` with two hex digits, no `*`). Keywords
+//!   (`'unsafe-eval'`), bare schemes (`https:`, `data:`, `blob:`) and `*` are not origins.
+//!   Anything else is dropped and reported in [`SandboxPolicy::dropped`], never written into
+//!   the header.
+//! - Kept entries are written with the scheme and host in lowercase (the path as declared; a
+//!   path of only `/` is left out), in their declared order, each once. A list reads at most
+//!   [`MAX_DOMAINS_PER_LIST`] entries, each at most [`MAX_ENTRY_LEN`] bytes.
 //! - `ui.permissions`: `camera`, `microphone`, `geolocation` and `clipboardWrite`, each `{}`,
 //!   become the `allow` features `camera`, `microphone`, `geolocation` and `clipboard-write`.
 //!
@@ -300,24 +302,52 @@ fn origin_source(entry: &str) -> Result<String, String> {
         "http" | "ws" => false,
         _ => return Err("not an https or wss origin".to_owned()),
     };
-    let authority = rest.strip_suffix('/').unwrap_or(rest);
-    if authority.contains(['/', '?', '#', '@', '\\']) {
-        return Err("has a path, a query, a fragment or user info".to_owned());
+    if rest.contains(['?', '#', '@', '\\']) {
+        return Err("has a query, a fragment or user info".to_owned());
     }
+    let (authority, path) = match rest.find('/') {
+        Some(slash) => rest.split_at(slash),
+        None => (rest, ""),
+    };
+    check_path(path)?;
     let (host, port) = split_port(authority)?;
     let host = host.to_ascii_lowercase();
     check_host(&host)?;
     if !secure && !LOCAL_HOSTS.contains(&host.as_str()) {
         return Err("plain http and ws are only for localhost, 127.0.0.1 and [::1]".to_owned());
     }
+    let path = if path == "/" { "" } else { path };
     Ok(match port {
-        Some(port) => format!("{scheme}://{host}:{port}"),
-        None => format!("{scheme}://{host}"),
+        Some(port) => format!("{scheme}://{host}:{port}{path}"),
+        None => format!("{scheme}://{host}{path}"),
     })
 }
 
-/// `host[:port]` or `[::1][:port]`, with the port checked.
-fn split_port(authority: &str) -> Result<(&str, Option<u16>), String> {
+/// A source expression's path: empty, or `/` and URL path characters, `%` only before two hex
+/// digits, and no `*` (CSP paths have no wildcards).
+fn check_path(path: &str) -> Result<(), String> {
+    let bytes = path.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        let byte = bytes[at];
+        if byte == b'%' {
+            let escaped = bytes.get(at + 1..at + 3);
+            if !escaped.is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit)) {
+                return Err("the path has a `%` without two hex digits".to_owned());
+            }
+            at += 3;
+            continue;
+        }
+        if !(byte.is_ascii_alphanumeric() || b"-._~!$&()+=:/".contains(&byte)) {
+            return Err(format!("the path has a `{}`", char::from(byte)));
+        }
+        at += 1;
+    }
+    Ok(())
+}
+
+/// `host[:port]` or `[::1][:port]`, with the port checked: a number, or `*` for any.
+fn split_port(authority: &str) -> Result<(&str, Option<String>), String> {
     let (host, port) = match authority.find(']') {
         Some(end) if authority.starts_with('[') => {
             let (host, after) = authority.split_at(end + 1);
@@ -335,13 +365,16 @@ fn split_port(authority: &str) -> Result<(&str, Option<u16>), String> {
     let Some(port) = port else {
         return Ok((host, None));
     };
+    if port == "*" {
+        return Ok((host, Some(port.to_owned())));
+    }
     let number = (port.len() <= 5 && port.bytes().all(|b| b.is_ascii_digit()))
         .then(|| port.parse::<u16>().ok())
         .flatten()
         .filter(|number| *number != 0);
     match number {
-        Some(number) => Ok((host, Some(number))),
-        None => Err("the port is not a number from 1 to 65535".to_owned()),
+        Some(number) => Ok((host, Some(number.to_string()))),
+        None => Err("the port is not a number from 1 to 65535, nor `*`".to_owned()),
     }
 }
 
@@ -506,18 +539,21 @@ mod tests {
     }
 
     #[test]
-    fn only_origins_are_kept_normalised_in_order_and_once() {
+    fn only_origins_and_paths_under_them_are_kept_normalised_in_order_and_once() {
         let ui = json!({ "csp": { "resourceDomains": [
             "'unsafe-eval'", "data:", "blob:", "https:", "https://*", "https://*.com",
-            "https://a.com/path", "https://user@a.com", "https://a.com?q", "https://a.com,b.com",
-            "https://a.com:0", "https://a.com:99999", "https://a.com:", "https://[2001:db8::1]",
-            "http://localhost:5173", "ws://127.0.0.1:9000", "http://[::1]:8080",
+            "https://a.com/path", "HTTPS://A.com/Path", "https://a.com/a*b", "https://a.com/%zz",
+            "https://a.com/%7E/", "https://a.com/a<b", "https://user@a.com", "https://a.com?q",
+            "https://a.com,b.com", "https://a.com:0", "https://a.com:99999", "https://a.com:",
+            "https://a.com:*", "https://a.com:**", "https://[2001:db8::1]",
+            "http://localhost:5173", "ws://127.0.0.1:9000", "http://[::1]:8080", "http://localhost:*",
             "http://*.localhost", "http://localhost.evil.com", "https://bücher.de",
             "https://xn--bcher-kva.de", "HTTPS://Fonts.GoogleAPIs.com",
             "https://fonts.googleapis.com/", "https://-a.com", "https://a..com", "ftp://a.com",
             " https://a.com", 7, null,
         ]}});
-        let kept = "http://localhost:5173 ws://127.0.0.1:9000 http://[::1]:8080 \
+        let kept = "https://a.com/path https://a.com/Path https://a.com/%7E/ https://a.com:* \
+                    http://localhost:5173 ws://127.0.0.1:9000 http://[::1]:8080 http://localhost:* \
                     https://xn--bcher-kva.de https://fonts.googleapis.com";
         let label = "ui.csp.resourceDomains";
         let expected_dropped = [
@@ -527,13 +563,16 @@ mod tests {
             r#""https:": not an origin (scheme://host)"#,
             r#""https://*": not a host name (letters, digits and hyphens between dots)"#,
             r#""https://*.com": a wildcard must cover a name of two labels or more"#,
-            r#""https://a.com/path": has a path, a query, a fragment or user info"#,
-            r#""https://user@a.com": has a path, a query, a fragment or user info"#,
-            r#""https://a.com?q": has a path, a query, a fragment or user info"#,
+            r#""https://a.com/a*b": the path has a `*`"#,
+            r#""https://a.com/%zz": the path has a `%` without two hex digits"#,
+            r#""https://a.com/a<b": the path has a `<`"#,
+            r#""https://user@a.com": has a query, a fragment or user info"#,
+            r#""https://a.com?q": has a query, a fragment or user info"#,
             r#""https://a.com,b.com": contains a quote, a semicolon or a comma"#,
-            r#""https://a.com:0": the port is not a number from 1 to 65535"#,
-            r#""https://a.com:99999": the port is not a number from 1 to 65535"#,
-            r#""https://a.com:": the port is not a number from 1 to 65535"#,
+            r#""https://a.com:0": the port is not a number from 1 to 65535, nor `*`"#,
+            r#""https://a.com:99999": the port is not a number from 1 to 65535, nor `*`"#,
+            r#""https://a.com:": the port is not a number from 1 to 65535, nor `*`"#,
+            r#""https://a.com:**": the port is not a number from 1 to 65535, nor `*`"#,
             r#""https://[2001:db8::1]": an IPv6 host other than [::1]"#,
             r#""http://*.localhost": a wildcard must cover a name of two labels or more"#,
             r#""http://localhost.evil.com": plain http and ws are only for localhost, 127.0.0.1 and [::1]"#,

@@ -73,9 +73,11 @@ pub enum DocumentError {
 
 /// The app document `uri` in `result`, a `resources/read` result.
 ///
-/// The content is the first item of `result.contents` whose `uri` is `uri`. Its `mimeType`
-/// must be [`APP_MIME`] or [`SKYBRIDGE_MIME`], compared without regard to case and to spaces
-/// around `;`. `text` wins over `blob`; a blob may hold line breaks between its base64 symbols.
+/// The content is the first item of `result.contents` whose `uri` is `uri` and whose
+/// `mimeType` is [`APP_MIME`] or [`SKYBRIDGE_MIME`] (compared without regard to case and to
+/// spaces around `;`), else the first whose `uri` is `uri` (then the error says what its type
+/// is), else the only item when there is one (a server may write the URI otherwise, as the
+/// reference host reads `contents[0]`). `text` wins over `blob`; a blob may hold line breaks between its base64 symbols.
 ///
 /// The metadata is looked up key by key (`ui`, `openai/widgetCSP`,
 /// `openai/widgetPrefersBorder`) in the content's `_meta`, then its `meta` (how some Python
@@ -88,13 +90,26 @@ pub fn read_document(
     listed: Option<&Value>,
 ) -> Result<AppDocument, DocumentError> {
     let shown = || quoted(uri);
-    let content = result
+    let contents = result
         .get("contents")
         .and_then(Value::as_array)
-        .and_then(|contents| {
-            contents
-                .iter()
-                .find(|item| item.get("uri").and_then(Value::as_str) == Some(uri))
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let of_uri = |item: &&Value| item.get("uri").and_then(Value::as_str) == Some(uri);
+    let an_app = |item: &&Value| {
+        let mime = item
+            .get("mimeType")
+            .and_then(Value::as_str)
+            .map(normal_mime);
+        mime.is_some_and(|mime| mime == APP_MIME || mime == SKYBRIDGE_MIME)
+    };
+    let content = contents
+        .iter()
+        .find(|item| of_uri(item) && an_app(item))
+        .or_else(|| contents.iter().find(of_uri))
+        .or(match contents {
+            [only] => Some(only),
+            _ => None,
         })
         .ok_or_else(|| DocumentError::NoContent { uri: shown() })?;
     let sent = content.get("mimeType").and_then(Value::as_str);
@@ -314,6 +329,20 @@ mod tests {
     }
 
     #[test]
+    fn the_app_content_is_chosen_among_several_and_a_sole_one_of_another_uri_is_taken() {
+        let app = "text/html;profile=mcp-app";
+        let notes = json!({ "uri": URI, "mimeType": "text/plain", "text": "notes" });
+        let html = json!({ "uri": URI, "mimeType": app, "text": HTML });
+        check(
+            json!({ "contents": [notes, html] }),
+            None,
+            Ok(document(app, false, None)),
+        );
+        let renamed = json!({ "uri": format!("{URI}/"), "mimeType": app, "text": HTML });
+        check(read_result(renamed), None, Ok(document(app, false, None)));
+    }
+
+    #[test]
     fn what_is_not_an_app_document_says_why() {
         let quoted = format!("{URI:?}");
         check(
@@ -330,10 +359,12 @@ mod tests {
                 uri: quoted.clone(),
             }),
         );
-        let other = json!({ "uri": "ui://demo/other.html", "mimeType": "text/html;profile=mcp-app",
-                            "text": HTML });
+        let other = |name: &str| {
+            json!({ "uri": format!("ui://demo/{name}.html"), "mimeType": "text/html;profile=mcp-app",
+                    "text": HTML })
+        };
         check(
-            read_result(other),
+            json!({ "contents": [other("one"), other("two")] }),
             None,
             Err(DocumentError::NoContent {
                 uri: quoted.clone(),

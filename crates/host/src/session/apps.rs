@@ -932,17 +932,33 @@ async fn read_app_document(plugin: &crate::Plugin, uri: &str) -> Result<AppDocum
     let listed = if has_policy {
         None
     } else {
-        plugin
-            .request("resources/list", None)
-            .await
-            .ok()
-            .and_then(|list| {
-                list.get("resources")?
-                    .as_array()?
-                    .iter()
-                    .find(|entry| entry.get("uri").and_then(Value::as_str) == Some(uri))
-                    .cloned()
-            })
+        listed_entry(plugin, uri).await
     };
     apps::read_document(uri, &result, listed.as_ref()).map_err(|err| unavailable(err.to_string()))
+}
+
+/// The most pages of `resources/list` read for a resource's entry.
+const MAX_LISTING_PAGES: usize = 16;
+
+/// The entry of `uri` in the plugin's `resources/list`, page after page; `None` when it is not
+/// listed (or the list cannot be read) within [`MAX_LISTING_PAGES`] pages.
+async fn listed_entry(plugin: &crate::Plugin, uri: &str) -> Option<Value> {
+    let mut params = None;
+    for _ in 0..MAX_LISTING_PAGES {
+        let list = plugin.request("resources/list", params.take()).await.ok()?;
+        let entry = list
+            .get("resources")
+            .and_then(Value::as_array)
+            .and_then(|entries| {
+                entries
+                    .iter()
+                    .find(|entry| entry.get("uri").and_then(Value::as_str) == Some(uri))
+            });
+        if let Some(entry) = entry {
+            return Some(entry.clone());
+        }
+        let cursor = list.get("nextCursor").filter(|cursor| cursor.is_string())?;
+        params = Some(json!({ "cursor": cursor }));
+    }
+    None
 }
