@@ -339,3 +339,62 @@ fn login_with_the_keyring_store_keeps_the_tokens_in_the_keyring_only() {
     again.assert_stderr_mentions("demo needs you to sign in: run `formwork login demo`");
     assert!(!world.data.join("mcp-credentials.json").exists());
 }
+
+/// With the keyring named and none answering, the sign-in in the browser works but its tokens
+/// cannot be kept: `login` fails and says so, rather than a success the next run does not see.
+#[test]
+fn login_whose_tokens_cannot_be_kept_fails_and_says_why() {
+    let server = OAuthExample::start();
+    let world = World::with_config(&format!(
+        "mcp_oauth_credentials_store = \"keyring\"\n[mcp_servers.demo]\nurl = \"{}\"\n",
+        server.url
+    ));
+    let login = world.formwork(&["login", "demo"]);
+    login.assert_code(2);
+    login.assert_stderr_mentions(
+        "signing in to demo failed: the tokens could not be kept in the keyring: cannot open the keyring: ",
+    );
+    assert!(!login.stderr.contains("Signed in"), "{login}");
+    assert!(!world.data.join("mcp-credentials.json").exists());
+}
+
+/// `auto` with a keyring answering still finds a sign-in that was kept in the file (by an
+/// earlier run without a keyring, or one whose write the keyring refused), and `logout`
+/// forgets it there.
+#[test]
+fn auto_with_a_keyring_finds_and_forgets_a_sign_in_kept_in_the_file() {
+    let server = OAuthExample::start();
+    let keyring = PrivateKeyring::start();
+    let mut world = World::with_config(&format!(
+        "mcp_oauth_credentials_store = \"file\"\n[mcp_servers.demo]\nurl = \"{}\"\n",
+        server.url
+    ));
+    world.bus = keyring.address.clone();
+    world.formwork(&["login", "demo"]).assert_code(0);
+    let credentials = world.data.join("mcp-credentials.json");
+    assert!(credentials.exists());
+
+    std::fs::write(
+        &world.config,
+        format!("[mcp_servers.demo]\nurl = \"{}\"\n", server.url),
+    )
+    .unwrap();
+    let after = world.greet();
+    after.assert_code(0);
+    assert_eq!(
+        after.json(),
+        serde_json::json!({"content": [{"type": "text", "text": "Hello, Ada!"}]}),
+        "{after}"
+    );
+    world.formwork(&["logout", "demo"]).assert_code(0);
+    let kept: Value =
+        serde_json::from_str(&std::fs::read_to_string(&credentials).unwrap()).unwrap();
+    assert_eq!(
+        kept,
+        serde_json::json!({}),
+        "the file still holds the sign-in"
+    );
+    let again = world.greet();
+    again.assert_code(2);
+    again.assert_stderr_mentions("demo needs you to sign in: run `formwork login demo`");
+}

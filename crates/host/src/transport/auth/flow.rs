@@ -128,6 +128,8 @@ struct State {
     /// a moment, not another round of discovery or another card (a connection's opening
     /// requests all meet it); a later request tries again.
     failed: Option<(Challenge, AuthError, Instant)>,
+    /// Why the last tokens could not be stored (they last for this run only), if they could not.
+    unsaved: Option<String>,
 }
 
 impl Authorizer {
@@ -296,7 +298,16 @@ impl Authorizer {
             known = Some((found, steps));
         }
         self.sign_in_locked(&mut state, &challenge, None, known)
-            .await
+            .await?;
+        // A sign-in of its own (`formwork login`) is for later runs: tokens that could not be
+        // kept are a failure, not a success that the next run does not see.
+        match (state.unsaved.take(), &self.store) {
+            (Some(err), Some(store)) => Err(self.failed(format!(
+                "the tokens could not be kept in the {}: {err}",
+                store.describe()
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// The challenge of an `initialize` sent without a token, and whether it was refused (401).
@@ -368,9 +379,10 @@ impl Authorizer {
             let saved = tokio::task::spawn_blocking(move || store.save(&kept))
                 .await
                 .unwrap_or_else(|err| Err(format!("writing the store failed: {err}")));
-            if let Err(err) = saved {
+            if let Err(err) = &saved {
                 tracing::warn!(target: "formwork::auth", server = %self.server_name, %err, "the sign-in could not be stored; it lasts for this run only");
             }
+            state.unsaved = saved.err();
         }
         state.tokens = Some(tokens);
         state.generation += 1;

@@ -10,6 +10,10 @@
 //! whole (a temporary `0600` file beside it, fsynced, renamed over it), so a reader never sees
 //! half of one. Two processes writing at once can lose one of the two writes, not the file.
 //!
+//! `auto` takes the keyring when it answers, as Codex does: a write the keyring refuses (a
+//! locked collection, say) goes to the file instead, a sign-in the keyring does not have is
+//! looked up in the file, and forgetting one forgets it in both.
+//!
 //! **Invariant:** no token, secret or entry text reaches a log line or an error message.
 
 use std::fmt;
@@ -150,24 +154,29 @@ impl TokenStore {
         })
     }
 
+    /// The file behind the keyring: for `auto` when the keyring answers.
+    fn file_behind(&self) -> Option<&Path> {
+        let keyring = matches!(self.backend(), Backend::Keyring);
+        (keyring && self.mode == CredentialsStoreMode::Auto).then_some(self.file.as_path())
+    }
+
     /// The tokens of `server_name` at `url`, if any are kept.
     pub fn load(&self, server_name: &str, url: &str) -> Result<Option<StoredTokens>, String> {
         let key = entry_key(server_name, url);
         let tokens = match self.backend() {
-            Backend::Keyring => {
-                let entry = keyring_entry(&key)?;
-                let text = match entry.get_password() {
-                    Ok(text) => text,
-                    Err(keyring::Error::NoEntry) => return Ok(None),
-                    Err(err) => return Err(keyring_error("read", &err)),
-                };
-                serde_json::from_str::<StoredTokens>(&text).map_err(|err| {
-                    format!(
-                        "the keyring entry for `{server_name}` is not a formwork sign-in ({})",
-                        json_error_kind(&err)
-                    )
-                })?
-            }
+            Backend::Keyring => match (load_keyring(&key, server_name), self.file_behind()) {
+                (Ok(Some(tokens)), _) => tokens,
+                (Ok(None), None) => return Ok(None),
+                (Err(err), None) => return Err(err),
+                (Ok(None), Some(file)) => match read_file(file)?.shift_remove(&key) {
+                    Some(tokens) => tokens,
+                    None => return Ok(None),
+                },
+                (Err(err), Some(file)) => match read_file(file)?.shift_remove(&key) {
+                    Some(tokens) => tokens,
+                    None => return Err(err),
+                },
+            },
             Backend::File(path) => match read_file(path)?.shift_remove(&key) {
                 Some(tokens) => tokens,
                 None => return Ok(None),
@@ -184,15 +193,24 @@ impl TokenStore {
             Backend::Keyring => {
                 let text = serde_json::to_string(tokens)
                     .map_err(|_| "cannot write the sign-in as JSON".to_owned())?;
-                keyring_entry(&key)?
+                let written = keyring_entry(&key)?
                     .set_password(&text)
-                    .map_err(|err| keyring_error("write", &err))
+                    .map_err(|err| keyring_error("write", &err));
+                match (written, self.file_behind()) {
+                    (Err(err), Some(file)) => {
+                        tracing::warn!(target: "formwork::auth", %err, file = %file.display(), "the keyring refused the sign-in; it is kept in the file");
+                        save_file(file, key, tokens)
+                    }
+                    (Ok(()), Some(file)) => {
+                        // An older sign-in of the same server in the file would be read if the
+                        // keyring ever lost this one. The keyring has the sign-in either way.
+                        let _ = remove_from_file(file, &key);
+                        Ok(())
+                    }
+                    (written, None) => written,
+                }
             }
-            Backend::File(path) => {
-                let mut entries = read_file(path)?;
-                entries.insert(key, tokens.clone());
-                write_file(path, &entries)
-            }
+            Backend::File(path) => save_file(path, key, tokens),
         }
     }
 
@@ -202,19 +220,19 @@ impl TokenStore {
     pub fn delete(&self, server_name: &str, url: &str) -> Result<bool, String> {
         let key = entry_key(server_name, url);
         match self.backend() {
-            Backend::Keyring => match keyring_entry(&key)?.delete_credential() {
-                Ok(()) => Ok(true),
-                Err(keyring::Error::NoEntry) => Ok(false),
-                Err(err) => Err(keyring_error("delete", &err)),
-            },
-            Backend::File(path) => {
-                let mut entries = read_file(path)?;
-                if entries.shift_remove(&key).is_none() {
-                    return Ok(false);
-                }
-                write_file(path, &entries)?;
-                Ok(true)
+            Backend::Keyring => {
+                let in_keyring = match keyring_entry(&key)?.delete_credential() {
+                    Ok(()) => true,
+                    Err(keyring::Error::NoEntry) => false,
+                    Err(err) => return Err(keyring_error("delete", &err)),
+                };
+                let in_file = match self.file_behind() {
+                    Some(file) => remove_from_file(file, &key)?,
+                    None => false,
+                };
+                Ok(in_keyring || in_file)
             }
+            Backend::File(path) => remove_from_file(path, &key),
         }
     }
 
@@ -225,6 +243,39 @@ impl TokenStore {
             Backend::File(path) => format!("file {}", path.display()),
         }
     }
+}
+
+/// The keyring's entry `key` of the server `server_name`, if it has one.
+fn load_keyring(key: &str, server_name: &str) -> Result<Option<StoredTokens>, String> {
+    let text = match keyring_entry(key)?.get_password() {
+        Ok(text) => text,
+        Err(keyring::Error::NoEntry) => return Ok(None),
+        Err(err) => return Err(keyring_error("read", &err)),
+    };
+    serde_json::from_str::<StoredTokens>(&text)
+        .map(Some)
+        .map_err(|err| {
+            format!(
+                "the keyring entry for `{server_name}` is not a formwork sign-in ({})",
+                json_error_kind(&err)
+            )
+        })
+}
+
+fn save_file(path: &Path, key: String, tokens: &StoredTokens) -> Result<(), String> {
+    let mut entries = read_file(path)?;
+    entries.insert(key, tokens.clone());
+    write_file(path, &entries)
+}
+
+/// Removes the entry `key` from the file; whether it was there.
+fn remove_from_file(path: &Path, key: &str) -> Result<bool, String> {
+    let mut entries = read_file(path)?;
+    if entries.shift_remove(key).is_none() {
+        return Ok(false);
+    }
+    write_file(path, &entries)?;
+    Ok(true)
 }
 
 /// The account of a keyring entry and the key of a file entry. A server name has no spaces,
