@@ -439,6 +439,33 @@ fn a_certificate_of_an_unknown_authority_is_refused_by_name() {
         )),
         "{output}"
     );
+    // Set to nothing, the variables name nothing: the system's roots are the same as without them.
+    let without = formwork(
+        &["tools", "--url", &url],
+        &[("FORMWORK_LOG", "formwork::tls=debug")],
+    );
+    let unset = formwork(
+        &["tools", "--url", &url],
+        &[
+            ("SSL_CERT_FILE", ""),
+            ("SSL_CERT_DIR", ""),
+            ("FORMWORK_LOG", "formwork::tls=debug"),
+        ],
+    );
+    unset.assert_code(2);
+    let system_line = |output: &Output| {
+        output
+            .stderr
+            .lines()
+            .find(|line| line.ends_with(" source=\"system\""))
+            .map(|line| {
+                line.split_once("trusted certificates")
+                    .map_or(line, |(_, counts)| counts)
+                    .to_owned()
+            })
+    };
+    assert_eq!(system_line(&unset), system_line(&without), "{unset}");
+    assert!(!unset.stderr.contains("bundled Mozilla roots"), "{unset}");
 }
 
 /// A proxy that refuses the tunnel is named with its status; a proxy formwork cannot speak to is an error, never

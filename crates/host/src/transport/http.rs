@@ -993,7 +993,12 @@ pub(crate) struct SseParser {
     last_id: Option<String>,
     /// The server's `retry`: how long to wait before resuming.
     retry: Option<std::time::Duration>,
+    /// A line of this connection's stream has ended: a byte order mark is no longer its start.
+    past_first_line: bool,
 }
+
+/// The UTF-8 byte order mark, which a stream may start with (and which is not part of it).
+const BYTE_ORDER_MARK: &[u8] = b"\xEF\xBB\xBF";
 
 impl SseParser {
     /// A new connection continues the stream: what the last one left half read is dropped.
@@ -1003,6 +1008,7 @@ impl SseParser {
         self.has_data = false;
         self.oversized = false;
         self.last_was_cr = false;
+        self.past_first_line = false;
         self.id.clone_from(&self.last_id);
     }
 
@@ -1015,7 +1021,12 @@ impl SseParser {
             }
             self.last_was_cr = byte == b'\r';
             if byte == b'\n' || byte == b'\r' {
-                let line = std::mem::take(&mut self.line);
+                let mut line = std::mem::take(&mut self.line);
+                if !std::mem::replace(&mut self.past_first_line, true)
+                    && line.starts_with(BYTE_ORDER_MARK)
+                {
+                    line.drain(..BYTE_ORDER_MARK.len());
+                }
                 if let Some(event) = self.end_line(&line) {
                     events.push(event);
                 }
@@ -1105,6 +1116,31 @@ mod tests {
             vec!["{\"a\":1}".to_owned(), "x\ny".to_owned()]
         );
         assert_eq!(events(&["id: 1\nretry: 500\n\n"]), Vec::<String>::new());
+    }
+
+    /// A byte order mark is skipped at the start of each connection's stream (split across
+    /// reads too), and only there.
+    #[test]
+    fn a_byte_order_mark_starts_a_stream_and_is_not_part_of_it() {
+        let data = |events: Vec<SseEvent>| -> Vec<String> {
+            events
+                .into_iter()
+                .map(|event| match event {
+                    SseEvent::Data(data) => data,
+                    SseEvent::Oversized => "<oversized>".to_owned(),
+                })
+                .collect()
+        };
+        let mut parser = SseParser::default();
+        assert_eq!(data(parser.feed(b"\xEF\xBB")), Vec::<String>::new());
+        assert_eq!(data(parser.feed(b"\xBFdata: a\n\n")), ["a"]);
+        // Later in the stream it is a field name's first bytes: that line is no field it knows.
+        assert_eq!(
+            data(parser.feed(b"\xEF\xBB\xBFdata: b\n\ndata: c\n\n")),
+            ["c"]
+        );
+        parser.resumed();
+        assert_eq!(data(parser.feed(b"\xEF\xBB\xBFdata: d\n\n")), ["d"]);
     }
 
     /// The point to resume after moves with each whole event, even one without data, and not

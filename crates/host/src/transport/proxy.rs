@@ -53,6 +53,13 @@ impl ProxyConfig {
             })
         };
         let no_proxy = get(&["no_proxy", "NO_PROXY"]).map_or_else(Vec::new, |setting| {
+            // As in curl, `*` means every host only as the whole value; in a list it is no entry.
+            if setting.value == "*" {
+                return vec![Exception {
+                    pattern: Pattern::Everything,
+                    port: None,
+                }];
+            }
             setting
                 .value
                 .split([',', ' '])
@@ -198,10 +205,7 @@ impl Exception {
             return None;
         }
         if entry == "*" {
-            return Some(Exception {
-                pattern: Pattern::Everything,
-                port: None,
-            });
+            return None;
         }
         // `[v6]`, `[v6]:port`, `[v6/len]`; else one colon separates a port, and more than one
         // is a bare IPv6 address or range (which has no room for a port).
@@ -405,7 +409,9 @@ mod tests {
             assert!(!bypasses(entry, "https://example.com.evil/"), "{entry}");
         }
         assert!(bypasses("*", "https://anything.test/"));
-        assert!(bypasses("a.test,*", "http://10.1.2.3/"));
+        assert!(bypasses(" * ", "https://anything.test/"));
+        assert!(!bypasses("a.test,*", "http://10.1.2.3/"), "`*` in a list");
+        assert!(bypasses("a.test,*", "http://a.test/"));
         assert!(!bypasses("", "https://example.com/"));
         assert!(
             !bypasses("*.example.com", "https://a.example.com/"),

@@ -133,7 +133,7 @@ fn add_directory(found: &mut CertificateResult, dir: &Path) {
 /// probe finds them. On macOS and Windows the environment's files then stand alone.
 fn system_store(named: &NamedCertificates) -> CertificateResult {
     if named.is_empty() {
-        return rustls_native_certs::load_native_certs();
+        return platform_store();
     }
     let mut found = CertificateResult::default();
     #[cfg(all(unix, not(target_os = "macos")))]
@@ -141,6 +141,31 @@ fn system_store(named: &NamedCertificates) -> CertificateResult {
         add_directory(&mut found, dir);
     }
     found
+}
+
+/// The system's own store, the environment aside.
+#[cfg(all(unix, not(target_os = "macos")))]
+fn platform_store() -> CertificateResult {
+    // What `rustls-native-certs` reads on these systems, but not through `load_native_certs`:
+    // that reads the environment again, and takes a variable set to nothing (`SSL_CERT_FILE=`)
+    // for a file named "", which holds no certificate.
+    // The file and the first directory in one read, which skips a directory's links to files
+    // it has read (the bundle's certificates are in the directory too).
+    let probed = openssl_probe::probe();
+    let mut dirs = probed.cert_dir.iter();
+    let mut found = rustls_native_certs::load_certs_from_paths(
+        probed.cert_file.as_deref(),
+        dirs.next().map(PathBuf::as_path),
+    );
+    for dir in dirs {
+        add_directory(&mut found, dir);
+    }
+    found
+}
+
+#[cfg(not(all(unix, not(target_os = "macos"))))]
+fn platform_store() -> CertificateResult {
+    rustls_native_certs::load_native_certs()
 }
 
 fn config_trusting(roots: RootCertStore) -> Result<rustls::ClientConfig, String> {

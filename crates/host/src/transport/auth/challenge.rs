@@ -12,22 +12,40 @@ pub(crate) struct Challenge {
 }
 
 impl Challenge {
-    /// Reads the parameters of the `Bearer` challenge, in any order, quoted or not. Anything
-    /// else (another scheme, a malformed list) yields an empty challenge: discovery then goes on
-    /// from the well-known URLs.
+    /// Reads the parameters of the first `Bearer` challenge, in any order, quoted or not. The
+    /// header may list several challenges (RFC 9110 §11.6.1: `Basic realm="x", Bearer
+    /// scope="y"`): a bare token after the first parameter, or after a comma, starts the next
+    /// one, and each parameter belongs to the challenge before it. No `Bearer` challenge (or
+    /// a malformed list) yields an empty challenge: discovery then goes on from the well-known
+    /// URLs.
     pub fn parse(header: Option<&str>) -> Challenge {
         let mut challenge = Challenge::default();
         let Some(header) = header else {
             return challenge;
         };
-        let trimmed = header.trim_start();
-        let Some(scheme_end) = trimmed.find(|c: char| c.is_ascii_whitespace()) else {
-            return challenge;
-        };
-        if !trimmed[..scheme_end].eq_ignore_ascii_case("bearer") {
-            return challenge;
+        // The parameters of the first Bearer challenge: from its scheme to the next scheme.
+        let mut bearer = Vec::new();
+        let mut in_bearer = false;
+        let mut seen_bearer = false;
+        // Right after a scheme: a bare token there is its token68, not the next scheme.
+        let mut after_scheme = false;
+        for item in items(header) {
+            match item {
+                Item::Bare(_) if after_scheme => after_scheme = false,
+                Item::Bare(scheme) => {
+                    in_bearer = !seen_bearer && scheme.eq_ignore_ascii_case("bearer");
+                    seen_bearer |= in_bearer;
+                    after_scheme = true;
+                }
+                Item::Param(key, value) => {
+                    after_scheme = false;
+                    if in_bearer {
+                        bearer.push((key, value));
+                    }
+                }
+            }
         }
-        for (key, value) in parameters(&trimmed[scheme_end..]) {
+        for (key, value) in bearer {
             let slot = match key.to_ascii_lowercase().as_str() {
                 "error" => &mut challenge.error,
                 "scope" => &mut challenge.scope,
@@ -61,8 +79,15 @@ pub(crate) fn split_scopes(scope: &str) -> Vec<String> {
     scopes
 }
 
-/// `key=value` pairs separated by commas; values are tokens or quoted strings with `\` escapes.
-fn parameters(text: &str) -> Vec<(String, String)> {
+/// One item of a `WWW-Authenticate` list: a bare token (a scheme, or a token68) or a parameter.
+enum Item {
+    Bare(String),
+    Param(String, String),
+}
+
+/// The items of a challenge list: bare tokens and `key=value` pairs, separated by whitespace
+/// or commas; values are tokens or quoted strings with `\` escapes.
+fn items(text: &str) -> Vec<Item> {
     let mut pairs = Vec::new();
     let mut chars = text.chars().peekable();
     loop {
@@ -76,11 +101,14 @@ fn parameters(text: &str) -> Vec<(String, String)> {
         }
         while chars.next_if(char::is_ascii_whitespace).is_some() {}
         if key.is_empty() || chars.next_if_eq(&'=').is_none() {
+            if !key.is_empty() {
+                pairs.push(Item::Bare(key));
+            }
             if chars.peek().is_none() {
                 return pairs;
             }
-            // A bare token (a token68, say): skip it.
-            if key.is_empty() {
+            // Not a token at all (a stray `=`): skip it.
+            if chars.peek() == Some(&'=') {
                 chars.next();
             }
             continue;
@@ -100,7 +128,7 @@ fn parameters(text: &str) -> Vec<(String, String)> {
                 value.push(c);
             }
         }
-        pairs.push((key, value));
+        pairs.push(Item::Param(key, value));
     }
 }
 
@@ -132,6 +160,26 @@ mod tests {
         assert!(parsed.insufficient_scope());
     }
 
+    /// One header may list several challenges; the Bearer one is read, and its parameters end
+    /// where the next challenge starts.
+    #[test]
+    fn the_bearer_challenge_is_found_among_others() {
+        let header = r#"Basic realm="api", Bearer resource_metadata="https://a.example/prm", scope="mcp:x", DPoP algs="ES256", scope="admin", error="use_dpop_nonce""#;
+        assert_eq!(
+            Challenge::parse(Some(header)),
+            Challenge {
+                error: None,
+                scope: Some("mcp:x".into()),
+                resource_metadata: Some("https://a.example/prm".into()),
+            }
+        );
+        let token68 =
+            r#"Negotiate abc123, Bearer error="insufficient_scope", scope="b", Bearer scope="c""#;
+        let parsed = Challenge::parse(Some(token68));
+        assert_eq!(parsed.scope.as_deref(), Some("b"));
+        assert!(parsed.insufficient_scope());
+    }
+
     #[test]
     fn another_scheme_or_garbage_gives_nothing() {
         assert_eq!(
@@ -144,6 +192,10 @@ mod tests {
             Challenge::default()
         );
         assert_eq!(Challenge::parse(None), Challenge::default());
+        assert_eq!(
+            Challenge::parse(Some(r#"Basic realm="x", Digest scope="y""#)),
+            Challenge::default()
+        );
         assert_eq!(
             Challenge::parse(Some(r#"Bearer scope="a b a""#)).scopes(),
             vec!["a".to_owned(), "b".to_owned()]

@@ -77,6 +77,19 @@ pub(crate) async fn resource_metadata(
 ) -> Option<ResourceMetadata> {
     let server = Url::parse(server_url).ok()?;
     for url in resource_metadata_urls(&server, challenge) {
+        // Metadata that names the authorization server must come over TLS: read in the clear,
+        // anyone on the way could name their own.
+        if let Err(reason) = Url::parse(&url)
+            .map_err(|err| err.to_string())
+            .and_then(|url| check_secure(&url))
+        {
+            steps.push(AuthStep {
+                step: RESOURCE_METADATA,
+                url,
+                outcome: format!("not read: {reason}"),
+            });
+            continue;
+        }
         if let Ok(Some(found)) =
             fetch_document::<ResourceMetadata>(&url, RESOURCE_METADATA, steps).await
         {
@@ -90,8 +103,13 @@ pub(crate) async fn resource_metadata(
 /// URL, the root one.
 fn resource_metadata_urls(server: &Url, challenge: &Challenge) -> Vec<String> {
     let mut candidates = Vec::new();
-    if let Some(advertised) = &challenge.resource_metadata {
-        candidates.push(advertised.clone());
+    // RFC 9728 names an absolute URL; a relative one is taken from the server's URL.
+    if let Some(advertised) = challenge
+        .resource_metadata
+        .as_deref()
+        .and_then(|url| server.join(url).ok())
+    {
+        candidates.push(advertised.to_string());
     }
     let origin = server.origin().ascii_serialization();
     let path = server.path().trim_end_matches('/');
@@ -381,6 +399,35 @@ mod tests {
                 "https://as.example/.well-known/oauth-authorization-server",
                 "https://as.example/.well-known/openid-configuration",
             ]
+        );
+    }
+
+    /// Resource metadata named in the clear (not loopback) is not read: whoever is on the way
+    /// could name their own authorization server. A relative name is taken from the server's
+    /// URL.
+    #[tokio::test]
+    async fn resource_metadata_named_over_plain_http_is_not_read() {
+        let challenge = Challenge {
+            resource_metadata: Some("http://metadata.example/prm".into()),
+            ..Challenge::default()
+        };
+        let mut steps = Vec::new();
+        // Nothing listens on port 1: the well-known URLs after it fail at once.
+        let found = resource_metadata("http://127.0.0.1:1/mcp", &challenge, &mut steps).await;
+        assert!(found.is_none());
+        assert_eq!(steps[0].url, "http://metadata.example/prm");
+        assert_eq!(
+            steps[0].outcome,
+            "not read: http://metadata.example/prm is not https; formwork signs in only over https (or plain http to localhost)"
+        );
+        assert_eq!(steps.len(), 3, "{steps:?}");
+        let relative = Challenge {
+            resource_metadata: Some("/prm".into()),
+            ..Challenge::default()
+        };
+        assert_eq!(
+            resource_metadata_urls(&url("https://mcp.example/mcp"), &relative)[0],
+            "https://mcp.example/prm"
         );
     }
 
