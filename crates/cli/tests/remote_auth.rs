@@ -11,6 +11,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Arc, Mutex};
 
 use common::{Output, TIMEOUT, run};
 use serde_json::{Value, json};
@@ -242,44 +243,75 @@ fn env_http_headers_ride_the_request() {
     let world = World::new(&format!(
         "[mcp_servers.remote]\nurl = \"http://127.0.0.1:{port}/mcp\"\nhttp_headers = {{ X-Team = \"forms\" }}\nenv_http_headers = {{ X-Tenant = \"FORMWORK_TEST_TENANT\" }}\n"
     ));
-    let server = std::thread::spawn(move || {
-        let (socket, _) = listener.accept().unwrap();
-        let mut reader = BufReader::new(socket.try_clone().unwrap());
-        let mut head = Vec::new();
-        loop {
-            let mut line = String::new();
-            reader.read_line(&mut line).unwrap();
-            let line = line.trim_end().to_owned();
-            if line.is_empty() {
-                break;
+    // The heads of every request, each answered 404; the thread outlives the test's runs.
+    let heads: Arc<Mutex<Vec<Vec<String>>>> = Arc::default();
+    let seen = Arc::clone(&heads);
+    std::thread::spawn(move || {
+        for socket in listener.incoming() {
+            let socket = socket.unwrap();
+            let mut reader = BufReader::new(socket.try_clone().unwrap());
+            let mut head = Vec::new();
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                let line = line.trim_end().to_owned();
+                if line.is_empty() {
+                    break;
+                }
+                head.push(line);
             }
-            head.push(line);
+            (&socket)
+                .write_all(
+                    b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                )
+                .unwrap();
+            seen.lock().unwrap().push(head);
         }
-        (&socket)
-            .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
-            .unwrap();
-        head
     });
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_formwork"));
-    cmd.args(["tools", "--server", "remote", "--config"])
-        .arg(&world.config)
-        .env("FORMWORK_TEST_TENANT", "tenant-42");
-    let tools = run(&mut cmd, None, TIMEOUT);
-    tools.assert_code(2);
-    let head = server.join().unwrap();
-    assert_eq!(head[0], "POST /mcp HTTP/1.1", "{head:?}");
-    assert!(head.contains(&"X-Team: forms".to_owned()), "{head:?}");
-    assert!(head.contains(&"X-Tenant: tenant-42".to_owned()), "{head:?}");
+    // The POSTs of one run (a run may also probe the server afterwards).
+    let posts = || -> Vec<Vec<String>> {
+        std::mem::take(&mut *heads.lock().unwrap())
+            .into_iter()
+            .filter(|head| head[0] == "POST /mcp HTTP/1.1")
+            .collect()
+    };
+    let tools = |tenant: Option<&str>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_formwork"));
+        cmd.args(["tools", "--server", "remote", "--config"])
+            .arg(&world.config);
+        match tenant {
+            Some(tenant) => cmd.env("FORMWORK_TEST_TENANT", tenant),
+            None => cmd.env_remove("FORMWORK_TEST_TENANT"),
+        };
+        run(&mut cmd, None, TIMEOUT)
+    };
 
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_formwork"));
-    cmd.args(["tools", "--server", "remote", "--config"])
-        .arg(&world.config)
-        .env_remove("FORMWORK_TEST_TENANT");
-    let unset = run(&mut cmd, None, TIMEOUT);
+    tools(Some("tenant-42")).assert_code(2);
+    let set = posts();
+    assert!(!set.is_empty());
+    for head in &set {
+        assert!(head.contains(&"X-Team: forms".to_owned()), "{head:?}");
+        assert!(head.contains(&"X-Tenant: tenant-42".to_owned()), "{head:?}");
+    }
+
+    // Unset, the header is left out (as in Codex), and the request goes without it.
+    let unset = tools(None);
     unset.assert_code(2);
-    assert_eq!(
-        unset.stderr,
-        "formwork: server `remote`: the environment variable `FORMWORK_TEST_TENANT` (env_http_headers.X-Tenant) is not set\n",
+    let without = posts();
+    assert!(!without.is_empty());
+    for head in &without {
+        assert!(head.contains(&"X-Team: forms".to_owned()), "{head:?}");
+        assert!(
+            !head
+                .iter()
+                .any(|line| line.to_ascii_lowercase().starts_with("x-tenant")),
+            "{head:?}"
+        );
+    }
+    assert!(
+        unset
+            .stderr
+            .contains("the variable is not set; the header is left out"),
         "{unset}"
     );
 }

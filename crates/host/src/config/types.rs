@@ -524,8 +524,9 @@ pub enum CredentialsStore {
 
 impl Transport {
     /// The headers sent with every HTTP request: `http_headers`, then each of
-    /// `env_http_headers` with the value of its variable, then `Authorization: Bearer` with the
-    /// value of `bearer_token_env_var`. None for other transports.
+    /// `env_http_headers` with the value of its variable (left out while it is unset), then
+    /// `Authorization: Bearer` with the value of `bearer_token_env_var` (which must be set).
+    /// None for other transports.
     pub fn http_headers(&self) -> Result<Vec<(String, String)>, String> {
         let Transport::StreamableHttp {
             http_headers,
@@ -541,16 +542,19 @@ impl Transport {
             .map(|(name, value)| (name.clone(), value.clone()))
             .collect();
         for (name, variable) in env_http_headers {
-            let value = std::env::var(variable)
+            // As in Codex: a header whose variable is unset (or empty) is left out.
+            match std::env::var(variable)
                 .ok()
                 .filter(|value| !value.is_empty())
-                .ok_or_else(|| {
-                    format!(
-                        "the environment variable `{variable}` (env_http_headers.{}) is not set",
-                        super::error::key_segment(name)
-                    )
-                })?;
-            headers.push((name.clone(), value));
+            {
+                Some(value) => headers.push((name.clone(), value)),
+                None => tracing::warn!(
+                    target: "formwork::config",
+                    header = %name,
+                    %variable,
+                    "env_http_headers: the variable is not set; the header is left out"
+                ),
+            }
         }
         if let Some(variable) = bearer_token_env_var {
             let token = std::env::var(variable)

@@ -27,6 +27,8 @@ use super::tls;
 
 /// A response head larger than this is refused.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
+/// The client named on every request (MCP and sign-in alike).
+const USER_AGENT: &str = concat!("user-agent: formwork/", env!("CARGO_PKG_VERSION"));
 /// Requests per endpoint that may wait for their response head at once (see `Endpoint::opening`).
 pub(crate) const MAX_OPENING: usize = 128;
 /// Idle keep-alive connections kept per endpoint (shared by all connections to it).
@@ -252,6 +254,11 @@ impl Endpoint {
         };
         line(&format!("{method} {} HTTP/1.1", self.target));
         line(&format!("host: {}", self.authority));
+        // Some servers (and the filters before them) refuse requests that name no client;
+        // one configured in `http_headers` stands instead.
+        if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("user-agent")) {
+            line(USER_AGENT);
+        }
         for (name, value) in headers {
             line(&format!("{name}: {value}"));
         }
@@ -995,13 +1002,13 @@ mod tests {
         };
         assert_eq!(
             request("http://a.test:8080/mcp?x=1"),
-            "POST http://a.test:8080/mcp?x=1 HTTP/1.1\r\nhost: a.test:8080\r\naccept: */*\r\nproxy-authorization: Basic bWU6c2VjcmV0\r\ncontent-length: 2\r\n\r\n{}"
+            "POST http://a.test:8080/mcp?x=1 HTTP/1.1\r\nhost: a.test:8080\r\nuser-agent: formwork/0.1.0\r\naccept: */*\r\nproxy-authorization: Basic bWU6c2VjcmV0\r\ncontent-length: 2\r\n\r\n{}"
         );
         // Through a tunnel the request is the one sent direct: the credentials go to the
         // proxy with the `CONNECT` only.
         assert_eq!(
             request("https://[::1]/mcp"),
-            "POST /mcp HTTP/1.1\r\nhost: [::1]\r\naccept: */*\r\ncontent-length: 2\r\n\r\n{}"
+            "POST /mcp HTTP/1.1\r\nhost: [::1]\r\nuser-agent: formwork/0.1.0\r\naccept: */*\r\ncontent-length: 2\r\n\r\n{}"
         );
         assert_eq!(
             proxied("https://[::1]/mcp", "p").tunnel_authority(),
