@@ -1,5 +1,5 @@
 //! What a server's OAuth keys mean to the transport: the config names variables and files,
-//! [`AuthSettings`] holds what they contain, read when a connection needs it. This sits in the
+//! [`AuthSettings`] holds what they contain, read when a connection is made. This sits in the
 //! session layer because the config and the transport do not know each other.
 
 use std::path::Path;
