@@ -667,7 +667,19 @@ test("theme-reaches-apps", async (page) => {
     assert.equal(await background(), shown === "dark" ? "#1a1f27" : "#ffffff", `the background under ${theme}`);
   }
   await until("three host-context-changed", async () => (await frame.locator("body").getAttribute("data-context-changes")) === "3" || (await frame.locator("body").getAttribute("data-context-changes")));
+  // A narrower window makes a narrower card: the app hears its new width (and only that), and again when the
+  // window is as before.
+  const width = async () => (await context()).containerDimensions?.width;
+  const wide = await width();
+  assert.ok(wide > 0, `the app's width: ${wide}`);
+  await page.setViewportSize({ width: 1100, height: 900 });
+  await until("a narrower container in the app", async () => (await width()) < wide || (await width()));
+  assert.equal((await context()).theme, "light");
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await until("the first width in the app again", async () => (await width()) === wide || (await width()));
+  assert.equal(await frame.locator("body").getAttribute("data-context-changes"), "5");
 });
+
 
 // The socket drops and comes back: the transcript is redrawn from a snapshot, the frame lives on, and the equal
 // result is not sent to it again.
@@ -1100,6 +1112,35 @@ test("without-movebefore-a-moved-app-starts-again-with-its-result", async (page)
   } finally {
     await other.close();
   }
+});
+
+// An app that starts its bridge again in the same document (a second App instance: ui/initialize, then
+// initialized) gets the call's input and result again, as a first start does.
+test("an-app-that-initializes-again-gets-its-input-and-result-again", async (page) => {
+  await newSession(page);
+  const call = await callTool(page, "probe", "open-probe");
+  const frame = await appFrame(page, await readyApp(call));
+  await frame.locator('body[data-done="1"]').waitFor();
+  assert.equal(await frame.locator("body").getAttribute("data-tool-inputs"), "1");
+  const answer = await frame.evaluate(
+    () =>
+      new Promise((resolve) => {
+        const id = 9001;
+        const heard = (event) => {
+          if (event.data?.id !== id) return;
+          window.removeEventListener("message", heard);
+          window.parent.postMessage({ jsonrpc: "2.0", method: "ui/notifications/initialized" }, "*");
+          resolve(event.data);
+        };
+        window.addEventListener("message", heard);
+        const params = { protocolVersion: "2026-01-26", appInfo: { name: "again", version: "1" }, appCapabilities: {} };
+        window.parent.postMessage({ jsonrpc: "2.0", id, method: "ui/initialize", params }, "*");
+      }),
+  );
+  assert.equal(answer.result?.protocolVersion, "2026-01-26", JSON.stringify(answer));
+  await frame.locator('body[data-tool-inputs="2"]').waitFor();
+  await frame.locator('body[data-tool-results="2"]').waitFor();
+  assert.equal(await frame.locator("#result-meta").textContent(), RESULT_META);
 });
 
 async function main() {

@@ -394,6 +394,8 @@ class AppView {
     this.leaving = false;
     // Its frame went when the transcript was redrawn, in a browser that cannot keep it (see `park`).
     this.parkedAway = false;
+    // The container's width the app was last told of.
+    this.toldWidth = null;
 
     this.status = el("span", { class: "app-status", testid: "app-status", text: "loading" });
     this.error = el("p", { class: "app-error", testid: "app-error", role: "alert", hidden: true });
@@ -424,7 +426,19 @@ class AppView {
       this.slot,
     );
     this.updateButtons();
+    // The width follows the window and the side panel; the height follows the app itself (so a change of it alone
+    // is no news to the app).
+    new ResizeObserver(() => this.widthChanged()).observe(this.box);
     this.load();
+  }
+
+  widthChanged() {
+    // Parked (while the transcript redraws, or leaving) is not where the app is shown.
+    if (!this.initialized || this.box.clientWidth === 0 || this.apps.places.parking.contains(this.box)) return;
+    const dimensions = this.dimensions();
+    if (dimensions.width === this.toldWidth) return;
+    this.toldWidth = dimensions.width;
+    this.post({ jsonrpc: "2.0", method: "ui/notifications/host-context-changed", params: { containerDimensions: dimensions } });
   }
 
   attach(callNode) {
@@ -585,7 +599,13 @@ class AppView {
         if (request) this.displayModeRequested(message);
         return;
       default:
-        if (message.method === "ui/initialize" && request) this.appModes = message.params?.appCapabilities?.availableDisplayModes ?? null;
+        if (message.method === "ui/initialize" && request) {
+          this.appModes = message.params?.appCapabilities?.availableDisplayModes ?? null;
+          // An app that starts its bridge again (a second App in the same document) is a new start: its
+          // `initialized` brings the input and the outcome again.
+          this.initialized = false;
+          this.sentOutcome = null;
+        }
         return this.relay(message, request);
     }
   }
@@ -594,7 +614,9 @@ class AppView {
     // The answer is for the document that asked, not for one that took its place since.
     const frame = this.frame;
     let reply;
-    const sent = this.apps.rpc(this.doc, message, message.method === "ui/initialize" ? this.context() : null, !this.leaving);
+    const context = message.method === "ui/initialize" ? this.context() : null;
+    if (context) this.toldWidth = context.containerDimensions.width;
+    const sent = this.apps.rpc(this.doc, message, context, !this.leaving);
     this.relays.add(sent);
     try {
       reply = await sent;
@@ -721,6 +743,7 @@ class AppView {
     this.placeNote.textContent = { tab: "Shown in the side panel.", fullscreen: "Shown fullscreen in the side panel.", pip: "Shown in picture in picture." }[mode] ?? "";
     this.updateButtons();
     const change = { containerDimensions: this.dimensions() };
+    this.toldWidth = change.containerDimensions.width;
     if (this.appMode() !== before) change.displayMode = this.appMode();
     this.contextChanged(change);
   }
