@@ -35,11 +35,26 @@ pub const MAX_APP_TEXT_BYTES: usize = 64 * 1024;
 /// The most requests the apps of one session may have served at once; more are refused.
 pub const MAX_APP_REQUESTS_IN_FLIGHT: usize = 64;
 
+/// Where a cached document was read: the connection (held weakly, so that it is never taken
+/// for a later one at the same address) and its count of `resources/list_changed`.
+struct ReadOn {
+    plugin: std::sync::Weak<crate::Plugin>,
+    changes: u64,
+}
+
+impl ReadOn {
+    fn is_current(&self, plugin: &Arc<crate::Plugin>) -> bool {
+        std::sync::Weak::ptr_eq(&self.plugin, &Arc::downgrade(plugin))
+            && self.changes == plugin.resource_changes()
+    }
+}
+
 /// The apps of a session: documents read, and what each invocation's app left behind.
 #[derive(Default)]
 pub(super) struct SessionApps {
-    /// Documents by server and URI, with the server's resource change count they were read at.
-    documents: HashMap<(String, String), (u64, Arc<AppDocument>)>,
+    /// Documents by server and URI, with the connection they were read on and its resource
+    /// change count then: a new connection (the plugin restarted) may serve another document.
+    documents: HashMap<(String, String), (ReadOn, Arc<AppDocument>)>,
     /// The last `ui/update-model-context` params of each invocation's app.
     model_context: HashMap<String, Value>,
     /// A widget's saved state, by invocation.
@@ -296,14 +311,17 @@ impl Session {
         let connection = self.app_connection(&call).await?;
         let plugin = &connection.plugin;
         let tool = plugin.listed_tool(&call.tool).await.unwrap_or(Value::Null);
-        let changes = plugin.resource_changes();
+        let read_on = ReadOn {
+            plugin: Arc::downgrade(plugin),
+            changes: plugin.resource_changes(),
+        };
         let key = (call.server.clone(), uri.clone());
         let cached = self
             .lock()
             .apps
             .documents
             .get(&key)
-            .filter(|(read_at, _)| *read_at == changes)
+            .filter(|(read, _)| read.is_current(plugin))
             .map(|(_, document)| Arc::clone(document));
         let document = match cached {
             Some(document) => document,
@@ -312,7 +330,7 @@ impl Session {
                 self.lock()
                     .apps
                     .documents
-                    .insert(key, (changes, Arc::clone(&document)));
+                    .insert(key, (read_on, Arc::clone(&document)));
                 document
             }
         };
