@@ -256,7 +256,10 @@ impl Endpoint {
         line(&format!("host: {}", self.authority));
         // Some servers (and the filters before them) refuse requests that name no client;
         // one configured in `http_headers` stands instead.
-        if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("user-agent")) {
+        if !headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("user-agent"))
+        {
             line(USER_AGENT);
         }
         for (name, value) in headers {
