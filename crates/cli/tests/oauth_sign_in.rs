@@ -34,6 +34,13 @@ impl World {
         World::with_config(&format!("[mcp_servers.demo]\nurl = \"{url}\"\n"))
     }
 
+    /// A world whose server `demo` at `url` keeps its tokens in `store`.
+    fn with_store(url: &str, store: &str) -> World {
+        World::with_config(&format!(
+            "mcp_oauth_credentials_store = \"{store}\"\n[mcp_servers.demo]\nurl = \"{url}\"\n"
+        ))
+    }
+
     fn with_config(text: &str) -> World {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
@@ -309,10 +316,7 @@ impl Drop for PrivateKeyring {
 fn login_with_the_keyring_store_keeps_the_tokens_in_the_keyring_only() {
     let server = OAuthExample::start();
     let keyring = PrivateKeyring::start();
-    let mut world = World::with_config(&format!(
-        "mcp_oauth_credentials_store = \"keyring\"\n[mcp_servers.demo]\nurl = \"{}\"\n",
-        server.url
-    ));
+    let mut world = World::with_store(&server.url, "keyring");
     world.bus = keyring.address.clone();
 
     let login = world.formwork(&["login", "demo"]);
@@ -345,10 +349,7 @@ fn login_with_the_keyring_store_keeps_the_tokens_in_the_keyring_only() {
 #[test]
 fn login_whose_tokens_cannot_be_kept_fails_and_says_why() {
     let server = OAuthExample::start();
-    let world = World::with_config(&format!(
-        "mcp_oauth_credentials_store = \"keyring\"\n[mcp_servers.demo]\nurl = \"{}\"\n",
-        server.url
-    ));
+    let world = World::with_store(&server.url, "keyring");
     let login = world.formwork(&["login", "demo"]);
     login.assert_code(2);
     login.assert_stderr_mentions(
@@ -365,10 +366,7 @@ fn login_whose_tokens_cannot_be_kept_fails_and_says_why() {
 fn auto_with_a_keyring_finds_and_forgets_a_sign_in_kept_in_the_file() {
     let server = OAuthExample::start();
     let keyring = PrivateKeyring::start();
-    let mut world = World::with_config(&format!(
-        "mcp_oauth_credentials_store = \"file\"\n[mcp_servers.demo]\nurl = \"{}\"\n",
-        server.url
-    ));
+    let mut world = World::with_store(&server.url, "file");
     world.bus = keyring.address.clone();
     world.formwork(&["login", "demo"]).assert_code(0);
     let credentials = world.data.join("mcp-credentials.json");

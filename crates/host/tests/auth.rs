@@ -726,6 +726,18 @@ fn seen_lines(world: &World) -> Vec<String> {
         .collect()
 }
 
+/// The token requests of a sign-in to a `Refreshing` server: the code's exchange, then the
+/// refresh of its short-lived first token (before the message after `initialize`).
+const SIGNED_IN: [&str; 2] = [
+    "token grant_type=authorization_code refresh_token=",
+    "token grant_type=refresh_token refresh_token=refresh-1",
+];
+
+/// The MCP endpoint of a `Refreshing` server takes `token` no more.
+fn revoke(world: &World, token: &str) {
+    world.valid.lock().unwrap().retain(|valid| valid != token);
+}
+
 fn token_requests(world: &World) -> Vec<String> {
     seen_lines(world)
         .into_iter()
@@ -739,19 +751,11 @@ async fn a_token_about_to_expire_is_refreshed_before_it_is_sent_and_a_refused_on
     let plugin = connect(&world).await.unwrap();
     // Signed in once; token-1 expires in 5 s, so the message after `initialize` (the
     // `initialized` notification) refreshed it first.
-    let signed_in = [
-        "token grant_type=authorization_code refresh_token=",
-        "token grant_type=refresh_token refresh_token=refresh-1",
-    ];
-    assert_eq!(token_requests(&world), signed_in);
+    assert_eq!(token_requests(&world), SIGNED_IN);
     plugin.list_tools().await.unwrap();
-    assert_eq!(token_requests(&world), signed_in);
+    assert_eq!(token_requests(&world), SIGNED_IN);
     // The server revokes token-2: its 401 is answered with one refresh, and the call goes on.
-    world
-        .valid
-        .lock()
-        .unwrap()
-        .retain(|token| token != "token-2");
+    revoke(&world, "token-2");
     plugin.list_tools().await.unwrap();
     assert_eq!(
         token_requests(&world)[2..],
@@ -864,16 +868,8 @@ async fn connections_sharing_a_store_refresh_once_between_them() {
         .await
         .unwrap();
     // The first signed in, and refreshed its short-lived token-1; the second read token-2.
-    let signed_in = [
-        "token grant_type=authorization_code refresh_token=",
-        "token grant_type=refresh_token refresh_token=refresh-1",
-    ];
-    assert_eq!(token_requests(&world), signed_in);
-    world
-        .valid
-        .lock()
-        .unwrap()
-        .retain(|token| token != "token-2");
+    assert_eq!(token_requests(&world), SIGNED_IN);
+    revoke(&world, "token-2");
     let (one, other) = tokio::join!(first.list_tools(), second.list_tools());
     one.unwrap();
     other.unwrap();
