@@ -997,6 +997,18 @@ mod tests {
         Endpoint::with_proxies(url, &proxies).unwrap()
     }
 
+    /// A `User-Agent` from `http_headers` (any case) stands instead of formwork's own.
+    #[test]
+    fn a_configured_user_agent_stands_instead_of_formworks() {
+        let endpoint =
+            Endpoint::with_proxies("http://a.test/mcp", &ProxyConfig::from_env(|_| None)).unwrap();
+        let request = endpoint.encode("GET", &[("User-Agent", "their-client/2")], b"");
+        assert_eq!(
+            String::from_utf8(request).unwrap(),
+            "GET /mcp HTTP/1.1\r\nhost: a.test\r\nUser-Agent: their-client/2\r\n\r\n"
+        );
+    }
+
     #[test]
     fn through_a_proxy_http_requests_name_the_whole_url_and_tunnels_hide_the_credentials() {
         let request = |url: &str| {
