@@ -41,6 +41,12 @@ impl World {
         ))
     }
 
+    /// This world with `keyring`'s session bus.
+    fn on_bus(mut self, keyring: &PrivateKeyring) -> World {
+        self.bus = keyring.address.clone();
+        self
+    }
+
     fn with_config(text: &str) -> World {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
@@ -316,8 +322,7 @@ impl Drop for PrivateKeyring {
 fn login_with_the_keyring_store_keeps_the_tokens_in_the_keyring_only() {
     let server = OAuthExample::start();
     let keyring = PrivateKeyring::start();
-    let mut world = World::with_store(&server.url, "keyring");
-    world.bus = keyring.address.clone();
+    let world = World::with_store(&server.url, "keyring").on_bus(&keyring);
 
     let login = world.formwork(&["login", "demo"]);
     login.assert_code(0);
@@ -366,8 +371,7 @@ fn login_whose_tokens_cannot_be_kept_fails_and_says_why() {
 fn auto_with_a_keyring_finds_and_forgets_a_sign_in_kept_in_the_file() {
     let server = OAuthExample::start();
     let keyring = PrivateKeyring::start();
-    let mut world = World::with_store(&server.url, "file");
-    world.bus = keyring.address.clone();
+    let world = World::with_store(&server.url, "file").on_bus(&keyring);
     world.formwork(&["login", "demo"]).assert_code(0);
     let credentials = world.data.join("mcp-credentials.json");
     assert!(credentials.exists());

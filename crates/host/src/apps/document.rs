@@ -77,7 +77,8 @@ pub enum DocumentError {
 /// `mimeType` is [`APP_MIME`] or [`SKYBRIDGE_MIME`] (compared without regard to case and to
 /// spaces around `;`), else the first whose `uri` is `uri` (then the error says what its type
 /// is), else the only item when there is one (a server may write the URI otherwise, as the
-/// reference host reads `contents[0]`). `text` wins over `blob`; a blob may hold line breaks between its base64 symbols.
+/// reference host reads `contents[0]`). `text` wins over `blob`; a blob may hold line breaks
+/// between its base64 symbols.
 ///
 /// The metadata is looked up key by key (`ui`, `openai/widgetCSP`,
 /// `openai/widgetPrefersBorder`) in the content's `_meta`, then its `meta` (how some Python
