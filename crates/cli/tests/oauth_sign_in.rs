@@ -78,6 +78,18 @@ impl World {
         run(&mut cmd, None, TIMEOUT)
     }
 
+    /// [`World::greet`], which must succeed with the tool's answer.
+    fn greeted(&self) -> Output {
+        let after = self.greet();
+        after.assert_code(0);
+        assert_eq!(
+            after.json(),
+            serde_json::json!({"content": [{"type": "text", "text": "Hello, Ada!"}]}),
+            "{after}"
+        );
+        after
+    }
+
     fn greet(&self) -> Output {
         self.formwork(&[
             "call",
@@ -127,13 +139,7 @@ fn login_then_calls_use_the_stored_token_until_logout() {
     assert!(!format!("{}{}", login.stdout, login.stderr).contains(token));
     assert_eq!(entry["resource"], Value::from(server.url.as_str()));
 
-    let after = world.greet();
-    after.assert_code(0);
-    assert_eq!(
-        after.json(),
-        serde_json::json!({"content": [{"type": "text", "text": "Hello, Ada!"}]}),
-        "{after}"
-    );
+    let after = world.greeted();
     assert!(!format!("{}{}", after.stdout, after.stderr).contains(token));
 
     let logout = world.formwork(&["logout", "demo"]);
@@ -333,13 +339,7 @@ fn login_with_the_keyring_store_keeps_the_tokens_in_the_keyring_only() {
         "no file beside the keyring"
     );
 
-    let after = world.greet();
-    after.assert_code(0);
-    assert_eq!(
-        after.json(),
-        serde_json::json!({"content": [{"type": "text", "text": "Hello, Ada!"}]}),
-        "{after}"
-    );
+    world.greeted();
 
     let logout = world.formwork(&["logout", "demo"]);
     logout.assert_code(0);
@@ -381,13 +381,7 @@ fn auto_with_a_keyring_finds_and_forgets_a_sign_in_kept_in_the_file() {
         format!("[mcp_servers.demo]\nurl = \"{}\"\n", server.url),
     )
     .unwrap();
-    let after = world.greet();
-    after.assert_code(0);
-    assert_eq!(
-        after.json(),
-        serde_json::json!({"content": [{"type": "text", "text": "Hello, Ada!"}]}),
-        "{after}"
-    );
+    world.greeted();
     world.formwork(&["logout", "demo"]).assert_code(0);
     let kept: Value =
         serde_json::from_str(&std::fs::read_to_string(&credentials).unwrap()).unwrap();
