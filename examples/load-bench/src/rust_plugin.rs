@@ -6,15 +6,26 @@
 //! is the host's and the network's own. rmcp sends a request made inside a request handler on
 //! that request's response stream, so forms reach the host on their calls' streams.
 
+use std::borrow::Cow;
+
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
-    ElicitResult, ListToolsResult, PaginatedRequestParams, ServerConfig,
+    ElicitResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
+
+/// The protocol versions with push elicitation, the round trip the bench measures. rmcp refuses
+/// server-to-client requests on 2026-07-28, and a client that offers it (formwork) chooses it
+/// when the server does.
+pub const PUSH_ELICITATION_VERSIONS: &[ProtocolVersion] = &[
+    ProtocolVersion::V_2025_11_25,
+    ProtocolVersion::V_2025_06_18,
+    ProtocolVersion::V_2025_03_26,
+];
 
 /// Serves the plugin on a free loopback port; prints `listening <port>` once it accepts.
 pub async fn serve() -> anyhow::Result<()> {
@@ -42,6 +53,10 @@ impl ServerHandler for AskPlugin {
             "serverInfo": {"name": "load-bench-rust-plugin", "version": env!("CARGO_PKG_VERSION")},
         });
         serde_json::from_value(info).unwrap_or_default()
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(PUSH_ELICITATION_VERSIONS)
     }
 
     async fn list_tools(
