@@ -69,8 +69,9 @@ const PLUGIN: &str = "bench_plugin.mjs";
 const TS_CLIENT: &str = "bench_ts_client.mjs";
 /// The TS SDK plugin of the load part (`examples/load-bench`).
 const LOAD_PLUGIN: &str = "http_plugin.mjs";
-/// The form every part's plugin asks for.
+/// The form every part's plugin asks for, and the file it reads it from.
 const FORM: &str = "bench_form.mjs";
+const FORM_DATA: &str = "bench_form.json";
 
 pub fn run(root: &Path, args: &[String]) -> Result<()> {
     if args.iter().any(|arg| arg == "-h" || arg == "--help") {
@@ -374,7 +375,7 @@ impl Setup {
             peers::install(root)?;
         }
         // Copied every run, so that the imports resolve against the pinned SDK and edits take effect.
-        for name in [PLUGIN, TS_CLIENT, LOAD_PLUGIN, FORM]
+        for name in [PLUGIN, TS_CLIENT, LOAD_PLUGIN, FORM, FORM_DATA]
             .into_iter()
             .chain(rounds::FIXTURES)
         {

@@ -154,7 +154,11 @@ fn install_venv(source: &Path, venv: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Copies `tests/peers/*.mjs` and `*.py` next to `node_modules`, every run: it is cheap and keeps edits live.
+/// Data files of the fixtures, copied with them.
+const FIXTURE_DATA: &[&str] = &["bench_form.json"];
+
+/// Copies `tests/peers/*.mjs`, `*.py` and [`FIXTURE_DATA`] next to `node_modules`, every run: it is cheap and
+/// keeps edits live.
 fn copy_fixtures(source: &Path, npm_dir: &Path) -> Result<()> {
     for entry in
         std::fs::read_dir(source).with_context(|| format!("listing {}", source.display()))?
@@ -163,7 +167,10 @@ fn copy_fixtures(source: &Path, npm_dir: &Path) -> Result<()> {
         let is_fixture = matches!(
             path.extension().and_then(|ext| ext.to_str()),
             Some("mjs" | "py")
-        );
+        ) || path
+            .file_name()
+            .and_then(|name| name.to_str())
+            .is_some_and(|name| FIXTURE_DATA.contains(&name));
         if let (true, Some(name)) = (is_fixture, path.file_name()) {
             std::fs::copy(&path, npm_dir.join(name))
                 .with_context(|| format!("copying {}", path.display()))?;

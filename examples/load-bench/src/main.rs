@@ -18,8 +18,10 @@
 //! usage: load-bench <peers dir> [sessions...]   (default: 1000 10000)
 //!
 //! `load-bench --direct-calls ...` is another measurement, the direct baseline of the MCP Apps
-//! part of the browser bench (see [`direct`]).
+//! part of the browser bench (see [`direct`]). `load-bench --serve-bench-plugin [--cert FILE
+//! --key FILE]` is an instrument of the bench's HTTP part ([`bench_plugin`]).
 
+mod bench_plugin;
 mod direct;
 mod rust_plugin;
 
@@ -52,6 +54,25 @@ fn main() -> anyhow::Result<()> {
         && flag == "--serve-plugin"
     {
         return runtime()?.block_on(rust_plugin::serve());
+    }
+    if let Some((flag, tls)) = args.split_first()
+        && flag == "--serve-bench-plugin"
+    {
+        let identity = match tls {
+            [] => None,
+            [cert_flag, cert, key_flag, key] if cert_flag == "--cert" && key_flag == "--key" => {
+                Some(bench_plugin::Identity {
+                    cert: Path::new(cert),
+                    key: Path::new(key),
+                })
+            }
+            _ => bail!("usage: load-bench --serve-bench-plugin [--cert FILE --key FILE]"),
+        };
+        // One thread, as the TS instrument has: the bench pins it to a core of its own.
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        return runtime.block_on(bench_plugin::serve(identity));
     }
     if let [flag, command, tool, arguments, count] = args.as_slice()
         && flag == "--direct-calls"

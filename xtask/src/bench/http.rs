@@ -1,16 +1,18 @@
 //! The HTTP part of `cargo xtask bench`: the elicitation round trip of the round-trip part over Streamable HTTP,
 //! plain and TLS, through formwork and through the official TS SDK client's `StreamableHTTPClientTransport`.
 //!
-//! The plugin is the same instrument, `bench_plugin.mjs`, served with `--http` or `--https` (the SDK's
-//! `StreamableHTTPServerTransport` on node's `http` or `https` server); it times each elicitation at the same
-//! points as over stdio. For TLS this part makes a CA and a certificate for `localhost` signed by it, with the
-//! `openssl` command, in `target/bench-tls/`: formwork trusts the CA through `SSL_CERT_FILE`, node through
-//! `NODE_EXTRA_CA_CERTS`. Each transport has one plugin process for the whole part, as an HTTP server runs
-//! (an MCP session per client), warmed up by each client before the rounds; the four contenders (two clients
-//! on two transports) then take turns over the rounds, a fresh client process per run.
+//! Two instruments serve the same `bench` tool and time each elicitation themselves, each client alike:
+//! `bench_plugin.mjs` with `--http` or `--https` (the TS SDK's `StreamableHTTPServerTransport` on node's `http`
+//! or `https` server), and the same tool on the Rust SDK (`load-bench --serve-bench-plugin`, rmcp's
+//! `StreamableHttpService` on axum, rustls for TLS). For TLS this part makes a CA and a certificate for
+//! `localhost` signed by it, with the `openssl` command, in `target/bench-tls/`: formwork trusts the CA through
+//! `SSL_CERT_FILE`, node through `NODE_EXTRA_CA_CERTS`. Each instrument and transport has one plugin process for
+//! the whole part, as an HTTP server runs (an MCP session per client), warmed up by each client before the
+//! rounds; the eight contenders (two clients on two transports through two instruments) then take turns over
+//! the rounds, a fresh client process per run.
 //!
-//! Targets, per transport: formwork's median at most half the TS SDK client's, formwork's p99 at most twice its
-//! own median.
+//! Targets, per instrument and transport: formwork's median at most half the TS SDK client's, formwork's p99 at
+//! most twice its own median.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -23,12 +25,7 @@ use super::{
     Pinning, Setup, TARGET_P99_OVER_MEDIAN, TARGET_VS_TS_SDK, call_tool_result, durations,
     load_average, print_load, print_table, print_targets, ratio, take_turns,
 };
-use crate::target_dir;
-
-/// Round trips each client makes through each plugin before the rounds, unmeasured. Over HTTP the instrument
-/// runs node's HTTP server, whose code V8 is still compiling after the few hundred round trips that settle the
-/// stdio instrument: its round trips kept getting faster, by up to half, over the first few thousand.
-const PLUGIN_WARMUP: usize = 3000;
+use crate::{cargo, run_command, target_dir};
 
 /// How the HTTP part runs.
 pub struct Options {
@@ -39,13 +36,49 @@ pub struct Options {
     pub warmup: usize,
 }
 
-/// The contenders in turn order: each transport's two clients, formwork first.
-const CONTENDERS: [(Client, Scheme); 4] = [
-    (Client::Formwork, Scheme::Http),
-    (Client::TsSdk, Scheme::Http),
-    (Client::Formwork, Scheme::Https),
-    (Client::TsSdk, Scheme::Https),
-];
+/// The plugin that serves the `bench` tool and times its round trips.
+#[derive(Clone, Copy, PartialEq)]
+enum Instrument {
+    /// `bench_plugin.mjs` on the TS SDK, node's `http`/`https` server.
+    TypeScript,
+    /// The same tool on the Rust SDK: `load-bench --serve-bench-plugin`.
+    Rust,
+}
+
+impl Instrument {
+    fn name(self) -> &'static str {
+        match self {
+            Instrument::TypeScript => "TS SDK plugin",
+            Instrument::Rust => "Rust SDK plugin",
+        }
+    }
+
+    /// Round trips each client makes through the plugin before the rounds, unmeasured. Node's HTTP server is
+    /// code V8 is still compiling after the few hundred round trips that settle the stdio instrument: its round
+    /// trips kept getting faster, by up to half, over the first few thousand. The Rust plugin has nothing to
+    /// compile; its MCP sessions and buffers settle within the client's own warm-up.
+    fn warmup(self) -> usize {
+        match self {
+            Instrument::TypeScript => 3000,
+            Instrument::Rust => 300,
+        }
+    }
+}
+
+/// The contenders in turn order: per instrument, each transport's two clients, formwork first.
+const CONTENDERS: [(Instrument, Client, Scheme); 8] = {
+    use {Client::*, Instrument::*, Scheme::*};
+    [
+        (TypeScript, Formwork, Http),
+        (TypeScript, TsSdk, Http),
+        (TypeScript, Formwork, Https),
+        (TypeScript, TsSdk, Https),
+        (Rust, Formwork, Http),
+        (Rust, TsSdk, Http),
+        (Rust, Formwork, Https),
+        (Rust, TsSdk, Https),
+    ]
+};
 
 #[derive(Clone, Copy)]
 enum Client {
@@ -53,7 +86,7 @@ enum Client {
     TsSdk,
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq)]
 enum Scheme {
     Http,
     Https,
@@ -68,41 +101,53 @@ impl Scheme {
     }
 }
 
-fn label(client: Client, scheme: Scheme) -> &'static str {
-    match (client, scheme) {
-        (Client::Formwork, Scheme::Http) => "formwork http",
-        (Client::TsSdk, Scheme::Http) => "TS SDK client http",
-        (Client::Formwork, Scheme::Https) => "formwork https",
-        (Client::TsSdk, Scheme::Https) => "TS SDK client https",
-    }
+fn label((instrument, client, scheme): (Instrument, Client, Scheme)) -> String {
+    let client = match client {
+        Client::Formwork => "formwork",
+        Client::TsSdk => "TS SDK client",
+    };
+    let plugin = match instrument {
+        Instrument::TypeScript => "TS",
+        Instrument::Rust => "Rust",
+    };
+    format!("{client} {}, {plugin} plugin", scheme.name())
 }
 
 pub fn run(root: &Path, setup: &Setup, options: &Options) -> Result<()> {
     let tls = Tls::make(&target_dir(root).join("bench-tls"))?;
+    let load_bench = build_load_bench(root)?;
     let load_before = load_average();
     let pinned = Pinning::start(setup);
-    let plugins = [
-        Plugin::serve(setup, Scheme::Http, &tls)?,
-        Plugin::serve(setup, Scheme::Https, &tls)?,
-    ];
-    let url = |scheme: Scheme| match scheme {
-        Scheme::Http => &plugins[0].url,
-        Scheme::Https => &plugins[1].url,
+    let mut plugins = Vec::new();
+    for instrument in [Instrument::TypeScript, Instrument::Rust] {
+        for scheme in [Scheme::Http, Scheme::Https] {
+            plugins.push(Plugin::serve(setup, &load_bench, instrument, scheme, &tls)?);
+        }
+    }
+    let url = |instrument: Instrument, scheme: Scheme| {
+        plugins
+            .iter()
+            .find(|plugin| plugin.instrument == instrument && plugin.scheme == scheme)
+            .map(|plugin| plugin.url.as_str())
+            .unwrap_or_default()
     };
-    let warm_up = serde_json::json!({ "n": 1, "warmup": PLUGIN_WARMUP });
-    for (client, scheme) in CONTENDERS {
+    for contender @ (instrument, client, scheme) in CONTENDERS {
+        let warmup = instrument.warmup();
         eprintln!(
-            "xtask: warming up the {} plugin: {PLUGIN_WARMUP} round trips through {}",
+            "xtask: warming up the {} over {}: {warmup} round trips through {}",
+            instrument.name(),
             scheme.name(),
-            label(client, scheme)
+            label(contender)
         );
-        call(setup, client, url(scheme), &tls, &warm_up)?;
+        let warm_up = serde_json::json!({ "n": 1, "warmup": warmup });
+        call(setup, client, url(instrument, scheme), &tls, &warm_up)?;
     }
     let tool_args = serde_json::json!({ "n": options.per_round, "warmup": options.warmup });
-    let labels = CONTENDERS.map(|(client, scheme)| label(client, scheme));
+    let labels = CONTENDERS.map(label);
+    let labels = labels.each_ref().map(String::as_str);
     let summaries = take_turns(options.rounds, options.per_round, &labels, |idx| {
-        let (client, scheme) = CONTENDERS[idx];
-        call(setup, client, url(scheme), &tls, &tool_args)
+        let (instrument, client, scheme) = CONTENDERS[idx];
+        call(setup, client, url(instrument, scheme), &tls, &tool_args)
     })?;
     drop(plugins);
     drop(pinned);
@@ -111,7 +156,7 @@ pub fn run(root: &Path, setup: &Setup, options: &Options) -> Result<()> {
     println!();
     println!(
         "elicitation round trip over Streamable HTTP, timed in the plugin: {} rounds x {} (+{} warm-up) per \
-         client and transport (the plugins warmed up by {PLUGIN_WARMUP} per client), contenders alternated",
+         client, transport and plugin (each plugin warmed up first by each client), contenders alternated",
         options.rounds, options.per_round, options.warmup
     );
     print_load(&load);
@@ -119,9 +164,9 @@ pub fn run(root: &Path, setup: &Setup, options: &Options) -> Result<()> {
     println!();
     // CONTENDERS holds each transport's two clients side by side, formwork first.
     let mut targets = Vec::new();
-    for (pair, scheme) in summaries.chunks_exact(2).zip([Scheme::Http, Scheme::Https]) {
-        if let [formwork, ts_sdk] = pair {
-            let name = scheme.name();
+    for (pair, contenders) in summaries.chunks_exact(2).zip(CONTENDERS.chunks_exact(2)) {
+        if let ([formwork, ts_sdk], [(instrument, _, scheme), _]) = (pair, contenders) {
+            let name = format!("{}, {}", scheme.name(), instrument.name());
             targets.extend([
                 (
                     format!("{name}: formwork median / TS SDK median"),
@@ -139,10 +184,28 @@ pub fn run(root: &Path, setup: &Setup, options: &Options) -> Result<()> {
     print_targets(&targets);
     println!();
     println!(
-        "The plugin is the instrument here too: its pauses (and the machine's) land on every client alike,\n\
-         so the TS SDK client's p99/median carries them too."
+        "The plugin is the instrument: its pauses (and the machine's) land on every client alike, so each\n\
+         client's p99/median carries them too. The TS SDK plugin runs on node, whose JIT compiler and garbage\n\
+         collector pause it; the Rust SDK plugin has neither, so its rows show the clients' own tails."
     );
     Ok(())
+}
+
+/// Builds the release `load-bench`, whose `--serve-bench-plugin` is the Rust instrument.
+fn build_load_bench(root: &Path) -> Result<PathBuf> {
+    run_command(
+        cargo()
+            .args([
+                "build",
+                "--release",
+                "--quiet",
+                "--package",
+                "formwork-load-bench",
+            ])
+            .current_dir(root),
+    )
+    .context("building the load bench, the Rust instrument")?;
+    Ok(target_dir(root).join("release/load-bench"))
 }
 
 /// One bench call of `client` to the plugin at `url`: its samples.
@@ -285,28 +348,53 @@ fn quietly(cmd: &mut Command) -> Result<()> {
     Ok(())
 }
 
-/// One plugin process serving `bench_plugin.mjs` over HTTP; killed when dropped.
+/// One instrument's process serving the `bench` tool over HTTP; killed when dropped.
 struct Plugin {
     child: Child,
+    instrument: Instrument,
+    scheme: Scheme,
     url: String,
 }
 
 impl Plugin {
-    fn serve(setup: &Setup, scheme: Scheme, tls: &Tls) -> Result<Plugin> {
-        let (program, args) = setup
-            .plugin_command
-            .split_first()
-            .context("no plugin command")?;
-        let mut cmd = Command::new(program);
-        cmd.args(args);
-        match scheme {
-            Scheme::Http => cmd.args(["--http", "0"]),
-            Scheme::Https => cmd
-                .args(["--https", "0", "--cert"])
-                .arg(&tls.cert)
-                .arg("--key")
-                .arg(&tls.key),
+    fn serve(
+        setup: &Setup,
+        load_bench: &Path,
+        instrument: Instrument,
+        scheme: Scheme,
+        tls: &Tls,
+    ) -> Result<Plugin> {
+        let mut cmd = match instrument {
+            Instrument::TypeScript => {
+                let (program, args) = setup
+                    .plugin_command
+                    .split_first()
+                    .context("no plugin command")?;
+                let mut cmd = Command::new(program);
+                cmd.args(args);
+                match scheme {
+                    Scheme::Http => cmd.args(["--http", "0"]),
+                    Scheme::Https => cmd.args(["--https", "0"]),
+                };
+                cmd
+            }
+            Instrument::Rust => {
+                // On the instrument's core, as the node plugin's command puts it.
+                let mut cmd = match &setup.cpus {
+                    Some(cpus) => {
+                        let mut cmd = Command::new(&cpus.taskset);
+                        cmd.arg("-c").arg(cpus.plugin.to_string()).arg(load_bench);
+                        cmd
+                    }
+                    None => Command::new(load_bench),
+                };
+                cmd.arg("--serve-bench-plugin");
+                cmd
+            }
         };
+        if scheme == Scheme::Https {
+            cmd.arg("--cert").arg(&tls.cert).arg("--key").arg(&tls.key);
+        }
         let mut child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -317,6 +405,8 @@ impl Plugin {
         // From here on, dropping it ends the process.
         let mut plugin = Plugin {
             child,
+            instrument,
+            scheme,
             url: String::new(),
         };
         let mut line = String::new();
