@@ -15,6 +15,8 @@
 //   bump-app         serves a new version of the app document (its `data-version`) and sends resources/list_changed;
 //                    the first bump also lists app-version (tools/list_changed)
 //   app-version      visibility ["app"], listed only after a bump: the app document's version
+//   exit-probe       answers, then ends this process (a later use of the server starts a new one); the app
+//                    document names its process in `body[data-process]`
 //   app-echo         visibility ["app"]: returns its arguments (text and `structuredContent.echo`)
 //   model-only       visibility ["model"]: an app must never reach it
 //   ask-during-app   visibility ["app"]: asks a one-field form through `server.server.elicitInput`, returns the answer
@@ -168,6 +170,15 @@ server.registerTool(
   },
 );
 
+server.registerTool(
+  "exit-probe",
+  { description: "End this plugin's process once the result is out", annotations: readOnly },
+  async () => {
+    setTimeout(() => process.exit(0), 50);
+    return { content: [{ type: "text", text: `process ${process.pid} ends` }] };
+  },
+);
+
 const appVersionTool = server.registerTool(
   "app-version",
   {
@@ -259,7 +270,7 @@ server.server._requestHandlers.set("resources/list", async (request, extra) => {
 function appDocument(version) {
   return `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Probe app</title></head>
-<body data-version="${version}">
+<body data-version="${version}" data-process="${process.pid}">
 <h1>Probe app v${version}</h1>
 <pre id="init-result"></pre><pre id="host-context"></pre><pre id="tool-input"></pre>
 <pre id="result-content"></pre><pre id="result-structured"></pre><pre id="result-meta"></pre>

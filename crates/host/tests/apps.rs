@@ -336,6 +336,41 @@ async fn documents_are_cached_until_the_server_says_its_resources_changed() {
     host.shutdown().await;
 }
 
+/// A document is cached per connection: once the plugin has ended and another process serves
+/// the server, the app's document is read again from it, though neither said its resources
+/// changed.
+#[tokio::test]
+async fn a_new_connection_reads_the_document_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = Host::new(config(dir.path(), true), HostOptions::default());
+    let mut s = Watch::open(&host);
+    let (call_id, _) = s.called("probe", "open-probe").await;
+    let first = host.open_app(&s.session, &call_id).await.unwrap();
+    let process = |html: &str| {
+        let at = html.find("data-process=\"").unwrap() + "data-process=\"".len();
+        html[at..].split('"').next().unwrap().to_owned()
+    };
+    let before = process(&first.document.html);
+    s.called("probe", "exit-probe").await;
+    // The host sees the process gone a moment after the result.
+    let mut again = host.open_app(&s.session, &call_id).await;
+    for _ in 0..100 {
+        if again
+            .as_ref()
+            .is_ok_and(|app| process(&app.document.html) != before)
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        again = host.open_app(&s.session, &call_id).await;
+    }
+    let again = again.unwrap();
+    assert!(!Arc::ptr_eq(&first.document, &again.document));
+    assert_ne!(process(&again.document.html), before);
+    assert!(again.document.html.contains(r#"data-version="1""#));
+    host.shutdown().await;
+}
+
 /// The tool list an app's calls are checked against is listed again after the server says its
 /// tools changed: a tool it lists only then becomes callable.
 #[tokio::test]
