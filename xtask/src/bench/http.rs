@@ -53,10 +53,10 @@ impl Instrument {
         }
     }
 
-    /// Round trips each client makes through the plugin before the rounds, unmeasured. Node's HTTP server is
-    /// code V8 is still compiling after the few hundred round trips that settle the stdio instrument: its round
-    /// trips kept getting faster, by up to half, over the first few thousand. The Rust plugin has nothing to
-    /// compile; its MCP sessions and buffers settle within the client's own warm-up.
+    /// Round trips each client makes through the plugin before the rounds, unmeasured. V8 is still compiling
+    /// node's HTTP server after the few hundred round trips that settle the stdio instrument: its round trips
+    /// kept getting faster, by up to half, over the first few thousand. The Rust plugin has nothing to compile;
+    /// its MCP sessions and buffers settle within the client's own warm-up.
     fn warmup(self) -> usize {
         match self {
             Instrument::TypeScript => 3000,
