@@ -68,31 +68,32 @@ pub async fn run(args: &LoginArgs) -> anyhow::Result<Outcome> {
     );
     let signed_in = authorizer.sign_in().await;
     let steps = authorizer.steps().await;
-    if let Err(err) = signed_in {
-        eprintln!("formwork: {}", inert_message(&err.to_string()));
-        if !steps.is_empty() {
-            eprintln!("formwork: the sign-in's steps, in order:");
-            for step in &steps {
-                eprintln!(
-                    "  {} at {}: {}",
-                    step.step,
-                    inert_message(&step.url),
-                    inert_message(&step.outcome)
-                );
+    let kept_in = match signed_in {
+        // The login's authorizer always has the store, so it says where the tokens went.
+        Ok(kept_in) => kept_in.unwrap_or_else(|| store.place().clone()),
+        Err(err) => {
+            eprintln!("formwork: {}", inert_message(&err.to_string()));
+            if !steps.is_empty() {
+                eprintln!("formwork: the sign-in's steps, in order:");
+                for step in &steps {
+                    eprintln!(
+                        "  {} at {}: {}",
+                        step.step,
+                        inert_message(&step.url),
+                        inert_message(&step.outcome)
+                    );
+                }
             }
+            return Ok(Outcome::Failure);
         }
-        return Ok(Outcome::Failure);
-    }
-    eprintln!(
-        "formwork: Signed in to {name} (tokens kept in {})",
-        store.describe()
-    );
+    };
+    eprintln!("formwork: Signed in to {name} (tokens kept in {kept_in})");
     println!(
         "{}",
         serde_json::to_string_pretty(&json!({
             "server": name,
             "url": url,
-            "store": store.describe(),
+            "store": kept_in.to_string(),
         }))?
     );
     Ok(Outcome::Success)

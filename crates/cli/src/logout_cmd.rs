@@ -46,21 +46,17 @@ pub fn run(args: &LogoutArgs) -> anyhow::Result<Outcome> {
     let removed = store
         .delete(name, url)
         .map_err(|reason| anyhow::anyhow!("server `{name}`: {reason}"))?;
-    if removed {
-        eprintln!(
-            "formwork: Signed out of {name} (tokens removed from {})",
-            store.describe()
-        );
-    } else {
-        eprintln!("formwork: {name} had no stored sign-in");
+    match &removed {
+        Some(place) => eprintln!("formwork: Signed out of {name} (tokens removed from {place})"),
+        None => eprintln!("formwork: {name} had no stored sign-in"),
     }
     println!(
         "{}",
         serde_json::to_string_pretty(&json!({
             "server": name,
             "url": url,
-            "removed": removed,
-            "store": store.describe(),
+            "removed": removed.is_some(),
+            "store": removed.as_ref().unwrap_or(store.place()).to_string(),
         }))?
     );
     Ok(Outcome::Success)

@@ -299,6 +299,29 @@ impl PrivateKeyring {
         }
     }
 
+    /// Locks the login keyring, as a session does when it locks the screen. No prompter is
+    /// on this bus, so nothing can unlock it again: the daemon answers reads, and refuses
+    /// writes.
+    fn lock(&self) {
+        let out = Command::new("dbus-send")
+            .args([
+                &format!("--bus={}", self.address),
+                "--print-reply",
+                "--dest=org.freedesktop.secrets",
+                "/org/freedesktop/secrets",
+                "org.freedesktop.Secret.Service.Lock",
+                "array:objpath:/org/freedesktop/secrets/collection/login",
+            ])
+            .output()
+            .unwrap();
+        let reply = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && reply.contains("/org/freedesktop/secrets/collection/login"),
+            "locking the login keyring: {reply} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// Whether `org.freedesktop.secrets` has an owner on the bus at `address`.
     fn serves_secrets(address: &str) -> bool {
         Command::new("dbus-send")
@@ -389,6 +412,51 @@ fn auto_with_a_keyring_finds_and_forgets_a_sign_in_kept_in_the_file() {
         kept,
         serde_json::json!({}),
         "the file still holds the sign-in"
+    );
+    let again = world.greet();
+    again.assert_code(2);
+    again.assert_stderr_mentions("demo needs you to sign in: run `formwork login demo`");
+}
+
+/// `auto` with a keyring that answers but refuses the write (its collection is locked and
+/// nothing can unlock it): the sign-in is kept in the file, `login` says so rather than
+/// naming the keyring, later calls find it there, and `logout` says where it was.
+#[test]
+fn auto_keeps_a_sign_in_the_locked_keyring_refuses_in_the_file() {
+    let server = OAuthExample::start();
+    let keyring = PrivateKeyring::start();
+    keyring.lock();
+    let world = World::new(&server.url).on_bus(&keyring);
+    let credentials = world.data.join("mcp-credentials.json");
+    let in_file = format!("file {}", credentials.display());
+
+    let login = world.formwork(&["login", "demo"]);
+    login.assert_code(0);
+    login.assert_stderr_mentions(&format!("Signed in to demo (tokens kept in {in_file})"));
+    assert_eq!(
+        login.json()["store"],
+        Value::from(in_file.as_str()),
+        "{login}"
+    );
+    let kept: Value =
+        serde_json::from_str(&std::fs::read_to_string(&credentials).unwrap()).unwrap();
+    assert_eq!(
+        kept.as_object().unwrap().keys().collect::<Vec<_>>(),
+        [&format!("demo {}", server.url)],
+        "{kept}"
+    );
+
+    world.greeted();
+
+    let logout = world.formwork(&["logout", "demo"]);
+    logout.assert_code(0);
+    logout.assert_stderr_mentions(&format!(
+        "Signed out of demo (tokens removed from {in_file})"
+    ));
+    assert_eq!(
+        logout.json(),
+        serde_json::json!({"server": "demo", "url": server.url, "removed": true, "store": in_file}),
+        "{logout}"
     );
     let again = world.greet();
     again.assert_code(2);

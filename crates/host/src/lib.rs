@@ -47,5 +47,5 @@ pub use transport::MAX_FRAME_BYTES;
 pub use transport::auth;
 pub use transport::auth::settings::{AuthSettings, Grant};
 pub use transport::auth::store::{
-    CREDENTIALS_FILE, CredentialsStoreMode, KEYRING_SERVICE, StoredTokens, TokenStore,
+    CREDENTIALS_FILE, CredentialsStoreMode, KEYRING_SERVICE, StoredTokens, TokenPlace, TokenStore,
 };

@@ -11,7 +11,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use formwork_host::{CREDENTIALS_FILE, CredentialsStoreMode, StoredTokens, TokenStore};
+use formwork_host::{CREDENTIALS_FILE, CredentialsStoreMode, StoredTokens, TokenPlace, TokenStore};
 
 fn tokens(server_name: &str, url: &str, access_token: &str) -> StoredTokens {
     StoredTokens {
@@ -60,13 +60,16 @@ fn the_file_store_keeps_each_server_and_url_apart_in_a_private_file() {
     let data = dir.path().join("data");
     let store = TokenStore::new(CredentialsStoreMode::File, &data);
     let file = data.join(CREDENTIALS_FILE);
-    assert_eq!(store.describe(), format!("file {}", file.display()));
+    assert_eq!(
+        store.place().to_string(),
+        format!("file {}", file.display())
+    );
     assert_eq!(store.load("docs", "https://docs.example.com/mcp"), Ok(None));
     assert!(!data.exists(), "reading creates nothing");
 
     let docs = tokens("docs", "https://docs.example.com/mcp", "docs-access");
     let wiki = tokens("wiki", "https://wiki.example.com/mcp", "wiki-access");
-    store.save(&docs).expect("save docs");
+    assert_eq!(store.save(&docs), Ok(TokenPlace::File(file.clone())));
     store.save(&wiki).expect("save wiki");
     assert_eq!(mode(&data), 0o700);
     assert_eq!(mode(&file), 0o600);
@@ -123,7 +126,7 @@ fn the_file_store_keeps_each_server_and_url_apart_in_a_private_file() {
     assert_eq!(store.load("docs", "https://docs.example.org/mcp"), Ok(None));
     assert_eq!(
         store.delete("docs", "https://docs.example.org/mcp"),
-        Ok(false)
+        Ok(None)
     );
 
     // Saving again replaces; the rewrite keeps the file private.
@@ -138,11 +141,11 @@ fn the_file_store_keeps_each_server_and_url_apart_in_a_private_file() {
 
     assert_eq!(
         store.delete("docs", "https://docs.example.com/mcp"),
-        Ok(true)
+        Ok(Some(TokenPlace::File(file.clone())))
     );
     assert_eq!(
         store.delete("docs", "https://docs.example.com/mcp"),
-        Ok(false)
+        Ok(None)
     );
     assert_eq!(store.load("docs", "https://docs.example.com/mcp"), Ok(None));
     assert_eq!(
@@ -218,7 +221,7 @@ fn debug_output_hides_the_tokens_and_the_secret() {
 fn the_keyring_keeps_a_sign_in_or_says_it_cannot() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = TokenStore::new(CredentialsStoreMode::Keyring, dir.path());
-    assert_eq!(store.describe(), "keyring");
+    assert_eq!(store.place().to_string(), "keyring");
     let name = format!("formwork-test-{}", std::process::id());
     let url = "https://keyring.example.com/mcp";
     match store.load(&name, url) {
@@ -238,8 +241,8 @@ fn the_keyring_keeps_a_sign_in_or_says_it_cannot() {
             let deleted_again = store.delete(&name, url);
             assert_eq!(loaded, Ok(Some(signed_in)));
             assert_eq!(other_url, Ok(None));
-            assert_eq!(deleted, Ok(true));
-            assert_eq!(deleted_again, Ok(false));
+            assert_eq!(deleted, Ok(Some(TokenPlace::Keyring)));
+            assert_eq!(deleted_again, Ok(None));
             assert_eq!(store.load(&name, url), Ok(None));
             assert_eq!(names_in(dir.path()), Vec::<String>::new(), "no file");
         }
@@ -260,15 +263,16 @@ fn auto_uses_the_keyring_when_it_answers_else_the_file() {
     } else {
         format!("file {}", dir.path().join(CREDENTIALS_FILE).display())
     };
-    assert_eq!(store.describe(), expected);
+    assert_eq!(store.place().to_string(), expected);
     let name = format!("formwork-auto-test-{}", std::process::id());
     let signed_in = tokens(&name, "https://auto.example.com/mcp", "auto-access");
-    store.save(&signed_in).expect("save");
+    let kept = store.save(&signed_in).expect("save");
+    assert_eq!(&kept, store.place());
     let again = TokenStore::new(CredentialsStoreMode::Auto, dir.path());
     let loaded = again.load(&name, "https://auto.example.com/mcp");
     let deleted = again.delete(&name, "https://auto.example.com/mcp");
     assert_eq!(loaded, Ok(Some(signed_in)));
-    assert_eq!(deleted, Ok(true));
+    assert_eq!(deleted, Ok(Some(kept)));
     assert_eq!(
         dir.path().join(CREDENTIALS_FILE).exists(),
         !keyring_answers,

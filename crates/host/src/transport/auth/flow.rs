@@ -23,7 +23,7 @@ use super::challenge::{Challenge, split_scopes};
 use super::discovery::{self, AuthStep, Discovered, ResourceMetadata, Source};
 use super::fetch;
 use super::settings::{AuthSettings, Grant};
-use super::store::{StoredTokens, TokenStore};
+use super::store::{StoredTokens, TokenPlace, TokenStore};
 
 /// A token this close to its expiry is refreshed before it is sent.
 const REFRESH_AHEAD: Duration = Duration::from_secs(30);
@@ -128,8 +128,9 @@ struct State {
     /// a moment, not another round of discovery or another card (a connection's opening
     /// requests all meet it); a later request tries again.
     failed: Option<(Challenge, AuthError, Instant)>,
-    /// Why the last tokens could not be stored (they last for this run only), if they could not.
-    unsaved: Option<String>,
+    /// Where the last tokens were stored, or why they could not be (they last for this run
+    /// only); none before any were kept or without a store.
+    kept_in: Option<Result<TokenPlace, String>>,
 }
 
 impl Authorizer {
@@ -276,8 +277,9 @@ impl Authorizer {
     }
 
     /// Signs in from scratch (`formwork login`), whatever is stored, starting from the challenge
-    /// the server gives an unauthenticated request.
-    pub async fn sign_in(&self) -> Result<(), AuthError> {
+    /// the server gives an unauthenticated request. Where the tokens were kept; none without
+    /// a store.
+    pub async fn sign_in(&self) -> Result<Option<TokenPlace>, AuthError> {
         let (challenge, asked) = self.probe().await?;
         let mut state = self.state.lock().await;
         state.loaded = true;
@@ -301,12 +303,12 @@ impl Authorizer {
             .await?;
         // A sign-in of its own (`formwork login`) is for later runs: tokens that could not be
         // kept are a failure, not a success that the next run does not see.
-        match (state.unsaved.take(), &self.store) {
-            (Some(err), Some(store)) => Err(self.failed(format!(
+        match (state.kept_in.take(), &self.store) {
+            (Some(Err(err)), Some(store)) => Err(self.failed(format!(
                 "the tokens could not be kept in the {}: {err}",
-                store.describe()
+                store.place()
             ))),
-            _ => Ok(()),
+            (kept_in, _) => Ok(kept_in.and_then(Result::ok)),
         }
     }
 
@@ -382,7 +384,7 @@ impl Authorizer {
             if let Err(err) = &saved {
                 tracing::warn!(target: "formwork::auth", server = %self.server_name, %err, "the sign-in could not be stored; it lasts for this run only");
             }
-            state.unsaved = saved.err();
+            state.kept_in = Some(saved);
         }
         state.tokens = Some(tokens);
         state.generation += 1;

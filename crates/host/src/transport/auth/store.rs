@@ -104,15 +104,27 @@ impl fmt::Debug for StoredTokens {
 pub struct TokenStore {
     mode: CredentialsStoreMode,
     file: PathBuf,
-    backend: std::sync::OnceLock<Backend>,
+    backend: std::sync::OnceLock<TokenPlace>,
     /// One lock per entry, held while a connection of this process refreshes its tokens.
     renewing: std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
-#[derive(Debug, Clone)]
-enum Backend {
+/// Where tokens are kept: the store in force, and where one sign-in went (under `auto`, the
+/// file when the keyring refused it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenPlace {
     Keyring,
     File(PathBuf),
+}
+
+impl fmt::Display for TokenPlace {
+    /// `keyring` or `file <path>`, for messages.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TokenPlace::Keyring => f.write_str("keyring"),
+            TokenPlace::File(path) => write!(f, "file {}", path.display()),
+        }
+    }
 }
 
 impl TokenStore {
@@ -140,15 +152,16 @@ impl TokenStore {
         Arc::clone(locks.entry(entry_key(server_name, url)).or_default())
     }
 
-    fn backend(&self) -> &Backend {
+    /// The store in force: for `auto`, decided on the first call.
+    pub fn place(&self) -> &TokenPlace {
         self.backend.get_or_init(|| match self.mode {
-            CredentialsStoreMode::Keyring => Backend::Keyring,
-            CredentialsStoreMode::File => Backend::File(self.file.clone()),
+            CredentialsStoreMode::Keyring => TokenPlace::Keyring,
+            CredentialsStoreMode::File => TokenPlace::File(self.file.clone()),
             CredentialsStoreMode::Auto => match keyring_probe() {
-                Ok(()) => Backend::Keyring,
+                Ok(()) => TokenPlace::Keyring,
                 Err(reason) => {
                     tracing::debug!(%reason, "no usable keyring; OAuth tokens go to the file");
-                    Backend::File(self.file.clone())
+                    TokenPlace::File(self.file.clone())
                 }
             },
         })
@@ -156,15 +169,15 @@ impl TokenStore {
 
     /// The file behind the keyring: for `auto` when the keyring answers.
     fn file_behind(&self) -> Option<&Path> {
-        let keyring = matches!(self.backend(), Backend::Keyring);
+        let keyring = matches!(self.place(), TokenPlace::Keyring);
         (keyring && self.mode == CredentialsStoreMode::Auto).then_some(self.file.as_path())
     }
 
     /// The tokens of `server_name` at `url`, if any are kept.
     pub fn load(&self, server_name: &str, url: &str) -> Result<Option<StoredTokens>, String> {
         let key = entry_key(server_name, url);
-        let tokens = match self.backend() {
-            Backend::Keyring => match (load_keyring(&key, server_name), self.file_behind()) {
+        let tokens = match self.place() {
+            TokenPlace::Keyring => match (load_keyring(&key, server_name), self.file_behind()) {
                 (Ok(Some(tokens)), _) => tokens,
                 (Ok(None), None) => return Ok(None),
                 (Err(err), None) => return Err(err),
@@ -177,7 +190,7 @@ impl TokenStore {
                     None => return Err(err),
                 },
             },
-            Backend::File(path) => match read_file(path)?.shift_remove(&key) {
+            TokenPlace::File(path) => match read_file(path)?.shift_remove(&key) {
                 Some(tokens) => tokens,
                 None => return Ok(None),
             },
@@ -186,11 +199,12 @@ impl TokenStore {
         Ok((tokens.server_name == server_name && tokens.url == url).then_some(tokens))
     }
 
-    /// Keeps `tokens` for their server name and URL, replacing what was kept for them.
-    pub fn save(&self, tokens: &StoredTokens) -> Result<(), String> {
+    /// Keeps `tokens` for their server name and URL, replacing what was kept for them; where
+    /// they went.
+    pub fn save(&self, tokens: &StoredTokens) -> Result<TokenPlace, String> {
         let key = entry_key(&tokens.server_name, &tokens.url);
-        match self.backend() {
-            Backend::Keyring => {
+        match self.place() {
+            TokenPlace::Keyring => {
                 let text = serde_json::to_string(tokens)
                     .map_err(|_| "cannot write the sign-in as JSON".to_owned())?;
                 let written = keyring_entry(&key)?
@@ -199,48 +213,49 @@ impl TokenStore {
                 match (written, self.file_behind()) {
                     (Err(err), Some(file)) => {
                         tracing::warn!(target: "formwork::auth", %err, file = %file.display(), "the keyring refused the sign-in; it is kept in the file");
-                        save_file(file, key, tokens)
+                        save_file(file, key, tokens)?;
+                        Ok(TokenPlace::File(file.to_owned()))
                     }
                     (Ok(()), Some(file)) => {
                         // An older sign-in of the same server in the file would be read if the
                         // keyring ever lost this one. The keyring has the sign-in either way.
                         let _ = remove_from_file(file, &key);
-                        Ok(())
+                        Ok(TokenPlace::Keyring)
                     }
-                    (written, None) => written,
+                    (written, None) => written.map(|()| TokenPlace::Keyring),
                 }
             }
-            Backend::File(path) => save_file(path, key, tokens),
+            TokenPlace::File(path) => {
+                save_file(path, key, tokens)?;
+                Ok(TokenPlace::File(path.clone()))
+            }
         }
     }
 
     /// Forgets the tokens of `server_name` at `url`.
     ///
-    /// Whether anything was there.
-    pub fn delete(&self, server_name: &str, url: &str) -> Result<bool, String> {
+    /// Where they were (the keyring when the file behind it had some too); none when nowhere.
+    pub fn delete(&self, server_name: &str, url: &str) -> Result<Option<TokenPlace>, String> {
         let key = entry_key(server_name, url);
-        match self.backend() {
-            Backend::Keyring => {
+        match self.place() {
+            TokenPlace::Keyring => {
                 let in_keyring = match keyring_entry(&key)?.delete_credential() {
                     Ok(()) => true,
                     Err(keyring::Error::NoEntry) => false,
                     Err(err) => return Err(keyring_error("delete", &err)),
                 };
                 let in_file = match self.file_behind() {
-                    Some(file) => remove_from_file(file, &key)?,
-                    None => false,
+                    Some(file) => remove_from_file(file, &key)?.then(|| file.to_owned()),
+                    None => None,
                 };
-                Ok(in_keyring || in_file)
+                Ok(match (in_keyring, in_file) {
+                    (true, _) => Some(TokenPlace::Keyring),
+                    (false, file) => file.map(TokenPlace::File),
+                })
             }
-            Backend::File(path) => remove_from_file(path, &key),
-        }
-    }
-
-    /// `keyring` or `file <path>`, for messages.
-    pub fn describe(&self) -> String {
-        match self.backend() {
-            Backend::Keyring => "keyring".to_owned(),
-            Backend::File(path) => format!("file {}", path.display()),
+            TokenPlace::File(path) => {
+                Ok(remove_from_file(path, &key)?.then(|| TokenPlace::File(path.clone())))
+            }
         }
     }
 }
