@@ -205,6 +205,20 @@ fn take_turns(
 /// one on the Rust SDK, each with an MCP session per host session and with `share_session`.
 fn load_bench(root: &Path, sessions: &[usize]) -> Result<()> {
     let target = target_dir(root);
+    let load_bench = build_load_bench(root, "the load part")?;
+    println!();
+    println!("host under load: sessions with a form open at once, one Streamable HTTP plugin");
+    run_command(
+        Command::new(load_bench)
+            .arg(target.join("peers"))
+            .args(sessions.iter().map(ToString::to_string)),
+    )
+    .context("running the load bench")
+}
+
+/// Builds the release `load-bench` (`examples/load-bench`), which serves `role` in a part of
+/// the bench; its path.
+fn build_load_bench(root: &Path, role: &str) -> Result<PathBuf> {
     run_command(
         cargo()
             .args([
@@ -216,15 +230,8 @@ fn load_bench(root: &Path, sessions: &[usize]) -> Result<()> {
             ])
             .current_dir(root),
     )
-    .context("building the load bench")?;
-    println!();
-    println!("host under load: sessions with a form open at once, one Streamable HTTP plugin");
-    run_command(
-        Command::new(target.join("release/load-bench"))
-            .arg(target.join("peers"))
-            .args(sessions.iter().map(ToString::to_string)),
-    )
-    .context("running the load bench")
+    .with_context(|| format!("building load-bench, {role}"))?;
+    Ok(target_dir(root).join("release/load-bench"))
 }
 
 struct Options {

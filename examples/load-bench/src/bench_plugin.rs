@@ -35,7 +35,7 @@ use tokio_rustls::rustls;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
-use crate::rust_plugin::PUSH_ELICITATION_VERSIONS;
+use crate::rust_plugin::{PUSH_ELICITATION_VERSIONS, plugin_info, tool_list};
 
 /// The form every part of the bench asks, and the answer that accepts its defaults.
 const FORM: &str = include_str!("../../../tests/peers/bench_form.json");
@@ -149,12 +149,7 @@ impl BenchPlugin {
 
 impl ServerHandler for BenchPlugin {
     fn get_info(&self) -> ServerConfig {
-        let info = json!({
-            "protocolVersion": "2025-11-25",
-            "capabilities": {"tools": {}},
-            "serverInfo": {"name": "bench-plugin-rust", "version": env!("CARGO_PKG_VERSION")},
-        });
-        serde_json::from_value(info).unwrap_or_default()
+        plugin_info("bench-plugin-rust")
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
@@ -166,7 +161,7 @@ impl ServerHandler for BenchPlugin {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let tools = json!({"tools": [{
+        tool_list(json!({"tools": [{
             "name": "bench",
             "description": "Times `warmup` + `n` sequential elicitation round trips; returns the n durations in ns.",
             "inputSchema": {
@@ -177,9 +172,7 @@ impl ServerHandler for BenchPlugin {
                 },
                 "required": ["n"],
             },
-        }]});
-        serde_json::from_value(tools)
-            .map_err(|err| ErrorData::internal_error(err.to_string(), None))
+        }]}))
     }
 
     async fn call_tool(

@@ -27,6 +27,22 @@ pub const PUSH_ELICITATION_VERSIONS: &[ProtocolVersion] = &[
     ProtocolVersion::V_2025_03_26,
 ];
 
+/// The `initialize` answer of the bench's Rust plugin named `name`: tools only, and
+/// 2025-11-25 (one of [`PUSH_ELICITATION_VERSIONS`]).
+pub fn plugin_info(name: &str) -> ServerConfig {
+    let info = json!({
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"tools": {}},
+        "serverInfo": {"name": name, "version": env!("CARGO_PKG_VERSION")},
+    });
+    serde_json::from_value(info).unwrap_or_default()
+}
+
+/// A `tools/list` result, written as JSON, in rmcp's type.
+pub fn tool_list(result: Value) -> Result<ListToolsResult, ErrorData> {
+    serde_json::from_value(result).map_err(|err| ErrorData::internal_error(err.to_string(), None))
+}
+
 /// Serves the plugin on a free loopback port; prints `listening <port>` once it accepts.
 pub async fn serve() -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
@@ -47,12 +63,7 @@ struct AskPlugin;
 
 impl ServerHandler for AskPlugin {
     fn get_info(&self) -> ServerConfig {
-        let info = json!({
-            "protocolVersion": "2025-11-25",
-            "capabilities": {"tools": {}},
-            "serverInfo": {"name": "load-bench-rust-plugin", "version": env!("CARGO_PKG_VERSION")},
-        });
-        serde_json::from_value(info).unwrap_or_default()
+        plugin_info("load-bench-rust-plugin")
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
@@ -64,13 +75,11 @@ impl ServerHandler for AskPlugin {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let tools = json!({"tools": [{
+        tool_list(json!({"tools": [{
             "name": "ask",
             "description": "Ask for a small form",
             "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}},
-        }]});
-        serde_json::from_value(tools)
-            .map_err(|err| ErrorData::internal_error(err.to_string(), None))
+        }]}))
     }
 
     async fn call_tool(

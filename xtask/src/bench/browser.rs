@@ -18,8 +18,9 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
+use super::build_load_bench;
 use crate::peers::{self, CHROMIUM};
-use crate::{cargo, run_command, target_dir};
+use crate::target_dir;
 
 /// How much of each browser part runs; 0 skips a part.
 pub struct Parts {
@@ -47,21 +48,8 @@ pub fn run(root: &Path, formwork: &Path, node: &Path, parts: &Parts) -> Result<(
         .args(["--forms", &parts.forms.to_string()])
         .args(["--apps", &parts.apps.to_string()]);
     if parts.apps > 0 {
-        run_command(
-            cargo()
-                .args([
-                    "build",
-                    "--release",
-                    "--quiet",
-                    "--package",
-                    "formwork-load-bench",
-                ])
-                .current_dir(root),
-        )
-        .context("building load-bench, the direct calls of the apps part")?;
-        command
-            .arg("--direct")
-            .arg(target.join("release/load-bench"));
+        let load_bench = build_load_bench(root, "the direct calls of the apps part")?;
+        command.arg("--direct").arg(load_bench);
     }
     println!();
     let status = command

@@ -22,10 +22,10 @@ use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
 use super::{
-    Pinning, Setup, TARGET_P99_OVER_MEDIAN, TARGET_VS_TS_SDK, call_tool_result, durations,
-    load_average, print_load, print_table, print_targets, ratio, take_turns,
+    Pinning, Setup, TARGET_P99_OVER_MEDIAN, TARGET_VS_TS_SDK, build_load_bench, call_tool_result,
+    durations, load_average, print_load, print_table, print_targets, ratio, take_turns,
 };
-use crate::{cargo, run_command, target_dir};
+use crate::target_dir;
 
 /// How the HTTP part runs.
 pub struct Options {
@@ -115,7 +115,7 @@ fn label((instrument, client, scheme): (Instrument, Client, Scheme)) -> String {
 
 pub fn run(root: &Path, setup: &Setup, options: &Options) -> Result<()> {
     let tls = Tls::make(&target_dir(root).join("bench-tls"))?;
-    let load_bench = build_load_bench(root)?;
+    let load_bench = build_load_bench(root, "the Rust instrument of the HTTP part")?;
     let load_before = load_average();
     let pinned = Pinning::start(setup);
     let mut plugins = Vec::new();
@@ -189,23 +189,6 @@ pub fn run(root: &Path, setup: &Setup, options: &Options) -> Result<()> {
          collector pause it; the Rust SDK plugin has neither, so its rows show the clients' own tails."
     );
     Ok(())
-}
-
-/// Builds the release `load-bench`, whose `--serve-bench-plugin` is the Rust instrument.
-fn build_load_bench(root: &Path) -> Result<PathBuf> {
-    run_command(
-        cargo()
-            .args([
-                "build",
-                "--release",
-                "--quiet",
-                "--package",
-                "formwork-load-bench",
-            ])
-            .current_dir(root),
-    )
-    .context("building the load bench, the Rust instrument")?;
-    Ok(target_dir(root).join("release/load-bench"))
 }
 
 /// One bench call of `client` to the plugin at `url`: its samples.
