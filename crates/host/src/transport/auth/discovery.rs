@@ -76,20 +76,7 @@ pub(crate) async fn resource_metadata(
     steps: &mut Vec<AuthStep>,
 ) -> Option<ResourceMetadata> {
     let server = Url::parse(server_url).ok()?;
-    for url in resource_metadata_urls(&server, challenge) {
-        // Metadata that names the authorization server must come over TLS: read in the clear,
-        // anyone on the way could name their own.
-        if let Err(reason) = Url::parse(&url)
-            .map_err(|err| err.to_string())
-            .and_then(|url| check_secure(&url))
-        {
-            steps.push(AuthStep {
-                step: RESOURCE_METADATA,
-                url,
-                outcome: format!("not read: {reason}"),
-            });
-            continue;
-        }
+    for url in resource_metadata_urls(&server, challenge, steps) {
         if let Ok(Some(found)) =
             fetch_document::<ResourceMetadata>(&url, RESOURCE_METADATA, steps).await
         {
@@ -100,8 +87,32 @@ pub(crate) async fn resource_metadata(
 }
 
 /// Where the resource metadata may be, in order: the challenge's URL, the path's well-known
-/// URL, the root one.
-fn resource_metadata_urls(server: &Url, challenge: &Challenge) -> Vec<String> {
+/// URL, the root one. Metadata names the authorization server, so it must come over TLS (read
+/// in the clear, anyone on the way could name their own): a place that is not https is left
+/// out, with a step that says so.
+fn resource_metadata_urls(
+    server: &Url,
+    challenge: &Challenge,
+    steps: &mut Vec<AuthStep>,
+) -> Vec<String> {
+    let mut readable = candidate_resource_metadata_urls(server, challenge);
+    readable.retain(|url| {
+        let secure = Url::parse(url)
+            .map_err(|err| err.to_string())
+            .and_then(|url| check_secure(&url));
+        if let Err(reason) = &secure {
+            steps.push(AuthStep {
+                step: RESOURCE_METADATA,
+                url: url.clone(),
+                outcome: format!("not read: {reason}"),
+            });
+        }
+        secure.is_ok()
+    });
+    readable
+}
+
+fn candidate_resource_metadata_urls(server: &Url, challenge: &Challenge) -> Vec<String> {
     let mut candidates = Vec::new();
     // RFC 9728 names an absolute URL; a relative one is taken from the server's URL.
     if let Some(advertised) = challenge
@@ -136,7 +147,7 @@ pub(crate) async fn discover(
     check_secure(&server)?;
     let mut resource = known;
     if resource.is_none() {
-        for url in resource_metadata_urls(&server, challenge) {
+        for url in resource_metadata_urls(&server, challenge, steps) {
             if let Some(found) =
                 fetch_document::<ResourceMetadata>(&url, RESOURCE_METADATA, steps).await?
             {
@@ -426,8 +437,32 @@ mod tests {
             ..Challenge::default()
         };
         assert_eq!(
-            resource_metadata_urls(&url("https://mcp.example/mcp"), &relative)[0],
+            candidate_resource_metadata_urls(&url("https://mcp.example/mcp"), &relative)[0],
             "https://mcp.example/prm"
+        );
+    }
+
+    /// The same holds on the way every 401 takes (`discover`), not only for `formwork login`'s
+    /// look without a challenge.
+    #[tokio::test]
+    async fn discovery_after_a_401_does_not_read_resource_metadata_named_over_plain_http() {
+        let challenge = Challenge {
+            resource_metadata: Some("http://metadata.example/prm".into()),
+            ..Challenge::default()
+        };
+        let mut steps = Vec::new();
+        let discovered = discover("http://127.0.0.1:1/mcp", &challenge, None, &mut steps).await;
+        assert!(discovered.is_err());
+        assert_eq!(steps[0].url, "http://metadata.example/prm");
+        assert_eq!(
+            steps[0].outcome,
+            "not read: http://metadata.example/prm is not https; formwork signs in only over https (or plain http to localhost)"
+        );
+        assert!(
+            steps[1..]
+                .iter()
+                .all(|step| step.url.starts_with("http://127.0.0.1:1/")),
+            "{steps:?}"
         );
     }
 
