@@ -245,3 +245,42 @@ async fn a_declined_sign_in_fails_the_call_and_says_why() {
         "{error}"
     );
 }
+
+/// The browser may come back before the page's word that the link was opened (the demo
+/// authorization server redirects at once): the sign-in that came back with the card's `state`
+/// accepts the card, rather than ending it as cancelled under a call that goes on.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sign_in_that_comes_back_before_the_cards_answer_accepts_the_card() {
+    let server = OAuthExample::start();
+    let mut watch = Watch::open(&server.url);
+    let (card, _, _, link) = watch.greet_until_sign_in().await;
+    let profile = tempfile::tempdir().unwrap();
+    let visited = {
+        let profile = profile.path().to_owned();
+        tokio::task::spawn_blocking(move || visit(&link, &profile))
+    };
+    let resolved = watch
+        .next(|event| match event {
+            Event::FormResolved {
+                form_id,
+                action,
+                reason,
+                ..
+            } => Some((form_id.clone(), action.as_str(), reason.clone())),
+            _ => None,
+        })
+        .await;
+    assert_eq!(resolved, (card.clone(), "accept", None));
+    let completed = watch
+        .next(|event| match event {
+            Event::FormCompleted { form_id } => Some(form_id.clone()),
+            _ => None,
+        })
+        .await;
+    assert_eq!(completed, card);
+    assert_eq!(
+        watch.finished().await.unwrap(),
+        json!({"content": [{"type": "text", "text": "Hello, Ada!"}]})
+    );
+    visited.await.unwrap();
+}

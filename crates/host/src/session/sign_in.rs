@@ -13,7 +13,7 @@ use tokio::sync::{oneshot, watch};
 use crate::auth::agent::{Loopback, PendingRedirect, SignInAgent};
 use crate::broker::{Card, Waiter};
 use crate::events::Event;
-use crate::responder::{BoxFuture, FormAction};
+use crate::responder::{BoxFuture, FormAction, FormReply};
 
 use super::cards::EndBy;
 use super::{CommandError, Session, reason};
@@ -68,7 +68,7 @@ impl PendingRedirect for CardRedirect {
             let (card, answered) =
                 session.ask_sign_in(&self.server, &authorization_url, completed)?;
             // However the sign-in ends, its card does not stay open.
-            let _card = EndOnDrop {
+            let open_card = EndOnDrop {
                 session: Arc::clone(&session),
                 card,
             };
@@ -79,6 +79,12 @@ impl PendingRedirect for CardRedirect {
                 tokio::select! {
                     code = &mut redirect => {
                         let _ = done.send(true);
+                        // The browser came back with this sign-in's `state`: the person
+                        // opened the link, whether or not the page's word of it has arrived
+                        // yet (the authorization server may redirect at once).
+                        if code.is_ok() && !accepted {
+                            session.end_card(&open_card.card, EndBy::Person(FormReply::accept_url()));
+                        }
                         return code;
                     }
                     action = &mut answered, if !accepted => match action {
