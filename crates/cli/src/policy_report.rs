@@ -52,6 +52,22 @@ fn describe_oauth(oauth: &OAuthConfig) -> Value {
         ),
         ("signing_algorithm", oauth.signing_algorithm.clone()),
     ];
+    let idp = oauth.identity_provider.as_ref();
+    let optional = optional.into_iter().chain([
+        (
+            "idp_token_endpoint",
+            idp.map(|idp| idp.token_endpoint.clone()),
+        ),
+        ("idp_client_id", idp.map(|idp| idp.client_id.clone())),
+        (
+            "idp_client_secret_env_var",
+            idp.and_then(|idp| idp.client_secret_env_var.clone()),
+        ),
+        (
+            "id_token_env_var",
+            idp.map(|idp| idp.id_token_env_var.clone()),
+        ),
+    ]);
     for (key, value) in optional {
         if let Some(value) = value {
             out.insert(key.into(), value.into());

@@ -116,6 +116,14 @@ fn auth_client_credentials() {
     }
 }
 
+/// Enterprise-managed authorization (SEP-990): the suite's identity provider trades the ID
+/// token of its context for an ID-JAG, which its authorization server takes as a JWT bearer
+/// grant with `client_secret_basic`.
+#[test]
+fn auth_cross_app_access() {
+    check_scenario("auth/cross-app-access-complete-flow");
+}
+
 /// The server ends the call's event stream before answering, with `retry: 500`: the client
 /// resumes it by GET with `Last-Event-ID` 450 to 700 ms after, and reads the answer there.
 #[test]

@@ -332,6 +332,10 @@ oauth = { client_id = "formwork", client_secret_env_var = "DOCS_SECRET", grant =
 
 [mcp_servers.wiki]
 url = "https://wiki.example.com/mcp"
+
+[mcp_servers.tracker]
+url = "https://tracker.example.com/mcp"
+oauth = { grant = "cross_app_access", client_id = "formwork", idp_token_endpoint = "https://idp.example.com/token", idp_client_id = "formwork-idp", idp_client_secret_env_var = "IDP_SECRET", id_token_env_var = "ID_TOKEN" }
 "#,
     );
     let check = world.formwork(&["config", "check"]);
@@ -352,6 +356,17 @@ url = "https://wiki.example.com/mcp"
             "grant": "client_credentials",
             "client_id": "formwork",
             "client_secret_env_var": "DOCS_SECRET"
+        })
+    );
+    assert_eq!(
+        report["mcp_servers"]["tracker"]["oauth"],
+        json!({
+            "grant": "cross_app_access",
+            "client_id": "formwork",
+            "idp_token_endpoint": "https://idp.example.com/token",
+            "idp_client_id": "formwork-idp",
+            "idp_client_secret_env_var": "IDP_SECRET",
+            "id_token_env_var": "ID_TOKEN"
         })
     );
     let wiki = report["mcp_servers"]["wiki"].as_object().unwrap();

@@ -14,7 +14,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use formwork_host::auth::Authorizer;
 use formwork_host::auth::agent::{HeadlessSignIn, PendingRedirect, SignInAgent};
-use formwork_host::auth::settings::AuthSettings;
+use formwork_host::auth::settings::{AuthSettings, Grant, IdentityProvider};
 use formwork_host::auth::store::{CredentialsStoreMode, TokenStore};
 use formwork_host::{
     BoxFuture, ConnectOptions, FormPrompt, FormReply, FormResponder, Plugin, PluginTarget,
@@ -65,6 +65,9 @@ enum Hostility {
     /// Its tool `NAME` needs the scope `NAME` (403 `insufficient_scope` naming it); the scope
     /// `admin` it never grants.
     StepsUp,
+    /// Also an enterprise identity provider (`/idp/token`), whose token exchange answers an
+    /// access token of its own rather than an ID-JAG.
+    IdpAnswersAnAccessToken,
 }
 
 impl Hostility {
@@ -381,6 +384,13 @@ async fn hostile(State(world): State<World>, request: Request) -> Response {
         "/token" => json_answer(
             json!({"access_token": "secret-token-1", "token_type": "Bearer", "expires_in": 3600}),
         ),
+        "/idp/token" if world.hostility == Hostility::IdpAnswersAnAccessToken => {
+            json_answer(json!({
+                "access_token": "idp-SECRET-access",
+                "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
+                "token_type": "Bearer",
+            }))
+        }
         _ => StatusCode::NOT_FOUND.into_response(),
     }
 }
@@ -549,13 +559,22 @@ async fn connect(world: &World) -> Result<Plugin, String> {
 
 /// [`connect`], keeping the tokens in `store` when given.
 async fn connect_keeping(world: &World, store: Option<Arc<TokenStore>>) -> Result<Plugin, String> {
+    connect_with(world, store, AuthSettings::default()).await
+}
+
+/// [`connect`] with these OAuth `settings`.
+async fn connect_with(
+    world: &World,
+    store: Option<Arc<TokenStore>>,
+    settings: AuthSettings,
+) -> Result<Plugin, String> {
     let url = format!("{}/mcp", world.origin);
     let mut options = ConnectOptions::new("guarded", Arc::new(NoForms));
     options.protocol = Some(formwork_host::PROTOCOL_VERSION);
     options.auth = Some(Arc::new(Authorizer::new(
         "guarded",
         url.clone(),
-        AuthSettings::default(),
+        settings,
         store,
         Some(Arc::new(HeadlessSignIn::new(
             "http://localhost:3000/callback",
@@ -1153,4 +1172,44 @@ async fn metadata_that_never_comes_ends_the_sign_in_after_a_while() {
         "/.well-known/oauth-protected-resource/mcp got no whole answer within 20 s",
     );
     assert!(started.elapsed() < std::time::Duration::from_secs(40));
+}
+
+/// Cross-app access takes only an ID-JAG from the identity provider: an access token of the
+/// provider's own is refused, it never reaches the authorization server, and the error quotes
+/// no token.
+#[tokio::test]
+async fn an_identity_provider_answering_no_id_jag_is_refused() {
+    let (world, seen_elsewhere) = world(Hostility::IdpAnswersAnAccessToken).await;
+    let settings = AuthSettings {
+        client_id: Some("formwork".to_owned()),
+        client_secret: Some("client-SECRET".to_owned()),
+        grant: Grant::CrossAppAccess,
+        identity_provider: Some(IdentityProvider {
+            token_endpoint: format!("{}/idp/token", world.origin),
+            client_id: "formwork-idp".to_owned(),
+            client_secret: None,
+            id_token: "id-SECRET-token".to_owned(),
+        }),
+        ..AuthSettings::default()
+    };
+    let err = connect_with(&world, None, settings).await.err().unwrap();
+    assert!(
+        err.contains(&format!(
+            "signing in to guarded failed: the identity provider's token endpoint {}/idp/token answered no ID-JAG (issued_token_type urn:ietf:params:oauth:token-type:access_token)",
+            world.origin
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("SECRET"), "{err}");
+    let seen = world.seen.lock().unwrap().clone();
+    assert!(
+        seen.iter()
+            .any(|(line, _)| line.starts_with("POST /idp/token")),
+        "{seen:?}"
+    );
+    assert!(
+        !seen.iter().any(|(line, _)| line.starts_with("POST /token")),
+        "{seen:?}"
+    );
+    assert!(seen_elsewhere.lock().unwrap().is_empty());
 }

@@ -1520,6 +1520,10 @@ oauth = { client_metadata_url = "https://formwork.example.com/client.json" }
 [mcp_servers.secret]
 url = "https://secret.example.com/mcp"
 oauth = { client_id = "app", client_secret_env_var = "PATH", grant = "client_credentials", private_key_file = "", signing_algorithm = "RS256" }
+
+[mcp_servers.enterprise]
+url = "https://enterprise.example.com/mcp"
+oauth = { grant = "cross_app_access", client_id = "app", client_secret_env_var = "PATH", idp_token_endpoint = "https://idp.example.com/oauth2/token", idp_client_id = "idp-app", id_token_env_var = "HOME" }
 "#,
     )
     .expect("write the config");
@@ -1565,7 +1569,7 @@ oauth = { client_id = "app", client_secret_env_var = "PATH", grant = "client_cre
         "AuthSettings { client_id: Some(\"formwork-docs\"), client_secret: None, \
          client_metadata_url: None, grant: ClientCredentials, private_key_pem: \
          Some(<redacted>), signing_algorithm: Some(\"ES256\"), scopes: [\"docs:read\", \
-         \"docs:write\"], resource: Some(\"https://docs.example.com/\") }"
+         \"docs:write\"], resource: Some(\"https://docs.example.com/\"), identity_provider: None }"
     );
     assert_eq!(settings.private_key_pem.as_deref(), Some(key));
     let home = std::env::var("HOME").expect("HOME is set");
@@ -1595,6 +1599,22 @@ oauth = { client_id = "app", client_secret_env_var = "PATH", grant = "client_cre
         Some(std::env::var("PATH").expect("PATH is set"))
     );
     assert_eq!(secret.private_key_pem, None);
+
+    // The identity provider's ID token is read from its variable like a secret.
+    let enterprise = config
+        .server("enterprise")
+        .expect("enterprise")
+        .transport
+        .auth_settings()
+        .expect("resolves");
+    assert_eq!(enterprise.grant, formwork_host::Grant::CrossAppAccess);
+    let idp = enterprise.identity_provider.expect("an identity provider");
+    assert_eq!(
+        (idp.token_endpoint.as_str(), idp.client_id.as_str()),
+        ("https://idp.example.com/oauth2/token", "idp-app")
+    );
+    assert_eq!(idp.client_secret, None);
+    assert_eq!(Some(idp.id_token), std::env::var("HOME").ok());
 
     // A stdio server resolves to no OAuth at all.
     assert_eq!(
@@ -1687,7 +1707,7 @@ fn oauth_keys_that_cannot_work_are_errors_naming_the_key() {
     let rows = [
         (
             "oauth = { grant = \"implicit\" }",
-            "formwork.toml:3:11: mcp_servers.x.oauth.grant: unknown grant \"implicit\", expected \"authorization_code\" or \"client_credentials\"",
+            "formwork.toml:3:11: mcp_servers.x.oauth.grant: unknown grant \"implicit\", expected \"authorization_code\", \"client_credentials\" or \"cross_app_access\"",
         ),
         (
             "oauth = { grant = \"client_credentials\", client_secret_env_var = \"S\" }",
@@ -1723,7 +1743,27 @@ fn oauth_keys_that_cannot_work_are_errors_naming_the_key() {
         ),
         (
             "oauth = { client_id = \"a\", scopes = [\"x\"] }",
-            "formwork.toml:3:28: mcp_servers.x.oauth.scopes: unknown field `scopes`, expected one of `client_id`, `client_secret_env_var`, `client_metadata_url`, `grant`, `private_key_file`, `signing_algorithm`",
+            "formwork.toml:3:28: mcp_servers.x.oauth.scopes: unknown field `scopes`, expected one of `client_id`, `client_secret_env_var`, `client_metadata_url`, `grant`, `private_key_file`, `signing_algorithm`, `idp_token_endpoint`, `idp_client_id`, `idp_client_secret_env_var`, `id_token_env_var`",
+        ),
+        (
+            "oauth = { client_id = \"a\", id_token_env_var = \"T\" }",
+            "formwork.toml:3:28: mcp_servers.x.oauth.id_token_env_var: the identity provider's keys are for grant = \"cross_app_access\" only",
+        ),
+        (
+            "oauth = { grant = \"cross_app_access\", idp_client_id = \"i\" }",
+            "formwork.toml:3:11: mcp_servers.x.oauth.grant: the cross_app_access grant needs `client_id` (formwork's client at the server's authorization server)",
+        ),
+        (
+            "oauth = { grant = \"cross_app_access\", client_id = \"a\", idp_client_id = \"i\", id_token_env_var = \"T\" }",
+            "formwork.toml:3:11: mcp_servers.x.oauth.grant: the cross_app_access grant needs `idp_token_endpoint`",
+        ),
+        (
+            "oauth = { grant = \"cross_app_access\", client_id = \"a\", idp_token_endpoint = \"idp.example/token\", idp_client_id = \"i\", id_token_env_var = \"T\" }",
+            "formwork.toml:3:56: mcp_servers.x.oauth.idp_token_endpoint: expected the identity provider's token endpoint, an https:// URL (http:// only to localhost)",
+        ),
+        (
+            "oauth = { grant = \"cross_app_access\", client_id = \"a\", idp_token_endpoint = \"http://idp.example/token\", idp_client_id = \"i\", id_token_env_var = \"T\" }",
+            "formwork.toml:3:56: mcp_servers.x.oauth.idp_token_endpoint: expected the identity provider's token endpoint, an https:// URL (http:// only to localhost)",
         ),
         (
             "oauth_resource = \"docs\"",
@@ -1748,7 +1788,7 @@ fn oauth_keys_that_cannot_work_are_errors_naming_the_key() {
     // The table form is located the same way.
     check_error(
         &format!("{http}\n[mcp_servers.x.oauth]\nclient_id = \"a\"\nmode = \"x\"\n"),
-        "formwork.toml:6:1: mcp_servers.x.oauth.mode: unknown field `mode`, expected one of `client_id`, `client_secret_env_var`, `client_metadata_url`, `grant`, `private_key_file`, `signing_algorithm`",
+        "formwork.toml:6:1: mcp_servers.x.oauth.mode: unknown field `mode`, expected one of `client_id`, `client_secret_env_var`, `client_metadata_url`, `grant`, `private_key_file`, `signing_algorithm`, `idp_token_endpoint`, `idp_client_id`, `idp_client_secret_env_var`, `id_token_env_var`",
     );
 }
 

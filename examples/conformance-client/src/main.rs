@@ -8,13 +8,14 @@
 //! Servers that ask for authorization get formwork's OAuth client, as `formwork login` runs
 //! it, except for the browser: the suite's authorization server redirects at once, so the
 //! authorization URL is visited headlessly. The suite's `MCP_CONFORMANCE_CONTEXT` (a
-//! pre-registered client, client credentials) becomes the server's `oauth` settings.
+//! pre-registered client, client credentials, the identity provider of cross-app access)
+//! becomes the server's `oauth` settings.
 
 use std::sync::Arc;
 
 use formwork_host::auth::Authorizer;
 use formwork_host::auth::agent::HeadlessSignIn;
-use formwork_host::auth::settings::{AuthSettings, Grant};
+use formwork_host::auth::settings::{AuthSettings, Grant, IdentityProvider};
 use formwork_host::{
     BoxFuture, ConnectOptions, ElicitationRequest, FormPrompt, FormReply, FormResponder, Plugin,
     PluginTarget,
@@ -72,6 +73,15 @@ fn auth_settings() -> anyhow::Result<AuthSettings> {
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
     if scenario.starts_with("auth/client-credentials") {
         settings.grant = Grant::ClientCredentials;
+    }
+    if scenario.starts_with("auth/cross-app-access") {
+        settings.grant = Grant::CrossAppAccess;
+        settings.identity_provider = Some(IdentityProvider {
+            token_endpoint: text("idp_token_endpoint").unwrap_or_default(),
+            client_id: text("idp_client_id").unwrap_or_default(),
+            client_secret: text("idp_client_secret"),
+            id_token: text("idp_id_token").unwrap_or_default(),
+        });
     }
     Ok(settings)
 }

@@ -24,8 +24,9 @@ use super::builtin::builtin_server;
 use super::error::{ConfigError, dotted, key_segment};
 use super::providers::{self, RawProvider};
 use super::types::{
-    ApprovalMode, ApprovalPolicy, Config, CredentialsStore, MAX_PENDING_FORMS_LIMIT, ModelProvider,
-    OAuthConfig, OAuthGrant, SensitiveFields, ServerConfig, ToolConfig, Transport, TrustLevel,
+    ApprovalMode, ApprovalPolicy, Config, CredentialsStore, IdentityProviderConfig,
+    MAX_PENDING_FORMS_LIMIT, ModelProvider, OAuthConfig, OAuthGrant, SensitiveFields, ServerConfig,
+    ToolConfig, Transport, TrustLevel,
 };
 
 /// Top-level keys formwork reads.
@@ -359,6 +360,10 @@ struct RawOAuth {
     grant: Option<String>,
     private_key_file: Option<PathBuf>,
     signing_algorithm: Option<String>,
+    idp_token_endpoint: Option<String>,
+    idp_client_id: Option<String>,
+    idp_client_secret_env_var: Option<String>,
+    id_token_env_var: Option<String>,
 }
 
 pub(super) struct Ctx<'a> {
@@ -687,7 +692,7 @@ fn build_oauth(ctx: &Ctx<'_>, name: &str, raw: RawOAuth) -> Result<OAuthConfig, 
             ctx.error(
                 &at("grant"),
                 format!(
-                    r#"unknown grant "{text}", expected "authorization_code" or "client_credentials""#
+                    r#"unknown grant "{text}", expected "authorization_code", "client_credentials" or "cross_app_access""#
                 ),
             )
         })?,
@@ -738,6 +743,7 @@ fn build_oauth(ctx: &Ctx<'_>, name: &str, raw: RawOAuth) -> Result<OAuthConfig, 
             _ => {}
         }
     }
+    let identity_provider = identity_provider(ctx, name, grant, &raw)?;
     let base = ctx.path.and_then(Path::parent);
     let private_key_file = raw.private_key_file.map(|file| match base {
         Some(dir) if file.is_relative() => dir.join(file),
@@ -750,7 +756,71 @@ fn build_oauth(ctx: &Ctx<'_>, name: &str, raw: RawOAuth) -> Result<OAuthConfig, 
         grant,
         private_key_file,
         signing_algorithm: raw.signing_algorithm,
+        identity_provider,
     })
+}
+
+/// The identity provider of the `cross_app_access` grant: its keys, all there for that grant
+/// (with `client_id` at the authorization server), none for another.
+fn identity_provider(
+    ctx: &Ctx<'_>,
+    name: &str,
+    grant: OAuthGrant,
+    raw: &RawOAuth,
+) -> Result<Option<IdentityProviderConfig>, ConfigError> {
+    let at = |key: &'static str| ["mcp_servers", name, "oauth", key];
+    let keys = [
+        ("idp_token_endpoint", &raw.idp_token_endpoint),
+        ("idp_client_id", &raw.idp_client_id),
+        ("idp_client_secret_env_var", &raw.idp_client_secret_env_var),
+        ("id_token_env_var", &raw.id_token_env_var),
+    ];
+    if grant != OAuthGrant::CrossAppAccess {
+        return match keys.iter().find(|(_, value)| value.is_some()) {
+            Some((key, _)) => Err(ctx.error(
+                &at(key),
+                r#"the identity provider's keys are for grant = "cross_app_access" only"#,
+            )),
+            None => Ok(None),
+        };
+    }
+    if raw.client_id.is_none() {
+        return Err(ctx.error(
+            &at("grant"),
+            "the cross_app_access grant needs `client_id` (formwork's client at the server's \
+             authorization server)",
+        ));
+    }
+    let required = |key: &'static str, value: &Option<String>| {
+        value.clone().ok_or_else(|| {
+            ctx.error(
+                &at("grant"),
+                format!("the cross_app_access grant needs `{key}`"),
+            )
+        })
+    };
+    let token_endpoint = required("idp_token_endpoint", &raw.idp_token_endpoint)?;
+    let client_id = required("idp_client_id", &raw.idp_client_id)?;
+    let id_token_env_var = required("id_token_env_var", &raw.id_token_env_var)?;
+    let usable = url::Url::parse(&token_endpoint).is_ok_and(|url| {
+        let local = matches!(url.host(), Some(url::Host::Domain("localhost")))
+            || matches!(url.host(), Some(url::Host::Ipv4(ip)) if ip.is_loopback())
+            || matches!(url.host(), Some(url::Host::Ipv6(ip)) if ip.is_loopback());
+        (url.scheme() == "https" || (url.scheme() == "http" && local)) && url.fragment().is_none()
+    });
+    if !usable {
+        return Err(ctx.error(
+            &at("idp_token_endpoint"),
+            "expected the identity provider's token endpoint, an https:// URL (http:// only to \
+             localhost)",
+        ));
+    }
+    Ok(Some(IdentityProviderConfig {
+        token_endpoint,
+        client_id,
+        client_secret_env_var: raw.idp_client_secret_env_var.clone(),
+        id_token_env_var,
+    }))
 }
 
 /// A client ID metadata document is named by an https URL with a path.

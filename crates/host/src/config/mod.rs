@@ -94,9 +94,9 @@ pub use providers::{
 };
 pub use types::{
     ApprovalMode, ApprovalPolicy, Config, ConfigSource, CredentialsStore,
-    DEFAULT_MAX_PENDING_FORMS, Features, FormsConfig, GranularApproval, Layer,
-    MAX_PENDING_FORMS_LIMIT, ModelChoice, ModelProvider, OAuthConfig, OAuthGrant, SensitiveFields,
-    ServerConfig, SourceStatus, ToolConfig, Transport, TrustLevel, WireApi,
+    DEFAULT_MAX_PENDING_FORMS, Features, FormsConfig, GranularApproval, IdentityProviderConfig,
+    Layer, MAX_PENDING_FORMS_LIMIT, ModelChoice, ModelProvider, OAuthConfig, OAuthGrant,
+    SensitiveFields, ServerConfig, SourceStatus, ToolConfig, Transport, TrustLevel, WireApi,
 };
 
 /// The name of every configuration file: the user config's and a project's.

@@ -478,6 +478,23 @@ pub struct OAuthConfig {
     pub private_key_file: Option<PathBuf>,
     /// `signing_algorithm`: the JWS algorithm of that assertion (default `ES256`).
     pub signing_algorithm: Option<String>,
+    /// The `idp_*` keys and `id_token_env_var`, which the `cross_app_access` grant needs (and
+    /// only it takes).
+    pub identity_provider: Option<IdentityProviderConfig>,
+}
+
+/// The enterprise identity provider of the `cross_app_access` grant, which trades the
+/// person's ID token for a grant this server's authorization server takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdentityProviderConfig {
+    /// `idp_token_endpoint`: the provider's token endpoint (https, or http to localhost).
+    pub token_endpoint: String,
+    /// `idp_client_id`: formwork's client at the provider.
+    pub client_id: String,
+    /// `idp_client_secret_env_var`: the variable holding that client's secret, if it has one.
+    pub client_secret_env_var: Option<String>,
+    /// `id_token_env_var`: the variable holding the person's ID token from the provider.
+    pub id_token_env_var: String,
 }
 
 /// `oauth.grant`: how tokens are obtained.
@@ -488,6 +505,9 @@ pub enum OAuthGrant {
     AuthorizationCode,
     /// `"client_credentials"`: the client signs in as itself, with a secret or a private key.
     ClientCredentials,
+    /// `"cross_app_access"`: enterprise-managed authorization (SEP-990); the person's ID
+    /// token from the identity provider stands for a browser sign-in.
+    CrossAppAccess,
 }
 
 impl OAuthGrant {
@@ -496,6 +516,7 @@ impl OAuthGrant {
         match self {
             OAuthGrant::AuthorizationCode => "authorization_code",
             OAuthGrant::ClientCredentials => "client_credentials",
+            OAuthGrant::CrossAppAccess => "cross_app_access",
         }
     }
 
@@ -504,6 +525,7 @@ impl OAuthGrant {
         match name {
             "authorization_code" => Some(OAuthGrant::AuthorizationCode),
             "client_credentials" => Some(OAuthGrant::ClientCredentials),
+            "cross_app_access" => Some(OAuthGrant::CrossAppAccess),
             _ => None,
         }
     }

@@ -7,13 +7,15 @@ use std::sync::Arc;
 
 use crate::auth::Authorizer;
 use crate::auth::agent::SignInAgent;
+use crate::auth::settings::IdentityProvider;
 use crate::config::{Config, CredentialsStore, OAuthGrant, Transport};
 use crate::{AuthSettings, CredentialsStoreMode, Grant, TokenStore};
 
 impl Transport {
     /// The OAuth settings of a Streamable HTTP server, with the client secret read from
-    /// `oauth.client_secret_env_var` and the key from `oauth.private_key_file` now. The
-    /// defaults for other transports.
+    /// `oauth.client_secret_env_var`, the key from `oauth.private_key_file`, and the identity
+    /// provider's secret and ID token from their variables now. The defaults for other
+    /// transports.
     pub fn auth_settings(&self) -> Result<AuthSettings, String> {
         let Transport::StreamableHttp {
             scopes,
@@ -26,17 +28,23 @@ impl Transport {
         };
         let client_secret = oauth
             .client_secret_env_var
+            .as_deref()
+            .map(|variable| read_variable(variable, "oauth.client_secret_env_var"))
+            .transpose()?;
+        let identity_provider = oauth
+            .identity_provider
             .as_ref()
-            .map(|variable| {
-                std::env::var(variable)
-                    .ok()
-                    .filter(|secret| !secret.is_empty())
-                    .ok_or_else(|| {
-                        format!(
-                            "the environment variable `{variable}` (oauth.client_secret_env_var) \
-                             is not set"
-                        )
-                    })
+            .map(|idp| -> Result<IdentityProvider, String> {
+                Ok(IdentityProvider {
+                    token_endpoint: idp.token_endpoint.clone(),
+                    client_id: idp.client_id.clone(),
+                    client_secret: idp
+                        .client_secret_env_var
+                        .as_deref()
+                        .map(|variable| read_variable(variable, "oauth.idp_client_secret_env_var"))
+                        .transpose()?,
+                    id_token: read_variable(&idp.id_token_env_var, "oauth.id_token_env_var")?,
+                })
             })
             .transpose()?;
         let private_key_pem = oauth
@@ -56,13 +64,23 @@ impl Transport {
             grant: match oauth.grant {
                 OAuthGrant::AuthorizationCode => Grant::AuthorizationCode,
                 OAuthGrant::ClientCredentials => Grant::ClientCredentials,
+                OAuthGrant::CrossAppAccess => Grant::CrossAppAccess,
             },
             private_key_pem,
             signing_algorithm,
             scopes: scopes.clone(),
             resource: oauth_resource.clone(),
+            identity_provider,
         })
     }
+}
+
+/// The value of the environment variable the config key `key` names; set and not empty.
+fn read_variable(variable: &str, key: &str) -> Result<String, String> {
+    std::env::var(variable)
+        .ok()
+        .filter(|value| !value.is_empty())
+        .ok_or_else(|| format!("the environment variable `{variable}` ({key}) is not set"))
 }
 
 /// `oauth.signing_algorithm` when a key is given without one.

@@ -23,6 +23,33 @@ pub struct AuthSettings {
     pub scopes: Vec<String>,
     /// Codex's `oauth_resource`: the RFC 8707 resource to send instead of the discovered one.
     pub resource: Option<String>,
+    /// The identity provider of [`Grant::CrossAppAccess`].
+    pub identity_provider: Option<IdentityProvider>,
+}
+
+/// The enterprise identity provider of [`Grant::CrossAppAccess`], with what was read for it.
+#[derive(Clone)]
+pub struct IdentityProvider {
+    /// `oauth.idp_token_endpoint`.
+    pub token_endpoint: String,
+    /// `oauth.idp_client_id`.
+    pub client_id: String,
+    /// Read from `oauth.idp_client_secret_env_var`.
+    pub client_secret: Option<String>,
+    /// The person's ID token from the provider, read from `oauth.id_token_env_var`.
+    pub id_token: String,
+}
+
+impl fmt::Debug for IdentityProvider {
+    /// Everything but the secret and the ID token, which show only whether they are there.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IdentityProvider")
+            .field("token_endpoint", &self.token_endpoint)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &redacted(self.client_secret.as_ref()))
+            .field("id_token", &redacted(Some(&self.id_token)))
+            .finish()
+    }
 }
 
 /// `oauth.grant`: how tokens are obtained.
@@ -33,6 +60,9 @@ pub enum Grant {
     AuthorizationCode,
     /// `"client_credentials"`: the client signs in as itself, with a secret or a private key.
     ClientCredentials,
+    /// `"cross_app_access"`: the identity provider trades the person's ID token for an ID-JAG
+    /// (RFC 8693), which the authorization server takes as a JWT bearer grant (RFC 7523).
+    CrossAppAccess,
 }
 
 impl fmt::Debug for AuthSettings {
@@ -47,6 +77,7 @@ impl fmt::Debug for AuthSettings {
             .field("signing_algorithm", &self.signing_algorithm)
             .field("scopes", &self.scopes)
             .field("resource", &self.resource)
+            .field("identity_provider", &self.identity_provider)
             .finish()
     }
 }
@@ -78,6 +109,12 @@ mod tests {
             private_key_pem: Some("-----BEGIN PRIVATE KEY-----".to_owned()),
             signing_algorithm: Some("ES256".to_owned()),
             scopes: vec!["read".to_owned()],
+            identity_provider: Some(IdentityProvider {
+                token_endpoint: "https://idp.example/token".to_owned(),
+                client_id: "idp-app".to_owned(),
+                client_secret: Some("idp-s3cret".to_owned()),
+                id_token: "eyJ.id.token".to_owned(),
+            }),
             ..AuthSettings::default()
         };
         assert_eq!(
@@ -85,13 +122,15 @@ mod tests {
             "AuthSettings { client_id: Some(\"app\"), client_secret: Some(<redacted>), \
              client_metadata_url: None, grant: ClientCredentials, private_key_pem: \
              Some(<redacted>), signing_algorithm: Some(\"ES256\"), scopes: [\"read\"], \
-             resource: None }"
+             resource: None, identity_provider: Some(IdentityProvider { token_endpoint: \
+             \"https://idp.example/token\", client_id: \"idp-app\", client_secret: \
+             Some(<redacted>), id_token: Some(<redacted>) }) }"
         );
         assert_eq!(
             format!("{:?}", AuthSettings::default()),
             "AuthSettings { client_id: None, client_secret: None, client_metadata_url: None, \
              grant: AuthorizationCode, private_key_pem: None, signing_algorithm: None, \
-             scopes: [], resource: None }"
+             scopes: [], resource: None, identity_provider: None }"
         );
     }
 }
