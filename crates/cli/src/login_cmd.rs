@@ -45,6 +45,10 @@ pub async fn run(args: &LoginArgs) -> anyhow::Result<Outcome> {
         .transport
         .auth_settings()
         .map_err(|reason| anyhow::anyhow!("server `{name}`: {reason}"))?;
+    let headers = server
+        .transport
+        .http_headers()
+        .map_err(|reason| anyhow::anyhow!("server `{name}`: {reason}"))?;
     let data_dir = match &args.data_dir {
         Some(dir) => dir.clone(),
         None => Store::default_data_dir()?,
@@ -66,7 +70,7 @@ pub async fn run(args: &LoginArgs) -> anyhow::Result<Outcome> {
         Some(Arc::clone(&store)),
         Some(Arc::new(agent)),
     );
-    let signed_in = authorizer.sign_in().await;
+    let signed_in = authorizer.sign_in(&headers).await;
     let steps = authorizer.steps().await;
     let kept_in = match signed_in {
         // The login's authorizer always has the store, so it says where the tokens went.

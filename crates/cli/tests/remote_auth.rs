@@ -314,6 +314,22 @@ fn env_http_headers_ride_the_request() {
             .contains("the variable is not set; the header is left out"),
         "{unset}"
     );
+
+    // `login`'s first request, which looks for the server's challenge, carries them too: a
+    // gateway that needs them would otherwise answer that request differently.
+    let mut login = Command::new(env!("CARGO_BIN_EXE_formwork"));
+    login
+        .args(["login", "remote", "--config"])
+        .arg(&world.config)
+        .env("FORMWORK_TEST_TENANT", "tenant-7")
+        .env("FORMWORK_DATA_DIR", &world.data);
+    run(&mut login, None, TIMEOUT).assert_code(2);
+    let probes = posts();
+    assert!(!probes.is_empty());
+    for head in &probes {
+        assert!(head.contains(&"X-Team: forms".to_owned()), "{head:?}");
+        assert!(head.contains(&"X-Tenant: tenant-7".to_owned()), "{head:?}");
+    }
 }
 
 /// `config check` shows the OAuth keys by name: variables and files, never what they hold.

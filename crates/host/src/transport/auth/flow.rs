@@ -282,10 +282,14 @@ impl Authorizer {
     }
 
     /// Signs in from scratch (`formwork login`), whatever is stored, starting from the challenge
-    /// the server gives an unauthenticated request. Where the tokens were kept; none without
+    /// the server gives an unauthenticated request, which carries `headers` (the server's
+    /// configured ones, as every MCP request does). Where the tokens were kept; none without
     /// a store.
-    pub async fn sign_in(&self) -> Result<Option<TokenPlace>, AuthError> {
-        let (challenge, asked) = self.probe().await?;
+    pub async fn sign_in(
+        &self,
+        headers: &[(String, String)],
+    ) -> Result<Option<TokenPlace>, AuthError> {
+        let (challenge, asked) = self.probe(headers).await?;
         let mut state = self.state.lock().await;
         state.loaded = true;
         let mut known = None;
@@ -318,17 +322,26 @@ impl Authorizer {
     }
 
     /// The challenge of an `initialize` sent without a token, and whether it was refused (401).
-    async fn probe(&self) -> Result<(Challenge, bool), AuthError> {
+    async fn probe(&self, configured: &[(String, String)]) -> Result<(Challenge, bool), AuthError> {
         let body = json!({
             "jsonrpc": "2.0", "id": 0, "method": "initialize",
             "params": {"protocolVersion": "2025-11-25", "capabilities": {},
                        "clientInfo": {"name": "formwork", "version": env!("CARGO_PKG_VERSION")}},
         })
         .to_string();
-        let headers = [
+        let mut headers = vec![
             ("content-type", "application/json"),
             ("accept", "application/json, text/event-stream"),
         ];
+        headers.extend(
+            configured
+                .iter()
+                .filter(|(name, _)| {
+                    !name.eq_ignore_ascii_case("content-type")
+                        && !name.eq_ignore_ascii_case("accept")
+                })
+                .map(|(name, value)| (name.as_str(), value.as_str())),
+        );
         let fetched = fetch::exchange("POST", &self.server_url, &headers, body.as_bytes())
             .await
             .map_err(|err| self.failed(err))?;
