@@ -65,6 +65,8 @@ enum Hostility {
     /// Its tool `NAME` needs the scope `NAME` (403 `insufficient_scope` naming it); the scope
     /// `admin` it never grants.
     StepsUp,
+    /// Its registration answers the client and its secret as `text/plain`.
+    RegistrationAnswersText,
     /// Also an enterprise identity provider (`/idp/token`), whose token exchange answers an
     /// access token of its own rather than an ID-JAG.
     IdpAnswersAnAccessToken,
@@ -277,6 +279,12 @@ async fn hostile(State(world): State<World>, request: Request) -> Response {
                    "token_endpoint_auth_method": "client_secret_post",
                    "redirect_uris": ["http://localhost:3000/callback"]})
             .to_string(),
+        )
+            .into_response(),
+        "/register" if world.hostility == Hostility::RegistrationAnswersText => (
+            StatusCode::CREATED,
+            [(header::CONTENT_TYPE, "text/plain")],
+            json!({"client_id": "client-1", "client_secret": "client-SECRET"}).to_string(),
         )
             .into_response(),
         "/register" => (
@@ -1212,4 +1220,18 @@ async fn an_identity_provider_answering_no_id_jag_is_refused() {
         "{seen:?}"
     );
     assert!(seen_elsewhere.lock().unwrap().is_empty());
+}
+
+/// A registration answer that is not JSON is refused by its status and content type, never
+/// quoted: it may carry the client's secret.
+#[tokio::test]
+async fn a_registration_answer_that_is_not_json_is_refused_unquoted() {
+    let outcome = connect_to(Hostility::RegistrationAnswersText).await;
+    let err = outcome.result.clone().unwrap_err();
+    assert!(
+        err.contains("/register failed: it answered HTTP 201 with `text/plain`, not JSON ("),
+        "{err}"
+    );
+    assert!(!err.contains("SECRET"), "{err}");
+    assert!(!requested(&outcome, "GET /authorize"));
 }

@@ -991,11 +991,18 @@ impl Authorizer {
         )
         .await
         .map_err(|err| self.failed(format!("registering with {endpoint} failed: {err}")))?;
-        if !(200..300).contains(&fetched.status) || !fetched.is_json() {
+        if !(200..300).contains(&fetched.status) {
             return Err(self.failed(format!(
                 "registering with {endpoint} failed: HTTP {} ({})",
                 fetched.status,
                 snippet(&fetched.body)
+            )));
+        }
+        // A successful answer holds the client's secret, if it has one: never quoted.
+        if !fetched.is_json() {
+            return Err(self.failed(format!(
+                "registering with {endpoint} failed: it answered HTTP {} with `{}`, not JSON",
+                fetched.status, fetched.content_type
             )));
         }
         let answer: Value = serde_json::from_slice(&fetched.body).map_err(|err| {
