@@ -365,6 +365,8 @@ test("basic-vanillajs", async (page) => {
   };
   await timesCome(frame);
 
+  // The new time may resize the app, and its card with it: a click lands only once it stays put.
+  await settled(frame.locator("#send-message-btn"));
   await frame.locator("#send-message-btn").click();
   await confirm(page, "The app of basic · get-time wants to send this message as you: This is message text.", "Send");
   await textBecomes(userMessages(page).last(), "This is message text.");
@@ -1141,6 +1143,66 @@ test("an-app-that-initializes-again-gets-its-input-and-result-again", async (pag
   await frame.locator('body[data-tool-inputs="2"]').waitFor();
   await frame.locator('body[data-tool-results="2"]').waitFor();
   assert.equal(await frame.locator("#result-meta").textContent(), RESULT_META);
+});
+
+// What the frame's app gets for a request of its own that it posts by hand (a second `ui/initialize`, say).
+function askFromApp(frame, method, params) {
+  return frame.evaluate(
+    ({ method, params }) =>
+      new Promise((resolve) => {
+        const id = 9100 + Math.floor(Math.random() * 1000);
+        const heard = (event) => {
+          if (event.data?.id !== id) return;
+          window.removeEventListener("message", heard);
+          if (method === "ui/initialize") window.parent.postMessage({ jsonrpc: "2.0", method: "ui/notifications/initialized" }, "*");
+          resolve(event.data);
+        };
+        window.addEventListener("message", heard);
+        window.parent.postMessage({ jsonrpc: "2.0", id, method, params }, "*");
+      }),
+    { method, params },
+  );
+}
+
+// The host never shows an app in a mode it did not declare: not by the card's buttons, not on the app's own request;
+// an app that cannot be inline is shown fullscreen, and after the panel closes it comes back there, visible.
+test("an-app-is-shown-only-in-the-modes-it-declares", async (page) => {
+  await newSession(page);
+  const call = await callTool(page, "probe", "open-probe");
+  const card = await readyApp(call);
+  const frame = await appFrame(page, card);
+  await frame.locator('body[data-done="1"]').waitFor();
+  const initialize = (modes) =>
+    askFromApp(frame, "ui/initialize", { protocolVersion: "2026-01-26", appInfo: { name: "modes", version: "1" }, appCapabilities: { availableDisplayModes: modes } });
+
+  const inlineOnly = await initialize(["inline"]);
+  assert.equal(inlineOnly.result?.hostContext?.displayMode, "inline", JSON.stringify(inlineOnly));
+  assert.equal(await card.locator(tid("app-fullscreen")).isVisible(), false, "a fullscreen button for an inline-only app");
+  assert.equal(await card.locator(tid("app-pip")).isVisible(), false, "a pip button for an inline-only app");
+  assert.equal(await card.locator(tid("app-tab")).isVisible(), true);
+  const asked = await askFromApp(frame, "ui/request-display-mode", { mode: "fullscreen" });
+  assert.deepEqual(asked.result, { mode: "inline" });
+  assert.equal(await card.getAttribute("data-mode"), "inline");
+
+  const panel = page.locator(tid("app-panel"));
+  const fullscreenOnly = await initialize(["fullscreen"]);
+  assert.equal(fullscreenOnly.result?.hostContext?.displayMode, "fullscreen", JSON.stringify(fullscreenOnly));
+  assert.equal(await card.getAttribute("data-mode"), "fullscreen");
+  await panel.locator(":scope[data-mode=\"fullscreen\"]").waitFor();
+  assert.equal(await page.locator(tid("app-panel-tab")).isVisible(), false, "a side-panel button for a fullscreen-only app");
+  await page.locator(tid("app-panel-close")).click();
+  await card.locator(':scope[data-mode="collapsed"]').waitFor();
+  assert.equal(await card.locator(tid("app-inline")).isVisible(), false);
+  await card.locator(tid("app-reopen")).click();
+  // Fullscreen hides the conversation, the card with it.
+  await card.locator(':scope[data-mode="fullscreen"]').waitFor({ state: "attached" });
+  const shown = await page.locator(`${tid("app-panel-body")} ${tid("app-box")}`).boundingBox();
+  assert.ok(shown && shown.width > 0 && shown.height > 0, `the reopened app is not visible: ${JSON.stringify(shown)}`);
+  assert.equal(frame.isDetached(), false, "the frame was replaced");
+  await page.locator(tid("app-panel-close")).click();
+  await card.locator(':scope[data-mode="collapsed"]').waitFor();
+  await card.locator(tid("app-close")).click();
+  await card.locator(':scope[data-state="closed"]').waitFor();
 });
 
 async function main() {

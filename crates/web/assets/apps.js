@@ -28,6 +28,8 @@ import { el } from "./dom.js";
 import { api } from "./net.js";
 
 const HOST_MODES = ["inline", "fullscreen", "pip"];
+// Where an app that cannot be inline is shown instead, in this order.
+const SHOWN_ELSEWHERE = ["fullscreen", "pip"];
 const TEARDOWN_WAIT_MS = 1000;
 const INLINE_MAX_HEIGHT = 640;
 const MIN_HEIGHT = 48;
@@ -351,7 +353,7 @@ export class Apps {
     panel.hidden = false;
     panel.dataset.mode = fullscreen ? "fullscreen" : "tab";
     document.body.dataset.appPanel = fullscreen ? "fullscreen" : "tab";
-    this.panelButtons.tab.hidden = !fullscreen;
+    this.panelButtons.tab.hidden = !fullscreen || !view.mayShow("tab");
     this.panelButtons.fullscreen.hidden = fullscreen || !view.mayShow("fullscreen");
     this.panelButtons.pip.hidden = !view.mayShow("pip");
     view.place(panelBody, view.box);
@@ -605,6 +607,13 @@ class AppView {
           // `initialized` brings the input and the outcome again.
           this.initialized = false;
           this.sentOutcome = null;
+          // No mode the app did not declare: one that cannot be where it is goes to the first it can be in
+          // (before the answer, which tells it its mode), and the buttons offer only what it declared.
+          if (!this.mayShow(this.mode)) {
+            const shown = SHOWN_ELSEWHERE.find((mode) => this.mayShow(mode));
+            if (shown) this.setMode(shown);
+          }
+          this.updateButtons();
         }
         return this.relay(message, request);
     }
@@ -724,8 +733,11 @@ class AppView {
   }
 
   setMode(mode) {
-    if (this.state === "closed" || mode === this.mode) return;
+    if (this.state === "closed" || mode === this.mode || !this.mayShow(mode)) return;
     const before = this.appMode();
+    // Out of the Open app state of an app that cannot be inline, if it was there.
+    this.box.hidden = false;
+    this.buttons.reopen.hidden = true;
     if (this.mode === "pip") delete this.box.dataset.pip;
     if (mode === "inline") {
       this.apps.releasePanel(this);
@@ -767,7 +779,7 @@ class AppView {
 
   updateButtons() {
     const closed = this.state === "closed";
-    this.buttons.inline.hidden = closed || this.mode === "inline";
+    this.buttons.inline.hidden = closed || this.mode === "inline" || !this.mayShow("inline");
     this.buttons.tab.hidden = closed || this.mode === "tab" || !this.mayShow("inline");
     this.buttons.fullscreen.hidden = closed || this.mode === "fullscreen" || !this.mayShow("fullscreen");
     this.buttons.pip.hidden = closed || this.mode === "pip" || !this.mayShow("pip");
@@ -801,6 +813,12 @@ class AppView {
   reopen() {
     this.buttons.reopen.hidden = true;
     if (this.frame) {
+      // Only an app that cannot be inline waits here with its document: it goes back where it can be.
+      const shown = SHOWN_ELSEWHERE.find((mode) => this.mayShow(mode));
+      if (shown && !this.mayShow("inline")) {
+        this.setMode(shown);
+        return;
+      }
       this.box.hidden = false;
       this.element.dataset.mode = "inline";
       this.updateButtons();
