@@ -76,6 +76,8 @@ pub async fn run(args: &ChatArgs) -> anyhow::Result<Outcome> {
     let options = HostOptions {
         builtin_exe: Some(std::env::current_exe().context("cannot find formwork's own path")?),
         model: Some(choice),
+        // The terminal shows no apps, so plugins are not told it does.
+        shows_apps: false,
         ..HostOptions::default()
     };
     let host = Host::new(config, options);

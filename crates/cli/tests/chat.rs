@@ -182,3 +182,39 @@ fn server_names_which_tools_the_model_is_offered() {
         .assert_code(2)
         .assert_stderr_mentions("no enabled server `nowhere` is configured");
 }
+
+/// The terminal shows no MCP Apps, so `chat`'s connections do not declare the extension: a
+/// plugin that keys its app-only tools on it is not misled. (The workbench's do.)
+#[test]
+fn chat_does_not_declare_the_apps_extension() {
+    let sim = SimProvider::start(&json!({"rules": [{"match": "caps", "steps": [
+        {"calls": [{"name": "doc__client_capabilities", "arguments": {}}]},
+        {"echo": true}
+    ]}]}));
+    let node = node_bin_dir().join("node").display().to_string();
+    let plugin = peers_dir()
+        .join("npm/doctor_plugin.mjs")
+        .display()
+        .to_string();
+    let config = TempFile::new(&format!(
+        "model_provider = \"sim\"\nmodel = \"sim-1\"\n\n\
+         [model_providers.sim]\nname = \"Sim\"\nbase_url = {:?}\nwire_api = \"chat\"\nrequest_max_retries = 0\n\n\
+         [mcp_servers.doc]\ncommand = {node:?}\nargs = [{plugin:?}]\nenabled_tools = [\"client_capabilities\"]\n\n\
+         [mcp_servers.demo]\nenabled = false\n",
+        sim.url
+    ));
+    let output = chat(&config, None, "caps");
+    output.assert_code(0);
+    let seen = output
+        .stdout
+        .trim_end()
+        .strip_prefix("seen: result: ")
+        .unwrap_or_else(|| panic!("{output}"));
+    let capabilities: Value = serde_json::from_str(seen).unwrap();
+    assert!(capabilities["elicitation"].is_object(), "{capabilities}");
+    assert_eq!(
+        capabilities.pointer("/extensions/io.modelcontextprotocol~1ui"),
+        None,
+        "{capabilities}"
+    );
+}

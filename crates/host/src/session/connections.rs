@@ -197,7 +197,7 @@ async fn connect(
     options.inherit_stderr = host.options.inherit_stderr;
     options.extensions = ClientExtensions {
         openai_elicitation: host.config().features.openai_elicitation,
-        mcp_apps: true,
+        mcp_apps: host.options.shows_apps,
     };
     if let PluginTarget::Url(url) = target {
         let config = host.config();

@@ -77,6 +77,9 @@ pub struct HostOptions {
     /// The model that answers the person's messages (see `crate::agent`); `None` records
     /// messages only.
     pub model: Option<crate::config::ModelChoice>,
+    /// Whether the UI shows MCP Apps: the sessions' connections declare the extension
+    /// (`io.modelcontextprotocol/ui`) only then. A terminal, which shows none, says `false`.
+    pub shows_apps: bool,
 }
 
 impl Default for HostOptions {
@@ -89,6 +92,7 @@ impl Default for HostOptions {
             builtin_exe: None,
             data_dir: None,
             model: None,
+            shows_apps: true,
         }
     }
 }
