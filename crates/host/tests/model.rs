@@ -753,6 +753,20 @@ async fn app_model_context_reaches_the_model_as_untrusted_app_data() {
             {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "what now"}]},
         ])
     );
+    // The model is offered the probe's tools but its app-only ones (`app-echo`, `ask-during-app`).
+    let mut offered: Vec<&str> = request["body"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    offered.sort_unstable();
+    assert!(!offered.is_empty());
+    for app_only in ["probe__app-echo", "probe__ask-during-app"] {
+        assert!(!offered.contains(&app_only), "{offered:?}");
+    }
+    assert!(offered.contains(&"probe__model-only"), "{offered:?}");
+    assert!(offered.contains(&"probe__open-probe"), "{offered:?}");
     host.shutdown().await;
 }
 
