@@ -146,6 +146,21 @@ impl Watch {
         .await
     }
 
+    /// The sign-in card `card` completes, and the call goes on to greet Ada.
+    async fn completed_and_greeted(&mut self, card: &str) {
+        let completed = self
+            .next(|event| match event {
+                Event::FormCompleted { form_id } => Some(form_id.clone()),
+                _ => None,
+            })
+            .await;
+        assert_eq!(completed, card);
+        assert_eq!(
+            self.finished().await.unwrap(),
+            json!({"content": [{"type": "text", "text": "Hello, Ada!"}]})
+        );
+    }
+
     async fn finished(&mut self) -> Result<serde_json::Value, String> {
         self.next(|event| match event {
             Event::ToolCallFinished {
@@ -216,17 +231,7 @@ async fn a_call_that_meets_a_401_shows_a_sign_in_card_and_goes_on_after_sign_in(
         let profile = profile.path().to_owned();
         tokio::task::spawn_blocking(move || visit(&link, &profile))
     };
-    let completed = watch
-        .next(|event| match event {
-            Event::FormCompleted { form_id } => Some(form_id.clone()),
-            _ => None,
-        })
-        .await;
-    assert_eq!(completed, card);
-    assert_eq!(
-        watch.finished().await.unwrap(),
-        json!({"content": [{"type": "text", "text": "Hello, Ada!"}]})
-    );
+    watch.completed_and_greeted(&card).await;
     visited.await.unwrap();
 }
 
@@ -271,16 +276,6 @@ async fn a_sign_in_that_comes_back_before_the_cards_answer_accepts_the_card() {
         })
         .await;
     assert_eq!(resolved, (card.clone(), "accept", None));
-    let completed = watch
-        .next(|event| match event {
-            Event::FormCompleted { form_id } => Some(form_id.clone()),
-            _ => None,
-        })
-        .await;
-    assert_eq!(completed, card);
-    assert_eq!(
-        watch.finished().await.unwrap(),
-        json!({"content": [{"type": "text", "text": "Hello, Ada!"}]})
-    );
+    watch.completed_and_greeted(&card).await;
     visited.await.unwrap();
 }
