@@ -122,6 +122,10 @@ pub const SIGN_IN_TIMEOUT: Duration = Duration::from_secs(300);
 /// The largest request the loopback listener reads.
 const MAX_CALLBACK_BYTES: usize = 16 * 1024;
 const CALLBACK_PATH: &str = "/callback";
+/// How long the loopback listener reads one request.
+const REQUEST_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Connections the loopback listener reads at once; more wait to be accepted.
+const MAX_READING: usize = 16;
 
 /// The person's browser: the authorization URL is opened (or printed) by `show`, and the
 /// redirect caught on a listener on 127.0.0.1 that ends after the callback or the timeout.
@@ -200,40 +204,30 @@ impl Loopback {
     /// Waits for the callback, at most `timeout`; the code once its `state` is checked.
     pub async fn wait(self, state: &str, timeout: Duration) -> Result<String, String> {
         let waiting = async {
+            // Each connection is read on its own, for a bounded time: one that is slow to send
+            // its request (or sends none) holds up no other, the browser's included.
+            let mut reading = tokio::task::JoinSet::new();
             loop {
-                let (mut socket, _) = self
-                    .listener
-                    .accept()
-                    .await
-                    .map_err(|err| err.to_string())?;
-                let Some(target) = read_target(&mut socket).await else {
-                    continue;
-                };
-                let (path, query) = target.split_once('?').unwrap_or((&target, ""));
-                if path != CALLBACK_PATH {
-                    // A browser may ask for a favicon first: that is not the redirect.
-                    let _ = socket
-                        .write_all(
-                            b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
-                        )
-                        .await;
-                    continue;
+                tokio::select! {
+                    accepted = self.listener.accept(), if reading.len() < MAX_READING => {
+                        let (mut socket, _) = accepted.map_err(|err| err.to_string())?;
+                        reading.spawn(async move {
+                            let target = tokio::time::timeout(REQUEST_READ_TIMEOUT, read_target(&mut socket))
+                                .await
+                                .ok()
+                                .flatten();
+                            (socket, target)
+                        });
+                    }
+                    Some(read) = reading.join_next() => {
+                        let Ok((mut socket, Some(target))) = read else {
+                            continue;
+                        };
+                        if let Some(outcome) = answer(&mut socket, &target, state).await {
+                            return outcome;
+                        }
+                    }
                 }
-                let pairs = url::form_urlencoded::parse(query.as_bytes()).into_owned();
-                let outcome = code_from_redirect(pairs, state);
-                // A fixed page: nothing of the redirect is reflected into it.
-                let page: &[u8] = match outcome {
-                    Ok(_) => b"<!doctype html><title>formwork</title><p>Signed in. You can close this tab and go back to formwork.",
-                    Err(_) => b"<!doctype html><title>formwork</title><p>Sign-in failed. formwork says why.",
-                };
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\ncache-control: no-store\r\nconnection: close\r\n\r\n",
-                    page.len()
-                );
-                let _ = socket.write_all(head.as_bytes()).await;
-                let _ = socket.write_all(page).await;
-                let _ = socket.shutdown().await;
-                return outcome;
             }
         };
         tokio::time::timeout(timeout, waiting)
@@ -242,15 +236,44 @@ impl Loopback {
     }
 }
 
+/// Answers one request of the listener: the callback's outcome once its `state` is checked, or
+/// `None` (and a 404) for another path.
+async fn answer(
+    socket: &mut tokio::net::TcpStream,
+    target: &str,
+    state: &str,
+) -> Option<Result<String, String>> {
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    if path != CALLBACK_PATH {
+        // A browser may ask for a favicon first: that is not the redirect.
+        let _ = socket
+            .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+            .await;
+        return None;
+    }
+    let pairs = url::form_urlencoded::parse(query.as_bytes()).into_owned();
+    let outcome = code_from_redirect(pairs, state);
+    // A fixed page: nothing of the redirect is reflected into it.
+    let page: &[u8] = match outcome {
+        Ok(_) => b"<!doctype html><title>formwork</title><p>Signed in. You can close this tab and go back to formwork.",
+        Err(_) => b"<!doctype html><title>formwork</title><p>Sign-in failed. formwork says why.",
+    };
+    let head = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\ncache-control: no-store\r\nconnection: close\r\n\r\n",
+        page.len()
+    );
+    let _ = socket.write_all(head.as_bytes()).await;
+    let _ = socket.write_all(page).await;
+    let _ = socket.shutdown().await;
+    Some(outcome)
+}
+
 /// The request target of a GET, or `None` for anything else.
 async fn read_target(socket: &mut tokio::net::TcpStream) -> Option<String> {
     let mut buffer = Vec::new();
     let mut piece = [0u8; 2048];
     loop {
-        let read = tokio::time::timeout(Duration::from_secs(10), socket.read(&mut piece))
-            .await
-            .ok()?
-            .ok()?;
+        let read = socket.read(&mut piece).await.ok()?;
         if read == 0 {
             return None;
         }
@@ -335,5 +358,27 @@ mod tests {
         );
         // The listener is gone with its one callback.
         assert!(tokio::net::TcpStream::connect(address).await.is_err());
+    }
+
+    /// A connection that never finishes its request (a stray local client, a browser's
+    /// speculative one) does not hold up the callback behind it.
+    #[tokio::test]
+    async fn a_silent_connection_does_not_hold_up_the_callback() {
+        let loopback = Loopback::bind(None).await.unwrap();
+        let address = format!("127.0.0.1:{}", loopback.port);
+        let done = tokio::spawn(loopback.wait("s1", Duration::from_secs(30)));
+        let mut silent = tokio::net::TcpStream::connect(&address).await.unwrap();
+        silent.write_all(b"GET /call").await.unwrap();
+        let mut socket = tokio::net::TcpStream::connect(&address).await.unwrap();
+        socket
+            .write_all(b"GET /callback?code=c1&state=s1 HTTP/1.1\r\nhost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let code = tokio::time::timeout(Duration::from_secs(3), done)
+            .await
+            .expect("the callback waited behind the silent connection")
+            .unwrap();
+        assert_eq!(code, Ok("c1".to_owned()));
+        drop(silent);
     }
 }
