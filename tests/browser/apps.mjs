@@ -1116,35 +1116,6 @@ test("without-movebefore-a-moved-app-starts-again-with-its-result", async (page)
   }
 });
 
-// An app that starts its bridge again in the same document (a second App instance: ui/initialize, then
-// initialized) gets the call's input and result again, as a first start does.
-test("an-app-that-initializes-again-gets-its-input-and-result-again", async (page) => {
-  await newSession(page);
-  const call = await callTool(page, "probe", "open-probe");
-  const frame = await appFrame(page, await readyApp(call));
-  await frame.locator('body[data-done="1"]').waitFor();
-  assert.equal(await frame.locator("body").getAttribute("data-tool-inputs"), "1");
-  const answer = await frame.evaluate(
-    () =>
-      new Promise((resolve) => {
-        const id = 9001;
-        const heard = (event) => {
-          if (event.data?.id !== id) return;
-          window.removeEventListener("message", heard);
-          window.parent.postMessage({ jsonrpc: "2.0", method: "ui/notifications/initialized" }, "*");
-          resolve(event.data);
-        };
-        window.addEventListener("message", heard);
-        const params = { protocolVersion: "2026-01-26", appInfo: { name: "again", version: "1" }, appCapabilities: {} };
-        window.parent.postMessage({ jsonrpc: "2.0", id, method: "ui/initialize", params }, "*");
-      }),
-  );
-  assert.equal(answer.result?.protocolVersion, "2026-01-26", JSON.stringify(answer));
-  await frame.locator('body[data-tool-inputs="2"]').waitFor();
-  await frame.locator('body[data-tool-results="2"]').waitFor();
-  assert.equal(await frame.locator("#result-meta").textContent(), RESULT_META);
-});
-
 // What the frame's app gets for a request of its own that it posts by hand (a second `ui/initialize`, say).
 function askFromApp(frame, method, params) {
   return frame.evaluate(
@@ -1163,6 +1134,21 @@ function askFromApp(frame, method, params) {
     { method, params },
   );
 }
+
+// An app that starts its bridge again in the same document (a second App instance: ui/initialize, then
+// initialized) gets the call's input and result again, as a first start does.
+test("an-app-that-initializes-again-gets-its-input-and-result-again", async (page) => {
+  await newSession(page);
+  const call = await callTool(page, "probe", "open-probe");
+  const frame = await appFrame(page, await readyApp(call));
+  await frame.locator('body[data-done="1"]').waitFor();
+  assert.equal(await frame.locator("body").getAttribute("data-tool-inputs"), "1");
+  const answer = await askFromApp(frame, "ui/initialize", { protocolVersion: "2026-01-26", appInfo: { name: "again", version: "1" }, appCapabilities: {} });
+  assert.equal(answer.result?.protocolVersion, "2026-01-26", JSON.stringify(answer));
+  await frame.locator('body[data-tool-inputs="2"]').waitFor();
+  await frame.locator('body[data-tool-results="2"]').waitFor();
+  assert.equal(await frame.locator("#result-meta").textContent(), RESULT_META);
+});
 
 // The host never shows an app in a mode it did not declare: not by the card's buttons, not on the app's own request;
 // an app that cannot be inline is shown fullscreen, and after the panel closes it comes back there, visible.

@@ -16,6 +16,7 @@ use oauth2::{
     AuthType, AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, PkceCodeChallenge,
     RedirectUrl, RefreshToken, RequestTokenError, Scope, TokenResponse, TokenUrl,
 };
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::agent::SignInAgent;
@@ -816,15 +817,14 @@ impl Authorizer {
         let answer = self
             .token_post(&server.token_endpoint, basic.as_deref(), bearer)
             .await?;
-        let answer: oauth2::basic::BasicTokenResponse = serde_json::from_value(answer.clone())
-            .map_err(|_| {
-                self.failed(format!(
-                    "the token endpoint {} answered something that is not a token response: {}",
-                    server.token_endpoint,
-                    token_answer_fault(answer.to_string().as_bytes())
-                ))
-            })?;
-        Ok(self.stored(discovered, &client, &answer, scopes, Some(resource)))
+        let tokens = oauth2::basic::BasicTokenResponse::deserialize(&answer).map_err(|_| {
+            self.failed(format!(
+                "the token endpoint {} answered something that is not a token response: {}",
+                server.token_endpoint,
+                token_value_fault(&answer)
+            ))
+        })?;
+        Ok(self.stored(discovered, &client, &tokens, scopes, Some(resource)))
     }
 
     /// A token request of a grant the `oauth2` crate lacks: the form `body` POSTed to
@@ -1141,9 +1141,14 @@ fn token_error<E: std::error::Error + 'static>(
 /// What is wrong with a token endpoint's answer, naming fields but never quoting the body: a
 /// malformed answer may still carry a token.
 fn token_answer_fault(body: &[u8]) -> String {
-    let Ok(answer) = serde_json::from_slice::<Value>(body) else {
-        return format!("{} bytes that are not JSON", body.len());
-    };
+    match serde_json::from_slice::<Value>(body) {
+        Ok(answer) => token_value_fault(&answer),
+        Err(_) => format!("{} bytes that are not JSON", body.len()),
+    }
+}
+
+/// [`token_answer_fault`] of an answer already read as JSON.
+fn token_value_fault(answer: &Value) -> String {
     let Some(fields) = answer.as_object() else {
         return "JSON that is not an object".to_owned();
     };
