@@ -140,9 +140,10 @@ async function appFrame(page, card) {
   return frame;
 }
 
-// Waits until `locator` (in a frame that resizes itself as its content changes) stays put on the page for 150 ms, so
-// that a click lands where it aims.
-async function settled(locator) {
+// Waits until `locator` (in a frame that resizes itself as its content changes, in a transcript that grows) stays
+// put on the page for 150 ms, then clicks it. Playwright waits for an element to be still within its own frame
+// only: a frame that moves on the page between its aim and its click sends the click elsewhere.
+async function clickWhenStill(locator) {
   let before = JSON.stringify(await locator.boundingBox());
   await until(`${locator} to stop moving`, async () => {
     await sleep(150);
@@ -151,6 +152,7 @@ async function settled(locator) {
     before = now;
     return still || now;
   });
+  await locator.click();
 }
 
 // The one open card (a form), by its id so the locator outlives its answer.
@@ -206,6 +208,8 @@ function getAgain(src) {
 const cases = [];
 // Uncaught errors of the page and its frames during the current case.
 const pageErrors = [];
+// What the page and its frames logged as errors during the case, shown when it fails.
+const consoleErrors = [];
 const test = (name, body) => cases.push({ name, body });
 // What one case leaves for a later one.
 const shared = { origins: new Set(), policies: new Map() };
@@ -357,7 +361,7 @@ test("basic-vanillajs", async (page) => {
   const timesCome = async (frame) => {
     const first = await textBecomes(frame.locator("#server-time"), iso);
     await sleep(5);
-    await frame.locator("#get-time-btn").click();
+    await clickWhenStill(frame.locator("#get-time-btn"));
     await until("a new server time", async () => {
       const now = collapsed(await frame.locator("#server-time").textContent());
       return (iso.test(now) && now !== first) || now;
@@ -366,20 +370,19 @@ test("basic-vanillajs", async (page) => {
   await timesCome(frame);
 
   // The new time may resize the app, and its card with it: a click lands only once it stays put.
-  await settled(frame.locator("#send-message-btn"));
-  await frame.locator("#send-message-btn").click();
+  await clickWhenStill(frame.locator("#send-message-btn"));
   await confirm(page, "The app of basic · get-time wants to send this message as you: This is message text.", "Send");
   await textBecomes(userMessages(page).last(), "This is message text.");
 
   const popup = page.waitForEvent("popup");
-  await frame.locator("#open-link-btn").click();
+  await clickWhenStill(frame.locator("#open-link-btn"));
   await confirm(page, `The app of basic · get-time wants to open a link: ${LINK}`, "Open");
   const opened = await popup;
   await opened.waitForURL(LINK);
   assert.equal(opened.url(), LINK);
   await opened.close();
 
-  await frame.locator("#open-link-btn").click();
+  await clickWhenStill(frame.locator("#open-link-btn"));
   await confirm(page, `The app of basic · get-time wants to open a link: ${LINK}`, "Don't open");
   await noPopup(page, 1000);
   // The app got the host's error (it leaves the rejection unhandled: an error of its frame).
@@ -418,11 +421,9 @@ test("server-debug", async (page) => {
   // Clears the log, presses `button`, lets `then` answer what the host asks, and returns the entries it logged
   // once `last` is among them: [{type, payload}].
   async function press(button, last, then) {
-    await settled(frame.locator("#clear-log-btn"));
-    await frame.locator("#clear-log-btn").click();
+    await clickWhenStill(frame.locator("#clear-log-btn"));
     await until(`an empty log before ${button}`, async () => (await entries.count()) === 0 || (await types()));
-    await settled(frame.locator(button));
-    await frame.locator(button).click();
+    await clickWhenStill(frame.locator(button));
     if (then) await then();
     await until(`a ${last} entry after ${button}`, async () => (await types()).includes(last) || (await types()));
     const logged = [];
@@ -524,7 +525,7 @@ test("video-resource", async (page) => {
   const base = "GET /vids/bigbuckbunny/mp4/h264";
   assert.deepEqual(cdnLog(), [`${base}/360/Big_Buck_Bunny_360_10s_1MB.mp4 200`]);
 
-  await frame.locator("#change-video-btn").click();
+  await clickWhenStill(frame.locator("#change-video-btn"));
   const options = frame.locator("#video-picker > option");
   await until("the server's videos in the picker", async () => (await options.count()) > 1 || (await options.count()));
   assert.deepEqual(await options.allTextContents(), [
@@ -537,7 +538,7 @@ test("video-resource", async (page) => {
     "video-bunny-150mb",
   ]);
   await frame.locator("#video-picker").selectOption("videos://bunny-5mb");
-  await frame.locator("#load-video-btn").click();
+  await clickWhenStill(frame.locator("#load-video-btn"));
   await textBecomes(frame.locator("#error-message"), /Failed to fetch video: 404 Not Found$/);
   assert.deepEqual(cdnLog(), [`${base}/360/Big_Buck_Bunny_360_10s_1MB.mp4 200`, `${base}/360/Big_Buck_Bunny_360_10s_5MB.mp4 404`]);
 });
@@ -634,9 +635,9 @@ test("app-tool-call-opens-a-form", async (page) => {
   assert.ok(shared.probe, "needs the security-probe case");
   const call = calls(page, "open-probe").last();
   const frame = await appFrame(page, call.locator(tid("app-card")));
-  await frame.locator("#echo").click();
+  await clickWhenStill(frame.locator("#echo"));
   await textBecomes(frame.locator("#echo-result"), '["allowed","result: {\\"text\\":\\"hello\\"}"]');
-  await frame.locator("#ask").click();
+  await clickWhenStill(frame.locator("#ask"));
   const card = await openCard(page);
   assert.equal(await card.locator(tid("card-header")).textContent(), "The probe app asks for a word");
   const input = card.locator(`${tid("question")}[data-question-id="word"] ${tid("question-input")}`);
@@ -856,7 +857,7 @@ test("a-long-transcript-keeps-off-screen-apps-alive", async (page) => {
   await card.scrollIntoViewIfNeeded();
   assert.equal(await frame.evaluate(() => window.__mark), "kept", "the app was reloaded");
   await frame.locator("#echo-text").fill("still here");
-  await frame.locator("#echo").click();
+  await clickWhenStill(frame.locator("#echo"));
   await textBecomes(frame.locator("#echo-result"), '["allowed","result: {\\"text\\":\\"still here\\"}"]');
   // Back to the page's first theme for the cases after this one.
   for (let i = 0; i < 2; i++) await page.locator(tid("theme-toggle")).click();
@@ -978,24 +979,24 @@ test("skybridge-widget", async (page) => {
   assert.equal(await read("locale"), '"en-GB"');
   assert.equal(await read("widget-state"), "null");
   assert.ok(Number(await frame.locator("body").getAttribute("data-set-globals")) >= 2, "openai:set_globals fired");
-  await frame.locator("#set-state").click();
+  await clickWhenStill(frame.locator("#set-state"));
   await textBecomes(frame.locator("#widget-state"), '{"count":1}');
-  await frame.locator("#call-tool").click();
+  await clickWhenStill(frame.locator("#call-tool"));
   await textBecomes(frame.locator("#call-result"), /^\{"ok":/);
   const result = JSON.parse(await read("call-result")).ok;
   assert.deepEqual(result.structuredContent, { echo: { from: "widget" } });
-  await frame.locator("#follow-up").click();
+  await clickWhenStill(frame.locator("#follow-up"));
   await confirm(page, "The app of probe · widget wants to send this message as you: a follow-up from the widget", "Send");
   await textBecomes(frame.locator("#follow-up-result"), '{"ok":null}');
   await textBecomes(userMessages(page).last(), "a follow-up from the widget");
   const popup = page.waitForEvent("popup");
-  await frame.locator("#open-external").click();
+  await clickWhenStill(frame.locator("#open-external"));
   await confirm(page, "The app of probe · widget wants to open a link: https://example.com/", "Open");
   const opened = await popup;
   await opened.waitForURL("https://example.com/");
   await opened.close();
   await textBecomes(frame.locator("#open-external-result"), '{"ok":null}');
-  await frame.locator("#fullscreen").click();
+  await clickWhenStill(frame.locator("#fullscreen"));
   await textBecomes(frame.locator("#display-result"), '{"ok":{"mode":"fullscreen"}}');
   await textBecomes(frame.locator("#display-mode"), '"fullscreen"');
   assert.equal(await card.getAttribute("data-mode"), "fullscreen");
@@ -1209,6 +1210,9 @@ async function main() {
     shared.socket = socket;
   });
   page.on("pageerror", (error) => pageErrors.push(error.message));
+  page.on("console", (message) => {
+    if (message.type() === "error") consoleErrors.push(message.text());
+  });
   // The policy each app document came with.
   page.on("response", (response) => {
     if (APP_ORIGIN.test(new URL(response.url()).origin)) shared.policies.set(response.url(), response.headers()["content-security-policy"]);
@@ -1223,6 +1227,7 @@ async function main() {
     if (filter && !new RegExp(filter).test(name)) continue;
     const t0 = Date.now();
     pageErrors.length = 0;
+    consoleErrors.length = 0;
     try {
       await body(page);
       assert.deepEqual(pageErrors, [], "errors thrown in the page");
@@ -1231,6 +1236,8 @@ async function main() {
     } catch (error) {
       failed += 1;
       console.log(`FAIL ${name}: ${String(error?.message ?? error).split("\n").slice(0, 40).join("\n    ")}`);
+      for (const thrown of pageErrors) console.log(`    thrown in the page: ${thrown}`);
+      for (const logged of consoleErrors) console.log(`    logged in the page: ${logged}`);
       try {
         mkdirSync(screenshots, { recursive: true });
         const file = path.join(screenshots, `apps-${name}.png`);
