@@ -312,6 +312,13 @@ fn refusal(
         CertificateError::InvalidPurpose | CertificateError::InvalidPurposeContext { .. } => {
             "is not meant for a TLS server".to_owned()
         }
+        CertificateError::Other(other) => match other.0.downcast_ref::<webpki::Error>() {
+            Some(webpki::Error::CaUsedAsEndEntity) => "is a certificate authority's, which a server may \
+                 not present as its own: give the server a certificate of its own, issued by that authority"
+                .to_owned(),
+            Some(reason) => format!("is not trusted: {reason}"),
+            None => format!("is not trusted: {}", other.0),
+        },
         other => format!("is not trusted: {other}"),
     };
     format!("{certificate} {why}")
@@ -521,6 +528,18 @@ mod tests {
         assert_eq!(
             check(&root, &empty, "localhost"),
             "the certificate of localhost (issued by \"some other CA\") is not trusted: unknown issuer"
+        );
+        // A CA's own certificate as the server's (what `openssl req -x509` makes by default), trusted or not.
+        let authority_itself = server(&["localhost"], None, |params| {
+            params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        });
+        let as_its_own = "the certificate of localhost (issued by \"localhost\") is a certificate authority's, \
+             which a server may not present as its own: give the server a certificate of its own, issued by that \
+             authority";
+        assert_eq!(check(&root, &authority_itself, "localhost"), as_its_own);
+        assert_eq!(
+            check(&authority_itself, &authority_itself, "localhost"),
+            as_its_own
         );
     }
 }
