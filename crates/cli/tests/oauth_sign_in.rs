@@ -115,6 +115,19 @@ fn login_then_calls_use_the_stored_token_until_logout() {
     let before = world.greet();
     before.assert_code(2);
     before.assert_stderr_mentions("demo needs you to sign in: run `formwork login demo`");
+    // `formwork login` takes a configured name: a server given by its URL alone is named first.
+    let unnamed = &server.url;
+    let by_url = World::with_config("").formwork(&["doctor", "--url", unnamed]);
+    by_url.assert_code(2);
+    let error = by_url.json()["connection"]["error"].clone();
+    assert_eq!(
+        error,
+        Value::from(format!(
+            "initialize failed: {unnamed} needs you to sign in, which formwork does for a configured \
+             server: add it as [mcp_servers.NAME] and run `formwork login NAME` (code -32603)"
+        )),
+        "{by_url}"
+    );
 
     let login = world.formwork(&["login", "demo"]);
     login.assert_code(0);

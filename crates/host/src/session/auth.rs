@@ -124,11 +124,13 @@ pub fn authorizer_for(
     store: Option<Arc<TokenStore>>,
     agent: Option<Arc<dyn SignInAgent>>,
 ) -> Result<Arc<Authorizer>, String> {
-    let settings = match config.server(name) {
-        Some(server) => server.transport.auth_settings()?,
-        None => AuthSettings::default(),
-    };
-    Ok(Arc::new(Authorizer::new(name, url, settings, store, agent)))
+    Ok(Arc::new(match config.server(name) {
+        Some(server) => {
+            let settings = server.transport.auth_settings()?;
+            Authorizer::new(name, url, settings, store, agent)
+        }
+        None => Authorizer::new(name, url, AuthSettings::default(), store, agent).unconfigured(),
+    }))
 }
 
 /// The token store `mcp_oauth_credentials_store` names, with its file in `data_dir`.

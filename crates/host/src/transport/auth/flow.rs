@@ -47,7 +47,12 @@ const ID_JAG_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:id-jag";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AuthError {
     /// The server needs a person to sign in, and nobody can here (a terminal command, say).
-    SignInNeeded { server: String },
+    /// `configured`: whether `server` names a server of the config, which `formwork login` needs.
+    SignInNeeded {
+        server: String,
+        url: String,
+        configured: bool,
+    },
     /// The authorization failed at some step; the text says which and why.
     Failed(String),
 }
@@ -55,12 +60,19 @@ pub enum AuthError {
 impl std::fmt::Display for AuthError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            AuthError::SignInNeeded { server } => {
-                write!(
-                    f,
-                    "{server} needs you to sign in: run `formwork login {server}`"
-                )
-            }
+            AuthError::SignInNeeded {
+                server,
+                configured: true,
+                ..
+            } => write!(
+                f,
+                "{server} needs you to sign in: run `formwork login {server}`"
+            ),
+            AuthError::SignInNeeded { url, .. } => write!(
+                f,
+                "{url} needs you to sign in, which formwork does for a configured server: \
+                 add it as [mcp_servers.NAME] and run `formwork login NAME`"
+            ),
             AuthError::Failed(reason) => f.write_str(reason),
         }
     }
@@ -72,6 +84,8 @@ impl std::error::Error for AuthError {}
 pub struct Authorizer {
     server_name: String,
     server_url: String,
+    /// Whether the config names the server (`formwork login` can sign in to it then).
+    configured: bool,
     settings: AuthSettings,
     store: Option<Arc<TokenStore>>,
     agent: Option<Arc<dyn SignInAgent>>,
@@ -150,6 +164,7 @@ impl Authorizer {
         Authorizer {
             server_name: server_name.into(),
             server_url: server_url.into(),
+            configured: true,
             settings,
             store,
             agent,
@@ -157,6 +172,15 @@ impl Authorizer {
             current: std::sync::Mutex::new(None),
             accepted: AtomicU64::new(0),
             waiting_hooks: std::sync::Mutex::default(),
+        }
+    }
+
+    /// The authorizer of a server the config does not name (`--url`): one that needs a person to
+    /// sign in says how to name it first.
+    pub fn unconfigured(self) -> Authorizer {
+        Authorizer {
+            configured: false,
+            ..self
         }
     }
 
@@ -607,6 +631,8 @@ impl Authorizer {
         let Some(agent) = &self.agent else {
             return Err(AuthError::SignInNeeded {
                 server: self.server_name.clone(),
+                url: self.server_url.clone(),
+                configured: self.configured,
             });
         };
         let authorization_endpoint = server.authorization_endpoint.clone().ok_or_else(|| {
