@@ -29,6 +29,7 @@ const NETWORK_VARIABLES: &[&str] = &[
     "NO_PROXY",
     "SSL_CERT_FILE",
     "SSL_CERT_DIR",
+    "REQUEST_METHOD",
 ];
 
 /// `formwork args…` with exactly the network variables `vars`.
@@ -351,8 +352,8 @@ fn no_proxy_hosts_are_reached_direct() {
     assert_eq!(proxy.seen(), Vec::<String>::new());
 }
 
-/// An `http://` URL goes to `http_proxy` (never `HTTP_PROXY`) in absolute form, with the credentials on every
-/// request.
+/// An `http://` URL goes to `HTTP_PROXY` (or `http_proxy`; but not `HTTP_PROXY` under CGI) in absolute form, with
+/// the credentials on every request.
 #[test]
 fn http_urls_go_through_http_proxy_in_absolute_form() {
     let runtime = runtime();
@@ -360,16 +361,19 @@ fn http_urls_go_through_http_proxy_in_absolute_form() {
     let proxy = TestProxy::start(&runtime, Some(USER_SECRET));
     let url = format!("http://127.0.0.1:{}/mcp", server.port);
     let proxy_url = format!("http://user:secret@127.0.0.1:{}", proxy.port);
-    // Upper case is never read for http:// (httpoxy).
+    // Under CGI the upper case is not read for http:// (httpoxy: the server sets it from a request header).
     let output = formwork(
         &["tools", "--url", &url],
-        &[("HTTP_PROXY", proxy_url.as_str())],
+        &[
+            ("HTTP_PROXY", proxy_url.as_str()),
+            ("REQUEST_METHOD", "GET"),
+        ],
     );
     output.assert_code(0);
     assert_eq!(proxy.seen(), Vec::<String>::new());
     let output = formwork(
         &["tools", "--url", &url],
-        &[("http_proxy", proxy_url.as_str())],
+        &[("HTTP_PROXY", proxy_url.as_str())],
     );
     output.assert_code(0);
     assert!(

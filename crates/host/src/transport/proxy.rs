@@ -1,10 +1,11 @@
 //! Which HTTP proxy a request goes through, read from the environment as curl reads it.
 //!
-//! `https_proxy` (or `HTTPS_PROXY`) serves `https://` URLs, `http_proxy` serves `http://` URLs
-//! (lower case only: a CGI server sets `HTTP_PROXY` from a request's `Proxy:` header, the
-//! "httpoxy" hole), `all_proxy` (or `ALL_PROXY`) serves both when the first is unset, and
+//! `https_proxy` (or `HTTPS_PROXY`) serves `https://` URLs, `http_proxy` (or `HTTP_PROXY`) serves
+//! `http://` URLs, `all_proxy` (or `ALL_PROXY`) serves both when the first is unset, and
 //! `no_proxy` (or `NO_PROXY`) lists the hosts reached directly. The lower-case variable wins
-//! where both are set; an empty one counts as unset. The decision is pure
+//! where both are set; an empty one counts as unset. Under CGI (`REQUEST_METHOD` set) `HTTP_PROXY`
+//! is not read: the server sets it from a request's `Proxy:` header (the "httpoxy" hole, which is
+//! why curl never reads it). The decision is pure
 //! ([`ProxyConfig::from_env`] takes the lookup), so tests never touch the process environment.
 
 use std::net::IpAddr;
@@ -68,7 +69,11 @@ impl ProxyConfig {
         });
         ProxyConfig {
             https: get(&["https_proxy", "HTTPS_PROXY"]),
-            http: get(&["http_proxy"]),
+            http: if lookup("REQUEST_METHOD").is_some() {
+                get(&["http_proxy"])
+            } else {
+                get(&["http_proxy", "HTTP_PROXY"])
+            },
             all: get(&["all_proxy", "ALL_PROXY"]),
             no_proxy,
         }
@@ -340,7 +345,7 @@ mod tests {
     }
 
     #[test]
-    fn lower_case_wins_and_upper_case_http_proxy_is_ignored() {
+    fn lower_case_wins_and_upper_case_http_proxy_is_ignored_under_cgi() {
         let vars = [
             ("https_proxy", "http://lower:1"),
             ("HTTPS_PROXY", "http://upper:1"),
@@ -353,10 +358,29 @@ mod tests {
             route(&[("HTTPS_PROXY", "http://upper:1")], "https://a.test/"),
             "http://upper:1"
         );
-        // httpoxy: HTTP_PROXY may come from a request's `Proxy:` header.
         assert_eq!(
-            route(&[("HTTP_PROXY", "http://evil:1")], "http://a.test/"),
-            "direct"
+            route(&[("HTTP_PROXY", "http://upper:2")], "http://a.test/"),
+            "http://upper:2"
+        );
+        assert_eq!(
+            route(
+                &[
+                    ("http_proxy", "http://lower:2"),
+                    ("HTTP_PROXY", "http://upper:2")
+                ],
+                "http://a.test/"
+            ),
+            "http://lower:2"
+        );
+        // httpoxy: under CGI, HTTP_PROXY may come from a request's `Proxy:` header.
+        let cgi = [("REQUEST_METHOD", "GET"), ("HTTP_PROXY", "http://evil:1")];
+        assert_eq!(route(&cgi, "http://a.test/"), "direct");
+        assert_eq!(
+            route(
+                &[("REQUEST_METHOD", "GET"), ("http_proxy", "http://plain:2")],
+                "http://a.test/"
+            ),
+            "http://plain:2"
         );
         // An empty variable is unset: the upper-case one, then all_proxy, apply.
         assert_eq!(
