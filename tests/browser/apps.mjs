@@ -1112,6 +1112,10 @@ test("without-movebefore-a-moved-app-starts-again-with-its-result", async (page)
       [origins, token],
     );
     assert.deepEqual(released, [404, 404, 404, 404, 200]);
+  } catch (error) {
+    // The failure is on this page: the runner's screenshot is of the other one.
+    await screenshot(other, "without-movebefore-page");
+    throw error;
   } finally {
     await other.close();
   }
@@ -1192,6 +1196,18 @@ test("an-app-is-shown-only-in-the-modes-it-declares", async (page) => {
   await card.locator(':scope[data-state="closed"]').waitFor();
 });
 
+// Saves the whole of `page` as <screenshots>/apps-<name>.png, and says where.
+async function screenshot(page, name) {
+  try {
+    mkdirSync(screenshots, { recursive: true });
+    const file = path.join(screenshots, `apps-${name}.png`);
+    await page.screenshot({ path: file, fullPage: true });
+    console.log(`    screenshot: ${file}`);
+  } catch (shotError) {
+    console.log(`    no screenshot: ${shotError.message}`);
+  }
+}
+
 async function main() {
   const browser = await chromium.launch({
     executablePath: process.env.FORMWORK_CHROMIUM ?? "/usr/bin/chromium",
@@ -1238,14 +1254,7 @@ async function main() {
       console.log(`FAIL ${name}: ${String(error?.message ?? error).split("\n").slice(0, 40).join("\n    ")}`);
       for (const thrown of pageErrors) console.log(`    thrown in the page: ${thrown}`);
       for (const logged of consoleErrors) console.log(`    logged in the page: ${logged}`);
-      try {
-        mkdirSync(screenshots, { recursive: true });
-        const file = path.join(screenshots, `apps-${name}.png`);
-        await page.screenshot({ path: file, fullPage: true });
-        console.log(`    screenshot: ${file}`);
-      } catch (shotError) {
-        console.log(`    no screenshot: ${shotError.message}`);
-      }
+      await screenshot(page, name);
     }
   }
   await browser.close();
