@@ -7,7 +7,8 @@
 //! - the TS SDK client: `tests/peers/bench_ts_client.mjs`, the official `Client` with an auto-accepting handler;
 //! - the floor: [`floor`], a raw JSON-RPC client in Rust that answers each request with one fixed write.
 //!
-//! The same round trip over Streamable HTTP, plain and TLS, through formwork and the TS SDK client: [`http`].
+//! The same round trip over Streamable HTTP, plain and TLS, through formwork and the TS SDK client, and over plain
+//! HTTP through a raw floor: [`http`].
 //! The host's own time in a model turn with one tool call, against a simulated provider: [`model`].
 //!
 //! The machine is noisy, so the clients take turns over several rounds (a fresh process each, with its own

@@ -3,8 +3,13 @@
 //! A raw newline JSON-RPC client with no runtime and no schema work: it spawns the plugin, does the handshake,
 //! calls the tool, and answers each `elicitation/create` line with one fixed pre-serialised result in a single
 //! write. Only the request id is picked out of an elicitation line; no other line is on the hot path.
+//!
+//! Over plain Streamable HTTP ([`call_bench_http`]), the same with blocking sockets and no HTTP library: the
+//! tool call's event stream on one connection, each answer one write on another, its `202` read before the next
+//! event.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
@@ -84,6 +89,211 @@ pub fn call_bench(plugin_command: &[String], tool_args: &Value) -> Result<Value>
         bail!("the plugin exited with {status}");
     }
     Ok(result)
+}
+
+/// Runs the `bench` tool of the plain-HTTP plugin at `url` (`http://HOST:PORT/PATH`) with `tool_args` and
+/// returns its `CallToolResult`.
+pub fn call_bench_http(url: &str, tool_args: &Value) -> Result<Value> {
+    let rest = url
+        .strip_prefix("http://")
+        .with_context(|| format!("the HTTP floor speaks plain http only, not {url}"))?;
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let path = if path.is_empty() { "/" } else { path };
+    let mut control = Http::connect(authority, path)?;
+
+    let initialize = serde_json::json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": { "elicitation": { "form": {} } },
+            "clientInfo": { "name": "bench-floor", "version": "0.1.0" },
+        },
+    });
+    control.post(&initialize.to_string(), None)?;
+    let head = control.head()?;
+    let session = head
+        .session
+        .clone()
+        .context("initialize was answered without an Mcp-Session-Id")?;
+    let body = control.body(&head)?;
+    if !String::from_utf8_lossy(&body).contains(r#""result""#) {
+        bail!("initialize failed: {}", String::from_utf8_lossy(&body));
+    }
+    control.post(
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        Some(&session),
+    )?;
+    let head = control.head()?;
+    control.body(&head)?;
+
+    let mut stream = Http::connect(authority, path)?;
+    let call = serde_json::json!({
+        "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": { "name": "bench", "arguments": tool_args },
+    });
+    stream.post(&call.to_string(), Some(&session))?;
+    let head = stream.head()?;
+    if !head.chunked {
+        bail!("the tool call was not answered with a chunked event stream");
+    }
+    let mut events = Vec::new();
+    loop {
+        let Some(end) = find(&events, b"\n\n") else {
+            if !stream.chunk(&mut events)? {
+                bail!("the tool call's event stream ended before its result");
+            }
+            continue;
+        };
+        let event: Vec<u8> = events.drain(..end + 2).collect();
+        let event = String::from_utf8_lossy(&event);
+        let data = event
+            .lines()
+            .find_map(|line| line.strip_prefix("data:"))
+            .unwrap_or_default();
+        if data.trim().is_empty() {
+            continue; // a priming event or a comment
+        }
+        if data.contains(ELICITATION) {
+            let id = request_id(data).with_context(|| format!("no id in {data}"))?;
+            control.post(
+                &format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{ANSWER}}}"),
+                Some(&session),
+            )?;
+            let head = control.head()?;
+            control.body(&head)?;
+            continue;
+        }
+        let message: Value =
+            serde_json::from_str(data.trim()).with_context(|| format!("parsing {data}"))?;
+        if message.get("id") != Some(&Value::from(2)) {
+            continue;
+        }
+        return match (message.get("result"), message.get("error")) {
+            (Some(result), _) => Ok(result.clone()),
+            (None, Some(error)) => bail!("tools/call failed: {error}"),
+            (None, None) => bail!("tools/call answered with neither result nor error: {message}"),
+        };
+    }
+}
+
+/// One keep-alive HTTP/1.1 connection of the floor, read through a buffer.
+struct Http {
+    socket: BufReader<TcpStream>,
+    authority: String,
+    path: String,
+}
+
+struct Head {
+    status: u16,
+    session: Option<String>,
+    length: Option<usize>,
+    chunked: bool,
+}
+
+impl Http {
+    fn connect(authority: &str, path: &str) -> Result<Http> {
+        let socket =
+            TcpStream::connect(authority).with_context(|| format!("connecting to {authority}"))?;
+        socket.set_nodelay(true)?;
+        Ok(Http {
+            socket: BufReader::new(socket),
+            authority: authority.to_owned(),
+            path: path.to_owned(),
+        })
+    }
+
+    /// One write: the request head and `body`.
+    fn post(&mut self, body: &str, session: Option<&str>) -> Result<()> {
+        let mut request = format!(
+            "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+            self.path,
+            self.authority,
+            body.len()
+        );
+        if let Some(session) = session {
+            request.push_str(&format!(
+                "Mcp-Session-Id: {session}\r\nMcp-Protocol-Version: 2025-11-25\r\n"
+            ));
+        }
+        request.push_str("\r\n");
+        request.push_str(body);
+        self.socket.get_mut().write_all(request.as_bytes())?;
+        Ok(())
+    }
+
+    fn line(&mut self) -> Result<String> {
+        let mut line = String::new();
+        if self.socket.read_line(&mut line)? == 0 {
+            bail!("the plugin closed the connection");
+        }
+        Ok(line.trim_end().to_owned())
+    }
+
+    fn head(&mut self) -> Result<Head> {
+        let status_line = self.line()?;
+        let status = status_line
+            .split(' ')
+            .nth(1)
+            .and_then(|code| code.parse().ok())
+            .with_context(|| format!("not an HTTP status line: {status_line}"))?;
+        let mut head = Head {
+            status,
+            session: None,
+            length: None,
+            chunked: false,
+        };
+        loop {
+            let line = self.line()?;
+            if line.is_empty() {
+                break;
+            }
+            let Some((name, value)) = line.split_once(':') else {
+                bail!("not a header line: {line}");
+            };
+            let value = value.trim();
+            match name.to_ascii_lowercase().as_str() {
+                "mcp-session-id" => head.session = Some(value.to_owned()),
+                "content-length" => head.length = value.parse().ok(),
+                "transfer-encoding" => head.chunked = value.eq_ignore_ascii_case("chunked"),
+                _ => {}
+            }
+        }
+        if !(200..300).contains(&head.status) {
+            bail!("the plugin answered HTTP {}", head.status);
+        }
+        Ok(head)
+    }
+
+    /// The whole body of a response whose `head` was read.
+    fn body(&mut self, head: &Head) -> Result<Vec<u8>> {
+        let mut body = Vec::new();
+        if head.chunked {
+            while self.chunk(&mut body)? {}
+        } else if let Some(length) = head.length {
+            body.resize(length, 0);
+            self.socket.read_exact(&mut body)?;
+        }
+        Ok(body)
+    }
+
+    /// Appends the next chunk of a chunked body to `into`; false at the last (empty) chunk.
+    fn chunk(&mut self, into: &mut Vec<u8>) -> Result<bool> {
+        let size = self.line()?;
+        let size = usize::from_str_radix(size.split(';').next().unwrap_or_default(), 16)
+            .with_context(|| format!("not a chunk size: {size}"))?;
+        let start = into.len();
+        into.resize(start + size, 0);
+        self.socket.read_exact(&mut into[start..])?;
+        self.line()?;
+        Ok(size > 0)
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack
+        .windows(needle.len())
+        .position(|window| window == needle)
 }
 
 fn read_message(stdout: &mut impl BufRead, line: &mut String) -> Result<Value> {

@@ -8,11 +8,12 @@
 //! `localhost` signed by it, with the `openssl` command, in `target/bench-tls/`: formwork trusts the CA through
 //! `SSL_CERT_FILE`, node through `NODE_EXTRA_CA_CERTS`. Each instrument and transport has one plugin process for
 //! the whole part, as an HTTP server runs (an MCP session per client), warmed up by each client before the
-//! rounds; the eight contenders (two clients on two transports through two instruments) then take turns over
-//! the rounds, a fresh client process per run.
+//! rounds; the ten contenders (two clients on two transports and the floor on plain HTTP, through two
+//! instruments) then take turns over the rounds, a fresh client process per run.
 //!
 //! Targets, per instrument and transport: formwork's median at most half the TS SDK client's, formwork's p99 at
-//! most twice its own median.
+//! most twice its own median. The floor ([`super::floor::call_bench_http`]) shows the tail that the machine and
+//! the instrument leave to any client, the least one included.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -65,25 +66,30 @@ impl Instrument {
     }
 }
 
-/// The contenders in turn order: per instrument, each transport's two clients, formwork first.
-const CONTENDERS: [(Instrument, Client, Scheme); 8] = {
+/// The contenders in turn order: per instrument, each transport's clients, formwork first; the floor speaks plain
+/// HTTP only.
+const CONTENDERS: [(Instrument, Client, Scheme); 10] = {
     use {Client::*, Instrument::*, Scheme::*};
     [
         (TypeScript, Formwork, Http),
         (TypeScript, TsSdk, Http),
+        (TypeScript, Floor, Http),
         (TypeScript, Formwork, Https),
         (TypeScript, TsSdk, Https),
         (Rust, Formwork, Http),
         (Rust, TsSdk, Http),
+        (Rust, Floor, Http),
         (Rust, Formwork, Https),
         (Rust, TsSdk, Https),
     ]
 };
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq)]
 enum Client {
     Formwork,
     TsSdk,
+    /// [`super::floor::call_bench_http`]: the least a client can do per round trip.
+    Floor,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -105,6 +111,7 @@ fn label((instrument, client, scheme): (Instrument, Client, Scheme)) -> String {
     let client = match client {
         Client::Formwork => "formwork",
         Client::TsSdk => "TS SDK client",
+        Client::Floor => "floor",
     };
     let plugin = match instrument {
         Instrument::TypeScript => "TS",
@@ -162,10 +169,22 @@ pub fn run(root: &Path, setup: &Setup, options: &Options) -> Result<()> {
     print_load(&load);
     print_table(&labels, &summaries.iter().collect::<Vec<_>>());
     println!();
-    // CONTENDERS holds each transport's two clients side by side, formwork first.
+    let summary = |instrument: Instrument, client: Client, scheme: Scheme| {
+        CONTENDERS
+            .iter()
+            .position(|contender| *contender == (instrument, client, scheme))
+            .and_then(|idx| summaries.get(idx))
+    };
     let mut targets = Vec::new();
-    for (pair, contenders) in summaries.chunks_exact(2).zip(CONTENDERS.chunks_exact(2)) {
-        if let ([formwork, ts_sdk], [(instrument, _, scheme), _]) = (pair, contenders) {
+    let mut floors = Vec::new();
+    for instrument in [Instrument::TypeScript, Instrument::Rust] {
+        for scheme in [Scheme::Http, Scheme::Https] {
+            let (Some(formwork), Some(ts_sdk)) = (
+                summary(instrument, Client::Formwork, scheme),
+                summary(instrument, Client::TsSdk, scheme),
+            ) else {
+                continue;
+            };
             let name = format!("{}, {}", scheme.name(), instrument.name());
             targets.extend([
                 (
@@ -179,9 +198,21 @@ pub fn run(root: &Path, setup: &Setup, options: &Options) -> Result<()> {
                     TARGET_P99_OVER_MEDIAN,
                 ),
             ]);
+            if let Some(floor) = summary(instrument, Client::Floor, scheme) {
+                floors.push(format!(
+                    "{name}: the floor's p99/median is {:.2}x; formwork's median is {:.2}x the floor's, its p99 {:.2}x",
+                    ratio(floor.p99, floor.median),
+                    ratio(formwork.median, floor.median),
+                    ratio(formwork.p99, floor.p99)
+                ));
+            }
         }
     }
     print_targets(&targets);
+    println!();
+    for line in &floors {
+        println!("{line}");
+    }
     println!();
     println!(
         "The plugin is the instrument: its pauses (and the machine's) land on every client alike, so each\n\
@@ -200,6 +231,8 @@ fn call(
     tool_args: &Value,
 ) -> Result<Vec<u64>> {
     let mut cmd = match client {
+        // In this process, which is on the clients' core.
+        Client::Floor => return durations(&super::floor::call_bench_http(url, tool_args)?),
         Client::Formwork => {
             let mut cmd = Command::new(&setup.formwork);
             cmd.args(["call", "--url", url, "bench", "--args"])
