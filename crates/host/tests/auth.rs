@@ -138,7 +138,14 @@ async fn hostile(State(world): State<World>, request: Request) -> Response {
     let query = request.uri().query().unwrap_or_default().to_owned();
     let authorized = request.headers().get(header::AUTHORIZATION).is_some();
     match path.as_str() {
-        "/open" => mcp(request).await,
+        "/open" | "/v2/open" => mcp(request).await,
+        // Two hops: the second `Location` is relative to the first one's target.
+        "/v1/hop" => (
+            StatusCode::TEMPORARY_REDIRECT,
+            [(header::LOCATION, "/v2/hop")],
+        )
+            .into_response(),
+        "/v2/hop" => (StatusCode::TEMPORARY_REDIRECT, [(header::LOCATION, "open")]).into_response(),
         "/moved" => (
             StatusCode::PERMANENT_REDIRECT,
             [(header::LOCATION, "/open")],
@@ -1014,6 +1021,13 @@ async fn mcp_requests_follow_redirects_within_the_origin_only() {
 
     let err = connect_plainly(&world, "/again").await.err().unwrap();
     assert!(err.contains("the plugin answered HTTP 307"), "{err}");
+
+    let plugin = connect_plainly(&world, "/v1/hop").await.unwrap();
+    plugin.list_tools().await.unwrap();
+    plugin.close().await;
+    let seen = seen_lines(&world);
+    assert!(seen.contains(&"POST /v2/open".to_owned()), "{seen:?}");
+    assert!(!seen.contains(&"POST /v1/open".to_owned()), "{seen:?}");
 }
 
 /// A person who takes `delay` on the authorization page, then signs in as [`HeadlessSignIn`] does.

@@ -36,6 +36,9 @@ const LISTENER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 /// to the maximum, while each stream lasts less than `LISTENER_SHORT`.
 const LISTENER_REOPEN: std::time::Duration = std::time::Duration::from_secs(1);
 const LISTENER_REOPEN_MAX: std::time::Duration = std::time::Duration::from_secs(60);
+/// Failed reopenings of the listening stream in a row after which it is given up (about 5
+/// minutes of pauses, doubling from 1 s to 60 s).
+const MAX_LISTENER_FAILURES: u32 = 10;
 const LISTENER_SHORT: std::time::Duration = std::time::Duration::from_secs(10);
 /// The pause before a call's event stream is resumed when the server never sent `retry`. The
 /// spec leaves it to the client. A server ends a stream to be spared the open connection for a
@@ -69,7 +72,7 @@ struct Shared {
     endpoint: Arc<Endpoint>,
     /// Where a 307 or 308 within the server's origin moved the connection (every later message
     /// goes there).
-    moved: Mutex<Option<Arc<Endpoint>>>,
+    moved: Mutex<Option<(url::Url, Arc<Endpoint>)>>,
     url: String,
     session_id: Mutex<Option<String>>,
     protocol_version: Arc<OnceLock<String>>,
@@ -355,15 +358,23 @@ impl Shared {
         self.moved
             .lock()
             .ok()
-            .and_then(|moved| moved.clone())
+            .and_then(|moved| moved.as_ref().map(|(_, endpoint)| Arc::clone(endpoint)))
             .unwrap_or_else(|| Arc::clone(&self.endpoint))
     }
 
     /// Follows a 307 or 308 to `location` when it stays in the server's origin (the only
     /// redirect MCP requests may take: a message and its credentials are not resent elsewhere).
+    /// A relative `location` is resolved against the URL of the request it answers: where an
+    /// earlier redirect moved the connection, if one did.
     fn follow(&self, location: &str) -> Result<(), String> {
         let base = url::Url::parse(&self.url).map_err(|err| err.to_string())?;
-        let next = base.join(location).map_err(|err| {
+        let current = self
+            .moved
+            .lock()
+            .ok()
+            .and_then(|moved| moved.as_ref().map(|(url, _)| url.clone()))
+            .unwrap_or_else(|| base.clone());
+        let next = current.join(location).map_err(|err| {
             format!("the plugin redirected to `{location}`, which is not a URL: {err}")
         })?;
         if next.origin() != base.origin() {
@@ -374,7 +385,7 @@ impl Shared {
         }
         let endpoint = Endpoint::shared(next.as_str())?;
         if let Ok(mut moved) = self.moved.lock() {
-            *moved = Some(endpoint);
+            *moved = Some((next, endpoint));
         }
         Ok(())
     }
@@ -837,16 +848,27 @@ async fn listen(shared: &Shared, mut response: Response) {
 
 /// Opens the listening stream again after `pause`, resuming after the last event `id` seen.
 /// A reopening that fails for a moment (no answer, a 5xx) is tried again less and less often,
-/// and one refused for want of a token is signed again; `None` when the stream is over: the
-/// server offers none any more, its session or the plugin is gone (told to the connection
-/// here), or nobody reads the connection.
+/// [`MAX_LISTENER_FAILURES`] times in a row at most, and one refused for want of a token is
+/// signed again; `None` when the stream is over: the server offers none any more, its session
+/// or the plugin is gone (told to the connection here), it failed that often, or nobody reads
+/// the connection.
 async fn reopen_listener(
     shared: &Shared,
     parser: &mut SseParser,
     mut pause: std::time::Duration,
 ) -> Option<Response> {
     let mut refusals = 0;
+    let mut failures = 0;
     loop {
+        if failures == MAX_LISTENER_FAILURES {
+            tracing::warn!(
+                target: "formwork::transport",
+                url = %shared.url,
+                "the listening stream could not be opened again {MAX_LISTENER_FAILURES} times in a row; \
+                 messages the plugin sends outside a request are no longer received"
+            );
+            return None;
+        }
         tokio::time::sleep(pause).await;
         if shared.incoming.is_closed() {
             return None;
@@ -865,7 +887,10 @@ async fn reopen_listener(
                 )));
                 return None;
             }
-            Ok(Err(SendError::Failed(_))) | Err(_) => continue,
+            Ok(Err(SendError::Failed(_))) | Err(_) => {
+                failures += 1;
+                continue;
+            }
         };
         let reopened = match shared
             .sign_again_if_refused(reopened, generation, &mut refusals)
@@ -886,7 +911,9 @@ async fn reopen_listener(
             return None;
         }
         if unavailable_for_now(status) {
-            let _ = reopened.read_to_end(64 * 1024).await;
+            // Its body is read to reuse the connection, but a body that never comes ends nothing.
+            let _ = tokio::time::timeout(LISTENER_WAIT, reopened.read_to_end(64 * 1024)).await;
+            failures += 1;
             continue;
         }
         if let (Some(auth), Some(generation)) = (&shared.auth, generation) {
@@ -1670,6 +1697,38 @@ mod tests {
             "reopened after {pause:?}"
         );
         drop(transport);
+    }
+
+    /// A listening stream the server cannot take again, ever (503 to every reopening), is tried
+    /// `MAX_LISTENER_FAILURES` times after it ended, then given up: no GET after those.
+    #[tokio::test(start_paused = true)]
+    async fn a_listening_stream_that_cannot_be_reopened_is_given_up_after_a_bound() {
+        let gets = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = Arc::clone(&gets);
+        let (url, mut requests) = scripted_server(move |request| match request.method.as_str() {
+            "GET" => match counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+                0 => event_stream("id: l1\nretry: 10\ndata: \n\n"),
+                _ => "503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                    .to_owned(),
+            },
+            _ => ACCEPTED.to_owned(),
+        })
+        .await;
+        let transport = connect(&url, Arc::new(OnceLock::new()), Vec::new(), None).unwrap();
+        let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        transport
+            .outgoing
+            .send(initialized.to_owned(), Sent::Initialized)
+            .unwrap();
+        // The pauses double from a second to a minute: ten of them take about five minutes.
+        let mut seen = 0;
+        let hour_later = tokio::time::Instant::now() + std::time::Duration::from_secs(3600);
+        while let Ok(Some(request)) = tokio::time::timeout_at(hour_later, requests.recv()).await {
+            seen += usize::from(request.method == "GET");
+        }
+        let bound = 1 + MAX_LISTENER_FAILURES as usize;
+        assert_eq!(seen, bound);
+        assert_eq!(gets.load(std::sync::atomic::Ordering::SeqCst), bound);
     }
 
     /// A server that ends every listening stream at once with nothing but a priming event is
