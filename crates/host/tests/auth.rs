@@ -48,6 +48,9 @@ enum Hostility {
     ChallengesAfterOpening,
     /// Its token endpoint answers a token without `token_type`, its lifetime as a string.
     MalformedTokenAnswer,
+    /// The token endpoint answers an access token that would write a header of its own, and
+    /// an expiry that overflows any clock.
+    InjectingTokenAnswer,
     /// A 2025-03-26 server (no resource metadata) whose authorization server metadata claims
     /// another origin as its issuer, with its endpoints there.
     LegacyForeignIssuer,
@@ -328,6 +331,11 @@ async fn hostile(State(world): State<World>, request: Request) -> Response {
         "/token" if world.hostility == Hostility::MalformedTokenAnswer => json_answer(
             json!({"access_token": "tok-SECRET", "expires_in": "3600", "refresh_token": "ref-SECRET"}),
         ),
+        "/token" if world.hostility == Hostility::InjectingTokenAnswer => json_answer(json!({
+            "access_token": "tok\r\nX-Injected: SECRET",
+            "token_type": "Bearer",
+            "expires_in": u64::MAX,
+        })),
         "/token" if world.hostility == Hostility::StepsUp => {
             let body = axum::body::to_bytes(request.into_body(), 1 << 16)
                 .await
@@ -1132,6 +1140,17 @@ async fn a_malformed_token_answer_is_refused_by_its_faults_without_quoting_a_tok
     refused(
         &outcome,
         "/token answered something that is not a token response: `token_type` is missing; `expires_in` is not a whole number of seconds",
+    );
+    let err = outcome.result.as_ref().unwrap_err();
+    assert!(!err.contains("SECRET"), "{err}");
+}
+
+#[tokio::test]
+async fn an_access_token_that_would_write_a_header_is_refused_unquoted() {
+    let outcome = connect_to(Hostility::InjectingTokenAnswer).await;
+    refused(
+        &outcome,
+        "the token answer's `access_token` is not a bearer token: RFC 6750 allows only letters, digits, `-._~+/` and a trailing `=`",
     );
     let err = outcome.result.as_ref().unwrap_err();
     assert!(!err.contains("SECRET"), "{err}");

@@ -509,6 +509,8 @@ impl Authorizer {
                 return Err(self.failed(token_error(&tokens.token_endpoint, err)));
             }
         };
+        check_access_token(answer.access_token().secret())
+            .map_err(|reason| self.failed(format!("its refresh: {reason}")))?;
         let mut renewed = tokens.clone();
         renewed.access_token = answer.access_token().secret().clone();
         if let Some(refresh) = answer.refresh_token() {
@@ -686,7 +688,7 @@ impl Authorizer {
             .request_async(&fetch::oauth_client)
             .await
             .map_err(|err| self.failed(token_error(&server.token_endpoint, err)))?;
-        Ok(self.stored(discovered, &client, &answer, scopes, resource))
+        self.stored(discovered, &client, &answer, scopes, resource)
     }
 
     async fn client_credentials(
@@ -742,7 +744,7 @@ impl Authorizer {
             .request_async(&fetch::oauth_client)
             .await
             .map_err(|err| self.failed(token_error(&server.token_endpoint, err)))?;
-        Ok(self.stored(discovered, &client, &answer, scopes, resource))
+        self.stored(discovered, &client, &answer, scopes, resource)
     }
 
     /// Enterprise-managed authorization (SEP-990): the identity provider trades the person's
@@ -850,7 +852,7 @@ impl Authorizer {
                 token_value_fault(&answer)
             ))
         })?;
-        Ok(self.stored(discovered, &client, &tokens, scopes, Some(resource)))
+        self.stored(discovered, &client, &tokens, scopes, Some(resource))
     }
 
     /// A token request of a grant the `oauth2` crate lacks: the form `body` POSTed to
@@ -1067,12 +1069,14 @@ impl Authorizer {
         answer: &oauth2::basic::BasicTokenResponse,
         scopes: &[String],
         resource: Option<String>,
-    ) -> StoredTokens {
+    ) -> Result<StoredTokens, AuthError> {
+        let access_token = answer.access_token().secret();
+        check_access_token(access_token).map_err(|reason| self.failed(reason))?;
         let granted = answer
             .scopes()
             .map(|granted| granted.iter().map(|scope| scope.to_string()).collect())
             .unwrap_or_else(|| scopes.to_vec());
-        StoredTokens {
+        Ok(StoredTokens {
             server_name: self.server_name.clone(),
             url: self.server_url.clone(),
             issuer: discovered.server.issuer.clone(),
@@ -1086,12 +1090,12 @@ impl Authorizer {
                 }
                 .to_owned()
             }),
-            access_token: answer.access_token().secret().clone(),
+            access_token: access_token.clone(),
             refresh_token: answer.refresh_token().map(|token| token.secret().clone()),
             expires_at: answer.expires_in().map(expiry),
             scopes: granted,
             resource,
-        }
+        })
     }
 
     fn failed(&self, reason: impl std::fmt::Display) -> AuthError {
@@ -1222,19 +1226,54 @@ fn unix_now() -> u64 {
 }
 
 fn expiry(lifetime: Duration) -> u64 {
-    unix_now() + lifetime.as_secs()
+    unix_now().saturating_add(lifetime.as_secs())
 }
 
 fn expires_within(tokens: &StoredTokens, margin: Duration) -> bool {
     tokens
         .expires_at
-        .is_some_and(|at| at <= unix_now() + margin.as_secs())
+        .is_some_and(|at| at <= unix_now().saturating_add(margin.as_secs()))
+}
+
+/// An access token rides in an `Authorization` header: it must be RFC 6750's `b64token`
+/// (`A-Z a-z 0-9 - . _ ~ + /`, then `=` only), or the authorization server could write headers,
+/// or a whole request, into every request to the MCP server. Never quoted: it is a secret.
+fn check_access_token(token: &str) -> Result<(), String> {
+    let body = token.trim_end_matches('=');
+    let b64token = !body.is_empty()
+        && body
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || b"-._~+/".contains(&byte));
+    if b64token {
+        Ok(())
+    } else {
+        Err(
+            "the token answer's `access_token` is not a bearer token: RFC 6750 allows only \
+             letters, digits, `-._~+/` and a trailing `=`"
+                .to_owned(),
+        )
+    }
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn an_expiry_past_any_clock_is_the_end_of_time_not_a_panic() {
+        assert_eq!(expiry(Duration::from_secs(u64::MAX)), u64::MAX);
+    }
+
+    #[test]
+    fn only_rfc_6750_tokens_are_access_tokens() {
+        for token in ["abc", "a-b.c_d~e+f/g==", "eyJhbGciOi.eyJzdWIi.sig"] {
+            assert_eq!(check_access_token(token), Ok(()), "{token}");
+        }
+        for token in ["", "==", "a b", "a\r\nX: y", "a=b", "tok\u{e9}"] {
+            assert!(check_access_token(token).is_err(), "{token:?}");
+        }
+    }
 
     #[test]
     fn client_authentication_follows_registration_then_the_servers_list() {
