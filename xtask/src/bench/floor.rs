@@ -36,14 +36,7 @@ pub fn call_bench(plugin_command: &[String], tool_args: &Value) -> Result<Value>
     let mut stdout = BufReader::new(stdout);
     let mut line = String::new();
 
-    let initialize = serde_json::json!({
-        "jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": { "elicitation": { "form": {} } },
-            "clientInfo": { "name": "bench-floor", "version": "0.1.0" },
-        },
-    });
+    let initialize = initialize_request();
     writeln!(stdin, "{initialize}")?;
     let response = read_message(&mut stdout, &mut line)?;
     if response.get("result").is_none() {
@@ -53,10 +46,7 @@ pub fn call_bench(plugin_command: &[String], tool_args: &Value) -> Result<Value>
         stdin,
         r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
     )?;
-    let call = serde_json::json!({
-        "jsonrpc": "2.0", "id": 2, "method": "tools/call",
-        "params": { "name": "bench", "arguments": tool_args },
-    });
+    let call = bench_call(tool_args);
     writeln!(stdin, "{call}")?;
 
     let result = loop {
@@ -101,14 +91,7 @@ pub fn call_bench_http(url: &str, tool_args: &Value) -> Result<Value> {
     let path = if path.is_empty() { "/" } else { path };
     let mut control = Http::connect(authority, path)?;
 
-    let initialize = serde_json::json!({
-        "jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": { "elicitation": { "form": {} } },
-            "clientInfo": { "name": "bench-floor", "version": "0.1.0" },
-        },
-    });
+    let initialize = initialize_request();
     control.post(&initialize.to_string(), None)?;
     let head = control.head()?;
     let session = head
@@ -127,10 +110,7 @@ pub fn call_bench_http(url: &str, tool_args: &Value) -> Result<Value> {
     control.body(&head)?;
 
     let mut stream = Http::connect(authority, path)?;
-    let call = serde_json::json!({
-        "jsonrpc": "2.0", "id": 2, "method": "tools/call",
-        "params": { "name": "bench", "arguments": tool_args },
-    });
+    let call = bench_call(tool_args);
     stream.post(&call.to_string(), Some(&session))?;
     let head = stream.head()?;
     if !head.chunked {
@@ -294,6 +274,26 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack
         .windows(needle.len())
         .position(|window| window == needle)
+}
+
+/// The floor's `initialize` (id 1), on either transport.
+fn initialize_request() -> Value {
+    serde_json::json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": { "elicitation": { "form": {} } },
+            "clientInfo": { "name": "bench-floor", "version": "0.1.0" },
+        },
+    })
+}
+
+/// The `tools/call` of the `bench` tool (id 2), on either transport.
+fn bench_call(tool_args: &Value) -> Value {
+    serde_json::json!({
+        "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": { "name": "bench", "arguments": tool_args },
+    })
 }
 
 fn read_message(stdout: &mut impl BufRead, line: &mut String) -> Result<Value> {
