@@ -164,7 +164,6 @@ struct Http {
 }
 
 struct Head {
-    status: u16,
     session: Option<String>,
     length: Option<usize>,
     chunked: bool,
@@ -212,13 +211,12 @@ impl Http {
 
     fn head(&mut self) -> Result<Head> {
         let status_line = self.line()?;
-        let status = status_line
+        let status: u16 = status_line
             .split(' ')
             .nth(1)
             .and_then(|code| code.parse().ok())
             .with_context(|| format!("not an HTTP status line: {status_line}"))?;
         let mut head = Head {
-            status,
             session: None,
             length: None,
             chunked: false,
@@ -239,8 +237,8 @@ impl Http {
                 _ => {}
             }
         }
-        if !(200..300).contains(&head.status) {
-            bail!("the plugin answered HTTP {}", head.status);
+        if !(200..300).contains(&status) {
+            bail!("the plugin answered HTTP {status}");
         }
         Ok(head)
     }
