@@ -169,6 +169,8 @@ def responses_events(step):
         arguments = arguments if isinstance(arguments, str) else json.dumps(arguments)
         item = {"type": "function_call", "id": f"fc_{number}", "call_id": f"call_{number}", "name": call["name"],
                 "arguments": "", "status": "in_progress"}
+        if "namespace" in call:
+            item["namespace"] = call["namespace"]
         events.append(("response.output_item.added", {"output_index": index, "item": item}))
         half = len(arguments) // 2
         for piece in (arguments[:half], arguments[half:]):

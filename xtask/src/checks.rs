@@ -151,6 +151,15 @@ const HOST_ROOMS: &[(&str, &[&str])] = &[
             "session", "plugin", "doctor", "store", "persist", "broker", "events", "policy", "apps",
         ],
     ),
+    // Runtimes beside the model loop (Codex's app-server): their process and protocol; the
+    // session bridges their events and requests.
+    (
+        "runtime",
+        &[
+            "session", "plugin", "doctor", "store", "persist", "broker", "events", "policy",
+            "apps", "agent",
+        ],
+    ),
     // MCP Apps' pure decisions: plugin JSON in, policy out; the session layer acts on them.
     (
         "apps",

@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::Outcome;
 use crate::answers::CliResponder;
 use crate::config_cmd::ConfigArgs;
+use crate::runtime::RuntimeArgs;
 use crate::terminal::{inert, inert_message};
 
 /// Send one message to the model and let it use the plugins' tools.
@@ -47,18 +48,28 @@ pub struct ChatArgs {
     /// Accept every form with its defaults.
     #[arg(long)]
     pub accept_defaults: bool,
+    #[command(flatten)]
+    pub runtime: RuntimeArgs,
     /// The message.
     pub message: String,
 }
 
 pub async fn run(args: &ChatArgs) -> anyhow::Result<Outcome> {
     let mut config = args.config.load()?;
-    let choice = config
-        .model_choice(args.model_provider.as_deref(), args.model.as_deref())?
-        .context(
+    let codex = args.runtime.runtime(&config) == formwork_host::config::Runtime::Codex;
+    let choice = config.model_choice(args.model_provider.as_deref(), args.model.as_deref())?;
+    if choice.is_none() && !codex {
+        anyhow::bail!(
             "no model is configured: set `model_provider` and `model` in formwork.toml, or pass \
-             --model-provider ID --model NAME (docs/cli.md, \"Model providers\")",
-        )?;
+             --model-provider ID --model NAME (docs/cli.md, \"Model providers\")"
+        );
+    }
+    let codex = if codex {
+        let data_dir = formwork_host::store::Store::default_data_dir()?;
+        Some(crate::runtime::codex_options(&config, &data_dir)?)
+    } else {
+        None
+    };
     for name in &args.servers {
         if !config.server(name).is_some_and(|server| server.enabled) {
             anyhow::bail!("no enabled server `{name}` is configured");
@@ -75,7 +86,8 @@ pub async fn run(args: &ChatArgs) -> anyhow::Result<Outcome> {
     let responder = CliResponder::new(source, None, config.forms);
     let options = HostOptions {
         builtin_exe: Some(std::env::current_exe().context("cannot find formwork's own path")?),
-        model: Some(choice),
+        model: choice,
+        codex,
         // The terminal shows no apps, so plugins are not told it does.
         shows_apps: false,
         ..HostOptions::default()

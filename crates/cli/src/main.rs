@@ -13,6 +13,7 @@ mod human;
 mod login_cmd;
 mod logout_cmd;
 mod policy_report;
+mod runtime;
 mod serve_cmd;
 mod terminal;
 

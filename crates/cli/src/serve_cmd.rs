@@ -15,12 +15,14 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
+use formwork_host::config::Runtime;
 use formwork_host::store::Store;
 use formwork_host::{Host, HostOptions};
 use formwork_web::{ScriptedModel, WebOptions, Workbench};
 
 use crate::Outcome;
 use crate::config_cmd::ConfigArgs;
+use crate::runtime::RuntimeArgs;
 use crate::terminal::inert;
 
 /// Serve the web workbench on 127.0.0.1.
@@ -46,6 +48,8 @@ pub struct ServeArgs {
     /// --model-provider or the config say.
     #[arg(long, value_name = "FILE")]
     pub scripted_model: Option<PathBuf>,
+    #[command(flatten)]
+    pub runtime: RuntimeArgs,
 }
 
 /// Runs the workbench until Ctrl-C or SIGTERM; open forms then end as cancelled
@@ -53,6 +57,12 @@ pub struct ServeArgs {
 pub async fn run(args: &ServeArgs) -> anyhow::Result<Outcome> {
     raise_open_files_limit();
     let config = args.config.load()?;
+    let codex = args.runtime.runtime(&config) == Runtime::Codex;
+    if codex && args.scripted_model.is_some() {
+        anyhow::bail!(
+            "--scripted-model stands in for formwork's own model loop; it cannot run under --runtime codex"
+        );
+    }
     let scripted_model = args
         .scripted_model
         .as_deref()
@@ -63,17 +73,31 @@ pub async fn run(args: &ServeArgs) -> anyhow::Result<Outcome> {
         Some(_) => None,
         None => config.model_choice(args.model_provider.as_deref(), args.model.as_deref())?,
     };
-    if let Some(choice) = &model {
-        eprintln!(
-            "formwork: the model is {} via {}",
-            inert(&choice.model),
-            inert(&choice.provider.name)
-        );
-    }
     let data_dir = match &args.data_dir {
         Some(dir) => dir.clone(),
         None => Store::default_data_dir()?,
     };
+    let codex = codex
+        .then(|| crate::runtime::codex_options(&config, &data_dir))
+        .transpose()?;
+    match (&codex, &model) {
+        (Some(codex), choice) => eprintln!(
+            "formwork: Codex runs the conversation ({}, CODEX_HOME {}){}",
+            inert(&codex.command),
+            codex.home.display(),
+            choice.as_ref().map_or_else(String::new, |choice| format!(
+                " with {} via {}",
+                inert(&choice.model),
+                inert(&choice.provider.name)
+            )),
+        ),
+        (None, Some(choice)) => eprintln!(
+            "formwork: the model is {} via {}",
+            inert(&choice.model),
+            inert(&choice.provider.name)
+        ),
+        (None, None) => {}
+    }
     let database = Store::path_in(&data_dir);
     let store = {
         let database = database.clone();
@@ -84,6 +108,7 @@ pub async fn run(args: &ServeArgs) -> anyhow::Result<Outcome> {
         builtin_exe: Some(exe),
         data_dir: Some(data_dir),
         model,
+        codex,
         ..HostOptions::default()
     };
     let host = Host::with_store(config, options, store).await?;

@@ -24,6 +24,7 @@ mod persist;
 mod plugin;
 pub mod policy;
 mod responder;
+pub mod runtime;
 mod session;
 pub mod store;
 mod transport;

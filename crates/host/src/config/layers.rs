@@ -10,7 +10,9 @@ use super::DEFAULT_CONFIG_FILE;
 use super::builtin::BUILTIN_SERVERS;
 use super::error::ConfigError;
 use super::load::{self, FileConfig};
-use super::types::{Config, ConfigSource, Features, FormsConfig, Layer, SourceStatus, TrustLevel};
+use super::types::{
+    CodexConfig, Config, ConfigSource, Features, FormsConfig, Layer, SourceStatus, TrustLevel,
+};
 
 /// Where a command looks for its configuration.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -171,6 +173,8 @@ pub(crate) fn assemble(sources: Vec<ConfigSource>, files: Vec<(Layer, FileConfig
     let mut model_provider = None;
     let mut model_providers = IndexMap::new();
     let mut tool_output_token_limit = None;
+    let mut runtime = None;
+    let mut codex = CodexConfig::default();
     let mut ignored_keys: Vec<String> = Vec::new();
     for (layer, file) in files {
         approval_policy = file.approval_policy.or(approval_policy);
@@ -189,6 +193,9 @@ pub(crate) fn assemble(sources: Vec<ConfigSource>, files: Vec<(Layer, FileConfig
         model_provider = file.model_provider.or(model_provider);
         model_providers.extend(file.model_providers);
         tool_output_token_limit = file.tool_output_token_limit.or(tool_output_token_limit);
+        runtime = file.runtime.or(runtime);
+        codex.command = file.codex_command.or(codex.command);
+        codex.home = file.codex_home.or(codex.home);
         let mut ignored = file.ignored_keys;
         if layer != Layer::User && file.projects.is_some() {
             // Trust is only ever read from the user config.
@@ -222,6 +229,8 @@ pub(crate) fn assemble(sources: Vec<ConfigSource>, files: Vec<(Layer, FileConfig
         model_providers,
         tool_output_token_limit: tool_output_token_limit
             .unwrap_or(super::providers::DEFAULT_TOOL_OUTPUT_TOKEN_LIMIT),
+        runtime: runtime.unwrap_or_default(),
+        codex,
         ignored_keys,
     }
 }

@@ -25,13 +25,14 @@ use super::error::{ConfigError, dotted, key_segment};
 use super::providers::{self, RawProvider};
 use super::types::{
     ApprovalMode, ApprovalPolicy, Config, CredentialsStore, IdentityProviderConfig,
-    MAX_PENDING_FORMS_LIMIT, ModelProvider, OAuthConfig, OAuthGrant, SensitiveFields, ServerConfig,
-    ToolConfig, Transport, TrustLevel,
+    MAX_PENDING_FORMS_LIMIT, ModelProvider, OAuthConfig, OAuthGrant, Runtime, SensitiveFields,
+    ServerConfig, ToolConfig, Transport, TrustLevel,
 };
 
 /// Top-level keys formwork reads.
 const TOP_LEVEL_KEYS: &[&str] = &[
     "approval_policy",
+    "codex",
     "elicitations_auto_deny",
     "features",
     "forms",
@@ -42,6 +43,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "model_provider",
     "model_providers",
     "projects",
+    "runtime",
     "tool_output_token_limit",
 ];
 
@@ -139,6 +141,11 @@ pub(crate) struct FileConfig {
     pub(crate) model_providers: IndexMap<String, ModelProvider>,
     /// `tool_output_token_limit`, checked.
     pub(crate) tool_output_token_limit: Option<u64>,
+    pub(crate) runtime: Option<Runtime>,
+    /// `[codex] command`.
+    pub(crate) codex_command: Option<String>,
+    /// `[codex] home`, made absolute against the file's directory.
+    pub(crate) codex_home: Option<PathBuf>,
 }
 
 /// Parses one file by itself: its settings over the embedded default, as if it were the only
@@ -238,6 +245,25 @@ pub(crate) fn parse_file(text: &str, path: Option<&Path>) -> Result<FileConfig, 
         },
     };
 
+    if raw.codex.command.as_deref().is_some_and(str::is_empty) {
+        return Err(ctx.error(&["codex", "command"], "the command is empty"));
+    }
+    if raw
+        .codex
+        .home
+        .as_ref()
+        .is_some_and(|home| home.as_os_str().is_empty())
+    {
+        return Err(ctx.error(&["codex", "home"], "the directory is empty"));
+    }
+    let codex_home = raw
+        .codex
+        .home
+        .map(|home| match path.and_then(Path::parent) {
+            Some(dir) if home.is_relative() => dir.join(home),
+            _ => home,
+        });
+
     Ok(FileConfig {
         approval_policy: raw.approval_policy,
         elicitations_auto_deny: raw.elicitations_auto_deny,
@@ -254,6 +280,9 @@ pub(crate) fn parse_file(text: &str, path: Option<&Path>) -> Result<FileConfig, 
         model_provider: raw.model_provider,
         model_providers,
         tool_output_token_limit,
+        runtime: raw.runtime,
+        codex_command: raw.codex.command,
+        codex_home,
     })
 }
 
@@ -298,6 +327,17 @@ struct RawConfig {
     #[serde(default)]
     model_providers: IndexMap<String, RawProvider>,
     tool_output_token_limit: Option<i64>,
+    runtime: Option<Runtime>,
+    #[serde(default)]
+    codex: RawCodex,
+}
+
+/// The `[codex]` table.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawCodex {
+    command: Option<String>,
+    home: Option<PathBuf>,
 }
 
 /// The `[forms]` table.

@@ -83,6 +83,7 @@ pub use edit::{
     RememberOutcome, SyncAction, SyncChange, SyncReport, TrustReport, remember_always_allow, sync,
     trust_project,
 };
+pub(crate) use edit::{child_table, set_value, write_atomically};
 pub(crate) use error::dotted;
 pub use error::{ConfigError, Invalid, NO_FILE};
 pub use import::{ImportReport, ImportedServer, SkippedServer, import};
@@ -93,9 +94,9 @@ pub use providers::{
     ModelChoiceError,
 };
 pub use types::{
-    ApprovalMode, ApprovalPolicy, Config, ConfigSource, CredentialsStore,
+    ApprovalMode, ApprovalPolicy, CodexConfig, Config, ConfigSource, CredentialsStore,
     DEFAULT_MAX_PENDING_FORMS, Features, FormsConfig, GranularApproval, IdentityProviderConfig,
-    Layer, MAX_PENDING_FORMS_LIMIT, ModelChoice, ModelProvider, OAuthConfig, OAuthGrant,
+    Layer, MAX_PENDING_FORMS_LIMIT, ModelChoice, ModelProvider, OAuthConfig, OAuthGrant, Runtime,
     SensitiveFields, ServerConfig, SourceStatus, ToolConfig, Transport, TrustLevel, WireApi,
 };
 

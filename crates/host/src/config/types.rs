@@ -50,9 +50,62 @@ pub struct Config {
     /// (counted as 4 bytes each; see [`ModelChoice::tool_output_max_bytes`]). Default
     /// [`DEFAULT_TOOL_OUTPUT_TOKEN_LIMIT`](crate::config::DEFAULT_TOOL_OUTPUT_TOKEN_LIMIT).
     pub tool_output_token_limit: u64,
+    /// `runtime`: what answers the person's messages. Default [`Runtime::Formwork`].
+    pub runtime: Runtime,
+    /// `[codex]`: how formwork runs Codex when `runtime = "codex"`.
+    pub codex: CodexConfig,
     /// Dotted keys that Codex knows and formwork accepts without using, in file order, lowest
     /// layer first (a key two layers set is listed once).
     pub ignored_keys: Vec<String>,
+}
+
+/// `runtime`: who runs the conversation a person's message starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Runtime {
+    /// `"formwork"`, the default: formwork's own model loop talks to `model_provider`'s
+    /// `model` and is the MCP client of the plugins.
+    #[default]
+    Formwork,
+    /// `"codex"`: `codex app-server` talks to the model and is the MCP client of the plugins;
+    /// formwork writes its configuration, shows its forms and approvals, and answers them.
+    Codex,
+}
+
+impl Runtime {
+    /// The name used in the file and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Runtime::Formwork => "formwork",
+            Runtime::Codex => "codex",
+        }
+    }
+
+    /// Parses the name used in the file and on the command line.
+    pub fn parse(name: &str) -> Option<Runtime> {
+        match name {
+            "formwork" => Some(Runtime::Formwork),
+            "codex" => Some(Runtime::Codex),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `[codex]`: the Codex formwork runs under `runtime = "codex"`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CodexConfig {
+    /// `command`: the `codex` program; `None` finds `codex` on `PATH`.
+    pub command: Option<String>,
+    /// `home`: the `CODEX_HOME` formwork runs Codex with, and whose `config.toml` it writes;
+    /// `None`: `codex` in formwork's data directory, so a person's `~/.codex` is never
+    /// touched unless named here. A relative path is relative to the file that names it.
+    pub home: Option<PathBuf>,
 }
 
 /// Which layer a configuration file is.

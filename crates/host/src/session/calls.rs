@@ -110,6 +110,13 @@ impl Session {
         tool: &str,
         arguments: Option<Value>,
     ) -> Result<Value, String> {
+        if self
+            .host
+            .upgrade()
+            .is_some_and(|host| host.options.codex.is_some())
+        {
+            return self.run_codex_call(server, call_id, tool, arguments).await;
+        }
         // Everything before the call is boxed and gone once it is done: the call's own wait,
         // which may last as long as a person takes, holds only what it needs.
         let (connection, listed) =
@@ -166,13 +173,28 @@ impl Session {
             .host
             .upgrade()
             .ok_or_else(|| "the host is shutting down".to_owned())?;
-        let config = host.config();
         // Listed once per connection (until the plugin says its tools changed): its
         // annotations, its visibility and its app.
         let listed = Box::pin(plugin.listed_tool(tool))
             .await
             .unwrap_or(Value::Null);
-        if !listed.is_null() && !crate::apps::visibility(&listed).model {
+        Box::pin(self.approve_call(&host, server, call_id, tool, &listed, arguments)).await?;
+        Ok((connection, listed))
+    }
+
+    /// Applies the approval policy to a call of `tool` (its listing `listed`, `null` when
+    /// unknown): runs at once, fails, or asks the person with an approval card first.
+    pub(super) async fn approve_call(
+        &self,
+        host: &HostInner,
+        server: &str,
+        call_id: &str,
+        tool: &str,
+        listed: &Value,
+        arguments: Option<&Value>,
+    ) -> Result<(), String> {
+        let config = host.config();
+        if !listed.is_null() && !crate::apps::visibility(listed).model {
             return Err(format!(
                 "`{tool}` is a tool for the plugin's app only (its `_meta.ui.visibility` lacks \"model\")"
             ));
@@ -181,8 +203,8 @@ impl Session {
         let verdict = self.lock().approvals.apply(verdict);
         tracing::info!(target: "formwork::policy", marker = "policy-decision", session = %self.id, server, tool, reason = %verdict.reason, "tool approval");
         match &verdict.need {
-            ApprovalNeed::Run => {}
-            ApprovalNeed::Fail(message) => return Err(message.clone()),
+            ApprovalNeed::Run => Ok(()),
+            ApprovalNeed::Fail(message) => Err(message.clone()),
             ApprovalNeed::Card(_) => {
                 let request = ApprovalRequest {
                     call_id,
@@ -190,21 +212,19 @@ impl Session {
                     tool_description: listed.get("description").and_then(Value::as_str),
                     arguments,
                 };
-                if let Some(card) = verdict.card(&request) {
-                    let answer = Box::pin(self.ask_approval(
-                        call_id,
-                        card.clone(),
-                        policy::card_rendering(&config),
-                    ))
+                let Some(card) = verdict.card(&request) else {
+                    return Ok(());
+                };
+                let answer = self
+                    .ask_approval(call_id, card.clone(), policy::card_rendering(&config))
                     .await;
-                    self.settle_approval(&host, &card, &answer);
-                    if let Some(message) = answer.failure_message() {
-                        return Err(message.to_owned());
-                    }
+                self.settle_approval(host, &card, &answer);
+                match answer.failure_message() {
+                    Some(message) => Err(message.to_owned()),
+                    None => Ok(()),
                 }
             }
         }
-        Ok((connection, listed))
     }
 
     /// Shows the approval card and waits for the person.
@@ -214,13 +234,23 @@ impl Session {
         card: ApprovalCard,
         rendering: CardRendering,
     ) -> ApprovalAnswer {
+        self.push_approval(call_id, card, rendering).1.await
+    }
+
+    /// Shows the approval card now; gives its id and the person's answer to come.
+    pub(super) fn push_approval(
+        &self,
+        call_id: &str,
+        card: ApprovalCard,
+        rendering: CardRendering,
+    ) -> (String, impl Future<Output = ApprovalAnswer> + use<>) {
         let (reply, answer) = oneshot::channel();
         let approval_id = self.new_id("a");
         let body = approval_body(&card, rendering);
         let fallback = card.clone();
         self.push_card(
             Card {
-                id: approval_id,
+                id: approval_id.clone(),
                 call_id: Some(call_id.to_owned()),
                 plugin: card.server.clone(),
                 body,
@@ -231,9 +261,12 @@ impl Session {
             },
             None,
         );
-        answer
-            .await
-            .unwrap_or_else(|_| fallback.cancel(reason::STOPPED))
+        let answer = async move {
+            answer
+                .await
+                .unwrap_or_else(|_| fallback.cancel(reason::STOPPED))
+        };
+        (approval_id, answer)
     }
 
     /// Remembers what the answer allows beyond this call.

@@ -117,8 +117,19 @@ impl Session {
         prompt: FormPrompt,
         call_id: Option<String>,
     ) -> BoxFuture<FormReply> {
+        self.ask_card(server, prompt, call_id).1
+    }
+
+    /// [`Session::ask`], also giving the card's id when the form became a card (`None` when
+    /// it was declined before the queue).
+    pub(super) fn ask_card(
+        self: &Arc<Self>,
+        server: &str,
+        prompt: FormPrompt,
+        call_id: Option<String>,
+    ) -> (Option<String>, BoxFuture<FormReply>) {
         let Some(host) = self.host.upgrade() else {
-            return Box::pin(async { FormReply::cancel() });
+            return (None, Box::pin(async { FormReply::cancel() }));
         };
         let config = host.config();
         let gate = policy::elicitation_gate(&config);
@@ -132,7 +143,7 @@ impl Session {
                 "elicitation-declined-by-policy",
                 format!("{server}: {verdict}"),
             );
-            return Box::pin(async { FormReply::decline() });
+            return (None, Box::pin(async { FormReply::decline() }));
         }
         // A form outside a turn belongs to an app's tool call, or to nothing.
         let (outside, app_call) = {
@@ -149,7 +160,7 @@ impl Session {
                 "elicitation-outside-turn",
                 format!("{server} asked for a form while no tool call of this session was running; declined"),
             );
-            return Box::pin(async { FormReply::decline() });
+            return (None, Box::pin(async { FormReply::decline() }));
         }
         let call_id = call_id.or(app_call).or_else(|| {
             self.lock().turn.as_ref().and_then(|turn| {
@@ -174,7 +185,7 @@ impl Session {
             drop(state);
             tracing::info!(target: "formwork::policy", marker = "policy-decision", session = %self.id, plugin = server, allowed = false, reason = %refused, "plugin form");
             self.plugin_diagnostic(refused.code(), format!("{server}: {refused}"));
-            return Box::pin(async { FormReply::decline() });
+            return (None, Box::pin(async { FormReply::decline() }));
         }
         // The card keeps the form to check answers; what is shown and stored is the rest.
         let form = body.take_form();
@@ -206,10 +217,10 @@ impl Session {
         // can win the race); the guard then ends the card, so it never lingers on screen.
         let guard = CardGuard {
             session: Arc::clone(self),
-            card_id: form_id,
+            card_id: form_id.clone(),
         };
         let cancelled = prompt.cancelled;
-        Box::pin(async move {
+        let reply = Box::pin(async move {
             tokio::select! {
                 reply = answer => reply.unwrap_or_else(|_| FormReply::cancel()),
                 () = cancelled.cancelled() => {
@@ -217,7 +228,8 @@ impl Session {
                     FormReply::cancel()
                 }
             }
-        })
+        });
+        (Some(form_id), reply)
     }
 
     pub(super) fn answer_form(

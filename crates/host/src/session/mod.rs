@@ -9,6 +9,7 @@ mod apps;
 mod auth;
 mod calls;
 mod cards;
+mod codex;
 pub use cards::{CardAsks, ShownCard};
 mod connections;
 mod model_turn;
@@ -56,6 +57,8 @@ pub mod reason {
     pub const HOST_STOPPED: &str = crate::store::HOST_STOPPED;
     /// The person answered, but the answer could not be stored, so the plugin got `cancel`.
     pub const NOT_STORED: &str = "not-stored";
+    /// Another client of the runtime (Codex's app-server) answered it first.
+    pub const ANSWERED_ELSEWHERE: &str = "answered-elsewhere";
 }
 
 /// Settings of the runtime that are not policy.
@@ -80,6 +83,10 @@ pub struct HostOptions {
     /// Whether the UI shows MCP Apps: the sessions' connections declare the extension
     /// (`io.modelcontextprotocol/ui`) only then. A terminal, which shows none, says `false`.
     pub shows_apps: bool,
+    /// Run the conversation in real Codex (`codex app-server`) instead of formwork's own
+    /// model loop: messages become Codex turns, and the palette's calls go through Codex too.
+    /// [`HostOptions::model`] then only names the model written into Codex's config.
+    pub codex: Option<crate::runtime::codex::CodexOptions>,
 }
 
 impl Default for HostOptions {
@@ -93,6 +100,7 @@ impl Default for HostOptions {
             data_dir: None,
             model: None,
             shows_apps: true,
+            codex: None,
         }
     }
 }
@@ -160,6 +168,9 @@ struct HostInner {
     stopping: CancellationToken,
     /// Remote servers' OAuth tokens (see `auth.rs`); opened on first use.
     token_store: std::sync::OnceLock<Option<Arc<crate::TokenStore>>>,
+    /// The running `codex app-server`, under [`HostOptions::codex`]; started on first use and
+    /// again after it exits.
+    codex: tokio::sync::Mutex<Option<Arc<codex::CodexLink>>>,
 }
 
 struct Session {
@@ -192,6 +203,8 @@ struct SessionState {
     apps: apps::SessionApps,
     /// The model's conversation and its turn.
     model: model_turn::ModelState,
+    /// The session's Codex thread, under the Codex runtime.
+    codex: codex::CodexState,
 }
 
 /// An event waiting for the store.
@@ -233,6 +246,7 @@ impl Host {
             let session = host.inner.new_session(record.id.clone(), events);
             session.restore_app_state(store.app_states(&record.id).await?);
             session.restore_model_history(store.model_items(&record.id).await?);
+            session.lock().codex.thread = record.codex_thread.clone();
             if let Ok(mut sessions) = host.inner.sessions.lock() {
                 sessions.insert(record.id, session);
             }
@@ -251,6 +265,7 @@ impl Host {
                 shared_connections: Mutex::new(HashMap::new()),
                 stopping: CancellationToken::new(),
                 token_store: std::sync::OnceLock::new(),
+                codex: tokio::sync::Mutex::new(None),
             }),
         }
     }
@@ -378,8 +393,9 @@ impl Host {
         match command {
             Command::SendMessage { text } => {
                 session.cancel_cards(crate::session::reason::NEW_MESSAGE);
-                let model = self.inner.options.model.clone();
-                if model.is_some() {
+                let codex = self.inner.options.codex.is_some();
+                let model = self.inner.options.model.clone().filter(|_| !codex);
+                if codex || model.is_some() {
                     // The turn running is over: its model request and calls end.
                     session.stop_turn();
                 }
@@ -387,7 +403,9 @@ impl Host {
                     role: Role::User,
                     text: text.clone(),
                 });
-                if let Some(choice) = model {
+                if codex {
+                    session.start_codex_turn(text);
+                } else if let Some(choice) = model {
                     session.start_model_turn(choice, text);
                 }
                 Ok(())
@@ -464,6 +482,8 @@ impl Host {
                 plugin.close().await;
             }
         }
+        // Codex ends with its stdin, and its plugins with it.
+        self.inner.codex.lock().await.take();
         if let Some(store) = &self.inner.store {
             for session in &sessions {
                 session.saved().await;

@@ -29,7 +29,7 @@ pub(super) struct ModelState {
     /// Cancels the model turn in progress, or the one waiting to begin.
     pub(super) current: Option<CancellationToken>,
     /// Turns true when the last turn started is over; the next one waits for it.
-    ended: Option<watch::Receiver<bool>>,
+    pub(super) ended: Option<watch::Receiver<bool>>,
 }
 
 /// How a call the model made ended.
@@ -39,7 +39,7 @@ pub(super) struct CallEnd {
 }
 
 #[derive(Clone, Copy, PartialEq)]
-enum Outcome {
+pub(super) enum Outcome {
     Completed,
     Stopped,
     Failed,
@@ -104,7 +104,7 @@ impl Session {
         self.lock().model.history = items;
     }
 
-    fn begin_model_member(&self, token: &CancellationToken) {
+    pub(super) fn begin_model_member(&self, token: &CancellationToken) {
         let mut state = self.lock();
         if state.turn.is_none() {
             let turn_id = self.new_id("t");
@@ -120,7 +120,7 @@ impl Session {
         }
     }
 
-    fn end_model_member(&self, outcome: Outcome) {
+    pub(super) fn end_model_member(&self, outcome: Outcome) {
         let mut state = self.lock();
         let over = match state.turn.as_mut() {
             Some(turn) => {

@@ -347,6 +347,14 @@ impl Store {
         self.read(move |conn| sql::app_states(conn, &session)).await
     }
 
+    /// Records the Codex thread `session` runs in.
+    pub async fn set_codex_thread(&self, session: &str, thread: &str) -> Result<(), StoreError> {
+        let session = session.to_owned();
+        let thread = thread.to_owned();
+        self.write(move |conn| sql::set_codex_thread(conn, &session, &thread))
+            .await
+    }
+
     /// Appends items of the model's conversation of `session` (each JSON text, kept as is).
     pub async fn append_model_items(
         &self,

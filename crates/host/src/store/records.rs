@@ -158,6 +158,8 @@ pub struct SessionRecord {
     pub created_at: UnixMillis,
     /// When anything was last written to it.
     pub updated_at: UnixMillis,
+    /// The Codex thread it runs in, under the Codex runtime.
+    pub codex_thread: Option<String>,
 }
 
 /// A tool call about to be sent.

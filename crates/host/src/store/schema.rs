@@ -157,6 +157,11 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (session_id, seq)
     ) STRICT;
     "#,
+    // 4 → 5: the Codex thread a session runs in under the Codex runtime, so that a restarted
+    // host resumes it.
+    r#"
+    ALTER TABLE sessions ADD COLUMN codex_thread TEXT;
+    "#,
 ];
 
 /// Settings of the writing connection. `synchronous = FULL` makes every commit sync the WAL,

@@ -40,6 +40,7 @@ pub(super) fn insert_session(
         title: title.map(str::to_owned),
         created_at: now,
         updated_at: now,
+        codex_thread: None,
     })
 }
 
@@ -54,7 +55,18 @@ pub(super) fn set_session_title(
     found(changed, "session", id)
 }
 
-const SESSION_COLUMNS: &str = "id, title, created_at, updated_at";
+const SESSION_COLUMNS: &str = "id, title, created_at, updated_at, codex_thread";
+
+pub(super) fn set_codex_thread(
+    conn: &Connection,
+    id: &str,
+    thread: &str,
+) -> Result<(), StoreError> {
+    let changed = conn
+        .prepare_cached("UPDATE sessions SET codex_thread = ?2, updated_at = ?3 WHERE id = ?1")?
+        .execute(params![id, thread, now()])?;
+    found(changed, "session", id)
+}
 
 pub(super) fn list_sessions(conn: &Connection) -> Result<Vec<SessionRecord>, StoreError> {
     let mut statement = conn.prepare_cached(&format!(
@@ -77,6 +89,7 @@ fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRecord> {
         title: row.get(1)?,
         created_at: row.get(2)?,
         updated_at: row.get(3)?,
+        codex_thread: row.get(4)?,
     })
 }
 
