@@ -72,7 +72,7 @@ def conversation(path, body):
     if path.endswith("/responses"):
         for item in body.get("input", []):
             kind = item.get("type", "message")
-            if kind == "message" and item.get("role") == "user" and not text_of(item.get("content")).startswith("App data"):
+            if kind == "message" and item.get("role") == "user" and not is_context(text_of(item.get("content"))):
                 user, groups, outputs, in_group = text_of(item.get("content")), 0, [], False
             elif kind == "function_call":
                 if not in_group:
@@ -84,7 +84,7 @@ def conversation(path, body):
     else:
         for message in body.get("messages", []):
             role = message.get("role")
-            if role == "user" and not text_of(message.get("content")).startswith("App data"):
+            if role == "user" and not is_context(text_of(message.get("content"))):
                 user, groups, outputs = text_of(message.get("content")), 0, []
             elif role == "assistant" and message.get("tool_calls"):
                 groups, outputs = groups + 1, []
@@ -93,11 +93,17 @@ def conversation(path, body):
     return user, groups, outputs
 
 
+def is_context(text):
+    """Text a client adds as a user message that the person did not write: formwork's app data,
+    Codex's environment context."""
+    return text.startswith("App data") or text.startswith("<environment_context>")
+
+
 def user_messages(path, body):
     entries = body.get("input", []) if path.endswith("/responses") else body.get("messages", [])
     texts = [text_of(entry.get("content")) for entry in entries
              if entry.get("role") == "user" and entry.get("type", "message") == "message"]
-    return [text for text in texts if not text.startswith("App data")]
+    return [text for text in texts if not is_context(text)]
 
 
 def choose(path, body):

@@ -35,8 +35,9 @@ use crate::policy::{
     self, APPROVAL_ID_PREFIX, ApprovalAnswer, ApprovalCard, ApprovalChoice, RememberOffers,
 };
 use crate::responder::{FormAction, FormPrompt, FormReply};
+use crate::runtime::codex::log::LogNotice;
 use crate::runtime::codex::protocol::{
-    self, ApprovalAskedAs, DECLINE_ANSWER, Question, ServerRequest, ToolApprovalAsk,
+    self, ApprovalAskedAs, Question, ServerRequest, ToolApprovalAsk,
 };
 use crate::runtime::codex::{AppServer, CodexError, Inbound};
 
@@ -64,6 +65,13 @@ pub(super) struct CodexLink {
 impl CodexLink {
     fn session(&self, thread: &str) -> Option<Arc<Session>> {
         self.threads.lock().ok()?.get(thread)?.upgrade()
+    }
+
+    fn sessions(&self) -> Vec<Arc<Session>> {
+        self.threads
+            .lock()
+            .map(|threads| threads.values().filter_map(Weak::upgrade).collect())
+            .unwrap_or_default()
     }
 }
 
@@ -101,6 +109,14 @@ struct TurnEnd {
 
 /// Guards a thread's start, so two calls of a new session start one thread.
 static THREAD_START: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+impl super::Host {
+    /// The Codex thread `session` runs in, once it has one (under the Codex runtime). Another
+    /// app-server client may join it on Codex's socket with `thread/resume`.
+    pub fn codex_thread(&self, session: &str) -> Result<Option<String>, super::CommandError> {
+        Ok(self.inner.session(session)?.lock().codex.thread.clone())
+    }
+}
 
 impl HostInner {
     /// The app-server, started (config written first) on first use and again after it exited.
@@ -194,13 +210,25 @@ async fn dispatch(link: Weak<CodexLink>, mut incoming: mpsc::UnboundedReceiver<I
                     }
                 }
             }
+            Inbound::Log(line) => {
+                if let Some(LogNotice::SchemaRefused { server, reason }) =
+                    crate::runtime::codex::log::read_line(&line)
+                {
+                    tracing::info!(target: "formwork::codex", marker = "codex-elicitation-refused", plugin = %server, %reason, "codex refused a form's schema before it reached formwork");
+                    for session in link.sessions() {
+                        if session.codex_runs(&server) {
+                            session.plugin_diagnostic(
+                                "form-declined",
+                                format!(
+                                    "{server}: Codex could not read the form's requestedSchema ({reason}) and answered cancel without showing it; Codex takes only `$schema`, `type`, `properties` and `required` at the schema's top level"
+                                ),
+                            );
+                        }
+                    }
+                }
+            }
             Inbound::Closed(why) => {
-                let sessions: Vec<Arc<Session>> = link
-                    .threads
-                    .lock()
-                    .map(|threads| threads.values().filter_map(Weak::upgrade).collect())
-                    .unwrap_or_default();
-                for session in sessions {
+                for session in link.sessions() {
                     session.codex_gone(&why);
                 }
                 return;
@@ -451,6 +479,29 @@ impl Session {
         };
         if let Ok(mut threads) = link.threads.lock() {
             threads.insert(thread.clone(), self.me.clone());
+        }
+        // Codex starts the thread's servers in the background; listing their tools waits for
+        // them, so that the model is offered every server's tools, as formwork's own loop does.
+        match link
+            .server
+            .request_within(
+                "mcpServerStatus/list",
+                protocol::all_server_tools(&thread),
+                THREAD_TIMEOUT,
+            )
+            .await
+        {
+            Ok(status) => {
+                for (server, error) in protocol::tool_errors(&status) {
+                    self.plugin_diagnostic(
+                        "model-tools",
+                        format!("the tools of {server} are not offered to the model: {error}"),
+                    );
+                }
+            }
+            Err(err) => {
+                tracing::warn!(target: "formwork::codex", session = %self.id, %err, "codex did not list its servers' tools");
+            }
         }
         let mut state = self.lock();
         state.codex.thread = Some(thread.clone());
@@ -747,9 +798,9 @@ impl Session {
                     protocol::elicitation_answer(action, content, meta)
                 }
                 ApprovalAskedAs::Question(question) => {
+                    // Codex's question offers no refusal of its own: a Deny is its Cancel.
                     let label = match (answer.choice, answer.cancelled) {
-                        (_, true) => "Cancel",
-                        (ApprovalChoice::Deny, false) => DECLINE_ANSWER,
+                        (_, true) | (ApprovalChoice::Deny, false) => "Cancel",
                         (ApprovalChoice::Allow, _) => "Allow",
                         (ApprovalChoice::AllowForSession, _) => "Allow for this session",
                         (ApprovalChoice::AlwaysAllow, _) => "Allow and don't ask me again",
@@ -1010,6 +1061,13 @@ impl Session {
             open.resolved.cancel();
         }
         self.close_codex_items(&format!("codex app-server exited: {why}"));
+    }
+
+    /// Whether a call of `server` runs through Codex in this session.
+    fn codex_runs(&self, server: &str) -> bool {
+        let state = self.lock();
+        state.codex.items.values().any(|(_, of)| of == server)
+            || state.codex.palette.iter().any(|(of, _)| of == server)
     }
 
     /// The formwork call a form of `server` belongs to: the only call of that server running

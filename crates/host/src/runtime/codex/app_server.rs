@@ -1,7 +1,13 @@
-//! One `codex app-server` process and the JSON-RPC connection to it over its stdio: requests
-//! out with their answers back, and everything Codex sends on its own (its requests to the
-//! client, which must each be answered, and its notifications) handed to one [`Inbound`]
-//! channel in the order they came.
+//! One `codex app-server` process and formwork's JSON-RPC connection to it: requests out with
+//! their answers back, and everything Codex sends on its own (its requests to the client, which
+//! must each be answered, and its notifications) handed to one [`Inbound`] channel in the order
+//! they came.
+//!
+//! Codex listens on a Unix socket in its home (`app-server.sock`, WebSocket framing, one
+//! JSON-RPC message per text frame), so other app-server clients can join formwork's threads
+//! (`thread/resume`) and answer what it asks: Codex then tells formwork the request was
+//! resolved. The process is started through `sh`, which holds a pipe from formwork and ends
+//! Codex when that pipe closes: when formwork drops the connection, or exits however it exits.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -9,19 +15,22 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
+use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
 
 use crate::jsonrpc::{self, Incoming, RawId, RpcError};
-use crate::transport::{Frame, Outgoing, Sent};
+use crate::transport::{Frame, MAX_FRAME_BYTES, Outgoing};
 
-/// How long Codex may take to answer `initialize`.
-const INITIALIZE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long Codex may take to open its socket and answer `initialize`.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The file in `CODEX_HOME` that Codex's own log (its stderr) goes to.
 pub const LOG_FILE: &str = "formwork-app-server.log";
+/// The socket in `CODEX_HOME` Codex listens on.
+pub const SOCKET_FILE: &str = "app-server.sock";
 
 /// How formwork runs Codex.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,7 +73,9 @@ pub enum Inbound {
         /// The params (`null` when absent or unreadable).
         params: Value,
     },
-    /// The process is gone; nothing follows.
+    /// A line of Codex's own log (its stderr), also appended to [`LOG_FILE`].
+    Log(String),
+    /// The connection is gone; nothing follows.
     Closed(String),
 }
 
@@ -102,57 +113,147 @@ pub enum CodexError {
 
 type Pending = HashMap<u64, oneshot::Sender<Result<Value, RpcError>>>;
 
-/// A running `codex app-server`. Dropping it closes Codex's stdin, which ends the process
-/// (its process group is terminated if it lingers).
+/// A running `codex app-server` and the connection to it. Dropping it ends the process.
 pub struct AppServer {
-    outgoing: Outgoing,
+    /// The process's stdin: holding it keeps Codex running.
+    _process: Outgoing,
+    outgoing: mpsc::UnboundedSender<String>,
     pending: Mutex<Option<Pending>>,
     next_id: AtomicU64,
     gone: CancellationToken,
     log: PathBuf,
+    socket: PathBuf,
+}
+
+impl Drop for AppServer {
+    fn drop(&mut self) {
+        self.gone.cancel();
+    }
 }
 
 impl AppServer {
-    /// Starts `codex app-server` with `options.home` as its `CODEX_HOME`, initializes the
-    /// connection, and hands everything Codex sends unasked to `inbound`.
+    /// Starts `codex app-server` with `options.home` as its `CODEX_HOME`, connects to its
+    /// socket, initializes the connection, and hands everything Codex sends unasked to
+    /// `inbound`.
     pub async fn start(
         options: &CodexOptions,
         inbound: mpsc::UnboundedSender<Inbound>,
     ) -> Result<std::sync::Arc<AppServer>, CodexError> {
-        std::fs::create_dir_all(&options.home).map_err(|err| CodexError::Start {
+        let failed = |reason: String| CodexError::Start {
             command: options.command.clone(),
-            reason: format!("cannot create {}: {err}", options.home.display()),
-        })?;
+            reason,
+        };
+        std::fs::create_dir_all(&options.home)
+            .map_err(|err| failed(format!("cannot create {}: {err}", options.home.display())))?;
         let log = options.home.join(LOG_FILE);
-        let line = command_line(options, &log);
-        let transport =
-            crate::transport::stdio::spawn(&line, false).map_err(|err| CodexError::Start {
-                command: options.command.clone(),
-                reason: err.to_string(),
-            })?;
+        let socket = options.home.join(SOCKET_FILE);
+        // A socket left by a Codex that is gone would be taken for the new one's.
+        let _ = std::fs::remove_file(&socket);
+        let process = crate::transport::stdio::spawn(&command_line(options, &socket), false)
+            .map_err(|err| failed(err.to_string()))?;
+        // Codex's stderr: each line to the log file, and to whoever reads it.
+        let (exited_tx, mut exited) = tokio::sync::watch::channel(false);
+        {
+            let mut lines = process.incoming;
+            let mut file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&log)
+                .map_err(|err| failed(format!("cannot open {}: {err}", log.display())))?;
+            let inbound = inbound.clone();
+            tokio::spawn(async move {
+                use std::io::Write as _;
+                while let Some(Frame::Message(line, _)) = lines.next().await {
+                    let _ = writeln!(file, "{line}");
+                    let _ = inbound.send(Inbound::Log(line));
+                }
+                let _ = exited_tx.send(true);
+            });
+        }
+        let connected = async {
+            loop {
+                if let Ok(stream) = tokio::net::UnixStream::connect(&socket).await {
+                    break Ok(stream);
+                }
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_millis(20)) => {}
+                    // Codex's stderr closes when it has exited.
+                    _ = exited.wait_for(|exited| *exited) => {
+                        break Err("it exited before it listened".to_owned());
+                    }
+                }
+            }
+        };
+        let stream = match tokio::time::timeout(START_TIMEOUT, connected).await {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(reason)) => return Err(failed(with_log_tail(reason, &log))),
+            Err(_) => {
+                return Err(failed(with_log_tail(
+                    format!(
+                        "its socket did not open within {} s",
+                        START_TIMEOUT.as_secs()
+                    ),
+                    &log,
+                )));
+            }
+        };
+        let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
+            .max_message_size(Some(MAX_FRAME_BYTES))
+            .max_frame_size(Some(MAX_FRAME_BYTES));
+        let (socket_stream, _) =
+            tokio_tungstenite::client_async_with_config("ws://localhost/", stream, Some(config))
+                .await
+                .map_err(|err| failed(format!("its socket did not take a WebSocket: {err}")))?;
+        let (mut sink, mut stream) = socket_stream.split();
+        let (outgoing, mut to_send) = mpsc::unbounded_channel::<String>();
         let server = std::sync::Arc::new(AppServer {
-            outgoing: transport.outgoing,
+            _process: process.outgoing,
+            outgoing,
             pending: Mutex::new(Some(HashMap::new())),
             next_id: AtomicU64::new(1),
             gone: CancellationToken::new(),
             log,
+            socket,
+        });
+        let gone = server.gone.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    message = to_send.recv() => match message {
+                        Some(message) => {
+                            crate::transport::trace_out(&message);
+                            if sink.send(Message::text(message)).await.is_err() {
+                                break;
+                            }
+                        }
+                        None => break,
+                    },
+                    () = gone.cancelled() => break,
+                }
+            }
+            let _ = sink.close().await;
         });
         let reader = std::sync::Arc::downgrade(&server);
-        let mut incoming = transport.incoming;
+        let gone = server.gone.clone();
         tokio::spawn(async move {
             let closed = loop {
-                match incoming.next().await {
-                    Some(Frame::Message(text, _)) => {
+                let message = tokio::select! {
+                    message = stream.next() => message,
+                    () = gone.cancelled() => break "formwork closed it".to_owned(),
+                };
+                match message {
+                    Some(Ok(Message::Text(text))) => {
+                        crate::transport::trace_in(&text);
                         let Some(server) = reader.upgrade() else {
                             return;
                         };
                         server.read(&text, &inbound);
                     }
-                    Some(Frame::Oversized) => {
-                        tracing::warn!(target: "formwork::codex", "codex sent a message over the size limit; it was skipped");
+                    Some(Ok(Message::Close(_))) | None => {
+                        break "it closed the connection".to_owned();
                     }
-                    Some(Frame::Closed(reason)) => break reason,
-                    None => break "its output ended".to_owned(),
+                    Some(Ok(_)) => {}
+                    Some(Err(err)) => break format!("the connection failed: {err}"),
                 }
             };
             if let Some(server) = reader.upgrade() {
@@ -172,19 +273,17 @@ impl AppServer {
             },
             "capabilities": capabilities,
         });
-        match tokio::time::timeout(INITIALIZE_TIMEOUT, server.request("initialize", initialize))
-            .await
-        {
+        match tokio::time::timeout(START_TIMEOUT, server.request("initialize", initialize)).await {
             Ok(Ok(_)) => {}
-            Ok(Err(err)) => return Err(server.start_failed(options, err.to_string())),
+            Ok(Err(err)) => return Err(failed(with_log_tail(err.to_string(), &server.log))),
             Err(_) => {
-                return Err(server.start_failed(
-                    options,
+                return Err(failed(with_log_tail(
                     format!(
                         "it did not answer initialize within {} s",
-                        INITIALIZE_TIMEOUT.as_secs()
+                        START_TIMEOUT.as_secs()
                     ),
-                ));
+                    &server.log,
+                )));
             }
         }
         server.notify("initialized", None);
@@ -264,10 +363,13 @@ impl AppServer {
         &self.log
     }
 
+    /// The socket other app-server clients may join.
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
     fn send(&self, message: String) {
-        if self.outgoing.send(message, Sent::Other).is_err() {
-            self.close("it does not read what formwork sends");
-        }
+        let _ = self.outgoing.send(message);
     }
 
     fn read(&self, text: &str, inbound: &mpsc::UnboundedSender<Inbound>) {
@@ -336,33 +438,34 @@ impl AppServer {
     fn gone_reason(&self) -> String {
         format!("it exited; its log is {}", self.log.display())
     }
+}
 
-    fn start_failed(&self, options: &CodexOptions, reason: String) -> CodexError {
-        let tail = std::fs::read_to_string(&self.log)
-            .map(|log| {
-                let lines: Vec<&str> = log.lines().rev().take(5).collect();
-                lines.into_iter().rev().collect::<Vec<_>>().join("\n")
-            })
-            .unwrap_or_default();
-        CodexError::Start {
-            command: options.command.clone(),
-            reason: if tail.is_empty() {
-                reason
-            } else {
-                format!("{reason}; the end of its log:\n{tail}")
-            },
-        }
+/// `reason`, and the end of Codex's log when it has one.
+fn with_log_tail(reason: String, log: &Path) -> String {
+    let tail = std::fs::read_to_string(log)
+        .map(|log| {
+            let lines: Vec<&str> = log.lines().rev().take(5).collect();
+            lines.into_iter().rev().collect::<Vec<_>>().join("\n")
+        })
+        .unwrap_or_default();
+    if tail.is_empty() {
+        reason
+    } else {
+        format!("{reason}; the end of its log ({}):\n{tail}", log.display())
     }
 }
 
-/// `exec env CODEX_HOME=… RUST_LOG=… <codex> app-server 2>> <log>`, each word quoted for `sh`.
-fn command_line(options: &CodexOptions, log: &Path) -> String {
+/// `sh` starts Codex listening on `socket`, its stderr on sh's stdout (for formwork to read
+/// and log); a subshell ends it when formwork's pipe (sh's stdin, kept as fd 3) closes, and sh
+/// exits when Codex does. Each word is quoted for `sh`.
+fn command_line(options: &CodexOptions, socket: &Path) -> String {
     let quote = |word: &str| format!("'{}'", word.replace('\'', r"'\''"));
     format!(
-        "exec env {} {} {} app-server 2>> {}",
+        "exec 3<&0; env {} {} {} app-server --listen {} < /dev/null 2>&1 > /dev/null 3<&- & \
+         codex=$!; (read -r _ <&3; kill $codex) > /dev/null 2>&1 & exec 3<&-; wait $codex",
         quote(&format!("CODEX_HOME={}", options.home.display())),
         quote(&format!("RUST_LOG={}", options.log_filter)),
         quote(&options.command),
-        quote(&log.display().to_string()),
+        quote(&format!("unix://{}", socket.display())),
     )
 }

@@ -7,9 +7,10 @@
 
 mod app_server;
 mod config_file;
+pub mod log;
 pub mod protocol;
 
-pub use app_server::{AppServer, CodexError, CodexOptions, Inbound, LOG_FILE};
+pub use app_server::{AppServer, CodexError, CodexOptions, Inbound, LOG_FILE, SOCKET_FILE};
 pub use config_file::{
     CONFIG_FILE, ConfigFileError, MANAGED_FILE, ManagedKey, Written, approval_policy, managed_keys,
     write as write_config,

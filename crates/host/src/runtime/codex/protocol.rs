@@ -18,8 +18,6 @@ pub const FILE_CHANGE_APPROVAL_REQUEST: &str = "item/fileChange/requestApproval"
 pub const TOOL_APPROVAL_KIND: &str = "mcp_tool_call";
 /// The id prefix of Codex's tool approval question (`mcp_tool_call_approval_<call_id>`).
 pub const TOOL_APPROVAL_QUESTION: &str = "mcp_tool_call_approval_";
-/// Codex's answer label that declines a tool call (used for denials that are not cancels).
-pub const DECLINE_ANSWER: &str = "__codex_mcp_decline__";
 
 /// `thread/start`'s params.
 pub fn thread_start(cwd: &str, approval_policy: &Value) -> Value {
@@ -59,6 +57,27 @@ pub fn tool_call(thread: &str, server: &str, tool: &str, arguments: &Value) -> V
 /// `mcpServerStatus/list`'s params for one server's tools, on a thread's own connection.
 pub fn server_tools(thread: &str, server: &str) -> Value {
     json!({ "threadId": thread, "serverName": server, "detail": "toolsAndAuthOnly" })
+}
+
+/// `mcpServerStatus/list`'s params for every server's tools on a thread: answered once the
+/// thread's servers are up (or failed).
+pub fn all_server_tools(thread: &str) -> Value {
+    json!({ "threadId": thread, "detail": "toolsAndAuthOnly" })
+}
+
+/// The servers of an `mcpServerStatus/list` answer whose tools could not be listed, and why.
+pub fn tool_errors(status: &Value) -> Vec<(String, String)> {
+    status
+        .get("data")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|server| {
+            let error = server.get("toolsError")?.as_str()?;
+            let name = server.get("name")?.as_str()?;
+            Some((name.to_owned(), error.to_owned()))
+        })
+        .collect()
 }
 
 /// The thread a message of Codex's concerns, when it names one.

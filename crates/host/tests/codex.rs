@@ -1,0 +1,730 @@
+//! The Codex runtime against real Codex 0.171.0 (`codex app-server`, the native binary of the
+//! pinned `@openai/codex`): a message is a Codex turn, Codex is the MCP client of the plugins
+//! (the official TypeScript SDK's `tests/peers/ts_plugin.mjs`, the Python SDK's
+//! `tests/peers/py_plugin.py`), and their forms come back to formwork as
+//! `mcpServer/elicitation/request`, shown as the session's cards. The model is the one
+//! hand-written fake, `tests/peers/sim_provider.py`, speaking the Responses stream.
+#![allow(clippy::unwrap_used)]
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use formwork_host::config::Config;
+use formwork_host::runtime::codex::CodexOptions;
+use formwork_host::store::Store;
+use formwork_host::{Command, Event, FormAction, FormAnswer, Host, HostOptions, Role};
+use futures::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+
+fn peers() -> PathBuf {
+    PathBuf::from(
+        std::env::var_os("FORMWORK_PEERS")
+            .expect("FORMWORK_PEERS is not set: run `cargo xtask test` to install the test peers"),
+    )
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The native binary of the pinned `@openai/codex` (its linux-x64 package).
+fn codex_binary() -> PathBuf {
+    let binary = peers().join(
+        "npm/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex",
+    );
+    assert!(
+        binary.is_file(),
+        "Codex is not installed at {}",
+        binary.display()
+    );
+    binary
+}
+
+/// The simulated Responses model, running a script; its request log is read back.
+struct Sim {
+    child: std::process::Child,
+    url: String,
+    log: PathBuf,
+}
+
+impl Sim {
+    fn start(dir: &Path, script: Value) -> Sim {
+        let script_file = dir.join("script.json");
+        std::fs::write(&script_file, script.to_string()).unwrap();
+        let log = dir.join("requests.jsonl");
+        let mut child = std::process::Command::new("python3")
+            .arg(repo_root().join("tests/peers/sim_provider.py"))
+            .arg(&script_file)
+            .arg(&log)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("starting tests/peers/sim_provider.py");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        Sim {
+            child,
+            url: line.trim().to_owned(),
+            log,
+        }
+    }
+
+    /// The request bodies the model received, in order.
+    fn requests(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(|line| serde_json::from_str::<Value>(line).unwrap())
+            .filter_map(|entry| entry.get("body").cloned())
+            .collect()
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One test's Codex: a model script, a config, a `CODEX_HOME`, a data directory.
+struct Rig {
+    sim: Sim,
+    dir: tempfile::TempDir,
+    config: String,
+}
+
+impl Rig {
+    /// `servers` is TOML appended to the config (the plugins and their settings).
+    fn new(script: Value, servers: &str) -> Rig {
+        let dir = tempfile::tempdir().unwrap();
+        let sim = Sim::start(dir.path(), script);
+        let config = format!(
+            "model_provider = \"sim\"\nmodel = \"sim-model\"\n\n\
+             [model_providers.sim]\nname = \"Sim\"\nbase_url = {:?}\nwire_api = \"responses\"\n\
+             request_max_retries = 0\nstream_max_retries = 0\n\n\
+             [mcp_servers.demo]\nenabled = false\n\n{servers}",
+            sim.url
+        );
+        Rig { sim, dir, config }
+    }
+
+    fn home(&self) -> PathBuf {
+        self.dir.path().join("codex-home")
+    }
+
+    fn options(&self) -> HostOptions {
+        let config = self.config();
+        HostOptions {
+            model: config.model_choice(None, None).unwrap(),
+            codex: Some(CodexOptions {
+                command: codex_binary().display().to_string(),
+                home: self.home(),
+                cwd: self.dir.path().to_path_buf(),
+                openai_form: false,
+                log_filter: CodexOptions::DEFAULT_LOG_FILTER.to_owned(),
+            }),
+            ..HostOptions::default()
+        }
+    }
+
+    fn config(&self) -> Config {
+        Config::from_toml(&self.config, None).unwrap()
+    }
+
+    fn host(&self) -> Host {
+        Host::new(self.config(), self.options())
+    }
+
+    async fn stored_host(&self) -> Host {
+        let store = Store::open(Store::path_in(&self.dir.path().join("data"))).unwrap();
+        Host::with_store(self.config(), self.options(), store)
+            .await
+            .unwrap()
+    }
+}
+
+fn ts_server(approval: &str) -> String {
+    let node = peers().join("npm/node_modules/.bin/node");
+    let plugin = peers().join("npm/ts_plugin.mjs");
+    format!(
+        "[mcp_servers.ts]\ncommand = {:?}\nargs = [{:?}]\ndefault_tools_approval_mode = {approval:?}\n\
+         enabled_tools = [\"ask_enum\", \"ask_boolean\", \"last_outcome\", \"ask_and_return\"]\n",
+        node.display().to_string(),
+        plugin.display().to_string()
+    )
+}
+
+struct Watch {
+    host: Host,
+    session: String,
+    events: broadcast::Receiver<Arc<Event>>,
+}
+
+impl Watch {
+    fn open(host: &Host) -> Watch {
+        let session = host.create_session();
+        Watch::on(host, session)
+    }
+
+    fn on(host: &Host, session: String) -> Watch {
+        let (_, events) = host.subscribe(&session).unwrap();
+        Watch {
+            host: host.clone(),
+            session,
+            events,
+        }
+    }
+
+    fn say(&self, text: &str) {
+        self.send(Command::SendMessage {
+            text: text.to_owned(),
+        });
+    }
+
+    fn send(&self, command: Command) {
+        self.host.command(&self.session, command).unwrap();
+    }
+
+    async fn next<T>(&mut self, mut pick: impl FnMut(&Event) -> Option<T>) -> T {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let Ok(event) = tokio::time::timeout_at(deadline, self.events.recv()).await else {
+                panic!(
+                    "no such event within 60 s; the session has {:#?}",
+                    self.host.events(&self.session).unwrap()
+                );
+            };
+            let event = event.unwrap();
+            if let Some(found) = pick(&event) {
+                return found;
+            }
+        }
+    }
+
+    /// Every event until the turn ends, and its reason.
+    async fn turn(&mut self) -> (Vec<Event>, String) {
+        let mut seen = Vec::new();
+        let reason = self
+            .next(|event| {
+                seen.push(event.clone());
+                match event {
+                    Event::TurnEnded { reason, .. } => Some(reason.clone()),
+                    _ => None,
+                }
+            })
+            .await;
+        (seen, reason)
+    }
+
+    /// The next form card: its id and event.
+    async fn form(&mut self) -> (String, Event) {
+        self.next(|event| match event {
+            Event::FormRequested { form_id, .. } => Some((form_id.clone(), event.clone())),
+            _ => None,
+        })
+        .await
+    }
+
+    fn answer(&self, form_id: &str, answer: FormAnswer) {
+        self.send(Command::AnswerForm {
+            form_id: form_id.to_owned(),
+            answer,
+        });
+    }
+}
+
+fn accept(content: Value) -> FormAnswer {
+    FormAnswer::Accept {
+        content: content.as_object().unwrap().clone(),
+    }
+}
+
+fn assistant_texts(events: &[Event]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            Event::MessageAdded {
+                role: Role::Assistant,
+                text,
+            } => Some(text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn finished(events: &[Event]) -> Vec<(Option<Value>, Option<String>)> {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            Event::ToolCallFinished { result, error, .. } => Some((result.clone(), error.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The outcome of the one call the events finished.
+fn only_call(events: &[Event]) -> (Option<Value>, Option<String>) {
+    let mut calls = finished(events);
+    assert_eq!(calls.len(), 1, "{events:#?}");
+    calls.remove(0)
+}
+
+/// The text a call result carries.
+fn text_of(result: &Value) -> String {
+    result["content"][0]["text"].as_str().unwrap().to_owned()
+}
+
+/// The tool's output as Codex handed it to the model: the last request's `function_call_output`.
+fn tool_output(sim: &Sim) -> String {
+    let requests = sim.requests();
+    let last = requests.last().unwrap();
+    let output = last["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|item| item["type"] == "function_call_output")
+        .unwrap_or_else(|| panic!("no tool output in {last:#}"));
+    // Codex sends the output as content items: its own "Wall time" line, then the tool's text.
+    match &output["output"] {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|part| part["text"].as_str())
+            .collect(),
+        other => panic!("an output that is neither text nor parts: {other}"),
+    }
+}
+
+fn call_script(namespace: &str, tool: &str) -> Value {
+    json!({"rules": [{"match": ".", "steps": [
+        {"text": "Asking.", "calls": [{"name": tool, "namespace": namespace, "arguments": {}}]},
+        {"echo": true}
+    ]}]})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_is_a_codex_turn_and_its_form_a_card() {
+    let rig = Rig::new(call_script("mcp__ts", "ask_enum"), &ts_server("approve"));
+    let host = rig.host();
+    let mut s = Watch::open(&host);
+    s.say("pick a color");
+    let (form, requested) = s.form().await;
+    let Event::FormRequested {
+        call_id: Some(call_id),
+        plugin,
+        waiting: false,
+        body,
+        ..
+    } = &requested
+    else {
+        panic!("{requested:#?}");
+    };
+    assert_eq!(plugin, "ts");
+    let body = serde_json::to_value(body).unwrap();
+    assert_eq!(body["mode"], "form");
+    assert_eq!(body["render"]["message"], "Please give color");
+    assert_eq!(body["render"]["questions"][0]["id"], "color");
+    s.answer(&form, accept(json!({"color": "red"})));
+    let (events, reason) = s.turn().await;
+    assert_eq!(reason, "completed", "{events:#?}");
+    let picked = r#"result: {"action":"accept","content":{"color":"red"}}"#;
+    let (Some(result), None) = only_call(&events) else {
+        panic!("{events:#?}");
+    };
+    assert_eq!(text_of(&result), picked);
+    assert!(
+        events.iter().any(|event| matches!(event,
+            Event::FormResolved { form_id, action: FormAction::Accept, content: Some(content), reason: None }
+                if form_id == &form && content.get("color") == Some(&json!("red")))),
+        "{events:#?}"
+    );
+    assert!(
+        tool_output(&rig.sim).ends_with(picked),
+        "{}",
+        tool_output(&rig.sim)
+    );
+    let texts = assistant_texts(&events);
+    assert_eq!(texts.len(), 1, "{events:#?}");
+    assert!(
+        texts[0].starts_with("seen: ") && texts[0].ends_with(picked),
+        "{texts:?}"
+    );
+    // The whole transcript, in order: the call started before its card.
+    let all = host.events(&s.session).unwrap();
+    let kinds: Vec<&str> = all
+        .iter()
+        .filter_map(|event| match event.as_ref() {
+            Event::MessageAdded {
+                role: Role::User, ..
+            } => Some("user"),
+            Event::TurnStarted { .. } => Some("turn"),
+            Event::ToolCallStarted {
+                call_id: id,
+                server,
+                tool,
+                ..
+            } => {
+                assert_eq!(
+                    (id, server.as_str(), tool.as_str()),
+                    (call_id, "ts", "ask_enum")
+                );
+                Some("call")
+            }
+            Event::FormRequested { .. } => Some("form"),
+            Event::FormResolved { .. } => Some("resolved"),
+            Event::ToolCallFinished { .. } => Some("finished"),
+            Event::MessageAdded {
+                role: Role::Assistant,
+                ..
+            } => Some("assistant"),
+            Event::TurnEnded { .. } => Some("ended"),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "user",
+            "turn",
+            "assistant",
+            "call",
+            "form",
+            "resolved",
+            "finished",
+            "assistant",
+            "ended"
+        ]
+    );
+    // The model's first request offered the plugin's tools as Codex offers them.
+    let first = &rig.sim.requests()[0];
+    let namespace = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|tool| tool["name"] == "mcp__ts")
+        .unwrap_or_else(|| panic!("no mcp__ts namespace in {:#}", first["tools"]));
+    assert_eq!(namespace["type"], "namespace");
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decline_and_cancel_reach_the_plugin_through_codex() {
+    let rig = Rig::new(call_script("mcp__ts", "ask_enum"), &ts_server("approve"));
+    let host = rig.host();
+    let mut s = Watch::open(&host);
+    for (answer, action) in [
+        (FormAnswer::Decline, "decline"),
+        (FormAnswer::Cancel, "cancel"),
+    ] {
+        s.say("pick a color");
+        let (form, _) = s.form().await;
+        s.answer(&form, answer);
+        let (events, reason) = s.turn().await;
+        assert_eq!(reason, "completed");
+        let (Some(result), None) = only_call(&events) else {
+            panic!("{events:#?}");
+        };
+        assert_eq!(
+            text_of(&result),
+            format!(r#"result: {{"action":"{action}"}}"#)
+        );
+    }
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_cancels_the_card_and_interrupts_the_turn_and_a_new_message_cancels_it_too() {
+    let rig = Rig::new(call_script("mcp__ts", "ask_enum"), &ts_server("approve"));
+    let host = rig.host();
+    let mut s = Watch::open(&host);
+    s.say("pick a color");
+    let (form, _) = s.form().await;
+    s.send(Command::StopTurn);
+    let (events, reason) = s.turn().await;
+    assert_eq!(reason, "stopped", "{events:#?}");
+    assert!(
+        events.iter().any(|event| matches!(event,
+            Event::FormResolved { form_id, action: FormAction::Cancel, reason: Some(reason), .. }
+                if form_id == &form && reason == "stopped")),
+        "{events:#?}"
+    );
+    assert_eq!(
+        finished(&events).len(),
+        1,
+        "the call ends with its turn: {events:#?}"
+    );
+
+    s.say("pick a color");
+    let (form, _) = s.form().await;
+    s.say("never mind");
+    let (events, _) = s.turn().await;
+    assert!(
+        events.iter().any(|event| matches!(event,
+            Event::FormResolved { form_id, action: FormAction::Cancel, reason: Some(reason), .. }
+                if form_id == &form && reason == "new-message")),
+        "{events:#?}"
+    );
+    // The new message runs a turn of its own, which asks again.
+    let (form, _) = s.form().await;
+    s.answer(&form, accept(json!({"color": "blue"})));
+    let (events, reason) = s.turn().await;
+    assert_eq!(reason, "completed", "{events:#?}");
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_palette_call_goes_through_codex_and_its_form_is_a_card() {
+    let rig = Rig::new(json!({"rules": []}), &ts_server("approve"));
+    let host = rig.host();
+    let mut s = Watch::open(&host);
+    s.send(Command::CallTool {
+        server: "ts".to_owned(),
+        tool: "ask_boolean".to_owned(),
+        arguments: None,
+    });
+    let (form, requested) = s.form().await;
+    let Event::FormRequested {
+        call_id: Some(_), ..
+    } = requested
+    else {
+        panic!("{requested:#?}");
+    };
+    s.answer(&form, accept(json!({"agree": true})));
+    let (events, reason) = s.turn().await;
+    assert_eq!(reason, "completed");
+    let (Some(result), None) = only_call(&events) else {
+        panic!("{events:#?}");
+    };
+    assert_eq!(
+        text_of(&result),
+        r#"result: {"action":"accept","content":{"agree":true}}"#
+    );
+    // No model was asked: the palette called the tool itself.
+    assert!(rig.sim.requests().is_empty());
+    host.shutdown().await;
+}
+
+/// Codex asks for the tool approval in both its renderings (a `request_user_input` question, the
+/// default; an elicitation form with `features.tool_call_mcp_elicitation`): each is an approval
+/// card. The question has no refusal of its own, so a Deny there is Codex's Cancel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_asks_for_a_tool_approval_with_an_approval_card() {
+    for (feature, denied) in [
+        (false, "user cancelled MCP tool call"),
+        (true, "user rejected MCP tool call"),
+    ] {
+        let servers = format!(
+            "[features]\ntool_call_mcp_elicitation = {feature}\n\n{}",
+            ts_server("prompt")
+        );
+        let rig = Rig::new(call_script("mcp__ts", "ask_enum"), &servers);
+        let host = rig.host();
+        let mut s = Watch::open(&host);
+        for (choice, allowed) in [
+            (formwork_host::policy::ApprovalChoice::Deny, false),
+            (formwork_host::policy::ApprovalChoice::Allow, true),
+        ] {
+            s.say("pick a color");
+            let (approval, server, tool) = s
+                .next(|event| match event {
+                    Event::ApprovalRequested {
+                        approval_id,
+                        server,
+                        tool,
+                        ..
+                    } => Some((approval_id.clone(), server.clone(), tool.clone())),
+                    _ => None,
+                })
+                .await;
+            assert_eq!((server.as_str(), tool.as_str()), ("ts", "ask_enum"));
+            s.send(Command::AnswerApproval {
+                approval_id: approval,
+                choice,
+            });
+            if allowed {
+                let (form, _) = s.form().await;
+                s.answer(&form, accept(json!({"color": "green"})));
+            }
+            let (events, reason) = s.turn().await;
+            assert_eq!(reason, "completed", "{events:#?}");
+            let (result, error) = only_call(&events);
+            if allowed {
+                assert_eq!(
+                    text_of(result.as_ref().unwrap()),
+                    r#"result: {"action":"accept","content":{"color":"green"}}"#
+                );
+            } else {
+                assert_eq!(error.as_deref(), Some(denied), "{events:#?}");
+            }
+        }
+        // The config formwork wrote for Codex keeps the server's explicit prompt.
+        let written = std::fs::read_to_string(rig.home().join("config.toml")).unwrap();
+        assert!(
+            written.contains("[mcp_servers.ts]\n")
+                && written.contains("default_tools_approval_mode = \"prompt\"\n")
+                && written.contains(&format!("tool_call_mcp_elicitation = {feature}\n")),
+            "{written}"
+        );
+        host.shutdown().await;
+    }
+}
+
+/// A second app-server client joins formwork's thread on Codex's socket and answers the form
+/// first; formwork's card closes, and formwork sends nothing for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_card_another_client_answered_closes() {
+    let rig = Rig::new(call_script("mcp__ts", "ask_enum"), &ts_server("approve"));
+    let host = rig.host();
+    let mut s = Watch::open(&host);
+    s.say("pick a color");
+    let (form, _) = s.form().await;
+    let socket = rig.home().join(formwork_host::runtime::codex::SOCKET_FILE);
+    let stream = tokio::net::UnixStream::connect(&socket).await.unwrap();
+    let (mut other, _) = tokio_tungstenite::client_async("ws://localhost/", stream)
+        .await
+        .unwrap();
+    let send = |message: Value| tokio_tungstenite::tungstenite::Message::text(message.to_string());
+    other
+        .send(send(json!({"id": 1, "method": "initialize", "params": {
+            "clientInfo": {"name": "other", "version": "1"}, "capabilities": {"experimentalApi": true}}})))
+        .await
+        .unwrap();
+    other
+        .send(send(json!({"method": "initialized"})))
+        .await
+        .unwrap();
+    let thread = host.codex_thread(&s.session).unwrap().unwrap();
+    other
+        .send(send(json!({"id": 2, "method": "thread/resume",
+            "params": {"threadId": thread, "excludeTurns": true}})))
+        .await
+        .unwrap();
+    let request = loop {
+        let message = tokio::time::timeout(Duration::from_secs(30), other.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        let message: Value = serde_json::from_str(message.to_text().unwrap()).unwrap();
+        if message["method"] == "mcpServer/elicitation/request" {
+            break message;
+        }
+    };
+    other
+        .send(send(json!({"id": request["id"], "result": {
+            "action": "accept", "content": {"color": "blue"}, "_meta": null}})))
+        .await
+        .unwrap();
+    let (events, reason) = s.turn().await;
+    assert_eq!(reason, "completed", "{events:#?}");
+    assert!(
+        events.iter().any(|event| matches!(event,
+            Event::FormResolved { form_id, action: FormAction::Cancel, reason: Some(reason), .. }
+                if form_id == &form && reason == "answered-elsewhere")),
+        "{events:#?}"
+    );
+    let (Some(result), None) = only_call(&events) else {
+        panic!("{events:#?}");
+    };
+    assert_eq!(
+        text_of(&result),
+        r#"result: {"action":"accept","content":{"color":"blue"}}"#
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_host_resumes_the_sessions_thread() {
+    let script = json!({"rules": [{"match": ".", "steps": [{"recall": true}]}]});
+    let rig = Rig::new(script, "");
+    let host = rig.stored_host().await;
+    let mut s = Watch::open(&host);
+    let session = s.session.clone();
+    s.say("first words");
+    let (events, reason) = s.turn().await;
+    assert_eq!(reason, "completed");
+    assert_eq!(assistant_texts(&events), ["you said: first words"]);
+    host.shutdown().await;
+
+    let host = rig.stored_host().await;
+    let mut s = Watch::on(&host, session);
+    s.say("second words");
+    let (events, reason) = s.turn().await;
+    assert_eq!(reason, "completed", "{events:#?}");
+    // The model sees the earlier turn: the thread went on, not a new one.
+    assert_eq!(
+        assistant_texts(&events),
+        ["you said: first words / second words"]
+    );
+    host.shutdown().await;
+}
+
+/// The Python SDK's `ctx.elicit` writes a top-level `title`, which Codex refuses before any
+/// client sees the form: the plugin gets `cancel`, and formwork, reading Codex's log, says why in
+/// the transcript. The same plugin's plain schema comes through as a card.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_sdk_plugins_forms_through_codex() {
+    let python = peers().join("venv/bin/python");
+    let servers = format!(
+        "[mcp_servers.py]\ncommand = {:?}\nargs = [{:?}]\n",
+        python.display().to_string(),
+        repo_root()
+            .join("tests/peers/py_plugin.py")
+            .display()
+            .to_string(),
+    );
+    let script = json!({"rules": [
+        {"match": "plain", "steps": [
+            {"calls": [{"name": "ask_plain", "namespace": "mcp__py", "arguments": {}}]}, {"echo": true}]},
+        {"match": "typed", "steps": [
+            {"calls": [{"name": "ask", "namespace": "mcp__py", "arguments": {}}]}, {"echo": true}]}
+    ]});
+    let rig = Rig::new(script, &servers);
+    let host = rig.host();
+    let mut s = Watch::open(&host);
+    s.say("plain form");
+    let (form, _) = s.form().await;
+    s.answer(&form, accept(json!({"name": "Grace", "color": "blue"})));
+    let (events, reason) = s.turn().await;
+    assert_eq!(reason, "completed", "{events:#?}");
+    let (Some(result), None) = only_call(&events) else {
+        panic!("{events:#?}");
+    };
+    assert_eq!(
+        text_of(&result),
+        r#"action=accept content={"color":"blue","name":"Grace"}"#
+    );
+
+    s.say("typed form");
+    let (events, reason) = s.turn().await;
+    assert_eq!(reason, "completed", "{events:#?}");
+    assert!(
+        !events
+            .iter()
+            .any(|event| matches!(event, Event::FormRequested { .. })),
+        "{events:#?}"
+    );
+    let (Some(result), None) = only_call(&events) else {
+        panic!("{events:#?}");
+    };
+    assert_eq!(text_of(&result), "action=cancel");
+    let said = events.iter().find_map(|event| match event {
+        Event::Diagnostic { code, message } if code == "form-declined" => Some(message.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        said.as_deref(),
+        Some(
+            "py: Codex could not read the form's requestedSchema (unknown field `title`, expected one of `$schema`, `type`, `properties`, `required`) and answered cancel without showing it; Codex takes only `$schema`, `type`, `properties` and `required` at the schema's top level"
+        ),
+        "{events:#?}"
+    );
+    host.shutdown().await;
+}
