@@ -274,6 +274,10 @@ async function start() {
     hint.textContent =
       "No model is configured: messages are recorded, and a new message cancels open forms. Call tools from the palette, or start formwork serve with --model-provider (see docs/cli.md) or --scripted-model FILE.";
     hint.hidden = false;
+  } else if (info.runtime === "codex") {
+    const hint = $("model-hint");
+    hint.textContent = `Codex runs the conversation (${info.model_name}); formwork shows its forms and approvals. Stop, or a new message, ends its turn.`;
+    hint.hidden = false;
   } else if (info.model_name) {
     const hint = $("model-hint");
     hint.textContent = `The model is ${info.model_name}. Stop, or a new message, ends its turn.`;

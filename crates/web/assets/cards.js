@@ -18,6 +18,7 @@ const REASONS = {
   "call-ended": "its tool call ended first",
   "host-stopped": "formwork stopped",
   "not-stored": "the answer could not be stored",
+  "answered-elsewhere": "it was answered in another client",
 };
 
 export function reasonText(reason) {

@@ -24,8 +24,9 @@ pub(crate) async fn info(State(state): State<AppState>) -> Json<Value> {
     let config = state.host.config();
     Json(json!({
         "version": env!("CARGO_PKG_VERSION"),
-        "model": state.model.is_some() || state.host.model().is_some(),
-        "model_name": state.host.model().map(|choice| format!("{} via {}", choice.model, choice.provider.name)),
+        "model": state.model.is_some() || state.host.model().is_some() || state.host.runs_codex(),
+        "model_name": state.host.conversation_name(),
+        "runtime": if state.host.runs_codex() { "codex" } else { "formwork" },
         "config": config.top_file().map(|path| path.display().to_string()),
         "servers": config.mcp_servers.iter()
             .filter(|(_, server)| server.enabled)

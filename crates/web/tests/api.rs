@@ -28,6 +28,7 @@ async fn sessions_are_listed_and_created() {
     let info = server.get("/api/info").await.json();
     assert_eq!(info["model"], false);
     assert_eq!(info["model_name"], Value::Null);
+    assert_eq!(info["runtime"], "formwork");
     assert_eq!(info["servers"], json!([]));
 }
 
