@@ -41,6 +41,10 @@ pub struct DoctorArgs {
     /// Seconds a request may run, not counting time a form is open.
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     timeout: u64,
+    /// `codex`: diagnose the plugin under the Codex runtime: through real `codex app-server`,
+    /// with the config formwork writes for it, the tool called inside a Codex turn.
+    #[command(flatten)]
+    runtime: crate::runtime::RuntimeArgs,
 }
 
 /// Runs `formwork doctor`.
@@ -48,6 +52,9 @@ pub async fn run(args: &DoctorArgs) -> anyhow::Result<Outcome> {
     let config = args.config.load()?;
     let arguments = tool_arguments(args.args.as_deref())?;
     let (target, server) = resolve(args.plugin.choice(), &config)?;
+    if args.runtime.runtime(&config) == formwork_host::config::Runtime::Codex {
+        return run_codex(args, config, target, server, arguments).await;
+    }
     let protocol = args.plugin.protocol()?;
     let mut options = DoctorOptions::new(server);
     options.protocol = protocol.unwrap_or_else(|| {
@@ -87,6 +94,81 @@ pub async fn run(args: &DoctorArgs) -> anyhow::Result<Outcome> {
                 );
             }
         }
+        return Ok(Outcome::Failure);
+    }
+    for symptom in &report.symptoms {
+        if symptom.applies == Some(true) {
+            eprintln!(
+                "formwork: doctor: {}: {}",
+                symptom.symptom,
+                crate::terminal::inert(&symptom.cause)
+            );
+        }
+    }
+    Ok(if report.any_applies() {
+        Outcome::Negative
+    } else {
+        Outcome::Success
+    })
+}
+
+/// `formwork doctor --runtime codex`: the same table, judged from what real Codex does with the
+/// plugin (`formwork_host::doctor::codex`).
+async fn run_codex(
+    args: &DoctorArgs,
+    mut config: Config,
+    target: PluginTarget,
+    server: String,
+    arguments: Option<Value>,
+) -> anyhow::Result<Outcome> {
+    use formwork_host::config::{ServerConfig, Transport};
+    use formwork_host::doctor::codex::{CodexDoctorOptions, diagnose};
+    if config.server(&server).is_none() {
+        // A plugin named on the command line is one more server of the Codex config.
+        let transport = match &target {
+            PluginTarget::Command(line) => Transport::Stdio {
+                command: "sh".to_owned(),
+                args: vec!["-c".to_owned(), line.clone()],
+                env: Default::default(),
+                cwd: None,
+            },
+            PluginTarget::Url(url) => Transport::StreamableHttp {
+                url: url.clone(),
+                http_headers: Default::default(),
+                env_http_headers: Default::default(),
+                bearer_token_env_var: None,
+                scopes: Vec::new(),
+                oauth_resource: None,
+                oauth: Box::default(),
+                share_session: false,
+            },
+        };
+        config
+            .mcp_servers
+            .insert(server.clone(), ServerConfig::adhoc(transport));
+    }
+    let data_dir = formwork_host::store::Store::default_data_dir()?;
+    let mut codex = crate::runtime::codex_options(&config, &data_dir)?;
+    codex.home = data_dir.join("codex-doctor");
+    let options = CodexDoctorOptions {
+        server,
+        tool: args.tool.clone().map(|tool| (tool, arguments)),
+        codex,
+        formwork_exe: std::env::current_exe().context("cannot find formwork's own path")?,
+        wait_after_answer: Duration::from_secs(args.wait),
+    };
+    let report = diagnose(&config, options).await;
+    let printed = serde_json::to_value(&report)?;
+    if crate::human::for_people() {
+        print!("{}", crate::human::codex_doctor_checklist(&printed));
+    } else {
+        println!("{}", serde_json::to_string_pretty(&printed)?);
+    }
+    if let Some(error) = &report.codex.error {
+        eprintln!(
+            "formwork: doctor: {}",
+            crate::terminal::inert_message(error)
+        );
         return Ok(Outcome::Failure);
     }
     for symptom in &report.symptoms {

@@ -178,6 +178,60 @@ pub fn doctor_checklist(report: &Value) -> String {
     out
 }
 
+/// `formwork doctor --runtime codex`'s report for people: how Codex ran, the call, each row.
+pub fn codex_doctor_checklist(report: &Value) -> String {
+    let codex = &report["codex"];
+    let mut out = String::new();
+    match codex["error"].as_str() {
+        Some(error) => out.push_str(&format!("✗ Codex could not run: {}\n", inert(error))),
+        None => {
+            out.push_str(&format!(
+                "✓ Codex ran ({}, CODEX_HOME {})\n",
+                inert(codex["command"].as_str().unwrap_or_default()),
+                inert(codex["home"].as_str().unwrap_or_default()),
+            ));
+            let server = &report["server"];
+            match server["tools_error"].as_str() {
+                Some(error) => out.push_str(&format!(
+                    "✗ Codex could not list the tools of {}: {}\n",
+                    inert(server["name"].as_str().unwrap_or_default()),
+                    inert(error)
+                )),
+                None => out.push_str(&format!(
+                    "✓ Codex lists {} tools of {}\n",
+                    server["tools"].as_array().map_or(0, Vec::len),
+                    inert(server["name"].as_str().unwrap_or_default())
+                )),
+            }
+        }
+    }
+    if let Some(call) = report["call"].as_object() {
+        out.push_str(&format!(
+            "• {} called through Codex: {}\n",
+            inert(call.get("tool").and_then(Value::as_str).unwrap_or_default()),
+            inert(
+                call.get("outcome")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+            ),
+        ));
+    }
+    for symptom in report["symptoms"].as_array().into_iter().flatten() {
+        let text = |key: &str| inert(symptom[key].as_str().unwrap_or_default());
+        match symptom["applies"].as_bool() {
+            Some(true) => out.push_str(&format!(
+                "✗ {}\n    why: {}\n    do: {}\n",
+                text("symptom"),
+                text("cause"),
+                text("action")
+            )),
+            Some(false) => out.push_str(&format!("✓ {}\n", text("symptom"))),
+            None => out.push_str(&format!("? {} (a --tool call tells)\n", text("symptom"))),
+        }
+    }
+    out
+}
+
 /// `formwork config check`: which files applied, whether plugin forms reach the person, the
 /// policy in a line, the model in a line, and a line per server.
 pub fn config_summary(report: &Value) -> String {

@@ -104,6 +104,17 @@ enum Command {
     /// Serve the bundled demo plugin over stdio (what `demo` connects to).
     #[command(hide = true)]
     DemoPlugin,
+    /// Relay a stdio plugin and record every line both ways (what `doctor --runtime codex`
+    /// puts between Codex and the plugin).
+    #[command(hide = true)]
+    DoctorTap {
+        /// The file each line is appended to, as JSON.
+        #[arg(long, value_name = "FILE")]
+        record: PathBuf,
+        /// The plugin's program and arguments.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -262,6 +273,15 @@ fn main() -> ExitCode {
             true,
         )),
         Command::DemoPlugin => block_on(demo_plugin::serve()).map(|()| Outcome::Success),
+        Command::DoctorTap { record, command } => match command.split_first() {
+            Some((program, args)) => {
+                match formwork_host::doctor::tap::run(&record, program, args) {
+                    Ok(code) => std::process::exit(code),
+                    Err(err) => Err(anyhow::anyhow!("doctor-tap: {program}: {err}")),
+                }
+            }
+            None => Err(anyhow::anyhow!("doctor-tap: no plugin to run")),
+        },
     };
     let code = match outcome {
         Ok(Outcome::Success) => 0,

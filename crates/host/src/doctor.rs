@@ -9,7 +9,11 @@
 //! The diagnosis itself ([`symptoms`]) is pure: it reads the [`Report`] gathered by
 //! [`diagnose`], so each row's rule can be tested without a plugin.
 
+pub mod codex;
+mod codex_model;
+mod codex_symptoms;
 mod symptoms;
+pub mod tap;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};

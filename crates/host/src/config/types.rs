@@ -450,6 +450,24 @@ pub struct ServerConfig {
 }
 
 impl ServerConfig {
+    /// A server named on the command line rather than in a file: reached by `transport`, with
+    /// every setting at its default.
+    pub fn adhoc(transport: Transport) -> ServerConfig {
+        ServerConfig {
+            transport,
+            enabled: true,
+            builtin: false,
+            default_tools_approval_mode: None,
+            tools: IndexMap::new(),
+            enabled_tools: None,
+            disabled_tools: Vec::new(),
+            startup_timeout: None,
+            tool_timeout: None,
+            protocol_version: None,
+            file: None,
+        }
+    }
+
     /// Whether `enabled_tools` and `disabled_tools` let the server offer this tool.
     pub fn exposes_tool(&self, tool: &str) -> bool {
         let allowed = self

@@ -279,7 +279,7 @@ pub fn approval_policy(config: &Config) -> Json {
 }
 
 /// The text of `old` with `wanted` written and what `previous` wrote and `wanted` no longer
-/// has removed; and the keys as written (a kept prompt as it stands).
+/// has removed; and the keys to remember as formwork's.
 fn refresh(
     old: &str,
     previous: &[ManagedKey],
@@ -317,10 +317,9 @@ fn refresh(
         if now.as_ref() != Some(&value) {
             set(&mut doc, &key.path, &value)?;
         }
-        written.push(ManagedKey {
-            path: key.path.clone(),
-            value,
-        });
+        // What formwork would write, even where the person's prompt was kept: so the prompt
+        // stays theirs at the next refresh too.
+        written.push(key.clone());
     }
     Ok((doc.to_string(), written))
 }
@@ -543,7 +542,10 @@ mod tests {
             refreshed.contains("default_tools_approval_mode = \"prompt\""),
             "{refreshed}"
         );
-        assert_eq!(kept[1].value, json!("prompt"));
+        // Remembered as what formwork writes, so the prompt stays the person's next time too.
+        assert_eq!(kept[1].value, json!("approve"));
+        let (again, _) = refresh(&refreshed, &kept, &fewer).unwrap();
+        assert_eq!(again, refreshed);
         // b's command was formwork's and goes; the person's key keeps the table.
         assert!(
             refreshed.contains("[mcp_servers.b]\nenv_vars = [\"HOME\"]\n"),
