@@ -20,10 +20,12 @@
 //! and the report gives the floor's own tail beside formwork's p99.
 
 mod browser;
+mod codex;
 mod floor;
 mod http;
 mod model;
 mod rounds;
+mod workbench;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -36,7 +38,7 @@ use crate::{cargo, peers, run_command, target_dir};
 const USAGE: &str = "\
 usage: cargo xtask bench [--rounds R] [--n N] [--warmup W] [--formwork PATH] [--load N,N] [--forms N]
                          [--mrtr-rounds R] [--mrtr-calls C] [--apps N] [--http-rounds R] [--model-turns N]
-                         [--only PART]
+                         [--codex-forms N] [--only PART]
   --rounds R       rounds of the round-trip part, clients alternated (default 10)
   --n N            measured elicitations per client and round of the round-trip and HTTP parts (default 200)
   --warmup W       unmeasured elicitations before them (default 300)
@@ -48,7 +50,8 @@ usage: cargo xtask bench [--rounds R] [--n N] [--warmup W] [--formwork PATH] [--
   --apps N         calls per tool of the MCP Apps part, in Chromium (default 30; 0 skips it)
   --http-rounds R  rounds of the HTTP part, the round trip over Streamable HTTP and TLS (default 10; 0 skips it)
   --model-turns N  turns per wire of the model part, the host's time in a model turn (default 200; 0 skips it)
-  --only PART      run one part: round-trip, http, mrtr, load, model, forms or apps (its own flags still apply)";
+  --codex-forms N  forms per runtime of the Codex part, the executor's part of a form round (default 300; 0 skips it)
+  --only PART      run one part: round-trip, http, mrtr, load, model, codex, forms or apps (its own flags still apply)";
 
 /// formwork's median against the TS SDK client's, formwork's median against the floor's, formwork's p99 against
 /// its own median: each must stay at or below its limit.
@@ -118,6 +121,16 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
             &setup.formwork,
             &model::Options {
                 turns: options.model_turns,
+            },
+        )?;
+    }
+    if options.codex_forms > 0 {
+        codex::run(
+            root,
+            &setup.formwork,
+            &setup.node,
+            &codex::Options {
+                forms: options.codex_forms,
             },
         )?;
     }
@@ -255,6 +268,8 @@ struct Options {
     http_rounds: usize,
     /// Measured turns per wire of the model part; 0 skips it.
     model_turns: usize,
+    /// Measured forms per runtime of the Codex part; 0 skips it.
+    codex_forms: usize,
 }
 
 impl Options {
@@ -276,6 +291,7 @@ impl Options {
             round_trip: true,
             http_rounds: 10,
             model_turns: 200,
+            codex_forms: 300,
         };
         let mut only = None;
         let mut args = args.iter();
@@ -293,6 +309,7 @@ impl Options {
                 "--apps" => &mut options.apps,
                 "--http-rounds" => &mut options.http_rounds,
                 "--model-turns" => &mut options.model_turns,
+                "--codex-forms" => &mut options.codex_forms,
                 "--only" => {
                     only = Some(value.clone());
                     continue;
@@ -329,6 +346,7 @@ impl Options {
                 "mrtr",
                 "load",
                 "model",
+                "codex",
                 "forms",
                 "apps",
             ];
@@ -347,6 +365,9 @@ impl Options {
             }
             if !keep("model") {
                 options.model_turns = 0;
+            }
+            if !keep("codex") {
+                options.codex_forms = 0;
             }
             if !keep("forms") {
                 options.forms = 0;

@@ -18,18 +18,15 @@
 //! `target/bench-model/WIRE/` beside the peers' logs. The target is each span's median under 1 ms; a miss is
 //! reported, not failed.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
-use tungstenite::client::IntoClientRequest;
-use tungstenite::http::HeaderValue;
-use tungstenite::{Message, WebSocket};
+use tungstenite::Message;
 
+use super::workbench::{Serve, Socket, now_ns};
 use super::{load_average, micros, percentile, print_load, ratio};
 use crate::target_dir;
 
@@ -43,8 +40,6 @@ const SESSION_TURNS: usize = 20;
 const WORDS: [&str; 5] = ["alpha ", "beta ", "gamma ", "delta ", "epsilon"];
 /// Between the text deltas, so that each is measured alone rather than behind the one before.
 const DELTA_GAP_MS: u64 = 1;
-/// The longest the socket may stay quiet in a turn before the part gives up.
-const TURN_TIMEOUT: Duration = Duration::from_secs(10);
 
 const PROVIDER: &str = "tests/peers/sim_provider.py";
 const PLUGIN: &str = "tests/peers/bench_model_plugin.py";
@@ -226,7 +221,12 @@ fn one_wire(root: &Path, formwork: &Path, wire: Wire, turns: usize) -> Result<Sp
         wire = wire.name(),
     );
     std::fs::write(file("formwork.toml"), config)?;
-    let serve = Serve::start(formwork, &dir)?;
+    let serve = Serve::start(
+        formwork,
+        &dir,
+        &["--model-provider", "sim", "--model", "sim-1"],
+        &[],
+    )?;
 
     let total = WARMUP_TURNS + turns;
     let mut deltas = Vec::with_capacity(total * WORDS.len());
@@ -251,8 +251,6 @@ fn one_wire(root: &Path, formwork: &Path, wire: Wire, turns: usize) -> Result<Sp
         turns,
     )
 }
-
-type Socket = WebSocket<TcpStream>;
 
 /// One turn: the message, then the socket's events until `turn_ended`; each `message_delta`'s text and when it
 /// arrived go to `deltas`.
@@ -423,15 +421,6 @@ fn read_lines(path: &Path) -> Result<Vec<Value>> {
         .collect()
 }
 
-/// Nanoseconds since the epoch, CLOCK_REALTIME as the Python peers read it.
-fn now_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| {
-            u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
-        })
-}
-
 /// The simulated provider; it exits when its stdin, held here, closes.
 struct Provider {
     child: Child,
@@ -472,139 +461,6 @@ impl Provider {
 impl Drop for Provider {
     fn drop(&mut self) {
         drop(self.stdin.take());
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// `formwork serve` with the bench's config and the sim as its model; stopped (SIGTERM) when dropped.
-struct Serve {
-    child: Child,
-    port: u16,
-    token: String,
-    /// Its stderr.
-    log: PathBuf,
-}
-
-impl Serve {
-    fn start(formwork: &Path, dir: &Path) -> Result<Serve> {
-        let log = dir.join("serve.log");
-        let stderr = std::fs::File::create(&log)?;
-        let mut child = Command::new(formwork)
-            .args(["serve", "--port", "0", "--data-dir"])
-            .arg(dir.join("data"))
-            .arg("--config")
-            .arg(dir.join("formwork.toml"))
-            .args(["--model-provider", "sim", "--model", "sim-1"])
-            // No user config, and the provider is on this machine: never through a proxy.
-            .env("XDG_CONFIG_HOME", dir.join("no-user-config"))
-            .env("HOME", dir.join("no-user-config"))
-            .env("no_proxy", "*")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(stderr)
-            .spawn()
-            .with_context(|| format!("starting {}", formwork.display()))?;
-        let stdout = child.stdout.take();
-        let mut serve = Serve {
-            child,
-            port: 0,
-            token: String::new(),
-            log,
-        };
-        let mut line = String::new();
-        if let Some(stdout) = stdout {
-            let mut reader = BufReader::new(stdout);
-            reader
-                .read_line(&mut line)
-                .context("reading formwork serve's URL")?;
-            // Drained, so that it never blocks on a full pipe.
-            std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
-        }
-        let url = line
-            .trim()
-            .strip_prefix("formwork serve: http://127.0.0.1:");
-        let Some((port, token)) = url.and_then(|rest| rest.split_once("/#token=")) else {
-            bail!(
-                "formwork serve printed no URL ({line:?}); its log: {}",
-                display(&serve.log)
-            );
-        };
-        serve.port = port
-            .parse()
-            .with_context(|| format!("the port in {line:?}"))?;
-        serve.token = token.to_owned();
-        Ok(serve)
-    }
-
-    /// `POST /api/sessions`: the new session's id.
-    fn create_session(&self) -> Result<String> {
-        let mut stream = TcpStream::connect(("127.0.0.1", self.port))?;
-        write!(
-            stream,
-            "POST /api/sessions HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {}\r\n\
-             Content-Length: 0\r\nConnection: close\r\n\r\n",
-            self.port, self.token
-        )?;
-        let mut response = String::new();
-        stream.read_to_string(&mut response)?;
-        let body = response
-            .split_once("\r\n\r\n")
-            .map(|(_, body)| body)
-            .unwrap_or("");
-        let created: Value = serde_json::from_str(body)
-            .with_context(|| format!("POST /api/sessions answered {response:?}"))?;
-        created
-            .get("id")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .with_context(|| format!("POST /api/sessions answered {response:?}"))
-    }
-
-    /// The session's socket, once its snapshot is through.
-    fn socket(&self, session: &str) -> Result<Socket> {
-        let stream = TcpStream::connect(("127.0.0.1", self.port))?;
-        stream.set_nodelay(true)?;
-        stream.set_read_timeout(Some(TURN_TIMEOUT))?;
-        let port = self.port;
-        let mut request =
-            format!("ws://127.0.0.1:{port}/api/sessions/{session}/socket").into_client_request()?;
-        let headers = request.headers_mut();
-        headers.insert(
-            "authorization",
-            HeaderValue::from_str(&format!("Bearer {}", self.token))?,
-        );
-        headers.insert(
-            "origin",
-            HeaderValue::from_str(&format!("http://127.0.0.1:{port}"))?,
-        );
-        headers.insert(
-            "sec-websocket-protocol",
-            HeaderValue::from_static("formwork"),
-        );
-        let (mut socket, _) = tungstenite::client(request, stream)
-            .map_err(|err| anyhow!("opening the session's socket: {err}"))?;
-        loop {
-            if let Message::Text(text) = socket.read()?
-                && text.as_str().contains(r#""type":"snapshot_done""#)
-            {
-                return Ok(socket);
-            }
-        }
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        for _ in 0..500 {
-            if matches!(self.child.try_wait(), Ok(Some(_))) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
