@@ -2,7 +2,11 @@
 //! `ts` and tests/browser/markup_plugin.mjs as server `markup`, driven in headless Chromium from Debian's packages (`/usr/bin/chromium`) by playwright-core from the test
 //! peers. The cases live in tests/browser/run.mjs (one line each on stdout, then `N passed, M failed`); a failed
 //! case leaves a screenshot under target/browser-failures/. `cargo xtask test` installs both the browser and the
-//! npm package. MCP Apps have a run of their own (tests/browser/apps.mjs, `mcp_apps_in_headless_chromium`).
+//! npm package. MCP Apps have a run of their own (tests/browser/apps.mjs, `mcp_apps_in_headless_chromium`), and so
+//! have the model loop against the simulated provider (tests/browser/model.mjs, `model_loop_in_headless_chromium`)
+//! and the Codex runtime, `formwork serve --runtime codex` with real Codex and the simulated provider, its forms
+//! answered, declined, cancelled, ended by Stop or a new message, or answered by another app-server client on
+//! Codex's socket (tests/browser/codex.mjs, `codex_runtime_in_headless_chromium`).
 
 #![allow(clippy::unwrap_used)]
 
@@ -54,21 +58,35 @@ impl Serve {
         extra: &[&std::ffi::OsStr],
         env: &[(&str, &str)],
     ) -> Self {
-        let mut child =
-            common::without_user_config(&mut Command::new(env!("CARGO_BIN_EXE_formwork")))
-                .arg("serve")
-                .arg("--data-dir")
-                .arg(data_dir)
-                .args(["--port", "0", "--config"])
-                .arg(config)
-                .args(extra)
-                .envs(env.iter().copied())
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .process_group(0)
-                .spawn()
-                .unwrap();
+        Self::start_in(config, data_dir, extra, env, None)
+    }
+
+    /// [`Serve::start_with`], in the working directory `cwd` when given.
+    fn start_in(
+        config: &Path,
+        data_dir: &Path,
+        extra: &[&std::ffi::OsStr],
+        env: &[(&str, &str)],
+        cwd: Option<&Path>,
+    ) -> Self {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_formwork"));
+        if let Some(cwd) = cwd {
+            command.current_dir(cwd);
+        }
+        let mut child = common::without_user_config(&mut command)
+            .arg("serve")
+            .arg("--data-dir")
+            .arg(data_dir)
+            .args(["--port", "0", "--config"])
+            .arg(config)
+            .args(extra)
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .unwrap();
         let (sender, stderr) = std::sync::mpsc::channel();
         let mut pipe = child.stderr.take().unwrap();
         std::thread::spawn(move || {
@@ -503,5 +521,137 @@ fn model_loop_in_headless_chromium() {
         requests
             .iter()
             .all(|entry| entry["headers"]["authorization"] == "Bearer sk-sim-test")
+    );
+}
+
+/// The Codex runtime in the workbench (tests/browser/codex.mjs): `formwork serve --runtime codex`
+/// runs the conversation in real Codex (`codex app-server`, the native binary of the pinned
+/// `@openai/codex`) against the simulated Responses model, with the TS SDK plugin as server `ts`;
+/// Codex's forms are the page's cards. One case answers a form from a second app-server client
+/// (tests/peers/codex_other_client.py) on Codex's socket in its `CODEX_HOME`.
+#[test]
+fn codex_runtime_in_headless_chromium() {
+    let _one = one_run_at_a_time();
+    assert!(
+        Path::new(CHROMIUM).exists(),
+        "{CHROMIUM} is missing: `cargo xtask test` installs Debian's chromium package when run as root"
+    );
+    let peers = peers_dir();
+    let codex = peers.join(
+        "npm/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex",
+    );
+    assert!(
+        codex.is_file(),
+        "Codex is not installed at {}: run `cargo xtask peers`",
+        codex.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    // One rule per case, keyed by its message: call `ask_enum` through Codex's namespace of the
+    // server, then repeat the tool's output.
+    let ask = serde_json::json!([
+        {"calls": [{"name": "ask_enum", "namespace": "mcp__ts", "arguments": {}}]},
+        {"echo": true}
+    ]);
+    let rules: Vec<serde_json::Value> = [
+        "answer test",
+        "decline test",
+        "cancel test",
+        "stop test",
+        "new message test",
+        "elsewhere test",
+    ]
+    .iter()
+    .map(|message| serde_json::json!({"match": format!("^{message}$"), "steps": ask}))
+    .chain([serde_json::json!({"match": "^never mind$", "steps": [{"text": "Fine."}]})])
+    .collect();
+    let sim = common::SimProvider::start(&serde_json::json!({ "rules": rules }));
+
+    let home = dir.path().join("codex-home");
+    let node = node_bin_dir().join("node").display().to_string();
+    let config = dir.path().join("formwork.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "model_provider = \"sim\"\nmodel = \"sim-1\"\n\n\
+             [model_providers.sim]\nname = \"Sim\"\nbase_url = {:?}\nwire_api = \"responses\"\n\
+             request_max_retries = 0\nstream_max_retries = 0\n\n\
+             [codex]\ncommand = {:?}\nhome = {:?}\n\n\
+             [mcp_servers.ts]\ncommand = {node:?}\nargs = [{:?}]\ndefault_tools_approval_mode = \"approve\"\n\
+             enabled_tools = [\"ask_enum\"]\n\n\
+             [mcp_servers.demo]\nenabled = false\n",
+            sim.url,
+            codex.display().to_string(),
+            home.display().to_string(),
+            peers.join("npm/ts_plugin.mjs").display().to_string(),
+        ),
+    )
+    .unwrap();
+    let data_dir = dir.path().join("data");
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&data_dir).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+
+    // Codex works in a directory of its own, not in this repository.
+    let serve = Serve::start_in(
+        &config,
+        &data_dir,
+        &["--runtime".as_ref(), "codex".as_ref()],
+        &[],
+        Some(&work),
+    );
+    run_cases(serve, "codex.mjs", &[("FORMWORK_CODEX_HOME", &home)]);
+    // Every request went to the Responses wire, each offering the plugin's tools in Codex's namespace.
+    let requests = sim.requests();
+    for request in &requests {
+        assert_eq!(request["path"], "/v1/responses", "{request:#}");
+        assert!(
+            request["body"]["tools"]
+                .as_array()
+                .is_some_and(|tools| tools.iter().any(|tool| tool["name"] == "mcp__ts")),
+            "{request:#}"
+        );
+    }
+    // How many requests carried each message (its thread's later requests carry it too): the model
+    // was asked again with the tool's output after an answer, and never after Stop or a new message
+    // (whose "never mind" was asked once, on the same thread).
+    let carrying = |message: &str| {
+        requests
+            .iter()
+            .filter(|request| {
+                request["body"]["input"].as_array().is_some_and(|input| {
+                    input.iter().any(|item| {
+                        item["role"] == "user"
+                            && item["content"].as_array().is_some_and(|parts| {
+                                parts.iter().any(|part| part["text"] == message)
+                            })
+                    })
+                })
+            })
+            .count()
+    };
+    let counts: Vec<(&str, usize)> = [
+        "answer test",
+        "decline test",
+        "cancel test",
+        "stop test",
+        "new message test",
+        "never mind",
+        "elsewhere test",
+    ]
+    .into_iter()
+    .map(|message| (message, carrying(message)))
+    .collect();
+    assert_eq!(
+        counts,
+        [
+            ("answer test", 2),
+            ("decline test", 2),
+            ("cancel test", 2),
+            ("stop test", 1),
+            ("new message test", 2),
+            ("never mind", 1),
+            ("elsewhere test", 2),
+        ],
+        "{requests:#?}"
     );
 }

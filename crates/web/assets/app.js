@@ -276,7 +276,8 @@ async function start() {
     hint.hidden = false;
   } else if (info.runtime === "codex") {
     const hint = $("model-hint");
-    hint.textContent = `Codex runs the conversation (${info.model_name}); formwork shows its forms and approvals. Stop, or a new message, ends its turn.`;
+    const model = info.model_name ? ` with ${info.model_name}` : "";
+    hint.textContent = `Codex runs the conversation${model}; formwork shows its forms and approvals. Stop, or a new message, ends its turn.`;
     hint.hidden = false;
   } else if (info.model_name) {
     const hint = $("model-hint");

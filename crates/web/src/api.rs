@@ -25,7 +25,7 @@ pub(crate) async fn info(State(state): State<AppState>) -> Json<Value> {
     Json(json!({
         "version": env!("CARGO_PKG_VERSION"),
         "model": state.model.is_some() || state.host.model().is_some() || state.host.runs_codex(),
-        "model_name": state.host.conversation_name(),
+        "model_name": state.host.model().map(|choice| format!("{} via {}", choice.model, choice.provider.name)),
         "runtime": if state.host.runs_codex() { "codex" } else { "formwork" },
         "config": config.top_file().map(|path| path.display().to_string()),
         "servers": config.mcp_servers.iter()

@@ -297,22 +297,6 @@ impl Host {
         self.inner.options.codex.is_some()
     }
 
-    /// What answers messages, for people: `gpt-5 via OpenAI`, `Codex (gpt-5 via OpenAI)`, or
-    /// `Codex` with the model its own config names; `None` without a model.
-    pub fn conversation_name(&self) -> Option<String> {
-        let model = self
-            .inner
-            .options
-            .model
-            .as_ref()
-            .map(|choice| format!("{} via {}", choice.model, choice.provider.name));
-        match (self.runs_codex(), model) {
-            (true, Some(model)) => Some(format!("Codex ({model})")),
-            (true, None) => Some("Codex".to_owned()),
-            (false, model) => model,
-        }
-    }
-
     /// Opens a new, empty session.
     pub fn create_session(&self) -> SessionId {
         let id = self.inner.unique_id("s");
