@@ -1,4 +1,5 @@
-# HAND-WRITTEN FAKE (stdlib only): a simulated model provider for formwork's model loop tests.
+# HAND-WRITTEN FAKE (stdlib only): a simulated model provider for formwork's model loop tests and for real Codex
+# under the Codex runtime.
 # No real model runs offline, so the model is the one peer made up; the plugins, the host and the
 # browser are real. It speaks both wires as OpenAI's servers stream them:
 #   POST .../responses          the Responses API (`event:` + `data:` lines, no [DONE])
@@ -17,15 +18,18 @@
 # for `cargo xtask bench --only model`.
 #
 # SCRIPT is JSON: {"rules": [{"match": REGEX, "steps": [STEP, ...]}, ...]}. The latest user message of a
-# request picks the first rule whose REGEX finds it (Python `re.search`); the step is how many times the
+# request (not counting text a client adds as one: formwork's app data, Codex's <environment_context>) picks the
+# first rule whose REGEX finds it (Python `re.search`); the step is how many times the
 # model already called tools since that message (a group of parallel calls counts once). A request past
 # the last step, or matching no rule, is answered with the text "(nothing scripted)".
 #
 # A STEP is an object:
 #   {"text": "Hello there", "delay_ms": 0}      text, streamed a word at a time, delay_ms between deltas
-#   {"calls": [{"name": N, "arguments": OBJ_OR_STRING}], "text": T?}
+#   {"calls": [{"name": N, "arguments": OBJ_OR_STRING, "namespace": NS?}], "text": T?}
 #                                               function calls (arguments streamed in two pieces), after
-#                                               optional text; a string is sent as is (e.g. bad JSON)
+#                                               optional text; a string is sent as is (e.g. bad JSON); a
+#                                               `namespace` (Responses wire) calls a tool Codex offers in one,
+#                                               e.g. `mcp__<server>` for an MCP server's tools
 #   {"echo": true}                              text: "seen: " + the outputs of the last calls, joined by " | "
 #   {"recall": true}                            text: "you said: " + every user message so far, joined by " / "
 #   {"status": 401, "message": M, "retry_after": S?}   an HTTP error with an OpenAI-style body

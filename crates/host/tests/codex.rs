@@ -728,3 +728,220 @@ async fn a_python_sdk_plugins_forms_through_codex() {
     );
     host.shutdown().await;
 }
+
+/// URL mode through Codex: the card is the URL request, and `accept_url` reaches the plugin as
+/// `accept`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_url_form_comes_through_codex() {
+    let servers =
+        ts_server("approve").replace("\"ask_and_return\"]", "\"ask_and_return\", \"ask_url\"]");
+    let rig = Rig::new(call_script("mcp__ts", "ask_url"), &servers);
+    let host = rig.host();
+    let mut s = Watch::open(&host);
+    s.say("log in");
+    let (form, requested) = s.form().await;
+    let Event::FormRequested { body, .. } = &requested else {
+        panic!("{requested:#?}");
+    };
+    let body = serde_json::to_value(body).unwrap();
+    assert_eq!(
+        (
+            body["mode"].as_str(),
+            body["url"].as_str(),
+            body["message"].as_str()
+        ),
+        (
+            Some("url"),
+            Some("https://example.com/login"),
+            Some("Log in please")
+        )
+    );
+    assert_eq!(body["elicitation_id"], "e-42");
+    s.answer(&form, FormAnswer::AcceptUrl);
+    let (events, reason) = s.turn().await;
+    assert_eq!(reason, "completed", "{events:#?}");
+    let (Some(result), None) = only_call(&events) else {
+        panic!("{events:#?}");
+    };
+    // formwork answered `{"action": "accept", "content": null, "_meta": null}`; Codex hands the
+    // plugin an empty content object of its own.
+    assert_eq!(
+        text_of(&result),
+        r#"result: {"action":"accept","content":{}}"#
+    );
+    host.shutdown().await;
+}
+
+/// With `features.openai_elicitation`, formwork declares `openai/form` to Codex, which offers it to
+/// the plugin and forwards its `openai/form` request; it is a card like any form.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_openai_form_comes_through_codex_once_declared() {
+    let node = peers().join("npm/node_modules/.bin/node");
+    let servers = format!(
+        "[features]\nopenai_elicitation = true\n\n[mcp_servers.doc]\ncommand = {:?}\nargs = [{:?}]\n",
+        node.display().to_string(),
+        peers().join("npm/doctor_plugin.mjs").display().to_string()
+    );
+    let rig = Rig::new(call_script("mcp__doc", "ask_openai_form"), &servers);
+    let mut options = rig.options();
+    if let Some(codex) = options.codex.as_mut() {
+        codex.openai_form = true;
+    }
+    let host = Host::new(rig.config(), options);
+    let mut s = Watch::open(&host);
+    s.say("choose");
+    let (form, _) = s.form().await;
+    s.answer(&form, accept(json!({"strategy": "safe"})));
+    let (events, reason) = s.turn().await;
+    assert_eq!(reason, "completed", "{events:#?}");
+    let (Some(result), None) = only_call(&events) else {
+        panic!("{events:#?}");
+    };
+    assert_eq!(
+        text_of(&result),
+        r#"result: {"action":"accept","content":{"strategy":"safe"}}"#
+    );
+    host.shutdown().await;
+}
+
+/// The model's own `request_user_input` questions (a Codex feature the person turns on in Codex's
+/// config, which formwork keeps) are a form card; the model reads the labels chosen.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_models_own_questions_are_a_card() {
+    let questions = json!({"questions": [{"id": "color", "header": "Color", "question": "Which color?",
+        "options": [{"label": "Red (Recommended)", "description": "warm"}, {"label": "Blue", "description": "cool"}]}]});
+    let script = json!({"rules": [{"match": ".", "steps": [
+        {"calls": [{"name": "request_user_input", "arguments": questions}]},
+        {"echo": true}
+    ]}]});
+    let rig = Rig::new(script, "");
+    std::fs::create_dir_all(rig.home()).unwrap();
+    std::fs::write(
+        rig.home().join("config.toml"),
+        "[features]\ndefault_mode_request_user_input = true\n",
+    )
+    .unwrap();
+    let host = rig.host();
+    let mut s = Watch::open(&host);
+    s.say("ask me");
+    let (form, requested) = s.form().await;
+    let Event::FormRequested { plugin, body, .. } = &requested else {
+        panic!("{requested:#?}");
+    };
+    assert_eq!(plugin, "codex");
+    let body = serde_json::to_value(body).unwrap();
+    assert_eq!(body["render"]["questions"][0]["question"], "Which color?");
+    s.answer(&form, accept(json!({"color": "Blue"})));
+    let (events, reason) = s.turn().await;
+    assert_eq!(reason, "completed", "{events:#?}");
+    assert_eq!(
+        assistant_texts(&events),
+        [r#"seen: {"answers":{"color":{"answers":["Blue"]}}}"#]
+    );
+    // The person's own key stayed in Codex's config beside formwork's.
+    let written = std::fs::read_to_string(rig.home().join("config.toml")).unwrap();
+    assert!(
+        written.contains(
+            "[features]\ndefault_mode_request_user_input = true\ntool_call_mcp_elicitation = false\n"
+        ),
+        "{written}"
+    );
+    host.shutdown().await;
+}
+
+/// Under `auto`, Codex offers "for this session" on the approval of a tool without annotations;
+/// the person's Allow for this session is passed on (`persist`), and the next call runs without a
+/// card.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allow_for_this_session_is_passed_on_to_codex() {
+    let servers = format!(
+        "[features]\ntool_call_mcp_elicitation = true\n\n{}",
+        ts_server("auto")
+    );
+    let rig = Rig::new(call_script("mcp__ts", "ask_boolean"), &servers);
+    let host = rig.host();
+    let mut s = Watch::open(&host);
+    s.say("agree?");
+    let (approval, body) = s
+        .next(|event| match event {
+            Event::ApprovalRequested {
+                approval_id, body, ..
+            } => Some((approval_id.clone(), serde_json::to_value(body).unwrap())),
+            _ => None,
+        })
+        .await;
+    assert_eq!(
+        body["meta"]["codex_approval_kind"], "mcp_tool_call",
+        "{body:#}"
+    );
+    s.send(Command::AnswerApproval {
+        approval_id: approval,
+        choice: formwork_host::policy::ApprovalChoice::AllowForSession,
+    });
+    let (form, _) = s.form().await;
+    s.answer(&form, accept(json!({"agree": true})));
+    let (events, reason) = s.turn().await;
+    assert_eq!(reason, "completed", "{events:#?}");
+    // The second call of the tool in this session asks no approval.
+    s.say("agree again?");
+    let (form, _) = s.form().await;
+    s.answer(&form, accept(json!({"agree": false})));
+    let (events, _) = s.turn().await;
+    assert!(
+        !events
+            .iter()
+            .any(|event| matches!(event, Event::ApprovalRequested { .. })),
+        "{events:#?}"
+    );
+    host.shutdown().await;
+}
+
+/// Codex asks before it runs a command outside its sandbox: an approval card of the server
+/// `codex`; the person's Deny is Codex's `decline`, so the command never runs, and the model hears
+/// so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codexs_own_command_approvals_are_cards() {
+    let marker = "formwork-codex-approval-test";
+    let command = json!({"cmd": format!("touch {marker}"), "sandbox_permissions": "require_escalated",
+        "justification": "make a file"});
+    let script = json!({"rules": [{"match": ".", "steps": [
+        {"calls": [{"name": "exec_command", "arguments": command}]},
+        {"echo": true}
+    ]}]});
+    let rig = Rig::new(script, "");
+    let host = rig.host();
+    let mut s = Watch::open(&host);
+    s.say("make the file");
+    let (approval, server, tool, body) = s
+        .next(|event| match event {
+            Event::ApprovalRequested {
+                approval_id,
+                server,
+                tool,
+                body,
+                ..
+            } => Some((
+                approval_id.clone(),
+                server.clone(),
+                tool.clone(),
+                serde_json::to_value(body).unwrap(),
+            )),
+            _ => None,
+        })
+        .await;
+    assert_eq!((server.as_str(), tool.as_str()), ("codex", "command"));
+    let question = body["render"]["message"].as_str().unwrap_or_default();
+    assert!(question.contains(&format!("touch {marker}")), "{body:#}");
+    s.send(Command::AnswerApproval {
+        approval_id: approval,
+        choice: formwork_host::policy::ApprovalChoice::Deny,
+    });
+    let (events, reason) = s.turn().await;
+    assert_eq!(reason, "completed", "{events:#?}");
+    assert!(!rig.dir.path().join(marker).exists());
+    let texts = assistant_texts(&events);
+    // Codex tells the model the person refused.
+    assert_eq!(texts.len(), 1, "{events:#?}");
+    assert!(texts[0].contains("rejected by user"), "{texts:?}");
+    host.shutdown().await;
+}
