@@ -777,6 +777,22 @@ mod tests {
     }
 
     #[test]
+    fn only_codex_runs_the_codex_part_alone() -> anyhow::Result<()> {
+        let options = parse(&["--only", "codex", "--codex-forms", "40"])?;
+        assert!(!options.round_trip);
+        assert_eq!(options.codex_forms, 40);
+        assert_eq!((options.http_rounds, options.model_turns), (0, 0));
+        assert_eq!(
+            (options.forms, options.apps, options.mrtr.rounds),
+            (0, 0, 0)
+        );
+        assert!(options.load_sessions.is_empty());
+        assert_eq!(parse(&["--only", "model"])?.codex_forms, 0);
+        assert_eq!(parse(&[])?.codex_forms, 300);
+        Ok(())
+    }
+
+    #[test]
     fn only_http_runs_the_http_part_alone() -> anyhow::Result<()> {
         let options = parse(&["--only", "http"])?;
         assert!(!options.round_trip);

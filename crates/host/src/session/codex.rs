@@ -49,6 +49,8 @@ use super::{HostInner, Session, reason};
 pub const CODEX_SERVER: &str = "codex";
 /// How long a stopped turn may take to say it ended.
 const INTERRUPT_WAIT: Duration = Duration::from_secs(10);
+/// Turn ends kept for a turn whose start is still being answered.
+const MAX_EARLY_ENDS: usize = 8;
 /// How long starting or resuming a thread may take (Codex starts its MCP servers then).
 const THREAD_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -82,11 +84,11 @@ pub(super) struct CodexState {
     pub(super) thread: Option<String>,
     /// The process generation that has the thread loaded.
     loaded_in: Option<u64>,
-    /// Codex's id of the turn running.
-    turn: Option<String>,
+    /// Held while the thread is started or resumed, so that two calls start one thread.
+    starting: Arc<tokio::sync::Mutex<()>>,
     /// Turn ends waited for, by Codex's turn id; and ends that came before the wait.
     waiting: HashMap<String, oneshot::Sender<TurnEnd>>,
-    ended: HashMap<String, TurnEnd>,
+    ended: std::collections::VecDeque<(String, TurnEnd)>,
     /// Codex's items shown as calls: item id → (formwork's call id, server).
     items: HashMap<String, (String, String)>,
     /// Palette calls going through Codex now: (server, call id).
@@ -106,9 +108,6 @@ struct TurnEnd {
     status: String,
     error: Option<String>,
 }
-
-/// Guards a thread's start, so two calls of a new session start one thread.
-static THREAD_START: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 impl super::Host {
     /// The Codex thread `session` runs in, once it has one (under the Codex runtime). Another
@@ -328,14 +327,17 @@ impl Session {
         let (done, ended) = oneshot::channel();
         let early = {
             let mut state = self.lock();
-            state.codex.turn = Some(turn.clone());
-            match state.codex.ended.remove(&turn) {
-                Some(end) => Some(end),
-                None => {
-                    state.codex.waiting.insert(turn.clone(), done);
-                    None
-                }
+            let early = state
+                .codex
+                .ended
+                .iter()
+                .position(|(id, _)| *id == turn)
+                .and_then(|at| state.codex.ended.remove(at))
+                .map(|(_, end)| end);
+            if early.is_none() {
+                state.codex.waiting.insert(turn.clone(), done);
             }
+            early
         };
         let end = match early {
             Some(end) => Some(end),
@@ -363,11 +365,7 @@ impl Session {
         } else {
             "the turn ended before the call did"
         });
-        {
-            let mut state = self.lock();
-            state.codex.turn = None;
-            state.codex.waiting.remove(&turn);
-        }
+        self.lock().codex.waiting.remove(&turn);
         match end {
             Some(end) => match end.status.as_str() {
                 "completed" => Outcome::Completed,
@@ -404,7 +402,8 @@ impl Session {
         host: &Arc<HostInner>,
         link: &Arc<CodexLink>,
     ) -> Result<String, String> {
-        let _one_at_a_time = THREAD_START.lock().await;
+        let starting = Arc::clone(&self.lock().codex.starting);
+        let _one_at_a_time = starting.lock().await;
         let (thread, loaded) = {
             let state = self.lock();
             (
@@ -913,7 +912,12 @@ impl Session {
                         let _ = waiter.send(end);
                     }
                     None => {
-                        state.codex.ended.insert(turn.to_owned(), end);
+                        // The end came before its turn/start's answer (or the turn is another
+                        // client's): kept for a moment, a few at most.
+                        if state.codex.ended.len() == MAX_EARLY_ENDS {
+                            state.codex.ended.pop_front();
+                        }
+                        state.codex.ended.push_back((turn.to_owned(), end));
                     }
                 }
             }
