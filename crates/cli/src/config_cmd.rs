@@ -142,8 +142,8 @@ pub fn trust(dir: Option<&Path>) -> anyhow::Result<Outcome> {
     Ok(Outcome::Success)
 }
 
-/// `config check`: the effective policy with the files that applied and why (`sources`) and
-/// the model (`model`), or the error both on stderr and as `{"error": {file, line, column,
+/// `config check`: the effective policy with the files that applied and why (`sources`), the
+/// model (`model`), and the runtime (`runtime`, `codex`: `[codex] command` and `home` as set), or the error both on stderr and as `{"error": {file, line, column,
 /// key, message}}` on stdout (`{"error": {message}}` when no model can be chosen).
 fn check(args: &ConfigArgs) -> Outcome {
     let report = args.load().map_err(CheckError::Config).and_then(|config| {
@@ -152,6 +152,14 @@ fn check(args: &ConfigArgs) -> Outcome {
         if let Some(fields) = report.as_object_mut() {
             fields.insert("sources".to_owned(), json!(config.sources));
             fields.insert("model".to_owned(), model_json(model.as_ref()));
+            fields.insert("runtime".to_owned(), json!(config.runtime));
+            fields.insert(
+                "codex".to_owned(),
+                json!({
+                    "command": config.codex.command,
+                    "home": config.codex.home.as_ref().map(|home| home.display().to_string()),
+                }),
+            );
         }
         Ok(report)
     });

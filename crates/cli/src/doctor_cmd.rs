@@ -67,12 +67,7 @@ pub async fn run(args: &DoctorArgs) -> anyhow::Result<Outcome> {
     options.wait_after_answer = Duration::from_secs(args.wait);
     options.data_dir = formwork_host::store::Store::default_data_dir().ok();
     let report = doctor::diagnose(&target, &config, options).await;
-    let printed = printed(&report, &config)?;
-    if crate::human::for_people() {
-        print!("{}", crate::human::doctor_checklist(&printed));
-    } else {
-        println!("{}", serde_json::to_string_pretty(&printed)?);
-    }
+    show(&printed(&report, &config)?, crate::human::doctor_checklist)?;
     if !report.connected() {
         let error = report
             .connection
@@ -96,20 +91,7 @@ pub async fn run(args: &DoctorArgs) -> anyhow::Result<Outcome> {
         }
         return Ok(Outcome::Failure);
     }
-    for symptom in &report.symptoms {
-        if symptom.applies == Some(true) {
-            eprintln!(
-                "formwork: doctor: {}: {}",
-                symptom.symptom,
-                crate::terminal::inert(&symptom.cause)
-            );
-        }
-    }
-    Ok(if report.any_applies() {
-        Outcome::Negative
-    } else {
-        Outcome::Success
-    })
+    Ok(verdict(&report.symptoms))
 }
 
 /// `formwork doctor --runtime codex`: the same table, judged from what real Codex does with the
@@ -158,12 +140,10 @@ async fn run_codex(
         wait_after_answer: Duration::from_secs(args.wait),
     };
     let report = diagnose(&config, options).await;
-    let printed = serde_json::to_value(&report)?;
-    if crate::human::for_people() {
-        print!("{}", crate::human::codex_doctor_checklist(&printed));
-    } else {
-        println!("{}", serde_json::to_string_pretty(&printed)?);
-    }
+    show(
+        &serde_json::to_value(&report)?,
+        crate::human::codex_doctor_checklist,
+    )?;
     if let Some(error) = &report.codex.error {
         eprintln!(
             "formwork: doctor: {}",
@@ -171,7 +151,22 @@ async fn run_codex(
         );
         return Ok(Outcome::Failure);
     }
-    for symptom in &report.symptoms {
+    Ok(verdict(&report.symptoms))
+}
+
+/// Prints the report: for people as `checklist` makes it, else as JSON.
+fn show(printed: &Value, checklist: fn(&Value) -> String) -> anyhow::Result<()> {
+    if crate::human::for_people() {
+        print!("{}", checklist(printed));
+    } else {
+        println!("{}", serde_json::to_string_pretty(printed)?);
+    }
+    Ok(())
+}
+
+/// Each row that applies on stderr, and the exit: 1 when one applies, else 0.
+fn verdict(symptoms: &[formwork_host::doctor::Symptom]) -> Outcome {
+    for symptom in symptoms {
         if symptom.applies == Some(true) {
             eprintln!(
                 "formwork: doctor: {}: {}",
@@ -180,11 +175,11 @@ async fn run_codex(
             );
         }
     }
-    Ok(if report.any_applies() {
+    if symptoms.iter().any(|symptom| symptom.applies == Some(true)) {
         Outcome::Negative
     } else {
         Outcome::Success
-    })
+    }
 }
 
 /// The report as printed: the doctor's findings, with the config's effective policy as

@@ -162,6 +162,14 @@ pub fn doctor_checklist(report: &Value) -> String {
             ),
         ));
     }
+    out.push_str(&symptom_lines(report));
+    out
+}
+
+/// The symptom rows of a doctor's report: what applies with why and what to do, what does not,
+/// and what only a call can tell.
+fn symptom_lines(report: &Value) -> String {
+    let mut out = String::new();
     for symptom in report["symptoms"].as_array().into_iter().flatten() {
         let text = |key: &str| inert(symptom[key].as_str().unwrap_or_default());
         match symptom["applies"].as_bool() {
@@ -216,19 +224,7 @@ pub fn codex_doctor_checklist(report: &Value) -> String {
             ),
         ));
     }
-    for symptom in report["symptoms"].as_array().into_iter().flatten() {
-        let text = |key: &str| inert(symptom[key].as_str().unwrap_or_default());
-        match symptom["applies"].as_bool() {
-            Some(true) => out.push_str(&format!(
-                "✗ {}\n    why: {}\n    do: {}\n",
-                text("symptom"),
-                text("cause"),
-                text("action")
-            )),
-            Some(false) => out.push_str(&format!("✓ {}\n", text("symptom"))),
-            None => out.push_str(&format!("? {} (a --tool call tells)\n", text("symptom"))),
-        }
-    }
+    out.push_str(&symptom_lines(report));
     out
 }
 
@@ -264,6 +260,18 @@ pub fn config_summary(report: &Value) -> String {
         report["forms"]["max_pending"]
     ));
     out.push_str(&model_line(&report["model"]));
+    if report["runtime"] == "codex" {
+        let codex = &report["codex"];
+        out.push_str(&format!(
+            "  runtime: codex ({}; CODEX_HOME {})\n",
+            codex["command"]
+                .as_str()
+                .map_or_else(|| "`codex` on PATH".to_owned(), inert),
+            codex["home"]
+                .as_str()
+                .map_or_else(|| "`codex` in the data directory".to_owned(), inert),
+        ));
+    }
     let servers = report["mcp_servers"].as_object();
     let width = servers
         .into_iter()
@@ -401,6 +409,28 @@ mod tests {
     }
 
     #[test]
+    fn the_codex_doctor_is_a_checklist() {
+        let report = json!({
+            "codex": {"command": "codex", "home": "/d/codex-doctor", "error": null},
+            "server": {"name": "doc", "tools": [{"name": "a"}], "tools_error": null},
+            "call": {"tool": "a", "outcome": "returned"},
+            "symptoms": [{"symptom": "A", "applies": true, "cause": "because", "action": "change it"},
+                         {"symptom": "B", "applies": false}],
+        });
+        assert_eq!(
+            codex_doctor_checklist(&report),
+            "✓ Codex ran (codex, CODEX_HOME /d/codex-doctor)\n✓ Codex lists 1 tools of doc\n\
+             • a called through Codex: returned\n✗ A\n    why: because\n    do: change it\n✓ B\n"
+        );
+        let failed = json!({"codex": {"error": "codex app-server could not be started (codex): gone"},
+                            "symptoms": []});
+        assert_eq!(
+            codex_doctor_checklist(&failed),
+            "✗ Codex could not run: codex app-server could not be started (codex): gone\n"
+        );
+    }
+
+    #[test]
     fn the_config_is_a_summary() {
         let report = json!({
             "approval_policy": "on-request",
@@ -427,6 +457,20 @@ mod tests {
              \x20 demo   built in  tools: approve (disabled)\n\
              \x20 local  node p.mjs  tools: auto\n"
         );
+    }
+
+    #[test]
+    fn the_codex_runtime_is_one_line_of_the_config() {
+        let mut report =
+            json!({"runtime": "codex", "codex": {"command": null, "home": "/srv/codex"}});
+        assert!(
+            config_summary(&report)
+                .contains("  runtime: codex (`codex` on PATH; CODEX_HOME /srv/codex)\n"),
+            "{}",
+            config_summary(&report)
+        );
+        report["runtime"] = json!("formwork");
+        assert!(!config_summary(&report).contains("runtime"));
     }
 
     #[test]

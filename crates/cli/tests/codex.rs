@@ -182,18 +182,27 @@ fn the_config_written_for_codex_and_what_a_refresh_keeps() {
     );
 }
 
-/// `formwork doctor --runtime codex` against the doctor plugin, with `config` above its table.
+/// `formwork doctor --runtime codex` against the doctor plugin (with `plugin_flags`), with
+/// `config` above its table.
 fn doctor(config: &str, plugin_flags: &str, tool: &str) -> (Output, Value) {
+    let server = format!(
+        "[mcp_servers.doc]\ncommand = \"sh\"\nargs = [\"-c\", {:?}]\n",
+        format!("{} {plugin_flags}", node_plugin("doctor_plugin.mjs")),
+    );
+    doctor_of("doc", &format!("{config}\n{server}"), tool)
+}
+
+/// `formwork doctor --runtime codex --server SERVER --tool TOOL` with `config` (which has the
+/// server's table): its output and report.
+fn doctor_of(server: &str, config: &str, tool: &str) -> (Output, Value) {
     let data = tempfile::tempdir().unwrap();
     let config = TempFile::new(&format!(
-        "{config}\n[codex]\ncommand = {:?}\n\n[mcp_servers.demo]\nenabled = false\n\n\
-         [mcp_servers.doc]\ncommand = \"sh\"\nargs = [\"-c\", {:?}]\n",
+        "{config}\n[codex]\ncommand = {:?}\n\n[mcp_servers.demo]\nenabled = false\n",
         codex_binary().display().to_string(),
-        format!("{} {plugin_flags}", node_plugin("doctor_plugin.mjs")),
     ));
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_formwork"));
     command
-        .args(["doctor", "--runtime", "codex", "--json", "--server", "doc"])
+        .args(["doctor", "--runtime", "codex", "--json", "--server", server])
         .args(["--tool", tool, "--wait", "2", "--config"])
         .arg(&config.path)
         .env("FORMWORK_DATA_DIR", data.path());
@@ -314,31 +323,12 @@ fn doctor_under_codex_names_each_row_as_codex_provokes_it() {
 #[test]
 fn doctor_under_codex_names_approvals_schemas_and_a_stuck_plugin() {
     // An approval form on every call: the server's explicit prompt, kept in Codex's config.
-    let data = tempfile::tempdir().unwrap();
-    let config = TempFile::new(&format!(
-        "[codex]\ncommand = {:?}\n\n[mcp_servers.demo]\nenabled = false\n\n\
-         [mcp_servers.doc]\ncommand = \"sh\"\nargs = [\"-c\", {:?}]\ndefault_tools_approval_mode = \"prompt\"\n",
-        codex_binary().display().to_string(),
+    let server = format!(
+        "[mcp_servers.doc]\ncommand = \"sh\"\nargs = [\"-c\", {:?}]\ndefault_tools_approval_mode = \"prompt\"\n",
         node_plugin("doctor_plugin.mjs"),
-    ));
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_formwork"));
-    command
-        .args([
-            "doctor",
-            "--runtime",
-            "codex",
-            "--json",
-            "--server",
-            "doc",
-            "--tool",
-            "choose_strategy",
-            "--config",
-        ])
-        .arg(&config.path)
-        .env("FORMWORK_DATA_DIR", data.path());
-    let output = run(&mut command, None, Duration::from_secs(120));
+    );
+    let (output, report) = doctor_of("doc", &server, "choose_strategy");
     output.assert_code(1);
-    let report = output.json();
     assert_only(
         &report,
         "tool-approval",
@@ -375,11 +365,8 @@ fn doctor_under_codex_names_approvals_schemas_and_a_stuck_plugin() {
 /// sees it; only Codex's log says so, and the doctor reads it.
 #[test]
 fn doctor_under_codex_reads_codexs_log_for_a_refused_schema() {
-    let data = tempfile::tempdir().unwrap();
-    let config = TempFile::new(&format!(
-        "[codex]\ncommand = {:?}\n\n[mcp_servers.demo]\nenabled = false\n\n\
-         [mcp_servers.py]\ncommand = {:?}\nargs = [{:?}]\n",
-        codex_binary().display().to_string(),
+    let server = format!(
+        "[mcp_servers.py]\ncommand = {:?}\nargs = [{:?}]\n",
         common::peers_dir()
             .join("venv/bin/python")
             .display()
@@ -388,25 +375,9 @@ fn doctor_under_codex_reads_codexs_log_for_a_refused_schema() {
             .join("../../tests/peers/py_plugin.py")
             .display()
             .to_string(),
-    ));
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_formwork"));
-    command
-        .args([
-            "doctor",
-            "--runtime",
-            "codex",
-            "--json",
-            "--server",
-            "py",
-            "--tool",
-            "ask",
-            "--config",
-        ])
-        .arg(&config.path)
-        .env("FORMWORK_DATA_DIR", data.path());
-    let output = run(&mut command, None, Duration::from_secs(120));
+    );
+    let (output, report) = doctor_of("py", &server, "ask");
     output.assert_code(1);
-    let report = output.json();
     assert_only(
         &report,
         "schema-unsupported",

@@ -447,7 +447,8 @@ stream_idle_timeout_ms = 5000
     );
 }
 
-/// `serve --help` names the model flags, and says that the scripted model puts the real one aside.
+/// `serve --help` names the model flags, says that the scripted model puts the real one aside, and
+/// offers Codex as the runtime.
 #[test]
 fn serve_help_lists_the_model_flags() {
     let world = World::new();
@@ -464,6 +465,7 @@ fn serve_help_lists_the_model_flags() {
             "      --model-provider <ID>    The model provider: `openai`, `oss` or the ID of a [model_providers.ID] table (overrides `model_provider`)",
             "      --model <NAME>           The model's name as its provider knows it (overrides `model`)",
             "      --scripted-model <FILE>  A scripted model for demos and tests: a JSON list of {\"match\", \"reply\", \"call\"} rules that answer messages. With it no real model is used, whatever --model, --model-provider or the config say",
+            "      --runtime <RUNTIME>      What answers messages: `formwork` (its own model loop) or `codex` (`codex app-server` runs the conversation; formwork shows its forms). Overrides `runtime` in the config",
         ],
         "{help}"
     );

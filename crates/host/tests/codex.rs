@@ -6,29 +6,18 @@
 //! hand-written fake, `tests/peers/sim_provider.py`, speaking the Responses stream.
 #![allow(clippy::unwrap_used)]
 
-use std::io::BufRead;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+mod common;
+
+use std::path::PathBuf;
 use std::time::Duration;
 
+use common::{Sim, Watch, accept, assistant_texts, peers, repo_root};
 use formwork_host::config::Config;
 use formwork_host::runtime::codex::CodexOptions;
 use formwork_host::store::Store;
 use formwork_host::{Command, Event, FormAction, FormAnswer, Host, HostOptions, Role};
 use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use tokio::sync::broadcast;
-
-fn peers() -> PathBuf {
-    PathBuf::from(
-        std::env::var_os("FORMWORK_PEERS")
-            .expect("FORMWORK_PEERS is not set: run `cargo xtask test` to install the test peers"),
-    )
-}
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 /// The native binary of the pinned `@openai/codex` (its linux-x64 package).
 fn codex_binary() -> PathBuf {
@@ -43,55 +32,6 @@ fn codex_binary() -> PathBuf {
     binary
 }
 
-/// The simulated Responses model, running a script; its request log is read back.
-struct Sim {
-    child: std::process::Child,
-    url: String,
-    log: PathBuf,
-}
-
-impl Sim {
-    fn start(dir: &Path, script: Value) -> Sim {
-        let script_file = dir.join("script.json");
-        std::fs::write(&script_file, script.to_string()).unwrap();
-        let log = dir.join("requests.jsonl");
-        let mut child = std::process::Command::new("python3")
-            .arg(repo_root().join("tests/peers/sim_provider.py"))
-            .arg(&script_file)
-            .arg(&log)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("starting tests/peers/sim_provider.py");
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        Sim {
-            child,
-            url: line.trim().to_owned(),
-            log,
-        }
-    }
-
-    /// The request bodies the model received, in order.
-    fn requests(&self) -> Vec<Value> {
-        std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .map(|line| serde_json::from_str::<Value>(line).unwrap())
-            .filter_map(|entry| entry.get("body").cloned())
-            .collect()
-    }
-}
-
-impl Drop for Sim {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// One test's Codex: a model script, a config, a `CODEX_HOME`, a data directory.
 struct Rig {
     sim: Sim,
@@ -103,7 +43,7 @@ impl Rig {
     /// `servers` is TOML appended to the config (the plugins and their settings).
     fn new(script: Value, servers: &str) -> Rig {
         let dir = tempfile::tempdir().unwrap();
-        let sim = Sim::start(dir.path(), script);
+        let sim = Sim::start(script);
         let config = format!(
             "model_provider = \"sim\"\nmodel = \"sim-model\"\n\n\
              [model_providers.sim]\nname = \"Sim\"\nbase_url = {:?}\nwire_api = \"responses\"\n\
@@ -160,104 +100,6 @@ fn ts_server(approval: &str) -> String {
     )
 }
 
-struct Watch {
-    host: Host,
-    session: String,
-    events: broadcast::Receiver<Arc<Event>>,
-}
-
-impl Watch {
-    fn open(host: &Host) -> Watch {
-        let session = host.create_session();
-        Watch::on(host, session)
-    }
-
-    fn on(host: &Host, session: String) -> Watch {
-        let (_, events) = host.subscribe(&session).unwrap();
-        Watch {
-            host: host.clone(),
-            session,
-            events,
-        }
-    }
-
-    fn say(&self, text: &str) {
-        self.send(Command::SendMessage {
-            text: text.to_owned(),
-        });
-    }
-
-    fn send(&self, command: Command) {
-        self.host.command(&self.session, command).unwrap();
-    }
-
-    async fn next<T>(&mut self, mut pick: impl FnMut(&Event) -> Option<T>) -> T {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-        loop {
-            let Ok(event) = tokio::time::timeout_at(deadline, self.events.recv()).await else {
-                panic!(
-                    "no such event within 60 s; the session has {:#?}",
-                    self.host.events(&self.session).unwrap()
-                );
-            };
-            let event = event.unwrap();
-            if let Some(found) = pick(&event) {
-                return found;
-            }
-        }
-    }
-
-    /// Every event until the turn ends, and its reason.
-    async fn turn(&mut self) -> (Vec<Event>, String) {
-        let mut seen = Vec::new();
-        let reason = self
-            .next(|event| {
-                seen.push(event.clone());
-                match event {
-                    Event::TurnEnded { reason, .. } => Some(reason.clone()),
-                    _ => None,
-                }
-            })
-            .await;
-        (seen, reason)
-    }
-
-    /// The next form card: its id and event.
-    async fn form(&mut self) -> (String, Event) {
-        self.next(|event| match event {
-            Event::FormRequested { form_id, .. } => Some((form_id.clone(), event.clone())),
-            _ => None,
-        })
-        .await
-    }
-
-    fn answer(&self, form_id: &str, answer: FormAnswer) {
-        self.send(Command::AnswerForm {
-            form_id: form_id.to_owned(),
-            answer,
-        });
-    }
-}
-
-fn accept(content: Value) -> FormAnswer {
-    FormAnswer::Accept {
-        content: content.as_object().unwrap().clone(),
-    }
-}
-
-fn assistant_texts(events: &[Event]) -> Vec<String> {
-    events
-        .iter()
-        .filter_map(|event| match event {
-            Event::MessageAdded {
-                role: Role::Assistant,
-                text,
-            } => Some(text.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
 fn finished(events: &[Event]) -> Vec<(Option<Value>, Option<String>)> {
     events
         .iter()
@@ -283,7 +125,7 @@ fn text_of(result: &Value) -> String {
 /// The tool's output as Codex handed it to the model: the last request's `function_call_output`.
 fn tool_output(sim: &Sim) -> String {
     let requests = sim.requests();
-    let last = requests.last().unwrap();
+    let last = &requests.last().unwrap()["body"];
     let output = last["input"]
         .as_array()
         .unwrap()
@@ -315,7 +157,7 @@ async fn a_message_is_a_codex_turn_and_its_form_a_card() {
     let host = rig.host();
     let mut s = Watch::open(&host);
     s.say("pick a color");
-    let (form, requested) = s.form().await;
+    let (form, requested) = s.form_event().await;
     let Event::FormRequested {
         call_id: Some(call_id),
         plugin,
@@ -403,7 +245,7 @@ async fn a_message_is_a_codex_turn_and_its_form_a_card() {
         ]
     );
     // The model's first request offered the plugin's tools as Codex offers them.
-    let first = &rig.sim.requests()[0];
+    let first = &rig.sim.requests()[0]["body"];
     let namespace = first["tools"]
         .as_array()
         .unwrap()
@@ -424,7 +266,7 @@ async fn decline_and_cancel_reach_the_plugin_through_codex() {
         (FormAnswer::Cancel, "cancel"),
     ] {
         s.say("pick a color");
-        let (form, _) = s.form().await;
+        let form = s.form().await;
         s.answer(&form, answer);
         let (events, reason) = s.turn().await;
         assert_eq!(reason, "completed");
@@ -445,7 +287,7 @@ async fn stop_cancels_the_card_and_interrupts_the_turn_and_a_new_message_cancels
     let host = rig.host();
     let mut s = Watch::open(&host);
     s.say("pick a color");
-    let (form, _) = s.form().await;
+    let form = s.form().await;
     s.send(Command::StopTurn);
     let (events, reason) = s.turn().await;
     assert_eq!(reason, "stopped", "{events:#?}");
@@ -462,7 +304,7 @@ async fn stop_cancels_the_card_and_interrupts_the_turn_and_a_new_message_cancels
     );
 
     s.say("pick a color");
-    let (form, _) = s.form().await;
+    let form = s.form().await;
     s.say("never mind");
     let (events, _) = s.turn().await;
     assert!(
@@ -472,7 +314,7 @@ async fn stop_cancels_the_card_and_interrupts_the_turn_and_a_new_message_cancels
         "{events:#?}"
     );
     // The new message runs a turn of its own, which asks again.
-    let (form, _) = s.form().await;
+    let form = s.form().await;
     s.answer(&form, accept(json!({"color": "blue"})));
     let (events, reason) = s.turn().await;
     assert_eq!(reason, "completed", "{events:#?}");
@@ -489,7 +331,7 @@ async fn a_palette_call_goes_through_codex_and_its_form_is_a_card() {
         tool: "ask_boolean".to_owned(),
         arguments: None,
     });
-    let (form, requested) = s.form().await;
+    let (form, requested) = s.form_event().await;
     let Event::FormRequested {
         call_id: Some(_), ..
     } = requested
@@ -532,24 +374,14 @@ async fn codex_asks_for_a_tool_approval_with_an_approval_card() {
             (formwork_host::policy::ApprovalChoice::Allow, true),
         ] {
             s.say("pick a color");
-            let (approval, server, tool) = s
-                .next(|event| match event {
-                    Event::ApprovalRequested {
-                        approval_id,
-                        server,
-                        tool,
-                        ..
-                    } => Some((approval_id.clone(), server.clone(), tool.clone())),
-                    _ => None,
-                })
-                .await;
+            let (approval, server, tool, _) = s.approval().await;
             assert_eq!((server.as_str(), tool.as_str()), ("ts", "ask_enum"));
             s.send(Command::AnswerApproval {
                 approval_id: approval,
                 choice,
             });
             if allowed {
-                let (form, _) = s.form().await;
+                let form = s.form().await;
                 s.answer(&form, accept(json!({"color": "green"})));
             }
             let (events, reason) = s.turn().await;
@@ -584,7 +416,7 @@ async fn a_card_another_client_answered_closes() {
     let host = rig.host();
     let mut s = Watch::open(&host);
     s.say("pick a color");
-    let (form, _) = s.form().await;
+    let form = s.form().await;
     let socket = rig.home().join(formwork_host::runtime::codex::SOCKET_FILE);
     let stream = tokio::net::UnixStream::connect(&socket).await.unwrap();
     let (mut other, _) = tokio_tungstenite::client_async("ws://localhost/", stream)
@@ -690,7 +522,7 @@ async fn a_python_sdk_plugins_forms_through_codex() {
     let host = rig.host();
     let mut s = Watch::open(&host);
     s.say("plain form");
-    let (form, _) = s.form().await;
+    let form = s.form().await;
     s.answer(&form, accept(json!({"name": "Grace", "color": "blue"})));
     let (events, reason) = s.turn().await;
     assert_eq!(reason, "completed", "{events:#?}");
@@ -739,7 +571,7 @@ async fn a_url_form_comes_through_codex() {
     let host = rig.host();
     let mut s = Watch::open(&host);
     s.say("log in");
-    let (form, requested) = s.form().await;
+    let (form, requested) = s.form_event().await;
     let Event::FormRequested { body, .. } = &requested else {
         panic!("{requested:#?}");
     };
@@ -790,7 +622,7 @@ async fn an_openai_form_comes_through_codex_once_declared() {
     let host = Host::new(rig.config(), options);
     let mut s = Watch::open(&host);
     s.say("choose");
-    let (form, _) = s.form().await;
+    let form = s.form().await;
     s.answer(&form, accept(json!({"strategy": "safe"})));
     let (events, reason) = s.turn().await;
     assert_eq!(reason, "completed", "{events:#?}");
@@ -824,7 +656,7 @@ async fn the_models_own_questions_are_a_card() {
     let host = rig.host();
     let mut s = Watch::open(&host);
     s.say("ask me");
-    let (form, requested) = s.form().await;
+    let (form, requested) = s.form_event().await;
     let Event::FormRequested { plugin, body, .. } = &requested else {
         panic!("{requested:#?}");
     };
@@ -862,14 +694,7 @@ async fn allow_for_this_session_is_passed_on_to_codex() {
     let host = rig.host();
     let mut s = Watch::open(&host);
     s.say("agree?");
-    let (approval, body) = s
-        .next(|event| match event {
-            Event::ApprovalRequested {
-                approval_id, body, ..
-            } => Some((approval_id.clone(), serde_json::to_value(body).unwrap())),
-            _ => None,
-        })
-        .await;
+    let (approval, _, _, body) = s.approval().await;
     assert_eq!(
         body["meta"]["codex_approval_kind"], "mcp_tool_call",
         "{body:#}"
@@ -878,13 +703,13 @@ async fn allow_for_this_session_is_passed_on_to_codex() {
         approval_id: approval,
         choice: formwork_host::policy::ApprovalChoice::AllowForSession,
     });
-    let (form, _) = s.form().await;
+    let form = s.form().await;
     s.answer(&form, accept(json!({"agree": true})));
     let (events, reason) = s.turn().await;
     assert_eq!(reason, "completed", "{events:#?}");
     // The second call of the tool in this session asks no approval.
     s.say("agree again?");
-    let (form, _) = s.form().await;
+    let form = s.form().await;
     s.answer(&form, accept(json!({"agree": false})));
     let (events, _) = s.turn().await;
     assert!(
@@ -912,23 +737,7 @@ async fn codexs_own_command_approvals_are_cards() {
     let host = rig.host();
     let mut s = Watch::open(&host);
     s.say("make the file");
-    let (approval, server, tool, body) = s
-        .next(|event| match event {
-            Event::ApprovalRequested {
-                approval_id,
-                server,
-                tool,
-                body,
-                ..
-            } => Some((
-                approval_id.clone(),
-                server.clone(),
-                tool.clone(),
-                serde_json::to_value(body).unwrap(),
-            )),
-            _ => None,
-        })
-        .await;
+    let (approval, server, tool, body) = s.approval().await;
     assert_eq!((server.as_str(), tool.as_str()), ("codex", "command"));
     let question = body["render"]["message"].as_str().unwrap_or_default();
     assert!(question.contains(&format!("touch {marker}")), "{body:#}");

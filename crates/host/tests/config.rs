@@ -226,6 +226,46 @@ fn servers_keep_file_order_and_builtins_come_last() {
     assert_eq!(names, ["zeta", "alpha", "demo"]);
 }
 
+/// `runtime` and `[codex]`: which runtime answers messages, and how formwork runs Codex; a
+/// relative `home` is the file's directory's.
+#[test]
+fn the_runtime_and_how_codex_runs() {
+    let config = load("");
+    assert_eq!(config.runtime, config::Runtime::Formwork);
+    assert_eq!(config.codex, config::CodexConfig::default());
+    let config = load(
+        "runtime = \"codex\"\n[codex]\ncommand = \"/opt/codex/bin/codex\"\nhome = \"state/codex\"\n",
+    );
+    assert_eq!(config.runtime, config::Runtime::Codex);
+    assert_eq!(
+        config.codex.command.as_deref(),
+        Some("/opt/codex/bin/codex")
+    );
+    // Relative to the directory of `formwork.toml` (here the current one, named as "").
+    assert_eq!(config.codex.home, Some(PathBuf::from("state/codex")));
+    let nested = Config::from_toml(
+        "[codex]\nhome = \"codex-home\"\n",
+        Some(Path::new("/etc/formwork/formwork.toml")),
+    )
+    .expect("loads");
+    assert_eq!(
+        nested.codex.home,
+        Some(PathBuf::from("/etc/formwork/codex-home"))
+    );
+    check_error(
+        "runtime = \"claude\"\n",
+        "formwork.toml:1:11: runtime: unknown variant `claude`, expected `formwork` or `codex`",
+    );
+    check_error(
+        "[codex]\nbinary = \"codex\"\n",
+        "formwork.toml:2:1: codex.binary: unknown field `binary`, expected `command` or `home`",
+    );
+    check_error(
+        "[codex]\ncommand = \"\"\n",
+        "formwork.toml:2:1: codex.command: the command is empty",
+    );
+}
+
 #[test]
 fn codex_keys_formwork_does_not_use_are_accepted_and_listed() {
     let config = load(
@@ -317,7 +357,7 @@ fn unknown_keys_in_server_and_tool_tables() {
 fn unknown_top_level_key() {
     check_error(
         "# typo below\naproval_policy = \"never\"\n",
-        "formwork.toml:2:1: aproval_policy: unknown key; formwork reads approval_policy, elicitations_auto_deny, features, forms, mcp_oauth_callback_port, mcp_oauth_credentials_store, mcp_servers, model, model_provider, model_providers, projects, tool_output_token_limit, and accepts Codex's other settings (sandbox_mode, profiles, ...) without using them",
+        "formwork.toml:2:1: aproval_policy: unknown key; formwork reads approval_policy, codex, elicitations_auto_deny, features, forms, mcp_oauth_callback_port, mcp_oauth_credentials_store, mcp_servers, model, model_provider, model_providers, projects, runtime, tool_output_token_limit, and accepts Codex's other settings (sandbox_mode, profiles, ...) without using them",
     );
 }
 

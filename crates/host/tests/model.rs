@@ -4,107 +4,38 @@
 //! hand-written fake, `tests/peers/sim_provider.py`, speaking the real streaming formats.
 #![allow(clippy::unwrap_used)]
 
-use std::io::BufRead;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+mod common;
+
 use std::time::Duration;
 
+use common::{Sim, Watch, accept, assistant_texts, peers};
 use formwork_host::config::{Config, ModelChoice, ModelProvider, WireApi};
 use formwork_host::store::Store;
-use formwork_host::{Command, Event, FormAnswer, Host, HostOptions, Role};
+use formwork_host::{Command, Event, FormAnswer, Host, HostOptions};
 use serde_json::{Value, json};
-use tokio::sync::broadcast;
 
-fn peers() -> PathBuf {
-    PathBuf::from(
-        std::env::var_os("FORMWORK_PEERS")
-            .expect("FORMWORK_PEERS is not set: run `cargo xtask test` to install the test peers"),
-    )
-}
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The simulated provider, running a script; its request log is read back.
-struct Sim {
-    child: std::process::Child,
-    url: String,
-    log: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Sim {
-    fn start(script: Value) -> Sim {
-        let dir = tempfile::tempdir().unwrap();
-        let script_file = dir.path().join("script.json");
-        std::fs::write(&script_file, script.to_string()).unwrap();
-        let log = dir.path().join("requests.jsonl");
-        let mut child = std::process::Command::new("python3")
-            .arg(repo_root().join("tests/peers/sim_provider.py"))
-            .arg(&script_file)
-            .arg(&log)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("starting tests/peers/sim_provider.py");
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        Sim {
-            child,
-            url: line.trim().to_owned(),
-            log,
-            _dir: dir,
-        }
-    }
-
-    /// The request bodies the provider received, in order.
-    fn requests(&self) -> Vec<Value> {
-        self.entries()
-            .into_iter()
-            .filter(|entry| entry.get("body").is_some())
-            .collect()
-    }
-
-    fn entries(&self) -> Vec<Value> {
-        std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .map(|line| serde_json::from_str(line).unwrap())
-            .collect()
-    }
-
-    fn choice(&self, wire: WireApi) -> ModelChoice {
-        ModelChoice {
-            provider_id: "sim".to_owned(),
-            provider: ModelProvider {
-                name: "Sim".to_owned(),
-                base_url: self.url.clone(),
-                env_key: Some("FORMWORK_PEERS".to_owned()),
-                wire_api: wire,
-                http_headers: [("x-team".to_owned(), "forms".to_owned())]
-                    .into_iter()
-                    .collect(),
-                env_http_headers: Default::default(),
-                query_params: [("api-version".to_owned(), "7".to_owned())]
-                    .into_iter()
-                    .collect(),
-                request_max_retries: 2,
-                stream_max_retries: 1,
-                stream_idle_timeout: Duration::from_secs(20),
-            },
-            model: "sim-1".to_owned(),
-            tool_output_max_bytes: 10_000,
-        }
-    }
-}
-
-impl Drop for Sim {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+/// The simulated provider as the session's model, on `wire`.
+fn choice(sim: &Sim, wire: WireApi) -> ModelChoice {
+    ModelChoice {
+        provider_id: "sim".to_owned(),
+        provider: ModelProvider {
+            name: "Sim".to_owned(),
+            base_url: sim.url.clone(),
+            env_key: Some("FORMWORK_PEERS".to_owned()),
+            wire_api: wire,
+            http_headers: [("x-team".to_owned(), "forms".to_owned())]
+                .into_iter()
+                .collect(),
+            env_http_headers: Default::default(),
+            query_params: [("api-version".to_owned(), "7".to_owned())]
+                .into_iter()
+                .collect(),
+            request_max_retries: 2,
+            stream_max_retries: 1,
+            stream_idle_timeout: Duration::from_secs(20),
+        },
+        model: "sim-1".to_owned(),
+        tool_output_max_bytes: 10_000,
     }
 }
 
@@ -133,100 +64,6 @@ fn host(choice: ModelChoice) -> Host {
             ..HostOptions::default()
         },
     )
-}
-
-struct Watch {
-    host: Host,
-    session: String,
-    events: broadcast::Receiver<Arc<Event>>,
-}
-
-impl Watch {
-    fn open(host: &Host) -> Watch {
-        let session = host.create_session();
-        Watch::on(host, session)
-    }
-
-    fn on(host: &Host, session: String) -> Watch {
-        let (_, events) = host.subscribe(&session).unwrap();
-        Watch {
-            host: host.clone(),
-            session,
-            events,
-        }
-    }
-
-    fn say(&self, text: &str) {
-        self.send(Command::SendMessage {
-            text: text.to_owned(),
-        });
-    }
-
-    fn send(&self, command: Command) {
-        self.host.command(&self.session, command).unwrap();
-    }
-
-    async fn next<T>(&mut self, mut pick: impl FnMut(&Event) -> Option<T>) -> T {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            let event = tokio::time::timeout_at(deadline, self.events.recv())
-                .await
-                .expect("no such event within 30 s")
-                .unwrap();
-            if let Some(found) = pick(&event) {
-                return found;
-            }
-        }
-    }
-
-    /// Every event until the turn ends, and its reason.
-    async fn turn(&mut self) -> (Vec<Event>, String) {
-        let mut seen = Vec::new();
-        let reason = self
-            .next(|event| {
-                seen.push(event.clone());
-                match event {
-                    Event::TurnEnded { reason, .. } => Some(reason.clone()),
-                    _ => None,
-                }
-            })
-            .await;
-        (seen, reason)
-    }
-
-    async fn form(&mut self) -> String {
-        self.next(|event| match event {
-            Event::FormRequested { form_id, .. } => Some(form_id.clone()),
-            _ => None,
-        })
-        .await
-    }
-
-    fn answer(&self, form_id: &str, answer: FormAnswer) {
-        self.send(Command::AnswerForm {
-            form_id: form_id.to_owned(),
-            answer,
-        });
-    }
-}
-
-fn accept(content: Value) -> FormAnswer {
-    FormAnswer::Accept {
-        content: content.as_object().unwrap().clone(),
-    }
-}
-
-fn assistant_texts(events: &[Event]) -> Vec<String> {
-    events
-        .iter()
-        .filter_map(|event| match event {
-            Event::MessageAdded {
-                role: Role::Assistant,
-                text,
-            } => Some(text.clone()),
-            _ => None,
-        })
-        .collect()
 }
 
 fn diagnostics(events: &[Event]) -> Vec<(String, String)> {
@@ -269,7 +106,7 @@ fn color_script() -> Value {
 /// One message, one call with its form, the output back to the model, its final text.
 async fn one_call_round_trip(wire: WireApi) -> (Sim, Vec<Event>) {
     let sim = Sim::start(color_script());
-    let host = host(sim.choice(wire));
+    let host = host(choice(&sim, wire));
     let mut s = Watch::open(&host);
     s.say("pick a color");
     let form = s.form().await;
@@ -364,7 +201,7 @@ async fn a_message_runs_a_call_and_its_form_over_the_chat_wire() {
 #[tokio::test]
 async fn decline_and_cancel_reach_the_model_as_such() {
     let sim = Sim::start(color_script());
-    let host = host(sim.choice(WireApi::Responses));
+    let host = host(choice(&sim, WireApi::Responses));
     let mut s = Watch::open(&host);
     s.say("a color please");
     let form = s.form().await;
@@ -391,7 +228,7 @@ async fn parallel_calls_run_at_once_and_both_outputs_go_back() {
         {"calls": [{"name": "ts__ask_enum", "arguments": {}}, {"name": "ts__ask_boolean", "arguments": {}}]},
         {"echo": true}
     ]}]}));
-    let host = host(sim.choice(WireApi::Chat));
+    let host = host(choice(&sim, WireApi::Chat));
     let mut s = Watch::open(&host);
     s.say("both please");
     // Both calls start before either ends; the second form waits behind the first.
@@ -428,7 +265,7 @@ async fn stop_cancels_the_call_and_its_form_and_a_new_message_the_turn() {
         {"match": "hold", "steps": [{"calls": [{"name": "ts__hold", "arguments": {}}]}, {"echo": true}]},
         {"match": "abort", "steps": [{"calls": [{"name": "ts__last_abort", "arguments": {}}]}, {"echo": true}]}
     ]}));
-    let host = host(sim.choice(WireApi::Responses));
+    let host = host(choice(&sim, WireApi::Responses));
     let mut s = Watch::open(&host);
     s.say("wait for me");
     let form = s.form().await;
@@ -490,7 +327,7 @@ async fn provider_errors_end_the_turn_with_a_clear_entry() {
         {"match": "badjson", "steps": [{"calls": [{"name": "ts__fail", "arguments": "{\"a\":"}]}]},
         {"match": "patience", "steps": [{"status": 429, "retry_after": 120, "message": "come back later"}]}
     ]}));
-    let host = host(sim.choice(WireApi::Responses));
+    let host = host(choice(&sim, WireApi::Responses));
     let mut s = Watch::open(&host);
     let cases = [
         (
@@ -579,7 +416,7 @@ async fn provider_errors_end_the_turn_with_a_clear_entry() {
 #[tokio::test]
 async fn a_missing_key_and_a_stalled_stream_end_the_turn() {
     let sim = Sim::start(json!({"rules": [{"match": "stall", "steps": [{"stall": true}]}]}));
-    let mut choice = sim.choice(WireApi::Chat);
+    let mut choice = choice(&sim, WireApi::Chat);
     choice.provider.env_key = Some("FORMWORK_TEST_KEY_THAT_IS_NOT_SET".to_owned());
     let host = host(choice.clone());
     let mut s = Watch::open(&host);
@@ -618,7 +455,7 @@ async fn a_missing_key_and_a_stalled_stream_end_the_turn() {
 #[tokio::test]
 async fn a_long_output_is_cut_before_the_model_and_the_transcript_says_so() {
     let sim = Sim::start(color_script());
-    let mut choice = sim.choice(WireApi::Responses);
+    let mut choice = choice(&sim, WireApi::Responses);
     choice.tool_output_max_bytes = 20;
     let host = host(choice);
     let mut s = Watch::open(&host);
@@ -654,7 +491,7 @@ async fn the_conversation_continues_after_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let database = Store::path_in(dir.path());
     let options = || HostOptions {
-        model: Some(sim.choice(WireApi::Chat)),
+        model: Some(choice(&sim, WireApi::Chat)),
         ..HostOptions::default()
     };
     let session = {
@@ -710,7 +547,7 @@ async fn app_model_context_reaches_the_model_as_untrusted_app_data() {
     let host = Host::new(
         Config::from_toml(&text, None).unwrap(),
         HostOptions {
-            model: Some(sim.choice(WireApi::Responses)),
+            model: Some(choice(&sim, WireApi::Responses)),
             ..HostOptions::default()
         },
     );
@@ -776,7 +613,7 @@ async fn a_model_that_keeps_calling_tools_is_stopped_after_32_requests() {
         .map(|_| json!({"calls": [{"name": "ts__fail", "arguments": {}}]}))
         .collect();
     let sim = Sim::start(json!({"rules": [{"match": "forever", "steps": steps}]}));
-    let host = host(sim.choice(WireApi::Chat));
+    let host = host(choice(&sim, WireApi::Chat));
     let mut s = Watch::open(&host);
     s.say("forever");
     let (events, reason) = s.turn().await;
@@ -797,7 +634,7 @@ async fn a_model_that_keeps_calling_tools_is_stopped_after_32_requests() {
 #[tokio::test]
 async fn a_message_during_a_palette_call_stops_it_and_runs_its_own_turn() {
     let sim = Sim::start(json!({"rules": [{"match": "hello", "steps": [{"text": "Hi."}]}]}));
-    let host = host(sim.choice(WireApi::Responses));
+    let host = host(choice(&sim, WireApi::Responses));
     let mut s = Watch::open(&host);
     s.send(Command::CallTool {
         server: "ts".to_owned(),

@@ -1057,6 +1057,7 @@ async fn a_schema_1_database_keeps_its_transcript_and_takes_rounds() {
         ALTER TABLE transcript_v1 RENAME TO transcript;
         DROP TABLE app_state;
         DROP TABLE model_items;
+        ALTER TABLE sessions DROP COLUMN codex_thread;
         PRAGMA user_version = 1;",
     )
     .unwrap();

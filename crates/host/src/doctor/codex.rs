@@ -75,13 +75,6 @@ impl CodexReport {
     pub fn started(&self) -> bool {
         self.codex.error.is_none()
     }
-
-    /// Whether some row of the symptom table applies.
-    pub fn any_applies(&self) -> bool {
-        self.symptoms
-            .iter()
-            .any(|symptom| symptom.applies == Some(true))
-    }
 }
 
 /// How Codex was run.

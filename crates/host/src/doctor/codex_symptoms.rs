@@ -5,12 +5,10 @@ use serde_json::Value;
 
 use super::Symptom;
 use super::codex::{CodexReport, PluginRequest};
-use super::symptoms::SYMPTOMS;
+use super::symptoms::row;
 use crate::config::{ApprovalMode, ApprovalPolicy, Config};
 
-const NOTHING: &str = "nothing to change for this row";
-
-/// Diagnoses every row of [`SYMPTOMS`] from what Codex did.
+/// Diagnoses every row of [`super::SYMPTOMS`] from what Codex did.
 pub fn symptoms(config: &Config, report: &CodexReport, approval_asked: bool) -> Vec<Symptom> {
     vec![
         openai_form(config, report),
@@ -20,25 +18,6 @@ pub fn symptoms(config: &Config, report: &CodexReport, approval_asked: bool) -> 
         no_continue(report),
         push_on_2026(),
     ]
-}
-
-fn row(index: usize, applies: Option<bool>, cause: String, action: String) -> Symptom {
-    let row = &SYMPTOMS[index];
-    let action = match applies {
-        Some(true) => action,
-        Some(false) => NOTHING.to_owned(),
-        None => format!(
-            "run the doctor again with --tool <a tool that asks for a form>; if the row applies: {}",
-            row.action
-        ),
-    };
-    Symptom {
-        id: row.id,
-        symptom: row.symptom,
-        applies,
-        cause,
-        action,
-    }
 }
 
 /// The forms the plugin sent Codex (`elicitation/create`).

@@ -129,7 +129,7 @@ fn push_on_2026(report: &Report) -> Symptom {
     row(5, applies, cause, SYMPTOMS[5].action.to_owned())
 }
 
-fn row(index: usize, applies: Option<bool>, cause: String, action: String) -> Symptom {
+pub(super) fn row(index: usize, applies: Option<bool>, cause: String, action: String) -> Symptom {
     let row = &SYMPTOMS[index];
     let action = match applies {
         Some(true) => action,

@@ -2,43 +2,25 @@
 //! everything Codex sends about the thread becomes the session's own events and cards, the
 //! same ones formwork's model loop makes, so a UI needs no second path.
 //!
-//! - Agent message deltas and items: `message_delta` and `message_added`. MCP tool calls:
-//!   `tool_call_started` / `tool_call_finished` (so do Codex's commands and file changes, as
-//!   calls of the server `codex`).
-//! - `mcpServer/elicitation/request`: through the form engine, the session's gate and queue
-//!   and card (the same path as a direct plugin's form), answered `{action, content, _meta}`.
-//!   The executor logs each one as received, forwarded (a card) and answered.
-//! - Codex's tool approvals (its form with `_meta.codex_approval_kind = "mcp_tool_call"`, or
-//!   its fallback question), command and file-change approvals: approval cards. The model's
-//!   own `request_user_input` questions: a form card.
-//! - `serverRequest/resolved` for a request still on screen: another client answered it; the
-//!   card ends (`answered-elsewhere`), and formwork sends nothing.
-//! - Anything else is logged and skipped; an unknown request gets a JSON-RPC error.
-//!
-//! One `codex app-server` serves every session of the host, each session on its own thread;
-//! the thread id is stored, so a restarted host resumes the thread.
+//! This file holds the app-server of the host (started on first use, again after it exits),
+//! the dispatcher that hands each of Codex's messages to its thread's session, the session's
+//! thread (started, or resumed after a restart: its id is stored), its turns (a message is
+//! one; Stop or a new message interrupts it) and the palette's calls through Codex. What Codex
+//! tells is turned into events in `codex_events.rs`; what it asks, into cards in
+//! `codex_requests.rs`.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use formwork_forms::{ParseOptions, parse_request_with};
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::ApprovalMode;
-use crate::events::{Event, Role};
-use crate::jsonrpc::{RawId, code};
-use crate::policy::{
-    self, APPROVAL_ID_PREFIX, ApprovalAnswer, ApprovalCard, ApprovalChoice, RememberOffers,
-};
-use crate::responder::{FormAction, FormPrompt, FormReply};
+use crate::jsonrpc::RawId;
 use crate::runtime::codex::log::LogNotice;
-use crate::runtime::codex::protocol::{
-    self, ApprovalAskedAs, Question, ServerRequest, ToolApprovalAsk,
-};
+use crate::runtime::codex::protocol;
 use crate::runtime::codex::{AppServer, CodexError, Inbound};
 
 use super::cards::EndBy;
@@ -50,7 +32,7 @@ pub const CODEX_SERVER: &str = "codex";
 /// How long a stopped turn may take to say it ended.
 const INTERRUPT_WAIT: Duration = Duration::from_secs(10);
 /// Turn ends kept for a turn whose start is still being answered.
-const MAX_EARLY_ENDS: usize = 8;
+pub(super) const MAX_EARLY_ENDS: usize = 8;
 /// How long starting or resuming a thread may take (Codex starts its MCP servers then).
 const THREAD_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -59,7 +41,7 @@ static GENERATIONS: AtomicU64 = AtomicU64::new(1);
 
 /// The running app-server and the sessions whose threads it has loaded.
 pub(super) struct CodexLink {
-    server: Arc<AppServer>,
+    pub(super) server: Arc<AppServer>,
     generation: u64,
     threads: Mutex<HashMap<String, Weak<Session>>>,
 }
@@ -83,30 +65,32 @@ pub(super) struct CodexState {
     /// Its thread, once started (or as stored by an earlier host).
     pub(super) thread: Option<String>,
     /// The process generation that has the thread loaded.
-    loaded_in: Option<u64>,
+    pub(super) loaded_in: Option<u64>,
     /// Held while the thread is started or resumed, so that two calls start one thread.
     starting: Arc<tokio::sync::Mutex<()>>,
     /// Turn ends waited for, by Codex's turn id; and ends that came before the wait.
-    waiting: HashMap<String, oneshot::Sender<TurnEnd>>,
-    ended: std::collections::VecDeque<(String, TurnEnd)>,
+    pub(super) waiting: HashMap<String, oneshot::Sender<TurnEnd>>,
+    pub(super) ended: std::collections::VecDeque<(String, TurnEnd)>,
     /// Codex's items shown as calls: item id → (formwork's call id, server).
-    items: HashMap<String, (String, String)>,
+    pub(super) items: HashMap<String, (String, String)>,
     /// Palette calls going through Codex now: (server, call id).
-    palette: Vec<(String, String)>,
+    pub(super) palette: Vec<(String, String)>,
     /// Codex's requests waiting for the person, by id: the card, and what ends it.
-    open: HashMap<RawId, OpenRequest>,
+    pub(super) open: HashMap<RawId, OpenRequest>,
 }
 
-struct OpenRequest {
-    card: Option<String>,
-    resolved: CancellationToken,
+/// A request of Codex's waiting for the person: its card, and what ends the card when another
+/// client answers first.
+pub(super) struct OpenRequest {
+    pub(super) card: Option<String>,
+    pub(super) resolved: CancellationToken,
 }
 
 /// How Codex said a turn ended.
 #[derive(Debug, Clone)]
-struct TurnEnd {
-    status: String,
-    error: Option<String>,
+pub(super) struct TurnEnd {
+    pub(super) status: String,
+    pub(super) error: Option<String>,
 }
 
 impl super::Host {
@@ -159,7 +143,7 @@ impl HostInner {
     }
 
     /// Writes Codex's config again (after the person's Always allow changed formwork's).
-    fn refresh_codex_config(&self) {
+    pub(super) fn refresh_codex_config(&self) {
         let Some(options) = &self.options.codex else {
             return;
         };
@@ -192,7 +176,7 @@ async fn dispatch(link: Weak<CodexLink>, mut incoming: mpsc::UnboundedReceiver<I
                     Some(session) => session.on_codex_request(&link, id, &method, &params),
                     None => {
                         tracing::info!(target: "formwork::codex", %method, "a request of codex's for no session of this host; refused");
-                        refuse(
+                        super::codex_requests::refuse(
                             &link.server,
                             &id,
                             &method,
@@ -236,55 +220,12 @@ async fn dispatch(link: Weak<CodexLink>, mut incoming: mpsc::UnboundedReceiver<I
     }
 }
 
-/// Answers a request formwork does not serve, so Codex never waits on it.
-fn refuse(server: &AppServer, id: &RawId, method: &str, why: &str) {
-    if method == protocol::ELICITATION_REQUEST {
-        server.respond(id, &protocol::elicitation_answer("decline", None, None));
-    } else {
-        server.respond_error(
-            id,
-            code::METHOD_NOT_FOUND,
-            &format!("formwork does not serve {method}: {why}"),
-        );
-    }
-}
-
 impl Session {
     /// Starts Codex's turn for the person's message `text`; a turn still running was stopped
     /// by the caller, and this one begins once it is over.
     pub(super) fn start_codex_turn(self: &Arc<Self>, text: String) {
-        let token = match self.host.upgrade() {
-            Some(host) => host.stopping.child_token(),
-            None => return,
-        };
-        let (ended_tx, ended_rx) = watch::channel(false);
-        let previous = {
-            let mut state = self.lock();
-            state.model.current = Some(token.clone());
-            state.model.ended.replace(ended_rx)
-        };
-        let session = Arc::clone(self);
-        tokio::spawn(async move {
-            if let Some(mut previous) = previous {
-                let _ = previous.wait_for(|ended| *ended).await;
-            }
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-            while session
-                .lock()
-                .turn
-                .as_ref()
-                .is_some_and(|turn| turn.stopped)
-                && tokio::time::Instant::now() < deadline
-            {
-                tokio::time::sleep(Duration::from_millis(2)).await;
-            }
-            session.saved().await;
-            if !token.is_cancelled() {
-                session.begin_model_member(&token);
-                let outcome = session.codex_turn(&text, &token).await;
-                session.end_model_member(outcome);
-            }
-            let _ = ended_tx.send(true);
+        self.start_turn(async {}, move |session, token| {
+            Box::pin(async move { session.codex_turn(&text, &token).await })
         });
     }
 
@@ -557,500 +498,6 @@ impl Session {
             })
     }
 
-    /// A request of Codex's: a card now (so cards keep Codex's order), the answer once the
-    /// person gives it.
-    fn on_codex_request(
-        self: &Arc<Self>,
-        link: &Arc<CodexLink>,
-        id: RawId,
-        method: &str,
-        params: &Value,
-    ) {
-        match protocol::read_request(method, params) {
-            ServerRequest::Form {
-                server,
-                turn,
-                params,
-            } => {
-                tracing::info!(target: "formwork::codex", marker = "codex-elicitation-received", session = %self.id, plugin = %server, id = %id, turn = turn.as_deref().unwrap_or("none"), "mcpServer/elicitation/request received");
-                self.codex_form(link, id, &server, params);
-            }
-            ServerRequest::ToolApproval(ask) => self.codex_tool_approval(link, id, ask, params),
-            ServerRequest::Questions { questions } => self.codex_questions(link, id, &questions),
-            ServerRequest::Command {
-                command,
-                cwd,
-                reason: why,
-            } => {
-                let mut message = match (&command, &cwd) {
-                    (Some(command), Some(cwd)) => {
-                        format!("Allow Codex to run `{command}` in {cwd}?")
-                    }
-                    (Some(command), None) => format!("Allow Codex to run `{command}`?"),
-                    _ => "Allow Codex to run a command?".to_owned(),
-                };
-                if let Some(why) = why {
-                    message.push_str(&format!(" ({why})"));
-                }
-                let arguments = json!({ "command": command, "cwd": cwd });
-                self.codex_work_approval(link, id, params, "command", message, arguments);
-            }
-            ServerRequest::FileChange {
-                reason: why,
-                grant_root,
-            } => {
-                let mut message = "Allow Codex to change files?".to_owned();
-                if let Some(root) = &grant_root {
-                    message = format!("Allow Codex to write under {root} for this session?");
-                }
-                if let Some(why) = why {
-                    message.push_str(&format!(" ({why})"));
-                }
-                let arguments = json!({ "grantRoot": grant_root });
-                self.codex_work_approval(link, id, params, "file_change", message, arguments);
-            }
-            ServerRequest::Unsupported => {
-                tracing::info!(target: "formwork::codex", session = %self.id, method, "a request formwork does not serve; refused");
-                refuse(&link.server, &id, method, "formwork has no such card");
-            }
-        }
-    }
-
-    /// A plugin's form through Codex: the same engine, gate, queue and card as a direct
-    /// plugin's.
-    fn codex_form(self: &Arc<Self>, link: &Arc<CodexLink>, id: RawId, server: &str, params: Value) {
-        let openai = self
-            .host
-            .upgrade()
-            .is_some_and(|host| host.config().features.openai_elicitation);
-        let request = match parse_request_with(
-            &params,
-            ParseOptions {
-                openai_elicitation: openai,
-            },
-        ) {
-            Ok(request) => request,
-            Err(decline) => {
-                tracing::info!(target: "formwork::codex", marker = "codex-elicitation-declined", session = %self.id, plugin = %server, id = %id, reason = %decline, "mcpServer/elicitation/request declined: it cannot be shown");
-                self.plugin_diagnostic(
-                    "form-declined",
-                    format!("{server}: the form could not be shown: {decline}"),
-                );
-                link.server
-                    .respond(&id, &protocol::elicitation_answer("decline", None, None));
-                return;
-            }
-        };
-        let form = request.form().cloned();
-        let resolved = CancellationToken::new();
-        let prompt = FormPrompt {
-            plugin: server.to_owned(),
-            request_id: id.to_value(),
-            call_request: None,
-            params: serde_json::value::to_raw_value(&params).unwrap_or_else(|_| empty_params()),
-            request,
-            url_completed: None,
-            cancelled: resolved.clone(),
-        };
-        let call_id = self.codex_call_of(server);
-        let (card, reply) = self.ask_card(server, prompt, call_id);
-        if let Some(card) = &card {
-            tracing::info!(target: "formwork::codex", marker = "codex-elicitation-forwarded", session = %self.id, plugin = %server, id = %id, form = %card, "mcpServer/elicitation/request forwarded to a card");
-        }
-        self.track(&id, card, resolved.clone());
-        let session = Arc::clone(self);
-        let server_name = server.to_owned();
-        let app_server = Arc::clone(&link.server);
-        tokio::spawn(async move {
-            let reply = reply.await;
-            if !session.untrack(&id) {
-                return;
-            }
-            let reply = checked(reply, form.as_deref());
-            let content = reply
-                .content
-                .filter(|_| reply.action == FormAction::Accept)
-                .map(Value::Object);
-            let answer = protocol::elicitation_answer(
-                reply.action.as_str(),
-                content,
-                reply.meta.map(Value::Object),
-            );
-            app_server.respond(&id, &answer);
-            tracing::info!(target: "formwork::codex", marker = "codex-elicitation-answered", session = %session.id, plugin = %server_name, id = %id, action = reply.action.as_str(), "mcpServer/elicitation/request answered");
-        });
-    }
-
-    /// The model's own questions, as a form card; answered with each question's label or text.
-    fn codex_questions(self: &Arc<Self>, link: &Arc<CodexLink>, id: RawId, questions: &[Question]) {
-        let schema = protocol::questions_schema(questions);
-        let params = json!({ "mode": "form", "message": "Codex asks", "requestedSchema": schema });
-        let request = match parse_request_with(
-            &params,
-            ParseOptions {
-                openai_elicitation: true,
-            },
-        ) {
-            Ok(request) => request,
-            Err(decline) => {
-                self.diagnostic(
-                    "form-declined",
-                    format!("Codex's questions could not be shown: {decline}"),
-                );
-                link.server.respond(&id, &protocol::questions_answer(None));
-                return;
-            }
-        };
-        let form = request.form().cloned();
-        let resolved = CancellationToken::new();
-        let prompt = FormPrompt {
-            plugin: CODEX_SERVER.to_owned(),
-            request_id: id.to_value(),
-            call_request: None,
-            params: serde_json::value::to_raw_value(&params).unwrap_or_else(|_| empty_params()),
-            request,
-            url_completed: None,
-            cancelled: resolved.clone(),
-        };
-        let (card, reply) = self.ask_card(CODEX_SERVER, prompt, None);
-        self.track(&id, card, resolved);
-        let session = Arc::clone(self);
-        let app_server = Arc::clone(&link.server);
-        tokio::spawn(async move {
-            let reply = reply.await;
-            if !session.untrack(&id) {
-                return;
-            }
-            let reply = checked(reply, form.as_deref());
-            app_server.respond(&id, &protocol::questions_answer(reply.content.as_ref()));
-        });
-    }
-
-    /// Codex asks whether an MCP tool call may run: an approval card of the call.
-    fn codex_tool_approval(
-        self: &Arc<Self>,
-        link: &Arc<CodexLink>,
-        id: RawId,
-        ask: ToolApprovalAsk,
-        params: &Value,
-    ) {
-        tracing::info!(target: "formwork::codex", marker = "codex-approval-received", session = %self.id, plugin = %ask.server, id = %id, "codex asks for a tool approval");
-        let call_id = params
-            .get("itemId")
-            .and_then(Value::as_str)
-            .and_then(|item| {
-                self.lock()
-                    .codex
-                    .items
-                    .get(item)
-                    .map(|(call, _)| call.clone())
-            })
-            .or_else(|| self.codex_call_of(&ask.server))
-            .unwrap_or_default();
-        let offers = RememberOffers {
-            session: ask.session,
-            always: ask.always,
-        };
-        let card = ApprovalCard {
-            id: format!("{APPROVAL_ID_PREFIX}{call_id}"),
-            server: ask.server.clone(),
-            tool: ask.tool.clone().unwrap_or_default(),
-            mode: if ask.session || ask.always {
-                ApprovalMode::Auto
-            } else {
-                ApprovalMode::Prompt
-            },
-            offers,
-            message: ask.message.clone(),
-            tool_title: None,
-            tool_description: ask.tool_description.clone(),
-            arguments: ask.arguments.clone().unwrap_or_else(|| json!({})),
-        };
-        let Some(host) = self.host.upgrade() else {
-            return;
-        };
-        let rendering = policy::card_rendering(&host.config());
-        let (approval, answer) = self.push_approval(&call_id, card.clone(), rendering);
-        let resolved = CancellationToken::new();
-        self.track(&id, Some(approval), resolved.clone());
-        let session = Arc::clone(self);
-        let app_server = Arc::clone(&link.server);
-        tokio::spawn(async move {
-            let answer = tokio::select! {
-                answer = answer => answer,
-                () = resolved.cancelled() => card.cancel(reason::ANSWERED_ELSEWHERE),
-            };
-            if !session.untrack(&id) {
-                return;
-            }
-            let response = match &ask.asked_as {
-                ApprovalAskedAs::Form => {
-                    let (action, persist) = match (answer.choice, answer.cancelled) {
-                        (_, true) => ("cancel", None),
-                        (ApprovalChoice::Deny, false) => ("decline", None),
-                        (ApprovalChoice::Allow, _) => ("accept", None),
-                        (ApprovalChoice::AllowForSession, _) => ("accept", Some("session")),
-                        (ApprovalChoice::AlwaysAllow, _) => ("accept", Some("always")),
-                    };
-                    let meta = persist.map(|persist| json!({ "persist": persist }));
-                    let content = (action == "accept").then(|| json!({}));
-                    protocol::elicitation_answer(action, content, meta)
-                }
-                ApprovalAskedAs::Question(question) => {
-                    // Codex's question offers no refusal of its own: a Deny is its Cancel.
-                    let label = match (answer.choice, answer.cancelled) {
-                        (_, true) | (ApprovalChoice::Deny, false) => "Cancel",
-                        (ApprovalChoice::Allow, _) => "Allow",
-                        (ApprovalChoice::AllowForSession, _) => "Allow for this session",
-                        (ApprovalChoice::AlwaysAllow, _) => "Allow and don't ask me again",
-                    };
-                    json!({ "answers": { question: { "answers": [label] } } })
-                }
-            };
-            app_server.respond(&id, &response);
-            tracing::info!(target: "formwork::codex", marker = "codex-approval-answered", session = %session.id, id = %id, choice = answer.choice.as_str(), cancelled = answer.cancelled, "codex tool approval answered");
-            if let Some(host) = session.host.upgrade() {
-                session.settle_approval(&host, &card, &answer);
-                if answer.writes_config() {
-                    host.refresh_codex_config();
-                }
-            }
-        });
-    }
-
-    /// Codex asks whether its own work (a command, a file change) may go ahead.
-    fn codex_work_approval(
-        self: &Arc<Self>,
-        link: &Arc<CodexLink>,
-        id: RawId,
-        params: &Value,
-        what: &str,
-        message: String,
-        arguments: Value,
-    ) {
-        let call_id = params
-            .get("itemId")
-            .and_then(Value::as_str)
-            .and_then(|item| {
-                self.lock()
-                    .codex
-                    .items
-                    .get(item)
-                    .map(|(call, _)| call.clone())
-            })
-            .unwrap_or_default();
-        let card = ApprovalCard {
-            id: format!("{APPROVAL_ID_PREFIX}{call_id}"),
-            server: CODEX_SERVER.to_owned(),
-            tool: what.to_owned(),
-            mode: ApprovalMode::Auto,
-            offers: RememberOffers {
-                session: true,
-                always: false,
-            },
-            message,
-            tool_title: None,
-            tool_description: None,
-            arguments,
-        };
-        let Some(host) = self.host.upgrade() else {
-            return;
-        };
-        let rendering = policy::card_rendering(&host.config());
-        let (approval, answer) = self.push_approval(&call_id, card.clone(), rendering);
-        let resolved = CancellationToken::new();
-        self.track(&id, Some(approval), resolved.clone());
-        let session = Arc::clone(self);
-        let app_server = Arc::clone(&link.server);
-        tokio::spawn(async move {
-            let answer: ApprovalAnswer = tokio::select! {
-                answer = answer => answer,
-                () = resolved.cancelled() => card.cancel(reason::ANSWERED_ELSEWHERE),
-            };
-            if !session.untrack(&id) {
-                return;
-            }
-            let decision = match (answer.choice, answer.cancelled) {
-                (_, true) => "cancel",
-                (ApprovalChoice::Deny, false) => "decline",
-                (ApprovalChoice::AllowForSession | ApprovalChoice::AlwaysAllow, _) => {
-                    "acceptForSession"
-                }
-                (ApprovalChoice::Allow, _) => "accept",
-            };
-            app_server.respond(&id, &json!({ "decision": decision }));
-        });
-    }
-
-    /// A notification about the session's thread.
-    fn on_codex_notification(self: &Arc<Self>, method: &str, params: &Value) {
-        let text = |pointer: &str| params.pointer(pointer).and_then(Value::as_str);
-        match method {
-            "item/agentMessage/delta" => {
-                if let (Some(item), Some(delta)) = (text("/itemId"), text("/delta")) {
-                    self.emit_transient(Event::MessageDelta {
-                        message_id: item.to_owned(),
-                        delta: delta.to_owned(),
-                    });
-                }
-            }
-            "item/started" => self.codex_item_started(params.get("item").unwrap_or(&Value::Null)),
-            "item/completed" => {
-                self.codex_item_completed(params.get("item").unwrap_or(&Value::Null));
-            }
-            "turn/completed" => {
-                let Some(turn) = text("/turn/id") else {
-                    return;
-                };
-                let end = TurnEnd {
-                    status: text("/turn/status").unwrap_or("completed").to_owned(),
-                    error: text("/turn/error/message").map(str::to_owned),
-                };
-                let mut state = self.lock();
-                match state.codex.waiting.remove(turn) {
-                    Some(waiter) => {
-                        let _ = waiter.send(end);
-                    }
-                    None => {
-                        // The end came before its turn/start's answer (or the turn is another
-                        // client's): kept for a moment, a few at most.
-                        if state.codex.ended.len() == MAX_EARLY_ENDS {
-                            state.codex.ended.pop_front();
-                        }
-                        state.codex.ended.push_back((turn.to_owned(), end));
-                    }
-                }
-            }
-            "serverRequest/resolved" => {
-                let Some(id) = params.get("requestId").and_then(RawId::from_value) else {
-                    return;
-                };
-                let open = self.lock().codex.open.remove(&id);
-                if let Some(open) = open {
-                    tracing::info!(target: "formwork::codex", session = %self.id, %id, "another client answered codex's request; its card ends");
-                    if let Some(card) = &open.card {
-                        self.end_card(card, EndBy::Host(reason::ANSWERED_ELSEWHERE));
-                    }
-                    open.resolved.cancel();
-                }
-            }
-            "error" => {
-                let message = text("/error/message").unwrap_or("no message");
-                if params.get("willRetry").and_then(Value::as_bool) == Some(true) {
-                    self.diagnostic("model-retry", format!("Codex: {message}; it tries again"));
-                } else {
-                    tracing::info!(target: "formwork::codex", session = %self.id, %message, "codex reported an error");
-                }
-            }
-            "mcpServer/startupStatus/updated" => {
-                if text("/status") == Some("failed") {
-                    let name = text("/name").unwrap_or("a server");
-                    let error = text("/error").unwrap_or("no reason given");
-                    self.plugin_diagnostic(
-                        "codex-server",
-                        format!("Codex could not start {name}: {error}"),
-                    );
-                }
-            }
-            _ => {
-                tracing::debug!(target: "formwork::codex", session = %self.id, method, "codex notification skipped");
-            }
-        }
-    }
-
-    fn codex_item_started(self: &Arc<Self>, item: &Value) {
-        let Some(item_id) = item.get("id").and_then(Value::as_str) else {
-            return;
-        };
-        let (server, tool, arguments) = match item.get("type").and_then(Value::as_str) {
-            Some("mcpToolCall") => (
-                item.get("server")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
-                item.get("tool")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
-                item.get("arguments").cloned().unwrap_or_else(|| json!({})),
-            ),
-            Some("commandExecution") => (
-                CODEX_SERVER.to_owned(),
-                "command".to_owned(),
-                json!({ "command": item.get("command"), "cwd": item.get("cwd") }),
-            ),
-            Some("fileChange") => (
-                CODEX_SERVER.to_owned(),
-                "file_change".to_owned(),
-                json!({ "changes": item.get("changes") }),
-            ),
-            _ => return,
-        };
-        let call_id = self.new_id("c");
-        let mut state = self.lock();
-        if state.codex.items.contains_key(item_id) {
-            return;
-        }
-        state
-            .codex
-            .items
-            .insert(item_id.to_owned(), (call_id.clone(), server.clone()));
-        self.emit_locked(
-            &mut state,
-            Event::ToolCallStarted {
-                call_id,
-                server,
-                tool,
-                arguments,
-            },
-        );
-    }
-
-    fn codex_item_completed(self: &Arc<Self>, item: &Value) {
-        let kind = item.get("type").and_then(Value::as_str);
-        if kind == Some("agentMessage") {
-            let text = item.get("text").and_then(Value::as_str).unwrap_or_default();
-            if !text.is_empty() {
-                self.emit(Event::MessageAdded {
-                    role: Role::Assistant,
-                    text: text.to_owned(),
-                });
-            }
-            return;
-        }
-        if !matches!(
-            kind,
-            Some("mcpToolCall" | "commandExecution" | "fileChange")
-        ) {
-            return;
-        }
-        // An item Codex completes without having started it (its start came before this
-        // session loaded the thread) is shown whole.
-        self.codex_item_started(item);
-        let Some(item_id) = item.get("id").and_then(Value::as_str) else {
-            return;
-        };
-        let Some((call_id, _)) = self.lock().codex.items.remove(item_id) else {
-            return;
-        };
-        let (result, error) = item_outcome(item);
-        self.finish_call(&call_id, result, error);
-    }
-
-    /// Ends the calls of items Codex left open (a stopped or failed turn).
-    fn close_codex_items(&self, why: &str) {
-        let items: Vec<(String, String)> = self
-            .lock()
-            .codex
-            .items
-            .drain()
-            .map(|(_, call)| call)
-            .collect();
-        for (call_id, _) in items {
-            self.finish_call(&call_id, None, Some(why.to_owned()));
-        }
-    }
-
     /// The process is gone: what waited on it ends.
     fn codex_gone(&self, why: &str) {
         let open: Vec<OpenRequest> = {
@@ -1076,7 +523,7 @@ impl Session {
 
     /// The formwork call a form of `server` belongs to: the only call of that server running
     /// through Codex (a tool call of the turn, or a palette call).
-    fn codex_call_of(&self, server: &str) -> Option<String> {
+    pub(super) fn codex_call_of(&self, server: &str) -> Option<String> {
         let state = self.lock();
         let mut calls = state
             .codex
@@ -1096,19 +543,6 @@ impl Session {
             (Some(call), None) => Some(call.clone()),
             _ => None,
         }
-    }
-
-    fn track(&self, id: &RawId, card: Option<String>, resolved: CancellationToken) {
-        self.lock()
-            .codex
-            .open
-            .insert(id.clone(), OpenRequest { card, resolved });
-    }
-
-    /// Stops tracking a request about to be answered; `false` when another client answered it
-    /// first (then nothing is sent).
-    fn untrack(&self, id: &RawId) -> bool {
-        self.lock().codex.open.remove(id).is_some()
     }
 }
 
@@ -1138,64 +572,4 @@ fn listed_tool(status: &Value, server: &str, tool: &str) -> Option<Value> {
         .get("tools")?
         .get(tool)
         .cloned()
-}
-
-/// What a completed item gave: a call's result as MCP's `CallToolResult`, or its error.
-fn item_outcome(item: &Value) -> (Option<Value>, Option<String>) {
-    let failed = item.get("status").and_then(Value::as_str) == Some("failed");
-    match item.get("type").and_then(Value::as_str) {
-        Some("mcpToolCall") => {
-            if let Some(message) = item.pointer("/error/message").and_then(Value::as_str) {
-                return (None, Some(message.to_owned()));
-            }
-            let Some(result) = item.get("result").filter(|result| result.is_object()) else {
-                return (None, Some("Codex gave no result".to_owned()));
-            };
-            let mut call_result = serde_json::Map::new();
-            for key in ["content", "structuredContent", "_meta"] {
-                if let Some(value) = result.get(key).filter(|value| !value.is_null()) {
-                    call_result.insert(key.to_owned(), value.clone());
-                }
-            }
-            if failed {
-                call_result.insert("isError".to_owned(), json!(true));
-            }
-            (Some(Value::Object(call_result)), None)
-        }
-        Some("commandExecution") => {
-            let output = item
-                .get("aggregatedOutput")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            let exit = item.get("exitCode").and_then(Value::as_i64);
-            let mut result = json!({ "content": [{ "type": "text", "text": output }] });
-            if failed || exit.is_some_and(|code| code != 0) {
-                result["isError"] = json!(true);
-            }
-            (Some(result), None)
-        }
-        _ => {
-            let status = item
-                .get("status")
-                .and_then(Value::as_str)
-                .unwrap_or("completed");
-            let result = json!({ "content": [{ "type": "text", "text": status }] });
-            (Some(result), None)
-        }
-    }
-}
-
-/// The last guard before content reaches Codex: accepted content must validate.
-fn checked(reply: FormReply, form: Option<&formwork_forms::Form>) -> FormReply {
-    match (reply.action, form, &reply.content) {
-        (FormAction::Accept, Some(form), Some(content)) if form.validate(content).is_err() => {
-            tracing::error!(target: "formwork::codex", "an accepted answer does not validate; sending cancel");
-            FormReply::cancel()
-        }
-        _ => reply,
-    }
-}
-
-fn empty_params() -> Box<serde_json::value::RawValue> {
-    serde_json::value::RawValue::NULL.to_owned()
 }

@@ -10,6 +10,8 @@ mod auth;
 mod calls;
 mod cards;
 mod codex;
+mod codex_events;
+mod codex_requests;
 pub use cards::{CardAsks, ShownCard};
 mod connections;
 mod model_turn;

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{self, FunctionNames, Item, Progress, Provider, RequestParts};
 use crate::config::ModelChoice;
 use crate::events::{Event, Role};
+use crate::responder::BoxFuture;
 
 use super::{Session, Turn};
 
@@ -49,7 +50,21 @@ impl Session {
     /// Starts the model's turn for the person's message `text`. A turn still running was
     /// stopped by the caller; this one begins once it is over.
     pub(super) fn start_model_turn(self: &Arc<Self>, choice: ModelChoice, text: String) {
-        // A stopping host stops the turn too.
+        let session = Arc::clone(self);
+        let prologue = async move { session.record(vec![Item::User { text }]).await };
+        self.start_turn(prologue, move |session, token| {
+            Box::pin(async move { session.model_loop(&choice, &token).await })
+        });
+    }
+
+    /// Starts a turn of whoever answers messages (the model, or Codex): once the turn before it
+    /// is over (the caller stopped it), `prologue` runs, then, unless this turn was stopped in
+    /// the meantime, `work` as the turn's model member. A stopping host stops the turn too.
+    pub(super) fn start_turn(
+        self: &Arc<Self>,
+        prologue: impl Future<Output = ()> + Send + 'static,
+        work: impl FnOnce(Arc<Session>, CancellationToken) -> BoxFuture<Outcome> + Send + 'static,
+    ) {
         let token = match self.host.upgrade() {
             Some(host) => host.stopping.child_token(),
             None => return,
@@ -79,10 +94,10 @@ impl Session {
             }
             // The session's row is written before anything of it.
             session.saved().await;
-            session.record(vec![Item::User { text }]).await;
+            prologue.await;
             if !token.is_cancelled() {
                 session.begin_model_member(&token);
-                let outcome = session.model_loop(&choice, &token).await;
+                let outcome = work(Arc::clone(&session), token.clone()).await;
                 session.end_model_member(outcome);
             }
             let _ = ended_tx.send(true);
