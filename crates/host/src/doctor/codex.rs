@@ -314,19 +314,10 @@ async fn run(
         ended_tx,
     ));
     let cwd = options.codex.cwd.display().to_string();
-    let started = server
-        .request_within(
-            "thread/start",
-            protocol::thread_start(&cwd, policy),
-            TURN_LIMIT,
-        )
+    let thread = server
+        .start_thread(&cwd, policy, TURN_LIMIT)
         .await
         .map_err(|err| err.to_string())?;
-    let thread = started
-        .pointer("/thread/id")
-        .and_then(Value::as_str)
-        .ok_or("Codex started a thread without an id")?
-        .to_owned();
     let status = server
         .request_within(
             "mcpServerStatus/list",
@@ -360,18 +351,14 @@ async fn run(
             error: None,
         };
         let turn = server
-            .request_within(
-                "turn/start",
-                protocol::turn_start(&thread, &format!("formwork doctor: call {tool}"), policy),
+            .start_turn(
+                &thread,
+                &format!("formwork doctor: call {tool}"),
+                policy,
                 TURN_LIMIT,
             )
             .await
             .map_err(|err| err.to_string())?;
-        let turn = turn
-            .pointer("/turn/id")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
         let deadline = tokio::time::Instant::now() + TURN_LIMIT;
         loop {
             let stuck_at = {

@@ -237,20 +237,11 @@ impl Session {
             let link = host.codex().await?;
             let thread = self.codex_thread(&host, &link).await?;
             let policy = crate::runtime::codex::approval_policy(&host.config());
-            let response = link
+            let turn = link
                 .server
-                .request_within(
-                    "turn/start",
-                    protocol::turn_start(&thread, text, &policy),
-                    THREAD_TIMEOUT,
-                )
+                .start_turn(&thread, text, &policy, THREAD_TIMEOUT)
                 .await
                 .map_err(|err| err.to_string())?;
-            let turn = response
-                .pointer("/turn/id")
-                .and_then(Value::as_str)
-                .ok_or_else(|| "codex started a turn without an id".to_owned())?
-                .to_owned();
             Ok::<_, String>((link, thread, turn))
         };
         let (link, thread, turn) = tokio::select! {
@@ -394,20 +385,11 @@ impl Session {
         let thread = match resumed {
             Some(thread) => thread,
             None => {
-                let response = link
+                let thread = link
                     .server
-                    .request_within(
-                        "thread/start",
-                        protocol::thread_start(&cwd, &policy),
-                        THREAD_TIMEOUT,
-                    )
+                    .start_thread(&cwd, &policy, THREAD_TIMEOUT)
                     .await
                     .map_err(|err| err.to_string())?;
-                let thread = response
-                    .pointer("/thread/id")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| "codex started a thread without an id".to_owned())?
-                    .to_owned();
                 tracing::info!(target: "formwork::codex", session = %self.id, %thread, "codex thread started");
                 if let Some(store) = &host.store
                     && let Err(err) = store.set_codex_thread(&self.id, &thread).await

@@ -101,6 +101,14 @@ pub enum CodexError {
     /// The process ended before it answered.
     #[error("codex app-server is gone: {0}")]
     Gone(String),
+    /// It answered without what the request is for.
+    #[error("codex answered {method} without {missing}")]
+    Unexpected {
+        /// The request's method.
+        method: String,
+        /// What the answer lacks.
+        missing: &'static str,
+    },
     /// It did not answer in time.
     #[error("codex app-server did not answer {method} within {seconds} s")]
     Timeout {
@@ -333,6 +341,31 @@ impl AppServer {
             })
     }
 
+    /// `thread/start` in `cwd` under `approval_policy`: the new thread's id.
+    pub async fn start_thread(
+        &self,
+        cwd: &str,
+        approval_policy: &Value,
+        limit: Duration,
+    ) -> Result<String, CodexError> {
+        let params = super::protocol::thread_start(cwd, approval_policy);
+        let answer = self.request_within("thread/start", params, limit).await?;
+        id_at(&answer, "/thread/id", "thread/start")
+    }
+
+    /// `turn/start` of one text message on `thread`: the turn's id.
+    pub async fn start_turn(
+        &self,
+        thread: &str,
+        text: &str,
+        approval_policy: &Value,
+        limit: Duration,
+    ) -> Result<String, CodexError> {
+        let params = super::protocol::turn_start(thread, text, approval_policy);
+        let answer = self.request_within("turn/start", params, limit).await?;
+        id_at(&answer, "/turn/id", "turn/start")
+    }
+
     /// Answers Codex's request `id` with `result`.
     pub fn respond(&self, id: &RawId, result: &Value) {
         self.send(jsonrpc::response(id, result));
@@ -438,6 +471,18 @@ impl AppServer {
     fn gone_reason(&self) -> String {
         format!("it exited; its log is {}", self.log.display())
     }
+}
+
+/// The id at `pointer` of `method`'s answer.
+fn id_at(answer: &Value, pointer: &str, method: &str) -> Result<String, CodexError> {
+    answer
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| CodexError::Unexpected {
+            method: method.to_owned(),
+            missing: "an id",
+        })
 }
 
 /// `reason`, and the end of Codex's log when it has one.
