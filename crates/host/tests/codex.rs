@@ -646,7 +646,9 @@ async fn the_models_own_questions_are_a_card() {
         {"calls": [{"name": "request_user_input", "arguments": questions}]},
         {"echo": true}
     ]}]});
-    let rig = Rig::new(script, "");
+    let mut rig = Rig::new(script, "");
+    // Declining plugins' forms does not decline the model's own questions.
+    rig.config = format!("elicitations_auto_deny = true\n{}", rig.config);
     std::fs::create_dir_all(rig.home()).unwrap();
     std::fs::write(
         rig.home().join("config.toml"),
@@ -752,5 +754,79 @@ async fn codexs_own_command_approvals_are_cards() {
     // Codex tells the model the person refused.
     assert_eq!(texts.len(), 1, "{events:#?}");
     assert!(texts[0].contains("rejected by user"), "{texts:?}");
+    host.shutdown().await;
+}
+
+/// The model asks for more permissions (`request_permissions`): an approval card of the server
+/// `codex`; Allow grants what was asked for this turn, and the model hears what was granted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codexs_permission_requests_are_cards() {
+    let asked = json!({"reason": "fetch the page", "permissions": {"network": {"enabled": true}}});
+    let script = json!({"rules": [{"match": ".", "steps": [
+        {"calls": [{"name": "request_permissions", "arguments": asked}]},
+        {"echo": true}
+    ]}]});
+    let rig = Rig::new(script, "");
+    std::fs::create_dir_all(rig.home()).unwrap();
+    std::fs::write(
+        rig.home().join("config.toml"),
+        "[features]\nrequest_permissions_tool = true\n",
+    )
+    .unwrap();
+    let host = rig.host();
+    let mut s = Watch::open(&host);
+    s.say("fetch it");
+    let (approval, server, tool, body) = s.approval().await;
+    assert_eq!((server.as_str(), tool.as_str()), ("codex", "permissions"));
+    assert_eq!(
+        body["render"]["message"], "Allow Codex network access? (fetch the page)",
+        "{body:#}"
+    );
+    s.send(Command::AnswerApproval {
+        approval_id: approval,
+        choice: formwork_host::policy::ApprovalChoice::Allow,
+    });
+    let (events, reason) = s.turn().await;
+    assert_eq!(reason, "completed", "{events:#?}");
+    assert_eq!(
+        tool_output(&rig.sim),
+        r#"{"permissions":{"network":{"enabled":true},"file_system":null},"scope":"turn"}"#
+    );
+    host.shutdown().await;
+}
+
+/// A question asking for a secret never becomes a card: Codex gets no answer to it, and the
+/// transcript says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_models_secret_question_is_not_a_card() {
+    let questions = json!({"questions": [{"id": "token", "header": "Token", "question": "Your API token?",
+        "isSecret": true, "options": [{"label": "abc", "description": "a"}, {"label": "def", "description": "b"}]}]});
+    let script = json!({"rules": [{"match": ".", "steps": [
+        {"calls": [{"name": "request_user_input", "arguments": questions}]},
+        {"echo": true}
+    ]}]});
+    let rig = Rig::new(script, "");
+    std::fs::create_dir_all(rig.home()).unwrap();
+    std::fs::write(
+        rig.home().join("config.toml"),
+        "[features]\ndefault_mode_request_user_input = true\n",
+    )
+    .unwrap();
+    let host = rig.host();
+    let mut s = Watch::open(&host);
+    s.say("ask me");
+    let (events, reason) = s.turn().await;
+    assert_eq!(reason, "completed", "{events:#?}");
+    assert!(
+        !events
+            .iter()
+            .any(|event| matches!(event, Event::FormRequested { .. })),
+        "{events:#?}"
+    );
+    assert!(events.iter().any(|event| matches!(event,
+        Event::Diagnostic { code, message } if code == "form-declined"
+            && message == "Codex asked for a secret (token); secrets are never asked in a card, so nothing was answered")),
+        "{events:#?}");
+    assert_eq!(assistant_texts(&events), [r#"seen: {"answers":{}}"#]);
     host.shutdown().await;
 }

@@ -525,6 +525,10 @@ async fn answer_all(
                         seen.kind = "file-change-approval";
                         Some(json!({"decision": "decline"}))
                     }
+                    ServerRequest::Permissions { permissions, .. } => {
+                        seen.kind = "permissions-approval";
+                        Some(protocol::permissions_answer(&permissions, false, false))
+                    }
                     ServerRequest::Unsupported => None,
                 };
                 match &answer {

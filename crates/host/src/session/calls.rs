@@ -234,13 +234,13 @@ impl Session {
         card: ApprovalCard,
         rendering: CardRendering,
     ) -> ApprovalAnswer {
-        self.push_approval(call_id, card, rendering).1.await
+        self.push_approval(Some(call_id), card, rendering).1.await
     }
 
     /// Shows the approval card now; gives its id and the person's answer to come.
     pub(super) fn push_approval(
         &self,
-        call_id: &str,
+        call_id: Option<&str>,
         card: ApprovalCard,
         rendering: CardRendering,
     ) -> (String, impl Future<Output = ApprovalAnswer> + use<>) {
@@ -251,7 +251,7 @@ impl Session {
         self.push_card(
             Card {
                 id: approval_id.clone(),
-                call_id: Some(call_id.to_owned()),
+                call_id: call_id.map(str::to_owned),
                 plugin: card.server.clone(),
                 body,
                 waiter: Waiter::Approval {

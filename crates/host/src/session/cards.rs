@@ -14,6 +14,7 @@ use crate::policy::{self, ApprovalAnswer, ApprovalCard, ApprovalChoice, CardRend
 use crate::responder::{BoxFuture, FormPrompt, FormReply};
 use crate::store::StoreError;
 
+use super::model_turn::MODEL_MEMBER;
 use super::{CommandError, Session, SessionState, reason};
 
 impl super::Host {
@@ -117,7 +118,7 @@ impl Session {
         prompt: FormPrompt,
         call_id: Option<String>,
     ) -> BoxFuture<FormReply> {
-        self.ask_card(server, prompt, call_id).1
+        self.ask_card(server, prompt, call_id, Asker::Plugin).1
     }
 
     /// [`Session::ask`], also giving the card's id when the form became a card (`None` when
@@ -127,23 +128,26 @@ impl Session {
         server: &str,
         prompt: FormPrompt,
         call_id: Option<String>,
+        asker: Asker,
     ) -> (Option<String>, BoxFuture<FormReply>) {
         let Some(host) = self.host.upgrade() else {
             return (None, Box::pin(async { FormReply::cancel() }));
         };
         let config = host.config();
-        let gate = policy::elicitation_gate(&config);
-        let verdict = match &gate {
-            Ok(allowed) => allowed.to_string(),
-            Err(declined) => declined.to_string(),
-        };
-        tracing::info!(target: "formwork::policy", marker = "policy-decision", session = %self.id, plugin = server, allowed = gate.is_ok(), reason = %verdict, "plugin form");
-        if gate.is_err() {
-            self.plugin_diagnostic(
-                "elicitation-declined-by-policy",
-                format!("{server}: {verdict}"),
-            );
-            return (None, Box::pin(async { FormReply::decline() }));
+        if asker == Asker::Plugin {
+            let gate = policy::elicitation_gate(&config);
+            let verdict = match &gate {
+                Ok(allowed) => allowed.to_string(),
+                Err(declined) => declined.to_string(),
+            };
+            tracing::info!(target: "formwork::policy", marker = "policy-decision", session = %self.id, plugin = server, allowed = gate.is_ok(), reason = %verdict, "plugin form");
+            if gate.is_err() {
+                self.plugin_diagnostic(
+                    "elicitation-declined-by-policy",
+                    format!("{server}: {verdict}"),
+                );
+                return (None, Box::pin(async { FormReply::decline() }));
+            }
         }
         // A form outside a turn belongs to an app's tool call, or to nothing.
         let (outside, app_call) = {
@@ -163,11 +167,17 @@ impl Session {
             return (None, Box::pin(async { FormReply::decline() }));
         }
         let call_id = call_id.or(app_call).or_else(|| {
-            self.lock().turn.as_ref().and_then(|turn| {
-                (turn.calls.len() == 1)
-                    .then(|| turn.calls.keys().next().cloned())
-                    .flatten()
-            })
+            let state = self.lock();
+            let mut calls = state
+                .turn
+                .as_ref()?
+                .calls
+                .keys()
+                .filter(|member| *member != MODEL_MEMBER);
+            match (calls.next(), calls.next()) {
+                (Some(call), None) => Some(call.clone()),
+                _ => None,
+            }
         });
         let forms = config.forms;
         let (reply, answer) = oneshot::channel();
@@ -418,6 +428,14 @@ fn approval_resolved(approval_id: &str, answer: &ApprovalAnswer) -> Event {
 }
 
 /// Ends its card as `plugin-gone` when dropped; a card already ended is left alone.
+/// Who asks with a form: a plugin's form passes the person's elicitation policy first; the
+/// model's own questions (Codex's `request_user_input`) are not a plugin's and do not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Asker {
+    Plugin,
+    Model,
+}
+
 struct CardGuard {
     session: Arc<Session>,
     card_id: String,

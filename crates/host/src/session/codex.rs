@@ -141,27 +141,6 @@ impl HostInner {
         *slot = Some(Arc::clone(&link));
         Ok(link)
     }
-
-    /// Writes Codex's config again (after the person's Always allow changed formwork's).
-    pub(super) fn refresh_codex_config(&self) {
-        let Some(options) = &self.options.codex else {
-            return;
-        };
-        let exe = self
-            .options
-            .builtin_exe
-            .clone()
-            .or_else(|| std::env::current_exe().ok())
-            .unwrap_or_else(|| "formwork".into());
-        if let Err(err) = crate::runtime::codex::write_config(
-            &options.home,
-            &self.config(),
-            self.options.model.as_ref(),
-            &exe,
-        ) {
-            tracing::warn!(target: "formwork::codex", %err, "codex config not refreshed");
-        }
-    }
 }
 
 /// Hands each message of Codex's to the session of its thread, notifications in order.
@@ -497,7 +476,7 @@ impl Session {
     }
 
     /// Whether a call of `server` runs through Codex in this session.
-    fn codex_runs(&self, server: &str) -> bool {
+    pub(super) fn codex_runs(&self, server: &str) -> bool {
         let state = self.lock();
         state.codex.items.values().any(|(_, of)| of == server)
             || state.codex.palette.iter().any(|(of, _)| of == server)

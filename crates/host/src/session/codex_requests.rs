@@ -1,7 +1,7 @@
 //! Codex's requests to formwork, as cards: a plugin's form (`mcpServer/elicitation/request`)
 //! takes the road of a direct plugin's form (form engine, gate, queue, card); the model's own
-//! questions are a form card too; Codex's tool approvals and its command and file-change
-//! approvals are approval cards. Each card is made when the request arrives, so cards keep
+//! questions are a form card too (never one asking a secret); Codex's tool approvals and its
+//! command, file-change and permissions approvals are approval cards. Each card is made when the request arrives, so cards keep
 //! Codex's order, and answered in Codex's shape once the person answers. A request another
 //! client answered first (`serverRequest/resolved`) ends its card and is not answered again.
 
@@ -20,8 +20,13 @@ use crate::responder::{FormAction, FormPrompt, FormReply};
 use crate::runtime::codex::AppServer;
 use crate::runtime::codex::protocol::{self, ApprovalAskedAs, ServerRequest, ToolApprovalAsk};
 
+use super::cards::Asker;
 use super::codex::{CODEX_SERVER, CodexLink, OpenRequest};
 use super::{Session, reason};
+
+/// The id prefix of the cards of Codex's own work (commands, file changes, permissions), beside
+/// [`APPROVAL_ID_PREFIX`] of tool calls.
+const WORK_APPROVAL_ID_PREFIX: &str = "codex_approval_";
 
 /// Answers a request formwork does not serve, so Codex never waits on it.
 pub(super) fn refuse(server: &AppServer, id: &RawId, method: &str, why: &str) {
@@ -52,6 +57,15 @@ impl Session {
                 params,
             } => {
                 tracing::info!(target: "formwork::codex", marker = "codex-elicitation-received", session = %self.id, plugin = %server, id = %id, turn = turn.as_deref().unwrap_or("none"), "mcpServer/elicitation/request received");
+                if turn.is_none() && !self.codex_runs(&server) {
+                    self.plugin_diagnostic(
+                        "elicitation-outside-turn",
+                        format!("{server} asked for a form while no tool call of this session was running; declined"),
+                    );
+                    link.server
+                        .respond(&id, &protocol::elicitation_answer("decline", None, None));
+                    return;
+                }
                 let openai = self
                     .host
                     .upgrade()
@@ -66,6 +80,7 @@ impl Session {
                         openai_elicitation: openai,
                     },
                     call_id,
+                    Asker::Plugin,
                     |reply| {
                         let content = reply
                             .content
@@ -80,6 +95,18 @@ impl Session {
                 );
             }
             ServerRequest::Questions { questions } => {
+                let secrets = protocol::secret_questions(&questions);
+                if !secrets.is_empty() {
+                    self.plugin_diagnostic(
+                        "form-declined",
+                        format!(
+                            "Codex asked for a secret ({}); secrets are never asked in a card, so nothing was answered",
+                            secrets.join(", ")
+                        ),
+                    );
+                    link.server.respond(&id, &protocol::questions_answer(None));
+                    return;
+                }
                 let params = json!({
                     "mode": "form",
                     "message": "Codex asks",
@@ -89,9 +116,16 @@ impl Session {
                 let parse = ParseOptions {
                     openai_elicitation: true,
                 };
-                self.form_card(link, id, CODEX_SERVER, params, parse, None, |reply| {
-                    protocol::questions_answer(reply.content.as_ref())
-                });
+                self.form_card(
+                    link,
+                    id,
+                    CODEX_SERVER,
+                    params,
+                    parse,
+                    None,
+                    Asker::Model,
+                    |reply| protocol::questions_answer(reply.content.as_ref()),
+                );
             }
             ServerRequest::ToolApproval(ask) => self.tool_approval(link, id, ask, params),
             ServerRequest::Command {
@@ -110,7 +144,15 @@ impl Session {
                     message.push_str(&format!(" ({why})"));
                 }
                 let arguments = json!({ "command": command, "cwd": cwd });
-                self.work_approval(link, id, params, "command", message, arguments);
+                self.work_approval(
+                    link,
+                    id,
+                    params,
+                    "command",
+                    message,
+                    arguments,
+                    |answer| json!({ "decision": work_decision(answer) }),
+                );
             }
             ServerRequest::FileChange {
                 reason: why,
@@ -124,7 +166,44 @@ impl Session {
                     message.push_str(&format!(" ({why})"));
                 }
                 let arguments = json!({ "grantRoot": grant_root });
-                self.work_approval(link, id, params, "file_change", message, arguments);
+                self.work_approval(
+                    link,
+                    id,
+                    params,
+                    "file_change",
+                    message,
+                    arguments,
+                    |answer| json!({ "decision": work_decision(answer) }),
+                );
+            }
+            ServerRequest::Permissions {
+                reason: why,
+                permissions,
+            } => {
+                let mut message = format!(
+                    "Allow Codex {}?",
+                    protocol::permissions_summary(&permissions)
+                );
+                if let Some(why) = why {
+                    message.push_str(&format!(" ({why})"));
+                }
+                let arguments = permissions.clone();
+                self.work_approval(
+                    link,
+                    id,
+                    params,
+                    "permissions",
+                    message,
+                    arguments,
+                    move |answer| {
+                        let granted = !answer.cancelled && answer.choice != ApprovalChoice::Deny;
+                        let for_session = matches!(
+                            answer.choice,
+                            ApprovalChoice::AllowForSession | ApprovalChoice::AlwaysAllow
+                        );
+                        protocol::permissions_answer(&permissions, granted, for_session)
+                    },
+                );
             }
             ServerRequest::Unsupported => {
                 tracing::info!(target: "formwork::codex", session = %self.id, method, "a request formwork does not serve; refused");
@@ -144,6 +223,7 @@ impl Session {
         params: Value,
         parse: ParseOptions,
         call_id: Option<String>,
+        asker: Asker,
         respond: impl FnOnce(FormReply) -> Value + Send + 'static,
     ) {
         let request = match parse_request_with(&params, parse) {
@@ -170,7 +250,7 @@ impl Session {
             url_completed: None,
             cancelled: resolved.clone(),
         };
-        let (card, reply) = self.ask_card(server, prompt, call_id);
+        let (card, reply) = self.ask_card(server, prompt, call_id, asker);
         if let Some(card) = &card {
             tracing::info!(target: "formwork::codex", marker = "codex-elicitation-forwarded", session = %self.id, plugin = %server, id = %id, form = %card, "codex's request forwarded to a card");
         }
@@ -204,7 +284,10 @@ impl Session {
             .call_of_item(params)
             .or_else(|| self.codex_call_of(&ask.server));
         let card = ApprovalCard {
-            id: format!("{APPROVAL_ID_PREFIX}{}", call_id.as_deref().unwrap_or("")),
+            id: format!(
+                "{APPROVAL_ID_PREFIX}{}",
+                call_id.clone().unwrap_or_else(|| id_text(&id))
+            ),
             server: ask.server.clone(),
             tool: ask.tool.clone().unwrap_or_default(),
             mode: if ask.session || ask.always {
@@ -214,7 +297,8 @@ impl Session {
             },
             offers: RememberOffers {
                 session: ask.session,
-                always: ask.always,
+                // Always allow names the tool in formwork's config: not offered without one.
+                always: ask.always && ask.tool.is_some(),
             },
             message: ask.message.clone(),
             tool_title: None,
@@ -249,7 +333,9 @@ impl Session {
         });
     }
 
-    /// Codex asks whether its own work (a command, a file change) may go ahead.
+    /// Codex asks whether its own work (a command, a file change, more permissions) may go
+    /// ahead: allowed once or for the session, never remembered by formwork.
+    #[allow(clippy::too_many_arguments)]
     fn work_approval(
         self: &Arc<Self>,
         link: &Arc<CodexLink>,
@@ -258,10 +344,14 @@ impl Session {
         what: &str,
         message: String,
         arguments: Value,
+        respond: impl FnOnce(&ApprovalAnswer) -> Value + Send + 'static,
     ) {
         let call_id = self.call_of_item(params);
         let card = ApprovalCard {
-            id: format!("{APPROVAL_ID_PREFIX}{}", call_id.as_deref().unwrap_or("")),
+            id: format!(
+                "{WORK_APPROVAL_ID_PREFIX}{}",
+                call_id.clone().unwrap_or_else(|| id_text(&id))
+            ),
             server: CODEX_SERVER.to_owned(),
             tool: what.to_owned(),
             mode: ApprovalMode::Auto,
@@ -274,22 +364,12 @@ impl Session {
             tool_description: None,
             arguments,
         };
-        self.approval_card(link, id, call_id, card, false, |answer| {
-            let decision = match (answer.choice, answer.cancelled) {
-                (_, true) => "cancel",
-                (ApprovalChoice::Deny, false) => "decline",
-                (ApprovalChoice::AllowForSession | ApprovalChoice::AlwaysAllow, _) => {
-                    "acceptForSession"
-                }
-                (ApprovalChoice::Allow, _) => "accept",
-            };
-            json!({ "decision": decision })
-        });
+        self.approval_card(link, id, call_id, card, false, respond);
     }
 
     /// An approval card, answered with what `respond` makes of the person's answer; `settle`:
     /// the answer is remembered as formwork's own approvals are (for this session, or written
-    /// to the config for Always allow, then Codex's config follows).
+    /// to formwork's config for Always allow; Codex keeps its own `persist` itself).
     fn approval_card(
         self: &Arc<Self>,
         link: &Arc<CodexLink>,
@@ -303,8 +383,7 @@ impl Session {
             return;
         };
         let rendering = policy::card_rendering(&host.config());
-        let (approval, answer) =
-            self.push_approval(call_id.as_deref().unwrap_or(""), card.clone(), rendering);
+        let (approval, answer) = self.push_approval(call_id.as_deref(), card.clone(), rendering);
         let resolved = CancellationToken::new();
         self.track(&id, Some(approval), resolved.clone());
         let session = Arc::clone(self);
@@ -321,9 +400,6 @@ impl Session {
             tracing::info!(target: "formwork::codex", marker = "codex-approval-answered", session = %session.id, id = %id, choice = answer.choice.as_str(), cancelled = answer.cancelled, "codex's approval answered");
             if settle && let Some(host) = session.host.upgrade() {
                 session.settle_approval(&host, &card, &answer);
-                if answer.writes_config() {
-                    host.refresh_codex_config();
-                }
             }
         });
     }
@@ -349,6 +425,24 @@ impl Session {
     /// first (then nothing is sent).
     fn untrack(&self, id: &RawId) -> bool {
         self.lock().codex.open.remove(id).is_some()
+    }
+}
+
+/// A request id as text, to name a card of no call by.
+fn id_text(id: &RawId) -> String {
+    match id.to_value() {
+        Value::String(text) => text,
+        other => other.to_string(),
+    }
+}
+
+/// The `decision` of a command or file-change approval.
+fn work_decision(answer: &ApprovalAnswer) -> &'static str {
+    match (answer.choice, answer.cancelled) {
+        (_, true) => "cancel",
+        (ApprovalChoice::Deny, false) => "decline",
+        (ApprovalChoice::AllowForSession | ApprovalChoice::AlwaysAllow, _) => "acceptForSession",
+        (ApprovalChoice::Allow, _) => "accept",
     }
 }
 

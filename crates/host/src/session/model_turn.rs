@@ -20,7 +20,7 @@ use super::{Session, Turn};
 /// At most this many model requests in one turn: a model that keeps calling tools ends.
 const MAX_STEPS: usize = 32;
 /// The model's place among a turn's members (beside its calls): the turn lasts while it runs.
-const MODEL_MEMBER: &str = "model";
+pub(super) const MODEL_MEMBER: &str = "model";
 
 /// The session's side of its model.
 #[derive(Default)]

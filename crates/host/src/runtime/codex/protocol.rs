@@ -13,6 +13,8 @@ pub const USER_INPUT_REQUEST: &str = "item/tool/requestUserInput";
 pub const COMMAND_APPROVAL_REQUEST: &str = "item/commandExecution/requestApproval";
 /// `item/fileChange/requestApproval`.
 pub const FILE_CHANGE_APPROVAL_REQUEST: &str = "item/fileChange/requestApproval";
+/// `item/permissions/requestApproval`.
+pub const PERMISSIONS_APPROVAL_REQUEST: &str = "item/permissions/requestApproval";
 
 /// `_meta.codex_approval_kind` of Codex's tool approval form.
 pub const TOOL_APPROVAL_KIND: &str = "mcp_tool_call";
@@ -122,6 +124,13 @@ pub enum ServerRequest {
         /// A root it asks write access for, for the session.
         grant_root: Option<String>,
     },
+    /// Codex asks for more permissions (network, file system) than its sandbox gives.
+    Permissions {
+        /// Why it asks.
+        reason: Option<String>,
+        /// What it asks for, `{network, fileSystem}` as Codex wrote it.
+        permissions: Value,
+    },
     /// Something formwork does not serve.
     Unsupported,
 }
@@ -187,6 +196,10 @@ pub fn read_request(method: &str, params: &Value) -> ServerRequest {
         FILE_CHANGE_APPROVAL_REQUEST => ServerRequest::FileChange {
             reason: text("reason"),
             grant_root: text("grantRoot"),
+        },
+        PERMISSIONS_APPROVAL_REQUEST => ServerRequest::Permissions {
+            reason: text("reason"),
+            permissions: params.get("permissions").cloned().unwrap_or(Value::Null),
         },
         _ => ServerRequest::Unsupported,
     }
@@ -377,6 +390,61 @@ pub fn questions_schema(questions: &[Question]) -> Value {
     json!({ "type": "object", "properties": properties, "required": required })
 }
 
+/// `item/permissions/requestApproval`'s answer: what is granted (the permissions asked for, or
+/// none), and for how long.
+pub fn permissions_answer(asked: &Value, granted: bool, for_session: bool) -> Value {
+    let mut permissions = Map::new();
+    if granted {
+        for key in ["network", "fileSystem"] {
+            if let Some(value) = asked.get(key).filter(|value| !value.is_null()) {
+                permissions.insert(key.to_owned(), value.clone());
+            }
+        }
+    }
+    json!({
+        "permissions": permissions,
+        "scope": if for_session { "session" } else { "turn" },
+    })
+}
+
+/// What a permissions request asks for, in words: `network access and to write in /a`.
+pub fn permissions_summary(asked: &Value) -> String {
+    let mut parts = Vec::new();
+    if asked
+        .pointer("/network/enabled")
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+    {
+        parts.push("network access".to_owned());
+    }
+    for (key, verb) in [("read", "to read"), ("write", "to write")] {
+        let paths: Vec<&str> = asked
+            .pointer(&format!("/fileSystem/{key}"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        if !paths.is_empty() {
+            parts.push(format!("{verb} in {}", paths.join(", ")));
+        }
+    }
+    if parts.is_empty() {
+        return "more permissions".to_owned();
+    }
+    parts.join(" and ")
+}
+
+/// The ids of the questions that ask for a secret (`isSecret`): no card may ask them, since
+/// secrets never ride in forms.
+pub fn secret_questions(questions: &[Question]) -> Vec<&str> {
+    questions
+        .iter()
+        .filter(|question| question.is_secret)
+        .map(|question| question.id.as_str())
+        .collect()
+}
+
 /// `item/tool/requestUserInput`'s answer: each question's answer as a list of strings.
 pub fn questions_answer(content: Option<&Map<String, Value>>) -> Value {
     let mut answers = Map::new();
@@ -463,6 +531,34 @@ mod tests {
     }
 
     #[test]
+    fn permissions_are_granted_as_asked_or_not_at_all() {
+        let asked = json!({"network": {"enabled": true}, "fileSystem": null});
+        assert_eq!(
+            permissions_answer(&asked, true, false),
+            json!({"permissions": {"network": {"enabled": true}}, "scope": "turn"})
+        );
+        assert_eq!(
+            permissions_answer(&asked, false, true),
+            json!({"permissions": {}, "scope": "session"})
+        );
+        let ServerRequest::Permissions { permissions, .. } = read_request(
+            PERMISSIONS_APPROVAL_REQUEST,
+            &json!({"threadId": "t", "permissions": asked, "reason": "fetch"}),
+        ) else {
+            panic!("not a permissions request");
+        };
+        assert_eq!(permissions, asked);
+        assert_eq!(permissions_summary(&asked), "network access");
+        assert_eq!(
+            permissions_summary(
+                &json!({"network": null, "fileSystem": {"read": null, "write": ["/a", "/b"]}})
+            ),
+            "to write in /a, /b"
+        );
+        assert_eq!(permissions_summary(&json!({})), "more permissions");
+    }
+
+    #[test]
     fn questions_become_a_schema_and_answers_lists_of_labels() {
         let questions = vec![Question {
             id: "color".into(),
@@ -486,5 +582,12 @@ mod tests {
             questions_answer(content.as_object()),
             json!({"answers": {"color": {"answers": ["Red"]}}})
         );
+        assert_eq!(secret_questions(&questions), Vec::<&str>::new());
+        let token = Question {
+            id: "token".into(),
+            is_secret: true,
+            ..questions[0].clone()
+        };
+        assert_eq!(secret_questions(&[questions[0].clone(), token]), ["token"]);
     }
 }
