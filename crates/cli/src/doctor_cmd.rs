@@ -131,11 +131,12 @@ async fn run_codex(
     }
     let data_dir = formwork_host::store::Store::default_data_dir()?;
     let mut codex = crate::runtime::codex_options(&config, &data_dir)?;
-    codex.home = data_dir.join("codex-doctor");
+    let runtime_home = std::mem::replace(&mut codex.home, data_dir.join("codex-doctor"));
     let options = CodexDoctorOptions {
         server,
         tool: args.tool.clone().map(|tool| (tool, arguments)),
         codex,
+        runtime_home: Some(runtime_home),
         formwork_exe: std::env::current_exe().context("cannot find formwork's own path")?,
         wait_after_answer: Duration::from_secs(args.wait),
     };

@@ -195,7 +195,21 @@ fn doctor(config: &str, plugin_flags: &str, tool: &str) -> (Output, Value) {
 /// `formwork doctor --runtime codex --server SERVER --tool TOOL` with `config` (which has the
 /// server's table): its output and report.
 fn doctor_of(server: &str, config: &str, tool: &str) -> (Output, Value) {
+    doctor_seeded(server, config, tool, None)
+}
+
+/// [`doctor_of`], with `codex_config` already in the Codex runtime's home (the person's own).
+fn doctor_seeded(
+    server: &str,
+    config: &str,
+    tool: &str,
+    codex_config: Option<&str>,
+) -> (Output, Value) {
     let data = tempfile::tempdir().unwrap();
+    if let Some(text) = codex_config {
+        std::fs::create_dir_all(data.path().join("codex")).unwrap();
+        std::fs::write(data.path().join("codex/config.toml"), text).unwrap();
+    }
     let config = TempFile::new(&format!(
         "{config}\n[codex]\ncommand = {:?}\n\n[mcp_servers.demo]\nenabled = false\n",
         codex_binary().display().to_string(),
@@ -334,10 +348,34 @@ fn doctor_under_codex_names_approvals_schemas_and_a_stuck_plugin() {
         "tool-approval",
         &[
             "Codex asked the person to approve the call of `choose_strategy`",
-            "\"prompt\" (explicit, kept)",
+            "Codex's config says mcp_servers.doc.default_tools_approval_mode = \"prompt\"",
         ],
     );
     assert_eq!(report["requests"][0]["kind"], "tool-approval");
+
+    // The person's own prompt for one tool, in the Codex runtime's config: the doctor's Codex
+    // has it too, and names the key. The plugin's environment is not shown.
+    let server = format!(
+        "[mcp_servers.doc]\ncommand = \"sh\"\nargs = [\"-c\", {:?}]\nenv = {{ DOC_TOKEN = \"s3cret\" }}\n",
+        node_plugin("doctor_plugin.mjs"),
+    );
+    let (output, report) = doctor_seeded(
+        "doc",
+        &server,
+        "choose_strategy",
+        Some("[mcp_servers.doc.tools.choose_strategy]\napproval_mode = \"prompt\"\n"),
+    );
+    output.assert_code(1);
+    assert_only(
+        &report,
+        "tool-approval",
+        &["Codex's config says mcp_servers.doc.tools.choose_strategy.approval_mode = \"prompt\""],
+    );
+    let written = report["codex"]["config"].as_str().unwrap();
+    assert!(
+        written.contains("env = { DOC_TOKEN = \"<redacted>\" }") && !written.contains("s3cret"),
+        "{written}"
+    );
 
     // A schema Codex's MCP client cannot read: a nested object.
     let (output, report) = doctor("", "", "ask_nested");

@@ -43,6 +43,9 @@ pub struct CodexDoctorOptions {
     pub tool: Option<(String, Option<Value>)>,
     /// How to run Codex; its `home` is the doctor's own, which it writes and may remove.
     pub codex: CodexOptions,
+    /// The Codex runtime's own home, when there is one: its `config.toml` (and formwork's
+    /// record of it) seed the doctor's, so the person's own keys there count here too.
+    pub runtime_home: Option<PathBuf>,
     /// The formwork binary: it runs the built-in servers and the tap (`doctor-tap`).
     pub formwork_exe: PathBuf,
     /// How long the call may still take after the plugin got its last form answer before the
@@ -106,6 +109,9 @@ pub struct ServerSeen {
     pub tools_error: Option<String>,
     /// Whether the plugin ran behind the tap (stdio only).
     pub tapped: bool,
+    /// The approval mode Codex's config gives the `--tool` (or, without one, the server's
+    /// tools): `{mode, key}`, the key that says so.
+    pub approval_mode: Option<Value>,
 }
 
 /// How the call went.
@@ -129,8 +135,8 @@ pub struct CodexCall {
 pub struct RequestSeen {
     /// The method.
     pub method: String,
-    /// `form`, `tool-approval`, `questions`, `command-approval`, `file-change-approval` or
-    /// `other`.
+    /// `form`, `tool-approval`, `questions`, `command-approval`, `file-change-approval`,
+    /// `permissions-approval` or `other`.
     pub kind: &'static str,
     /// The server it names, if any.
     pub server: Option<String>,
@@ -182,18 +188,31 @@ struct Observed {
 pub async fn diagnose(config: &Config, options: CodexDoctorOptions) -> CodexReport {
     let _ = std::fs::remove_dir_all(&options.codex.home);
     let _ = std::fs::create_dir_all(&options.codex.home);
+    if let Some(runtime_home) = &options.runtime_home {
+        for file in [
+            crate::runtime::codex::CONFIG_FILE,
+            crate::runtime::codex::MANAGED_FILE,
+        ] {
+            let _ = std::fs::copy(runtime_home.join(file), options.codex.home.join(file));
+        }
+    }
     let record = options.codex.home.join("tap.jsonl");
     let mut config = config.clone();
     let tapped = tap_server(&mut config, &options, &record);
-    let model = match &options.tool {
+    let started = match &options.tool {
         Some((tool, arguments)) => DoctorModel::start(
             format!("mcp__{}", options.server),
             tool.clone(),
             arguments.clone().unwrap_or_else(|| json!({})),
         )
         .await
-        .ok(),
-        None => None,
+        .map(Some)
+        .map_err(|err| format!("the doctor's model could not start: {err}")),
+        None => Ok(None),
+    };
+    let (model, model_error) = match started {
+        Ok(model) => (model, None),
+        Err(err) => (None, Some(err)),
     };
     let choice = model.as_ref().map(|model| {
         let provider = ModelProvider {
@@ -233,6 +252,7 @@ pub async fn diagnose(config: &Config, options: CodexDoctorOptions) -> CodexRepo
             tools: Vec::new(),
             tools_error: None,
             tapped,
+            approval_mode: None,
         },
         call: None,
         requests: Vec::new(),
@@ -240,14 +260,19 @@ pub async fn diagnose(config: &Config, options: CodexDoctorOptions) -> CodexRepo
         codex_log: Vec::new(),
         symptoms: Vec::new(),
     };
-    match crate::runtime::codex::write_config(
-        &options.codex.home,
-        &config,
-        choice.as_ref(),
-        &options.formwork_exe,
-    ) {
-        Ok(written) => {
-            report.codex.config = std::fs::read_to_string(written.path).unwrap_or_default();
+    if let Some(err) = model_error {
+        report.codex.error = Some(err);
+        return report;
+    }
+    match write_doctor_config(&config, &options, choice.as_ref()) {
+        Ok(text) => {
+            report.server.approval_mode = crate::runtime::codex::tool_approval_mode(
+                &text,
+                &options.server,
+                options.tool.as_ref().map_or("", |(tool, _)| tool.as_str()),
+            )
+            .map(|(mode, key)| json!({"mode": mode, "key": key}));
+            report.codex.config = crate::runtime::codex::redacted(&text);
         }
         Err(err) => {
             report.codex.error = Some(format!("Codex's config could not be written: {err}"));
@@ -292,6 +317,26 @@ pub async fn diagnose(config: &Config, options: CodexDoctorOptions) -> CodexRepo
     report
 }
 
+/// Writes the doctor's Codex config as the runtime would, with every other server switched
+/// off; gives its text.
+fn write_doctor_config(
+    config: &Config,
+    options: &CodexDoctorOptions,
+    choice: Option<&ModelChoice>,
+) -> Result<String, String> {
+    let written = crate::runtime::codex::write_config(
+        &options.codex.home,
+        config,
+        choice,
+        &options.formwork_exe,
+    )
+    .map_err(|err| err.to_string())?;
+    let text = std::fs::read_to_string(&written.path).map_err(|err| err.to_string())?;
+    let text = crate::runtime::codex::only_server(&text, &options.server)?;
+    std::fs::write(&written.path, &text).map_err(|err| err.to_string())?;
+    Ok(text)
+}
+
 /// Starts Codex, lists the server's tools on a new thread, and runs the call in a turn.
 async fn run(
     config: &Config,
@@ -304,7 +349,7 @@ async fn run(
     let server = AppServer::start(&options.codex, inbound)
         .await
         .map_err(|err| err.to_string())?;
-    let (ended_tx, mut ended) = watch::channel(false);
+    let (ended_tx, ended) = watch::channel(false);
     let answering = tokio::spawn(answer_all(
         Arc::clone(&server),
         incoming,
@@ -313,6 +358,22 @@ async fn run(
         options.server.clone(),
         ended_tx,
     ));
+    let outcome = drive(&server, options, policy, observed, report, ended).await;
+    // Codex's last log lines arrive before it exits.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    answering.abort();
+    outcome
+}
+
+/// The thread and the turn of [`run`].
+async fn drive(
+    server: &Arc<AppServer>,
+    options: &CodexDoctorOptions,
+    policy: &Value,
+    observed: &Arc<Mutex<Observed>>,
+    report: &mut CodexReport,
+    mut ended: watch::Receiver<bool>,
+) -> Result<(), String> {
     let cwd = options.codex.cwd.display().to_string();
     let thread = server
         .start_thread(&cwd, policy, TURN_LIMIT)
@@ -405,9 +466,6 @@ async fn run(
         }
         report.call = Some(call);
     }
-    // Codex's last log lines arrive before it exits.
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    answering.abort();
     Ok(())
 }
 

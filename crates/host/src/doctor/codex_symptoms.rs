@@ -306,26 +306,31 @@ fn schema_unsupported(report: &CodexReport) -> Symptom {
 fn tool_approval(config: &Config, report: &CodexReport, approval_asked: bool) -> Symptom {
     let server = &report.server.name;
     let table = crate::config::dotted(["mcp_servers", server.as_str()]);
-    let explicit = config
-        .server(server)
-        .and_then(|server| server.default_tools_approval_mode);
     let action = format!(
         "if `{server}`'s tools do not need per-call approval, set default_tools_approval_mode = \
          \"approve\" in [{table}] of {} (formwork writes \"approve\" into Codex's config for every \
          server that sets no mode); keep an explicit \"prompt\" for servers and tools that need it",
         config.describe_files()
     );
-    let mode = match explicit {
-        Some(mode) => format!("{table}.default_tools_approval_mode = \"{mode}\" (explicit, kept)"),
-        None => format!("{table}.default_tools_approval_mode = \"approve\" (formwork's default)"),
+    // What Codex's config says, as written for this run (the person's own keys there included).
+    let (mode, said) = match &report.server.approval_mode {
+        Some(found) => {
+            let mode = found["mode"].as_str().unwrap_or_default().to_owned();
+            let said = format!("{} = \"{mode}\"", found["key"].as_str().unwrap_or_default());
+            (mode, said)
+        }
+        None => (
+            String::new(),
+            format!("{table} sets no approval mode (Codex's own default)"),
+        ),
     };
     match &report.call {
         Some(call) if approval_asked => row(
             3,
             Some(true),
             format!(
-                "Codex asked the person to approve the call of `{}` before it ran; the config formwork \
-                 wrote for Codex says {mode}",
+                "Codex asked the person to approve the call of `{}` before it ran; Codex's config \
+                 says {said}",
                 call.tool
             ),
             action,
@@ -334,21 +339,21 @@ fn tool_approval(config: &Config, report: &CodexReport, approval_asked: bool) ->
             3,
             Some(false),
             format!(
-                "Codex ran `{}` without asking for approval ({mode})",
+                "Codex ran `{}` without asking for approval ({said})",
                 call.tool
             ),
             String::new(),
         ),
-        None if explicit == Some(ApprovalMode::Prompt) => row(
+        None if mode == ApprovalMode::Prompt.as_str() => row(
             3,
             Some(true),
-            format!("{mode}: Codex asks before every call of this server's tools"),
+            format!("{said}: Codex asks before every call of this server's tools"),
             action,
         ),
         None => row(
             3,
             None,
-            format!("{mode}; only a tool call shows whether Codex asks"),
+            format!("{said}; only a tool call shows whether Codex asks"),
             String::new(),
         ),
     }

@@ -19,7 +19,9 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value as Json, json};
 use toml_edit::{Array, DocumentMut, InlineTable, Item, Value};
 
-use crate::config::{ApprovalMode, ApprovalPolicy, Config, ModelChoice, ServerConfig, Transport};
+use crate::config::{
+    ApprovalMode, ApprovalPolicy, Config, ModelChoice, ServerConfig, Transport, WireApi,
+};
 
 /// The file Codex reads in its `CODEX_HOME`.
 pub const CONFIG_FILE: &str = "config.toml";
@@ -37,6 +39,14 @@ pub enum ConfigFileError {
         /// Why.
         reason: String,
     },
+    /// The model's provider speaks the Chat Completions API, which Codex no longer reads.
+    #[error(
+        "Codex does not speak wire_api = \"chat\": the model provider `{provider}` cannot run under the Codex runtime (use a provider with wire_api = \"responses\")"
+    )]
+    ChatProvider {
+        /// The provider's id.
+        provider: String,
+    },
     /// Reading or writing failed.
     #[error(transparent)]
     Write(#[from] crate::config::ConfigError),
@@ -53,11 +63,11 @@ pub struct Written {
 
 /// One key formwork writes: its path of table names and the key, and the value.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ManagedKey {
+struct ManagedKey {
     /// `["mcp_servers", "demo", "command"]`.
-    pub path: Vec<String>,
+    path: Vec<String>,
     /// The value.
-    pub value: Json,
+    value: Json,
 }
 
 /// Writes (or refreshes) `<home>/config.toml` for `config`, the model `choice` (when one is
@@ -68,6 +78,11 @@ pub fn write(
     choice: Option<&ModelChoice>,
     formwork_exe: &Path,
 ) -> Result<Written, ConfigFileError> {
+    if let Some(choice) = choice.filter(|choice| choice.provider.wire_api == WireApi::Chat) {
+        return Err(ConfigFileError::ChatProvider {
+            provider: choice.provider_id.clone(),
+        });
+    }
     let path = home.join(CONFIG_FILE);
     let managed_path = home.join(MANAGED_FILE);
     let old_text = read_optional(&path)?;
@@ -92,8 +107,9 @@ pub fn write(
     Ok(Written { path, changed })
 }
 
-/// The keys formwork writes for `config`, in file order.
-pub fn managed_keys(
+/// The keys formwork writes for `config`, in file order. A provider of `wire_api = "chat"` is
+/// left out: Codex refuses a config that holds one, used or not.
+fn managed_keys(
     config: &Config,
     choice: Option<&ModelChoice>,
     formwork_exe: &Path,
@@ -110,6 +126,10 @@ pub fn managed_keys(
         put(&["model_provider"], json!(choice.provider_id));
     }
     for (id, provider) in &config.model_providers {
+        if provider.wire_api == WireApi::Chat {
+            tracing::warn!(target: "formwork::codex", provider = %id, "a wire_api = \"chat\" provider is not written into Codex's config: Codex does not speak it");
+            continue;
+        }
         let at = |key: &'static str| ["model_providers", id.as_str(), key];
         put(&at("name"), json!(provider.name));
         put(&at("base_url"), json!(provider.base_url));
@@ -303,6 +323,19 @@ fn refresh(
             remove(&mut doc, &key.path);
         }
     }
+    // A server formwork no longer writes goes whole once it has nothing to run: the person's
+    // keys left in it would make a table Codex refuses to read.
+    for server in dropped_servers(previous, wanted) {
+        let path = ["mcp_servers".to_owned(), server.clone()];
+        let runnable = ["command", "url"].iter().any(|key| {
+            let mut at = path.to_vec();
+            at.push((*key).to_owned());
+            current(&doc, &at).is_some()
+        });
+        if !runnable {
+            remove(&mut doc, &path);
+        }
+    }
     let mut written = Vec::with_capacity(wanted.len());
     for key in wanted {
         let now = current(&doc, &key.path);
@@ -322,6 +355,92 @@ fn refresh(
         written.push(key.clone());
     }
     Ok((doc.to_string(), written))
+}
+
+/// The servers `previous` wrote and `wanted` no longer writes.
+fn dropped_servers(previous: &[ManagedKey], wanted: &[ManagedKey]) -> Vec<String> {
+    let server_of = |key: &ManagedKey| match key.path.as_slice() {
+        [table, name, ..] if table == "mcp_servers" => Some(name.clone()),
+        _ => None,
+    };
+    let mut dropped: Vec<String> = previous
+        .iter()
+        .filter_map(server_of)
+        .filter(|name| {
+            !wanted
+                .iter()
+                .any(|key| server_of(key).as_ref() == Some(name))
+        })
+        .collect();
+    dropped.dedup();
+    dropped
+}
+
+/// Codex's config text with the values of every secret-bearing key (a server's `env` and
+/// `http_headers`, a provider's `http_headers` and `query_params`) replaced by `"<redacted>"`,
+/// for showing; the text unchanged when it is not TOML.
+pub fn redacted(text: &str) -> String {
+    let Ok(mut doc) = text.parse::<DocumentMut>() else {
+        return text.to_owned();
+    };
+    for (group, keys) in [
+        ("mcp_servers", &["env", "http_headers"][..]),
+        ("model_providers", &["http_headers", "query_params"][..]),
+    ] {
+        let Some(entries) = doc.get_mut(group).and_then(Item::as_table_like_mut) else {
+            continue;
+        };
+        for (_, entry) in entries.iter_mut() {
+            let Some(entry) = entry.as_table_like_mut() else {
+                continue;
+            };
+            for key in keys {
+                let Some(secrets) = entry.get_mut(key).and_then(Item::as_table_like_mut) else {
+                    continue;
+                };
+                for (_, value) in secrets.iter_mut() {
+                    if value.is_value() {
+                        *value = toml_edit::value("<redacted>");
+                    }
+                }
+            }
+        }
+    }
+    doc.to_string()
+}
+
+/// The approval mode Codex's config `text` gives `tool` of `server`: the tool's own
+/// `approval_mode`, else the server's `default_tools_approval_mode`; and the key that says so.
+pub fn tool_approval_mode(text: &str, server: &str, tool: &str) -> Option<(String, String)> {
+    let doc = text.parse::<DocumentMut>().ok()?;
+    let table = |path: &[&str]| {
+        let path: Vec<String> = path.iter().map(|part| (*part).to_owned()).collect();
+        current(&doc, &path).and_then(|value| value.as_str().map(str::to_owned))
+    };
+    [
+        vec!["mcp_servers", server, "tools", tool, "approval_mode"],
+        vec!["mcp_servers", server, "default_tools_approval_mode"],
+    ]
+    .into_iter()
+    .find_map(|path| table(&path).map(|mode| (mode, crate::config::dotted(path.iter().copied()))))
+}
+
+/// Codex's config `text` with every server but `keep` switched off (`enabled = false`).
+pub fn only_server(text: &str, keep: &str) -> Result<String, String> {
+    let mut doc: DocumentMut = text
+        .parse()
+        .map_err(|err: toml_edit::TomlError| err.message().to_owned())?;
+    if let Some(servers) = doc.get_mut("mcp_servers").and_then(Item::as_table_like_mut) {
+        for (name, server) in servers.iter_mut() {
+            if name.get() == keep {
+                continue;
+            }
+            if let Some(server) = server.as_table_like_mut() {
+                crate::config::set_value(server, "enabled", Value::from(false));
+            }
+        }
+    }
+    Ok(doc.to_string())
 }
 
 fn is_approval_mode(path: &[String]) -> bool {
@@ -495,6 +614,75 @@ mod tests {
     }
 
     #[test]
+    fn a_chat_provider_is_left_out_and_refused_as_the_model() {
+        let config = Config::from_toml(
+            "model_provider = \"local\"\nmodel = \"m\"\n\n\
+             [model_providers.local]\nname = \"Local\"\nbase_url = \"http://127.0.0.1:1/v1\"\nwire_api = \"chat\"\n\n\
+             [model_providers.cloud]\nname = \"Cloud\"\nbase_url = \"http://127.0.0.1:2/v1\"\n",
+            None,
+        )
+        .unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let exe = Path::new("/bin/formwork");
+        let chosen = config.model_choice(None, None).unwrap().unwrap();
+        let refused = write(home.path(), &config, Some(&chosen), exe).unwrap_err();
+        assert!(
+            refused.to_string().starts_with(
+                "Codex does not speak wire_api = \"chat\": the model provider `local`"
+            ),
+            "{refused}"
+        );
+        let cloud = config
+            .model_choice(Some("cloud"), Some("m"))
+            .unwrap()
+            .unwrap();
+        let written = write(home.path(), &config, Some(&cloud), exe).unwrap();
+        let text = std::fs::read_to_string(written.path).unwrap();
+        assert!(text.contains("[model_providers.cloud]"), "{text}");
+        assert!(!text.contains("local"), "{text}");
+    }
+
+    #[test]
+    fn secrets_are_redacted_and_approval_modes_read_for_showing() {
+        let text = "[model_providers.p]\nhttp_headers = { Authorization = \"Bearer x\" }\n\n\
+                    [mcp_servers.a]\ncommand = \"a\"\nenv = { TOKEN = \"t\" }\ndefault_tools_approval_mode = \"approve\"\n\n\
+                    [mcp_servers.a.tools.go]\napproval_mode = \"prompt\"\n\n\
+                    [mcp_servers.b]\nurl = \"http://b\"\n\n[mcp_servers.b.http_headers]\nX-Key = \"k\"\n";
+        let shown = redacted(text);
+        assert!(
+            shown.contains("Authorization = \"<redacted>\"")
+                && shown.contains("TOKEN = \"<redacted>\"")
+                && shown.contains("X-Key = \"<redacted>\""),
+            "{shown}"
+        );
+        assert!(
+            !shown.contains("Bearer") && !shown.contains("\"k\""),
+            "{shown}"
+        );
+        assert_eq!(
+            tool_approval_mode(text, "a", "go"),
+            Some((
+                "prompt".into(),
+                "mcp_servers.a.tools.go.approval_mode".into()
+            ))
+        );
+        assert_eq!(
+            tool_approval_mode(text, "a", "other"),
+            Some((
+                "approve".into(),
+                "mcp_servers.a.default_tools_approval_mode".into()
+            ))
+        );
+        assert_eq!(tool_approval_mode(text, "b", "go"), None);
+        let only = only_server(text, "a").unwrap();
+        assert!(
+            only.contains("url = \"http://b\"\nenabled = false\n"),
+            "{only}"
+        );
+        assert!(!only.contains("command = \"a\"\nenabled"), "{only}");
+    }
+
+    #[test]
     fn a_second_refresh_changes_nothing_and_keeps_the_persons_keys() {
         let old = "# mine\nsandbox_mode = \"read-only\"\n\n[mcp_servers.mine]\ncommand = \"x\"\n";
         let wanted = vec![
@@ -546,12 +734,10 @@ mod tests {
         assert_eq!(kept[1].value, json!("approve"));
         let (again, _) = refresh(&refreshed, &kept, &fewer).unwrap();
         assert_eq!(again, refreshed);
-        // b's command was formwork's and goes; the person's key keeps the table.
-        assert!(
-            refreshed.contains("[mcp_servers.b]\nenv_vars = [\"HOME\"]\n"),
-            "{refreshed}"
-        );
-        assert!(!refreshed.contains("command = \"b\""), "{refreshed}");
+        // b was formwork's and goes whole: the person's key alone would make a table Codex
+        // cannot read.
+        assert!(!refreshed.contains("[mcp_servers.b]"), "{refreshed}");
+        assert!(!refreshed.contains("env_vars"), "{refreshed}");
         // formwork's own prompt, once written, gives way when the config says otherwise.
         let own = vec![key(
             &["mcp_servers", "a", "default_tools_approval_mode"],
