@@ -750,6 +750,10 @@ async fn codexs_own_command_approvals_are_cards() {
     let (events, reason) = s.turn().await;
     assert_eq!(reason, "completed", "{events:#?}");
     assert!(!rig.dir.path().join(marker).exists());
+    assert_eq!(
+        only_call(&events),
+        (None, Some("declined: it did not run".to_owned()))
+    );
     let texts = assistant_texts(&events);
     // Codex tells the model the person refused.
     assert_eq!(texts.len(), 1, "{events:#?}");
@@ -829,4 +833,71 @@ async fn the_models_secret_question_is_not_a_card() {
         "{events:#?}");
     assert_eq!(assistant_texts(&events), [r#"seen: {"answers":{}}"#]);
     host.shutdown().await;
+}
+
+/// Stop while Codex still starts the thread (its plugin is slow to start): the turn ends at
+/// once, the thread's start goes on and is kept, and the next message runs on that thread.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_while_the_thread_starts_keeps_the_thread() {
+    let node = peers().join("npm/node_modules/.bin/node");
+    let plugin = peers().join("npm/ts_plugin.mjs");
+    let slow = format!(
+        "[mcp_servers.ts]\ncommand = \"sh\"\nargs = [\"-c\", {:?}]\ndefault_tools_approval_mode = \"approve\"\n\
+         enabled_tools = [\"ask_enum\"]\n",
+        format!("sleep 2; exec '{}' '{}'", node.display(), plugin.display())
+    );
+    let rig = Rig::new(call_script("mcp__ts", "ask_enum"), &slow);
+    let host = rig.host();
+    let mut s = Watch::open(&host);
+    s.say("pick a color");
+    s.next(|event| matches!(event, Event::TurnStarted { .. }).then_some(()))
+        .await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    s.send(Command::StopTurn);
+    let (events, reason) = s.turn().await;
+    assert_eq!(reason, "stopped", "{events:#?}");
+    // Codex answered thread/start before the Stop; its servers were still starting.
+    let started = host
+        .codex_thread(&s.session)
+        .unwrap()
+        .expect("the thread is kept");
+    // The next message waits for that thread's servers, and runs on it.
+    s.say("pick a color");
+    let form = s.form().await;
+    s.answer(&form, accept(json!({"color": "blue"})));
+    let (events, reason) = s.turn().await;
+    assert_eq!(reason, "completed", "{events:#?}");
+    assert_eq!(host.codex_thread(&s.session).unwrap(), Some(started));
+    host.shutdown().await;
+}
+
+/// A second host on the same Codex home does not take the first one's socket: its turn fails
+/// and says why, and the first host's Codex goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_host_cannot_share_the_codex_home() {
+    let rig = Rig::new(call_script("mcp__ts", "ask_enum"), &ts_server("approve"));
+    let first = rig.host();
+    let mut s = Watch::open(&first);
+    s.say("pick a color");
+    let form = s.form().await;
+    let second = rig.host();
+    let mut other = Watch::open(&second);
+    other.say("pick a color");
+    let (events, reason) = other.turn().await;
+    assert_eq!(reason, "failed", "{events:#?}");
+    let expected = format!(
+        "Codex could not start the turn: another formwork process runs Codex in {} (its lock {} is held): give this one a `[codex] home` of its own",
+        rig.home().display(),
+        rig.home().join("formwork.lock").display()
+    );
+    assert!(
+        events.iter().any(|event| matches!(event,
+            Event::Diagnostic { code, message } if code == "model-error" && *message == expected)),
+        "{events:#?}"
+    );
+    s.answer(&form, accept(json!({"color": "blue"})));
+    let (events, reason) = s.turn().await;
+    assert_eq!(reason, "completed", "{events:#?}");
+    second.shutdown().await;
+    first.shutdown().await;
 }

@@ -42,7 +42,8 @@ static GENERATIONS: AtomicU64 = AtomicU64::new(1);
 /// The running app-server and the sessions whose threads it has loaded.
 pub(super) struct CodexLink {
     pub(super) server: Arc<AppServer>,
-    generation: u64,
+    /// Which start of the app-server this is: requests of different starts never meet.
+    pub(super) generation: u64,
     threads: Mutex<HashMap<String, Weak<Session>>>,
 }
 
@@ -75,8 +76,9 @@ pub(super) struct CodexState {
     pub(super) items: HashMap<String, (String, String)>,
     /// Palette calls going through Codex now: (server, call id).
     pub(super) palette: Vec<(String, String)>,
-    /// Codex's requests waiting for the person, by id: the card, and what ends it.
-    pub(super) open: HashMap<RawId, OpenRequest>,
+    /// Codex's requests waiting for the person, by the app-server's start and the request's
+    /// id: the card, and what ends it.
+    pub(super) open: HashMap<(u64, RawId), OpenRequest>,
 }
 
 /// A request of Codex's waiting for the person: its card, and what ends the card when another
@@ -166,7 +168,9 @@ async fn dispatch(link: Weak<CodexLink>, mut incoming: mpsc::UnboundedReceiver<I
             }
             Inbound::Notification { method, params } => {
                 match protocol::thread_of(&params).and_then(|thread| link.session(thread)) {
-                    Some(session) => session.on_codex_notification(&method, &params),
+                    Some(session) => {
+                        session.on_codex_notification(link.generation, &method, &params);
+                    }
                     None => {
                         tracing::debug!(target: "formwork::codex", %method, "codex notification skipped")
                     }
@@ -191,7 +195,7 @@ async fn dispatch(link: Weak<CodexLink>, mut incoming: mpsc::UnboundedReceiver<I
             }
             Inbound::Closed(why) => {
                 for session in link.sessions() {
-                    session.codex_gone(&why);
+                    session.codex_gone(link.generation, &why);
                 }
                 return;
             }
@@ -212,27 +216,39 @@ impl Session {
         let Some(host) = self.host.upgrade() else {
             return Outcome::Stopped;
         };
-        let started = async {
+        // Stopped before the thread is ready: no turn exists yet (the thread's start goes on
+        // on its own, and is kept).
+        let ready = async {
             let link = host.codex().await?;
             let thread = self.codex_thread(&host, &link).await?;
-            let policy = crate::runtime::codex::approval_policy(&host.config());
-            let turn = link
+            Ok::<_, String>((link, thread))
+        };
+        let ready = tokio::select! {
+            biased;
+            () = token.cancelled() => return Outcome::Stopped,
+            ready = ready => ready,
+        };
+        // Once asked for, the turn is waited for even when stopped meanwhile, so that it is
+        // interrupted below rather than left running.
+        let policy = crate::runtime::codex::approval_policy(&host.config());
+        let started = match ready {
+            Ok((link, thread)) => link
                 .server
                 .start_turn(&thread, text, &policy, THREAD_TIMEOUT)
                 .await
-                .map_err(|err| err.to_string())?;
-            Ok::<_, String>((link, thread, turn))
+                .map(|turn| (link, thread, turn))
+                .map_err(|err| err.to_string()),
+            Err(err) => Err(err),
         };
-        let (link, thread, turn) = tokio::select! {
-            biased;
-            () = token.cancelled() => return Outcome::Stopped,
-            started = started => match started {
-                Ok(started) => started,
-                Err(err) => {
-                    self.diagnostic("model-error", format!("Codex could not start the turn: {err}"));
-                    return Outcome::Failed;
-                }
-            },
+        let (link, thread, turn) = match started {
+            Ok(started) => started,
+            Err(err) => {
+                self.diagnostic(
+                    "model-error",
+                    format!("Codex could not start the turn: {err}"),
+                );
+                return Outcome::Failed;
+            }
         };
         tracing::info!(target: "formwork::codex", session = %self.id, %thread, %turn, "codex turn started");
         let (done, ended) = oneshot::channel();
@@ -307,8 +323,20 @@ impl Session {
     }
 
     /// The session's thread in `link`'s process: started, or resumed when an earlier process
-    /// (or host) had it.
+    /// (or host) had it. The work runs on its own task, so a caller that stops waiting (Stop)
+    /// leaves no half-started thread behind.
     async fn codex_thread(
+        self: &Arc<Self>,
+        host: &Arc<HostInner>,
+        link: &Arc<CodexLink>,
+    ) -> Result<String, String> {
+        let (session, host, link) = (Arc::clone(self), Arc::clone(host), Arc::clone(link));
+        tokio::spawn(async move { session.open_codex_thread(&host, &link).await })
+            .await
+            .map_err(|err| format!("the thread's start failed: {err}"))?
+    }
+
+    async fn open_codex_thread(
         self: &Arc<Self>,
         host: &Arc<HostInner>,
         link: &Arc<CodexLink>,
@@ -370,6 +398,8 @@ impl Session {
                     .await
                     .map_err(|err| err.to_string())?;
                 tracing::info!(target: "formwork::codex", session = %self.id, %thread, "codex thread started");
+                // Kept at once: whatever happens next, the session's next turn uses this thread.
+                self.lock().codex.thread = Some(thread.clone());
                 if let Some(store) = &host.store
                     && let Err(err) = store.set_codex_thread(&self.id, &thread).await
                 {
@@ -459,12 +489,27 @@ impl Session {
             })
     }
 
-    /// The process is gone: what waited on it ends.
-    fn codex_gone(&self, why: &str) {
-        let open: Vec<OpenRequest> = {
+    /// The app-server of start `generation` is gone: what waited on it ends. A later start's
+    /// thread, requests and calls are not its own and stay.
+    fn codex_gone(&self, generation: u64, why: &str) {
+        let (open, current) = {
             let mut state = self.lock();
-            state.codex.loaded_in = None;
-            state.codex.open.drain().map(|(_, open)| open).collect()
+            let current = state.codex.loaded_in == Some(generation);
+            if current {
+                state.codex.loaded_in = None;
+            }
+            let keys: Vec<(u64, RawId)> = state
+                .codex
+                .open
+                .keys()
+                .filter(|(of, _)| *of == generation)
+                .cloned()
+                .collect();
+            let open: Vec<OpenRequest> = keys
+                .iter()
+                .filter_map(|key| state.codex.open.remove(key))
+                .collect();
+            (open, current)
         };
         for open in open {
             if let Some(card) = &open.card {
@@ -472,7 +517,9 @@ impl Session {
             }
             open.resolved.cancel();
         }
-        self.close_codex_items(&format!("codex app-server exited: {why}"));
+        if current {
+            self.close_codex_items(&format!("codex app-server exited: {why}"));
+        }
     }
 
     /// Whether a call of `server` runs through Codex in this session.

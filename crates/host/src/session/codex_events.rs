@@ -18,7 +18,12 @@ use super::{Session, reason};
 
 impl Session {
     /// A notification about the session's thread.
-    pub(super) fn on_codex_notification(self: &Arc<Self>, method: &str, params: &Value) {
+    pub(super) fn on_codex_notification(
+        self: &Arc<Self>,
+        generation: u64,
+        method: &str,
+        params: &Value,
+    ) {
         let text = |pointer: &str| params.pointer(pointer).and_then(Value::as_str);
         match method {
             "item/agentMessage/delta" => {
@@ -60,7 +65,7 @@ impl Session {
                 let Some(id) = params.get("requestId").and_then(RawId::from_value) else {
                     return;
                 };
-                let open = self.lock().codex.open.remove(&id);
+                let open = self.lock().codex.open.remove(&(generation, id.clone()));
                 if let Some(open) = open {
                     tracing::info!(target: "formwork::codex", session = %self.id, %id, "another client answered codex's request; its card ends");
                     if let Some(card) = &open.card {
@@ -189,7 +194,11 @@ impl Session {
 
 /// What a completed item gave: a call's result as MCP's `CallToolResult`, or its error.
 fn item_outcome(item: &Value) -> (Option<Value>, Option<String>) {
-    let failed = item.get("status").and_then(Value::as_str) == Some("failed");
+    let status = item.get("status").and_then(Value::as_str);
+    if status == Some("declined") {
+        return (None, Some("declined: it did not run".to_owned()));
+    }
+    let failed = status == Some("failed");
     match item.get("type").and_then(Value::as_str) {
         Some("mcpToolCall") => {
             if let Some(message) = item.pointer("/error/message").and_then(Value::as_str) {

@@ -254,13 +254,14 @@ impl Session {
         if let Some(card) = &card {
             tracing::info!(target: "formwork::codex", marker = "codex-elicitation-forwarded", session = %self.id, plugin = %server, id = %id, form = %card, "codex's request forwarded to a card");
         }
-        self.track(&id, card, resolved);
+        let key = (link.generation, id.clone());
+        self.track(&key, card, resolved);
         let session = Arc::clone(self);
         let server = server.to_owned();
         let app_server = Arc::clone(&link.server);
         tokio::spawn(async move {
             let reply = reply.await;
-            if !session.untrack(&id) {
+            if !session.untrack(&key) {
                 return;
             }
             let reply = checked(reply, form.as_deref());
@@ -385,7 +386,8 @@ impl Session {
         let rendering = policy::card_rendering(&host.config());
         let (approval, answer) = self.push_approval(call_id.as_deref(), card.clone(), rendering);
         let resolved = CancellationToken::new();
-        self.track(&id, Some(approval), resolved.clone());
+        let key = (link.generation, id.clone());
+        self.track(&key, Some(approval), resolved.clone());
         let session = Arc::clone(self);
         let app_server = Arc::clone(&link.server);
         tokio::spawn(async move {
@@ -393,7 +395,7 @@ impl Session {
                 answer = answer => answer,
                 () = resolved.cancelled() => card.cancel(reason::ANSWERED_ELSEWHERE),
             };
-            if !session.untrack(&id) {
+            if !session.untrack(&key) {
                 return;
             }
             app_server.respond(&id, &respond(&answer));
@@ -414,17 +416,17 @@ impl Session {
             .map(|(call, _)| call.clone())
     }
 
-    fn track(&self, id: &RawId, card: Option<String>, resolved: CancellationToken) {
+    fn track(&self, key: &(u64, RawId), card: Option<String>, resolved: CancellationToken) {
         self.lock()
             .codex
             .open
-            .insert(id.clone(), OpenRequest { card, resolved });
+            .insert(key.clone(), OpenRequest { card, resolved });
     }
 
     /// Stops tracking a request about to be answered; `false` when another client answered it
     /// first (then nothing is sent).
-    fn untrack(&self, id: &RawId) -> bool {
-        self.lock().codex.open.remove(id).is_some()
+    fn untrack(&self, key: &(u64, RawId)) -> bool {
+        self.lock().codex.open.remove(key).is_some()
     }
 }
 

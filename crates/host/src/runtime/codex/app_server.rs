@@ -8,14 +8,22 @@
 //! (`thread/resume`) and answer what it asks: Codex then tells formwork the request was
 //! resolved. The process is started through `sh`, which holds a pipe from formwork and ends
 //! Codex when that pipe closes: when formwork drops the connection, or exits however it exits.
+//!
+//! One formwork process at a time runs Codex in a home: a lock file there (`flock`, dropped by
+//! the kernel when the process dies) keeps a second one from taking its socket.
 
 use std::collections::HashMap;
+use std::fs::File;
+use std::io::Write as _;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::Message;
@@ -24,8 +32,13 @@ use tokio_util::sync::CancellationToken;
 use crate::jsonrpc::{self, Incoming, RawId, RpcError};
 use crate::transport::{Frame, MAX_FRAME_BYTES, Outgoing};
 
-/// How long Codex may take to open its socket and answer `initialize`.
+/// How long Codex may take to open its socket, take the WebSocket and answer `initialize`,
+/// all told.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// Past this size Codex's log starts over, the previous one kept as `<log>.1`.
+const LOG_CAP_BYTES: u64 = 8 * 1024 * 1024;
+/// The lock file in `CODEX_HOME` held while formwork runs Codex there.
+const LOCK_FILE: &str = "formwork.lock";
 
 /// The file in `CODEX_HOME` that Codex's own log (its stderr) goes to.
 pub const LOG_FILE: &str = "formwork-app-server.log";
@@ -82,6 +95,16 @@ pub enum Inbound {
 /// Why a request to Codex failed.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum CodexError {
+    /// Another formwork process runs Codex in this home.
+    #[error(
+        "another formwork process runs Codex in {home} (its lock {lock} is held): give this one a `[codex] home` of its own"
+    )]
+    HomeTaken {
+        /// The home.
+        home: PathBuf,
+        /// The lock file.
+        lock: PathBuf,
+    },
     /// Codex could not be started.
     #[error("codex app-server could not be started ({command}): {reason}")]
     Start {
@@ -121,16 +144,16 @@ pub enum CodexError {
 
 type Pending = HashMap<u64, oneshot::Sender<Result<Value, RpcError>>>;
 
-/// A running `codex app-server` and the connection to it. Dropping it ends the process.
+/// A running `codex app-server` and the connection to it. Dropping it, or losing the
+/// connection, ends the process and frees its home.
 pub struct AppServer {
-    /// The process's stdin: holding it keeps Codex running.
-    _process: Outgoing,
+    /// The process's stdin (holding it keeps Codex running) and the home's lock.
+    running: Mutex<Option<(Outgoing, Flock<File>)>>,
     outgoing: mpsc::UnboundedSender<String>,
     pending: Mutex<Option<Pending>>,
     next_id: AtomicU64,
     gone: CancellationToken,
     log: PathBuf,
-    socket: PathBuf,
 }
 
 impl Drop for AppServer {
@@ -151,29 +174,43 @@ impl AppServer {
             command: options.command.clone(),
             reason,
         };
+        let deadline = tokio::time::Instant::now() + START_TIMEOUT;
         std::fs::create_dir_all(&options.home)
             .map_err(|err| failed(format!("cannot create {}: {err}", options.home.display())))?;
+        let lock = lock_home(&options.home).map_err(|err| match err {
+            Some(err) => failed(err),
+            None => CodexError::HomeTaken {
+                home: options.home.clone(),
+                lock: options.home.join(LOCK_FILE),
+            },
+        })?;
         let log = options.home.join(LOG_FILE);
         let socket = options.home.join(SOCKET_FILE);
-        // A socket left by a Codex that is gone would be taken for the new one's.
+        // A socket left by a Codex that is gone would be taken for the new one's; with the
+        // home's lock held, no live one of formwork's is using it.
         let _ = std::fs::remove_file(&socket);
+        let mut log_file = LogFile::open(log.clone())
+            .map_err(|err| failed(format!("cannot open {}: {err}", log.display())))?;
         let process = crate::transport::stdio::spawn(&command_line(options, &socket), false)
             .map_err(|err| failed(err.to_string()))?;
         // Codex's stderr: each line to the log file, and to whoever reads it.
         let (exited_tx, mut exited) = tokio::sync::watch::channel(false);
         {
             let mut lines = process.incoming;
-            let mut file = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&log)
-                .map_err(|err| failed(format!("cannot open {}: {err}", log.display())))?;
             let inbound = inbound.clone();
             tokio::spawn(async move {
-                use std::io::Write as _;
-                while let Some(Frame::Message(line, _)) = lines.next().await {
-                    let _ = writeln!(file, "{line}");
-                    let _ = inbound.send(Inbound::Log(line));
+                while let Some(frame) = lines.next().await {
+                    match frame {
+                        Frame::Message(line, _) => {
+                            log_file.append(&line);
+                            let _ = inbound.send(Inbound::Log(line));
+                        }
+                        Frame::Oversized => {
+                            log_file
+                                .append("[formwork: a log line past the size limit was skipped]");
+                        }
+                        Frame::Closed(_) => break,
+                    }
                 }
                 let _ = exited_tx.send(true);
             });
@@ -192,7 +229,7 @@ impl AppServer {
                 }
             }
         };
-        let stream = match tokio::time::timeout(START_TIMEOUT, connected).await {
+        let stream = match tokio::time::timeout_at(deadline, connected).await {
             Ok(Ok(stream)) => stream,
             Ok(Err(reason)) => return Err(failed(with_log_tail(reason, &log))),
             Err(_) => {
@@ -208,20 +245,31 @@ impl AppServer {
         let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
             .max_message_size(Some(MAX_FRAME_BYTES))
             .max_frame_size(Some(MAX_FRAME_BYTES));
-        let (socket_stream, _) =
-            tokio_tungstenite::client_async_with_config("ws://localhost/", stream, Some(config))
-                .await
-                .map_err(|err| failed(format!("its socket did not take a WebSocket: {err}")))?;
+        let handshake =
+            tokio_tungstenite::client_async_with_config("ws://localhost/", stream, Some(config));
+        let (socket_stream, _) = match tokio::time::timeout_at(deadline, handshake).await {
+            Ok(Ok(connected)) => connected,
+            Ok(Err(err)) => {
+                return Err(failed(format!(
+                    "its socket did not take a WebSocket: {err}"
+                )));
+            }
+            Err(_) => {
+                return Err(failed(format!(
+                    "its socket did not take a WebSocket within {} s",
+                    START_TIMEOUT.as_secs()
+                )));
+            }
+        };
         let (mut sink, mut stream) = socket_stream.split();
         let (outgoing, mut to_send) = mpsc::unbounded_channel::<String>();
         let server = std::sync::Arc::new(AppServer {
-            _process: process.outgoing,
+            running: Mutex::new(Some((process.outgoing, lock))),
             outgoing,
             pending: Mutex::new(Some(HashMap::new())),
             next_id: AtomicU64::new(1),
             gone: CancellationToken::new(),
             log,
-            socket,
         });
         let gone = server.gone.clone();
         tokio::spawn(async move {
@@ -281,7 +329,7 @@ impl AppServer {
             },
             "capabilities": capabilities,
         });
-        match tokio::time::timeout(START_TIMEOUT, server.request("initialize", initialize)).await {
+        match tokio::time::timeout_at(deadline, server.request("initialize", initialize)).await {
             Ok(Ok(_)) => {}
             Ok(Err(err)) => return Err(failed(with_log_tail(err.to_string(), &server.log))),
             Err(_) => {
@@ -312,6 +360,8 @@ impl AppServer {
             };
             pending.insert(id, answer);
         }
+        // Given up (a timeout, a dropped caller): the answer is no longer waited for.
+        let _forget = ForgetOnDrop { server: self, id };
         tracing::debug!(target: "formwork::codex", id, method, "request to codex");
         self.send(jsonrpc::request(id, method, Some(params)));
         match answered.await {
@@ -396,11 +446,6 @@ impl AppServer {
         &self.log
     }
 
-    /// The socket other app-server clients may join.
-    pub fn socket(&self) -> &Path {
-        &self.socket
-    }
-
     fn send(&self, message: String) {
         let _ = self.outgoing.send(message);
     }
@@ -465,11 +510,85 @@ impl AppServer {
         if let Ok(mut pending) = self.pending.lock() {
             pending.take();
         }
+        // Ends Codex if it still runs, and frees the home for the next start.
+        if let Ok(mut running) = self.running.lock() {
+            running.take();
+        }
         self.gone.cancel();
     }
 
     fn gone_reason(&self) -> String {
         format!("it exited; its log is {}", self.log.display())
+    }
+}
+
+/// Takes a request off the waiting list when its caller stops waiting.
+struct ForgetOnDrop<'a> {
+    server: &'a AppServer,
+    id: u64,
+}
+
+impl Drop for ForgetOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut pending) = self.server.pending.lock()
+            && let Some(pending) = pending.as_mut()
+        {
+            pending.remove(&self.id);
+        }
+    }
+}
+
+/// Takes the home's lock: `Err(None)` when another process holds it.
+fn lock_home(home: &Path) -> Result<Flock<File>, Option<String>> {
+    let path = home.join(LOCK_FILE);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(&path)
+        .map_err(|err| Some(format!("cannot open {}: {err}", path.display())))?;
+    match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+        Ok(locked) => Ok(locked),
+        Err((_, Errno::EWOULDBLOCK)) => Err(None),
+        Err((_, errno)) => Err(Some(format!("cannot lock {}: {errno}", path.display()))),
+    }
+}
+
+/// Codex's log file, private to the person, started over past [`LOG_CAP_BYTES`].
+struct LogFile {
+    path: PathBuf,
+    file: File,
+    size: u64,
+}
+
+impl LogFile {
+    fn open(path: PathBuf) -> std::io::Result<LogFile> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(&path)?;
+        let size = file.metadata()?.len();
+        Ok(LogFile { path, file, size })
+    }
+
+    fn append(&mut self, line: &str) {
+        if self.size > LOG_CAP_BYTES {
+            let mut kept = self.path.clone().into_os_string();
+            kept.push(".1");
+            let _ = std::fs::rename(&self.path, kept);
+            match LogFile::open(self.path.clone()) {
+                Ok(fresh) => *self = fresh,
+                Err(err) => {
+                    tracing::warn!(target: "formwork::codex", %err, "codex's log could not start over");
+                    self.size = 0;
+                }
+            }
+        }
+        if writeln!(self.file, "{line}").is_ok() {
+            self.size += line.len() as u64 + 1;
+        }
     }
 }
 
@@ -502,14 +621,15 @@ fn with_log_tail(reason: String, log: &Path) -> String {
 
 /// `sh` starts Codex listening on `socket`, its stderr on sh's stdout (for formwork to read
 /// and log); a subshell ends it when formwork's pipe (sh's stdin, kept as fd 3) closes, and sh
-/// exits when Codex does. Each word is quoted for `sh`.
+/// ends that subshell and exits when Codex does. Each word is quoted for `sh`.
 fn command_line(options: &CodexOptions, socket: &Path) -> String {
     let quote = |word: &str| format!("'{}'", word.replace('\'', r"'\''"));
     format!(
-        "exec 3<&0; env {} {} {} app-server --listen {} < /dev/null 2>&1 > /dev/null 3<&- & \
-         codex=$!; (read -r _ <&3; kill $codex) > /dev/null 2>&1 & exec 3<&-; wait $codex",
-        quote(&format!("CODEX_HOME={}", options.home.display())),
-        quote(&format!("RUST_LOG={}", options.log_filter)),
+        "exec 3<&0; CODEX_HOME={} RUST_LOG={} {} app-server --listen {} < /dev/null 2>&1 > /dev/null 3<&- & \
+         codex=$!; (read -r _ <&3; kill $codex) > /dev/null 2>&1 & watcher=$!; exec 3<&-; \
+         wait $codex; status=$?; kill $watcher 2> /dev/null; exit $status",
+        quote(&options.home.display().to_string()),
+        quote(&options.log_filter),
         quote(&options.command),
         quote(&format!("unix://{}", socket.display())),
     )
