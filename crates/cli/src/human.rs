@@ -151,19 +151,18 @@ pub fn doctor_checklist(report: &Value) -> String {
             ));
         }
     }
-    if let Some(call) = report["call"].as_object() {
-        out.push_str(&format!(
-            "• {} called: {}\n",
-            inert(call.get("tool").and_then(Value::as_str).unwrap_or_default()),
-            inert(
-                call.get("outcome")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-            ),
-        ));
-    }
+    out.push_str(&call_line(report, "called"));
     out.push_str(&symptom_lines(report));
     out
+}
+
+/// The line of a doctor's `--tool` call (none without one): `• TOOL <how>: OUTCOME`.
+fn call_line(report: &Value, how: &str) -> String {
+    let Some(call) = report["call"].as_object() else {
+        return String::new();
+    };
+    let text = |key: &str| inert(call.get(key).and_then(Value::as_str).unwrap_or_default());
+    format!("• {} {how}: {}\n", text("tool"), text("outcome"))
 }
 
 /// The symptom rows of a doctor's report: what applies with why and what to do, what does not,
@@ -213,17 +212,7 @@ pub fn codex_doctor_checklist(report: &Value) -> String {
             }
         }
     }
-    if let Some(call) = report["call"].as_object() {
-        out.push_str(&format!(
-            "• {} called through Codex: {}\n",
-            inert(call.get("tool").and_then(Value::as_str).unwrap_or_default()),
-            inert(
-                call.get("outcome")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-            ),
-        ));
-    }
+    out.push_str(&call_line(report, "called through Codex"));
     out.push_str(&symptom_lines(report));
     out
 }

@@ -58,6 +58,12 @@ impl Rig {
         self.dir.path().join("codex-home")
     }
 
+    /// The person's own `config.toml` in Codex's home, before formwork writes its keys in.
+    fn persons_codex_config(&self, text: &str) {
+        std::fs::create_dir_all(self.home()).unwrap();
+        std::fs::write(self.home().join("config.toml"), text).unwrap();
+    }
+
     fn options(&self) -> HostOptions {
         let config = self.config();
         HostOptions {
@@ -142,6 +148,14 @@ fn tool_output(sim: &Sim) -> String {
             .collect(),
         other => panic!("an output that is neither text nor parts: {other}"),
     }
+}
+
+/// The model calls Codex's own tool `tool` with `arguments`, then says what it got back.
+fn codex_tool_script(tool: &str, arguments: Value) -> Value {
+    json!({"rules": [{"match": ".", "steps": [
+        {"calls": [{"name": tool, "arguments": arguments}]},
+        {"echo": true}
+    ]}]})
 }
 
 fn call_script(namespace: &str, tool: &str) -> Value {
@@ -642,19 +656,11 @@ async fn an_openai_form_comes_through_codex_once_declared() {
 async fn the_models_own_questions_are_a_card() {
     let questions = json!({"questions": [{"id": "color", "header": "Color", "question": "Which color?",
         "options": [{"label": "Red (Recommended)", "description": "warm"}, {"label": "Blue", "description": "cool"}]}]});
-    let script = json!({"rules": [{"match": ".", "steps": [
-        {"calls": [{"name": "request_user_input", "arguments": questions}]},
-        {"echo": true}
-    ]}]});
+    let script = codex_tool_script("request_user_input", questions);
     let mut rig = Rig::new(script, "");
     // Declining plugins' forms does not decline the model's own questions.
     rig.config = format!("elicitations_auto_deny = true\n{}", rig.config);
-    std::fs::create_dir_all(rig.home()).unwrap();
-    std::fs::write(
-        rig.home().join("config.toml"),
-        "[features]\ndefault_mode_request_user_input = true\n",
-    )
-    .unwrap();
+    rig.persons_codex_config("[features]\ndefault_mode_request_user_input = true\n");
     let host = rig.host();
     let mut s = Watch::open(&host);
     s.say("ask me");
@@ -731,10 +737,7 @@ async fn codexs_own_command_approvals_are_cards() {
     let marker = "formwork-codex-approval-test";
     let command = json!({"cmd": format!("touch {marker}"), "sandbox_permissions": "require_escalated",
         "justification": "make a file"});
-    let script = json!({"rules": [{"match": ".", "steps": [
-        {"calls": [{"name": "exec_command", "arguments": command}]},
-        {"echo": true}
-    ]}]});
+    let script = codex_tool_script("exec_command", command);
     let rig = Rig::new(script, "");
     let host = rig.host();
     let mut s = Watch::open(&host);
@@ -766,17 +769,9 @@ async fn codexs_own_command_approvals_are_cards() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codexs_permission_requests_are_cards() {
     let asked = json!({"reason": "fetch the page", "permissions": {"network": {"enabled": true}}});
-    let script = json!({"rules": [{"match": ".", "steps": [
-        {"calls": [{"name": "request_permissions", "arguments": asked}]},
-        {"echo": true}
-    ]}]});
+    let script = codex_tool_script("request_permissions", asked);
     let rig = Rig::new(script, "");
-    std::fs::create_dir_all(rig.home()).unwrap();
-    std::fs::write(
-        rig.home().join("config.toml"),
-        "[features]\nrequest_permissions_tool = true\n",
-    )
-    .unwrap();
+    rig.persons_codex_config("[features]\nrequest_permissions_tool = true\n");
     let host = rig.host();
     let mut s = Watch::open(&host);
     s.say("fetch it");
@@ -805,17 +800,9 @@ async fn codexs_permission_requests_are_cards() {
 async fn the_models_secret_question_is_not_a_card() {
     let questions = json!({"questions": [{"id": "token", "header": "Token", "question": "Your API token?",
         "isSecret": true, "options": [{"label": "abc", "description": "a"}, {"label": "def", "description": "b"}]}]});
-    let script = json!({"rules": [{"match": ".", "steps": [
-        {"calls": [{"name": "request_user_input", "arguments": questions}]},
-        {"echo": true}
-    ]}]});
+    let script = codex_tool_script("request_user_input", questions);
     let rig = Rig::new(script, "");
-    std::fs::create_dir_all(rig.home()).unwrap();
-    std::fs::write(
-        rig.home().join("config.toml"),
-        "[features]\ndefault_mode_request_user_input = true\n",
-    )
-    .unwrap();
+    rig.persons_codex_config("[features]\ndefault_mode_request_user_input = true\n");
     let host = rig.host();
     let mut s = Watch::open(&host);
     s.say("ask me");

@@ -427,7 +427,6 @@ fn approval_resolved(approval_id: &str, answer: &ApprovalAnswer) -> Event {
     }
 }
 
-/// Ends its card as `plugin-gone` when dropped; a card already ended is left alone.
 /// Who asks with a form: a plugin's form passes the person's elicitation policy first; the
 /// model's own questions (Codex's `request_user_input`) are not a plugin's and do not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -436,6 +435,7 @@ pub(super) enum Asker {
     Model,
 }
 
+/// Ends its card as `plugin-gone` when dropped; a card already ended is left alone.
 struct CardGuard {
     session: Arc<Session>,
     card_id: String,

@@ -1,9 +1,10 @@
 //! Codex's requests to formwork, as cards: a plugin's form (`mcpServer/elicitation/request`)
 //! takes the road of a direct plugin's form (form engine, gate, queue, card); the model's own
 //! questions are a form card too (never one asking a secret); Codex's tool approvals and its
-//! command, file-change and permissions approvals are approval cards. Each card is made when the request arrives, so cards keep
-//! Codex's order, and answered in Codex's shape once the person answers. A request another
-//! client answered first (`serverRequest/resolved`) ends its card and is not answered again.
+//! command, file-change and permissions approvals are approval cards. Each card is made when
+//! the request arrives, so cards keep Codex's order, and answered in Codex's shape once the
+//! person answers. A request another client answered first (`serverRequest/resolved`) ends its
+//! card and is not answered again.
 
 use std::sync::Arc;
 
