@@ -822,8 +822,9 @@ async fn the_models_secret_question_is_not_a_card() {
     host.shutdown().await;
 }
 
-/// Stop while Codex still starts the thread (its plugin is slow to start): the turn ends at
-/// once, the thread's start goes on and is kept, and the next message runs on that thread.
+/// Stop while Codex still starts the session's thread (its plugin is slow to start): the turn
+/// ends at once, the thread's start goes on and is kept, and the next message runs on that
+/// thread.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_while_the_thread_starts_keeps_the_thread() {
     let node = peers().join("npm/node_modules/.bin/node");
@@ -835,6 +836,12 @@ async fn stop_while_the_thread_starts_keeps_the_thread() {
     );
     let rig = Rig::new(call_script("mcp__ts", "ask_enum"), &slow);
     let host = rig.host();
+    // Another session's turn first, so that Codex itself is up when this one's thread starts.
+    let mut warm = Watch::open(&host);
+    warm.say("pick a color");
+    let form = warm.form().await;
+    warm.answer(&form, accept(json!({"color": "red"})));
+    warm.turn().await;
     let mut s = Watch::open(&host);
     s.say("pick a color");
     s.next(|event| matches!(event, Event::TurnStarted { .. }).then_some(()))
@@ -843,11 +850,18 @@ async fn stop_while_the_thread_starts_keeps_the_thread() {
     s.send(Command::StopTurn);
     let (events, reason) = s.turn().await;
     assert_eq!(reason, "stopped", "{events:#?}");
-    // Codex answered thread/start before the Stop; its servers were still starting.
-    let started = host
-        .codex_thread(&s.session)
-        .unwrap()
-        .expect("the thread is kept");
+    // The thread's start goes on after the Stop, and the thread is kept.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    let started = loop {
+        if let Some(thread) = host.codex_thread(&s.session).unwrap() {
+            break thread;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no thread 30 s after the Stop"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
     // The next message waits for that thread's servers, and runs on it.
     s.say("pick a color");
     let form = s.form().await;
