@@ -3,13 +3,15 @@
 // model (tests/peers/sim_provider.py, the one hand-written fake) and is the MCP client of the TS SDK plugin, server
 // `ts`; formwork turns Codex's `mcpServer/elicitation/request` into the page's form cards. Started by
 // crates/cli/tests/browser.rs (`codex_runtime_in_headless_chromium`), which writes the model's script (one rule per
-// case, keyed by the message: call `mcp__ts` `ask_enum`, then echo the tool's output) and sets FORMWORK_CODEX_HOME:
+// case, keyed by the message: call `mcp__ts` `ask_enum` (or the built-in demo's `deploy`), then echo the tool's
+// output) and sets FORMWORK_CODEX_HOME:
 //
 //   node tests/browser/codex.mjs <URL printed by formwork serve> [case-name-filter]
 //
 // Each case sends a message in a new session; the model calls `ask_enum`, whose card comes up under the call. The
 // card is answered, declined or cancelled on the page, ended by Stop or a new message, or answered by another
-// app-server client (tests/peers/codex_other_client.py, on Codex's socket in FORMWORK_CODEX_HOME). Prints
+// app-server client (tests/peers/codex_other_client.py, on Codex's socket in FORMWORK_CODEX_HOME). The last case
+// runs the built-in demo plugin's `deploy` (two cards) through Codex. Prints
 // `ok <case>` / `FAIL <case>: <why>` lines and `N passed, M failed`, like run.mjs.
 
 import { createRequire } from "node:module";
@@ -199,6 +201,42 @@ test("answered-elsewhere", async (page) => {
   const theirs = result({ action: "accept", content: { color: "blue" } });
   assert.deepEqual(await resultOf(call), ["done", theirs]);
   await echoed(page, theirs);
+  await turnOver(page);
+  assert.equal(await page.locator(tid("turn-ended")).count(), 0, "the turn completed");
+});
+
+// The built-in demo plugin's `deploy` through Codex: its plan card (a question per field, in the order Codex
+// sorted them into), then the production confirmation; the tool's result comes back to the model. Last, so that
+// the other client of `answered-elsewhere` meets no other session's open form.
+test("demo-deploy", async (page) => {
+  await newSession(page);
+  await say(page, "deploy test");
+  const call = page.locator(`${tid("tool-call")}[data-server="demo"][data-tool="deploy"]`);
+  await call.waitFor();
+  const open = () => page.locator(`${tid("form-card")}[data-state="open"]`);
+  await open().waitFor();
+  let card = page.locator(`${tid("form-card")}[data-form-id="${await open().getAttribute("data-form-id")}"]`);
+  assert.equal(await card.locator(tid("card-header")).textContent(), "How should `web` be deployed?");
+  await card.locator(`${tid("question")}[data-question-id="target"] ${tid("option")}[data-label="Production"]`).click();
+  const replicas = card.locator(`${tid("question")}[data-question-id="replicas"] ${tid("question-input")}`);
+  await replicas.fill("3");
+  await card.locator(tid("submit")).click();
+  assert.equal((await outcomeOf(card))[0], "accept");
+  await page.waitForFunction(
+    (selector) => document.querySelectorAll(selector).length === 1,
+    `${tid("form-card")}[data-state="open"]`,
+  );
+  card = page.locator(`${tid("form-card")}[data-form-id="${await open().getAttribute("data-form-id")}"]`);
+  assert.equal(await card.locator(tid("card-header")).textContent(), "Deploy `web` to production now?");
+  await card.locator(`${tid("option")}[data-label="true"]`).click();
+  assert.equal((await outcomeOf(card))[0], "accept");
+  const [state, text] = await resultOf(call);
+  assert.equal(state, "done");
+  assert.ok(
+    text.startsWith("Deployed web to production with 3 replica(s); notified: email; note: none."),
+    `the tool's result: ${text}`,
+  );
+  await answerWith(page, "Deployed web to production with 3 replica(s)");
   await turnOver(page);
   assert.equal(await page.locator(tid("turn-ended")).count(), 0, "the turn completed");
 });

@@ -547,7 +547,7 @@ fn codex_runtime_in_headless_chromium() {
     );
     let dir = tempfile::tempdir().unwrap();
     // One rule per case, keyed by its message: call `ask_enum` through Codex's namespace of the
-    // server, then repeat the tool's output.
+    // server (or the built-in demo's `deploy`), then repeat the tool's output.
     let ask = serde_json::json!([
         {"calls": [{"name": "ask_enum", "namespace": "mcp__ts", "arguments": {}}]},
         {"echo": true}
@@ -562,7 +562,13 @@ fn codex_runtime_in_headless_chromium() {
     ]
     .iter()
     .map(|message| serde_json::json!({"match": format!("^{message}$"), "steps": ask}))
-    .chain([serde_json::json!({"match": "^never mind$", "steps": [{"text": "Fine."}]})])
+    .chain([
+        serde_json::json!({"match": "^never mind$", "steps": [{"text": "Fine."}]}),
+        serde_json::json!({"match": "^deploy test$", "steps": [
+            {"calls": [{"name": "deploy", "namespace": "mcp__demo", "arguments": {"service": "web"}}]},
+            {"echo": true}
+        ]}),
+    ])
     .collect();
     let sim = common::SimProvider::start(&serde_json::json!({ "rules": rules }));
 
@@ -577,8 +583,7 @@ fn codex_runtime_in_headless_chromium() {
              request_max_retries = 0\nstream_max_retries = 0\n\n\
              [codex]\ncommand = {:?}\nhome = {:?}\n\n\
              [mcp_servers.ts]\ncommand = {node:?}\nargs = [{:?}]\ndefault_tools_approval_mode = \"approve\"\n\
-             enabled_tools = [\"ask_enum\"]\n\n\
-             [mcp_servers.demo]\nenabled = false\n",
+             enabled_tools = [\"ask_enum\"]\n",
             sim.url,
             codex.display().to_string(),
             home.display().to_string(),
