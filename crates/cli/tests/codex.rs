@@ -427,3 +427,71 @@ fn doctor_under_codex_reads_codexs_log_for_a_refused_schema() {
         json!({"action": "cancel"})
     );
 }
+
+/// The processes whose command line mentions `needle`.
+fn processes_mentioning(needle: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            String::from_utf8_lossy(&cmdline)
+                .contains(needle)
+                .then_some(pid)
+        })
+        .collect()
+}
+
+/// formwork killed outright (SIGKILL, no shutdown of its own) in the middle of a Codex turn:
+/// Codex, which would wait for its stalled model, does not outlive it.
+#[test]
+fn codex_does_not_outlive_a_killed_formwork() {
+    let sim = SimProvider::start(&json!({"rules": [{"match": ".", "steps": [{"stall": true}]}]}));
+    let home = tempfile::tempdir().unwrap();
+    let codex_home = home.path().join("codex-of-a-killed-formwork");
+    let config = TempFile::new(&format!(
+        "{}\n[codex]\ncommand = {:?}\nhome = {:?}\n\n[mcp_servers.demo]\nenabled = false\n",
+        model_config(&sim),
+        codex_binary().display().to_string(),
+        codex_home.display().to_string()
+    ));
+    let mut chat = common::without_user_config(&mut std::process::Command::new(env!(
+        "CARGO_BIN_EXE_formwork"
+    )))
+    .args(["chat", "--accept-defaults", "--config"])
+    .arg(&config.path)
+    .arg("hello")
+    .stdin(std::process::Stdio::null())
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    let needle = codex_home.display().to_string();
+    // Codex is up once the model has been asked.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while sim.requests().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "Codex never asked the model"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!processes_mentioning(&needle).is_empty());
+    chat.kill().unwrap();
+    chat.wait().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let left = processes_mentioning(&needle);
+        if left.is_empty() {
+            break;
+        }
+        if std::time::Instant::now() > deadline {
+            for pid in &left {
+                common::kill_group(*pid);
+            }
+            panic!("Codex outlived formwork by 15 s: {left:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -37,6 +37,8 @@ use crate::transport::{Frame, MAX_FRAME_BYTES, Outgoing};
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// Past this size Codex's log starts over, the previous one kept as `<log>.1`.
 const LOG_CAP_BYTES: u64 = 8 * 1024 * 1024;
+/// How long Codex has to end after SIGTERM before it is killed.
+const STOP_GRACE_SECS: u32 = 5;
 /// The lock file in `CODEX_HOME` held while formwork runs Codex there.
 const LOCK_FILE: &str = "formwork.lock";
 
@@ -620,13 +622,16 @@ fn with_log_tail(reason: String, log: &Path) -> String {
 }
 
 /// `sh` starts Codex listening on `socket`, its stderr on sh's stdout (for formwork to read
-/// and log); a subshell ends it when formwork's pipe (sh's stdin, kept as fd 3) closes, and sh
-/// ends that subshell and exits when Codex does. Each word is quoted for `sh`.
+/// and log); a subshell ends it when formwork's pipe (sh's stdin, kept as fd 3) closes (Codex
+/// catches SIGTERM for a graceful shutdown, which does not always end, so SIGKILL follows after
+/// [`STOP_GRACE_SECS`]), and sh ends that subshell and exits when Codex does. Each word is
+/// quoted for `sh`.
 fn command_line(options: &CodexOptions, socket: &Path) -> String {
     let quote = |word: &str| format!("'{}'", word.replace('\'', r"'\''"));
     format!(
         "exec 3<&0; CODEX_HOME={} RUST_LOG={} {} app-server --listen {} < /dev/null 2>&1 > /dev/null 3<&- & \
-         codex=$!; (read -r _ <&3; kill $codex) > /dev/null 2>&1 & watcher=$!; exec 3<&-; \
+         codex=$!; (read -r _ <&3; kill $codex; sleep {STOP_GRACE_SECS}; kill -9 $codex) > /dev/null 2>&1 & \
+         watcher=$!; exec 3<&-; \
          wait $codex; status=$?; kill $watcher 2> /dev/null; exit $status",
         quote(&options.home.display().to_string()),
         quote(&options.log_filter),
