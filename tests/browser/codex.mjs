@@ -14,37 +14,17 @@
 // runs the built-in demo plugin's `deploy` (two cards) through Codex. Prints
 // `ok <case>` / `FAIL <case>: <why>` lines and `N passed, M failed`, like run.mjs.
 
-import { createRequire } from "node:module";
 import { execFile } from "node:child_process";
-import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import assert from "node:assert/strict";
 
+import { newSession, runCases, say, tid, turnOver } from "./conversation.mjs";
+
 const here = path.dirname(fileURLToPath(import.meta.url));
-const require = createRequire(path.join(process.env.FORMWORK_PEERS, "npm", "node_modules", "noop.js"));
-process.env.PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD = "1";
-const { chromium } = require("playwright-core");
-
 const [url, filter] = process.argv.slice(2);
-const screenshots = process.env.FORMWORK_BROWSER_SCREENSHOTS ?? path.resolve(here, "../../target/browser-failures");
 const codexHome = process.env.FORMWORK_CODEX_HOME;
-const WAIT = 20_000;
-const tid = (id) => `[data-testid="${id}"]`;
-
-async function newSession(page) {
-  const before = page.url();
-  await page.locator(tid("new-session")).click();
-  await page.waitForURL((u) => u.toString() !== before && /#\/sessions\//.test(u.toString()));
-  await page.locator(`${tid("connection-status")}[data-state="connected"]`).waitFor();
-  await page.locator(tid("transcript-empty")).waitFor();
-}
-
-async function say(page, text) {
-  await page.locator(tid("message-input")).fill(text);
-  await page.locator(tid("message-input")).press("Enter");
-}
 
 // The call of `ask_enum` and its open form card, which comes after the call in the transcript.
 async function askEnum(page) {
@@ -105,10 +85,6 @@ async function answerWith(page, text) {
     [selector, text],
   );
   return page.locator(`${selector} ${tid("message-text")}`).last().textContent();
-}
-
-async function turnOver(page) {
-  await page.locator(tid("stop-turn")).waitFor({ state: "hidden" });
 }
 
 // The assistant's final message: Codex hands the model the tool's output after a line of its own
@@ -241,51 +217,18 @@ test("demo-deploy", async (page) => {
   assert.equal(await page.locator(tid("turn-ended")).count(), 0, "the turn completed");
 });
 
-async function main() {
-  assert.ok(codexHome, "FORMWORK_CODEX_HOME is not set");
-  const browser = await chromium.launch({
-    executablePath: process.env.FORMWORK_CHROMIUM ?? "/usr/bin/chromium",
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
-  });
-  const context = await browser.newContext();
-  context.setDefaultTimeout(WAIT);
-  const page = await context.newPage();
-  const pageErrors = [];
-  page.on("pageerror", (error) => pageErrors.push(error.message));
-  await page.goto(url);
-  await page.locator(`${tid("connection-status")}[data-state="connected"]`).waitFor();
-  // The page says that Codex runs the conversation, and with which model.
-  const hint = page.locator(`${tid("model-hint")}:not([hidden])`);
-  await hint.waitFor();
-  const said = await hint.textContent();
-  assert.ok(said.startsWith("Codex runs the conversation with sim-1 via Sim;"), said);
-  let passed = 0;
-  let failed = 0;
-  for (const { name, body } of cases) {
-    if (filter && !filter.split(",").includes(name)) continue;
-    pageErrors.length = 0;
-    try {
-      await body(page);
-      assert.deepEqual(pageErrors, [], "errors thrown in the page");
-      passed += 1;
-      console.log(`ok ${name}`);
-    } catch (error) {
-      failed += 1;
-      console.log(`FAIL ${name}: ${String(error?.message ?? error).split("\n").slice(0, 30).join("\n    ")}`);
-      mkdirSync(screenshots, { recursive: true });
-      await page.screenshot({ path: path.join(screenshots, `codex-${name}.png`), fullPage: true }).catch(() => {});
-    }
-  }
-  await browser.close();
-  console.log(`${passed} passed, ${failed} failed`);
-  return failed === 0 && passed > 0;
-}
-
-main().then(
-  (ok) => process.exit(ok ? 0 : 1),
-  (error) => {
-    console.log(`FAIL setup: ${error?.stack ?? error}`);
-    console.log("0 passed, 1 failed");
-    process.exit(1);
+runCases({
+  url,
+  filter,
+  cases,
+  prefix: "codex",
+  wait: 20_000,
+  async ready(page) {
+    assert.ok(codexHome, "FORMWORK_CODEX_HOME is not set");
+    // The page says that Codex runs the conversation, and with which model.
+    const hint = page.locator(`${tid("model-hint")}:not([hidden])`);
+    await hint.waitFor();
+    const said = await hint.textContent();
+    assert.ok(said.startsWith("Codex runs the conversation with sim-1 via Sim;"), said);
   },
-);
+});

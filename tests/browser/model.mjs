@@ -9,34 +9,11 @@
 // what it was given), and the model's final text appears. Prints `ok <case>` / `FAIL <case>: <why>` lines and
 // `N passed, M failed`, like run.mjs.
 
-import { createRequire } from "node:module";
-import { mkdirSync } from "node:fs";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import assert from "node:assert/strict";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const require = createRequire(path.join(process.env.FORMWORK_PEERS, "npm", "node_modules", "noop.js"));
-process.env.PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD = "1";
-const { chromium } = require("playwright-core");
+import { newSession, runCases, say, tid, turnOver } from "./conversation.mjs";
 
 const [url, filter] = process.argv.slice(2);
-const screenshots = process.env.FORMWORK_BROWSER_SCREENSHOTS ?? path.resolve(here, "../../target/browser-failures");
-const WAIT = 15_000;
-const tid = (id) => `[data-testid="${id}"]`;
-
-async function newSession(page) {
-  const before = page.url();
-  await page.locator(tid("new-session")).click();
-  await page.waitForURL((u) => u.toString() !== before && /#\/sessions\//.test(u.toString()));
-  await page.locator(`${tid("connection-status")}[data-state="connected"]`).waitFor();
-  await page.locator(tid("transcript-empty")).waitFor();
-}
-
-async function say(page, text) {
-  await page.locator(tid("message-input")).fill(text);
-  await page.locator(tid("message-input")).press("Enter");
-}
 
 // The open form card of the call of `tool`.
 async function cardOf(page, tool) {
@@ -59,10 +36,6 @@ async function answerIs(page, text) {
     [`${tid("message")}[data-role="assistant"]:not([data-streaming])`, text],
   );
   return last;
-}
-
-async function turnOver(page) {
-  await page.locator(tid("stop-turn")).waitFor({ state: "hidden" });
 }
 
 async function diagnostic(page, code) {
@@ -173,45 +146,4 @@ test("restart-after", async (page) => {
   await answerIs(page, "you said: remember apples / what did I say");
 });
 
-async function main() {
-  const browser = await chromium.launch({
-    executablePath: process.env.FORMWORK_CHROMIUM ?? "/usr/bin/chromium",
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
-  });
-  const context = await browser.newContext();
-  context.setDefaultTimeout(WAIT);
-  const page = await context.newPage();
-  const pageErrors = [];
-  page.on("pageerror", (error) => pageErrors.push(error.message));
-  await page.goto(url);
-  await page.locator(`${tid("connection-status")}[data-state="connected"]`).waitFor();
-  let passed = 0;
-  let failed = 0;
-  for (const { name, body } of cases) {
-    if (filter && !filter.split(",").includes(name)) continue;
-    pageErrors.length = 0;
-    try {
-      await body(page);
-      assert.deepEqual(pageErrors, [], "errors thrown in the page");
-      passed += 1;
-      console.log(`ok ${name}`);
-    } catch (error) {
-      failed += 1;
-      console.log(`FAIL ${name}: ${String(error?.message ?? error).split("\n").slice(0, 30).join("\n    ")}`);
-      mkdirSync(screenshots, { recursive: true });
-      await page.screenshot({ path: path.join(screenshots, `model-${name}.png`), fullPage: true }).catch(() => {});
-    }
-  }
-  await browser.close();
-  console.log(`${passed} passed, ${failed} failed`);
-  return failed === 0 && passed > 0;
-}
-
-main().then(
-  (ok) => process.exit(ok ? 0 : 1),
-  (error) => {
-    console.log(`FAIL setup: ${error?.stack ?? error}`);
-    console.log("0 passed, 1 failed");
-    process.exit(1);
-  },
-);
+runCases({ url, filter, cases, prefix: "model", wait: 15_000 });

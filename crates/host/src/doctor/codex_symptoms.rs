@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::Symptom;
 use super::codex::{CodexReport, PluginRequest};
-use super::symptoms::row;
+use super::symptoms::{outcome_text, row};
 use crate::config::{ApprovalMode, ApprovalPolicy, Config};
 
 /// Diagnoses every row of [`super::SYMPTOMS`] from what Codex did.
@@ -35,12 +35,7 @@ fn action_of(answer: &Value) -> Option<&str> {
 /// The call's text (its result, else its error), for searching.
 fn call_text(report: &CodexReport) -> Option<String> {
     let call = report.call.as_ref()?;
-    let mut text = call.error.clone().unwrap_or_default();
-    if let Some(result) = &call.result {
-        text.push('\n');
-        text.push_str(&result.to_string());
-    }
-    Some(text)
+    Some(outcome_text(call.error.as_deref(), call.result.as_ref()))
 }
 
 fn openai_form(config: &Config, report: &CodexReport) -> Symptom {

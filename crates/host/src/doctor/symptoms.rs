@@ -156,12 +156,17 @@ fn file(config: &Config) -> String {
 /// The text a tool call produced (its `CallToolResult` or its error), for searching.
 fn call_text(report: &Report) -> Option<String> {
     let call = report.call.as_ref()?;
-    let mut text = call.error.clone().unwrap_or_default();
-    if let Some(result) = &call.result {
+    Some(outcome_text(call.error.as_deref(), call.result.as_ref()))
+}
+
+/// A call's error, then its result as JSON: one text to search.
+pub(super) fn outcome_text(error: Option<&str>, result: Option<&serde_json::Value>) -> String {
+    let mut text = error.unwrap_or_default().to_owned();
+    if let Some(result) = result {
         text.push('\n');
         text.push_str(&result.to_string());
     }
-    Some(text)
+    text
 }
 
 /// The sentence around the first mention of `needle` in `text`, cut to a readable length.

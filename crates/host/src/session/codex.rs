@@ -512,14 +512,19 @@ impl Session {
             (open, current)
         };
         for open in open {
-            if let Some(card) = &open.card {
-                self.end_card(card, EndBy::Host(reason::PLUGIN_GONE));
-            }
-            open.resolved.cancel();
+            self.end_open_request(open, reason::PLUGIN_GONE);
         }
         if current {
             self.close_codex_items(&format!("codex app-server exited: {why}"));
         }
+    }
+
+    /// Ends a request's card (if it has one) with `why`, and what waits for its answer.
+    pub(super) fn end_open_request(&self, open: OpenRequest, why: &'static str) {
+        if let Some(card) = &open.card {
+            self.end_card(card, EndBy::Host(why));
+        }
+        open.resolved.cancel();
     }
 
     /// Whether a call of `server` runs through Codex in this session.

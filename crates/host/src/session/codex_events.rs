@@ -12,7 +12,6 @@ use serde_json::{Value, json};
 use crate::events::{Event, Role};
 use crate::jsonrpc::RawId;
 
-use super::cards::EndBy;
 use super::codex::{CODEX_SERVER, MAX_EARLY_ENDS, TurnEnd};
 use super::{Session, reason};
 
@@ -68,10 +67,7 @@ impl Session {
                 let open = self.lock().codex.open.remove(&(generation, id.clone()));
                 if let Some(open) = open {
                     tracing::info!(target: "formwork::codex", session = %self.id, %id, "another client answered codex's request; its card ends");
-                    if let Some(card) = &open.card {
-                        self.end_card(card, EndBy::Host(reason::ANSWERED_ELSEWHERE));
-                    }
-                    open.resolved.cancel();
+                    self.end_open_request(open, reason::ANSWERED_ELSEWHERE);
                 }
             }
             "error" => {
@@ -231,11 +227,8 @@ fn item_outcome(item: &Value) -> (Option<Value>, Option<String>) {
             (Some(result), None)
         }
         _ => {
-            let status = item
-                .get("status")
-                .and_then(Value::as_str)
-                .unwrap_or("completed");
-            let result = json!({ "content": [{ "type": "text", "text": status }] });
+            let text = status.unwrap_or("completed");
+            let result = json!({ "content": [{ "type": "text", "text": text }] });
             (Some(result), None)
         }
     }
