@@ -24,7 +24,7 @@ use crate::Outcome;
 use crate::answers::CliResponder;
 use crate::config_cmd::ConfigArgs;
 use crate::runtime::RuntimeArgs;
-use crate::terminal::{inert, inert_message};
+use crate::terminal::{inert, inert_message, inert_text};
 
 /// Send one message to the model and let it use the plugins' tools.
 #[derive(Args, Debug)]
@@ -130,7 +130,7 @@ async fn converse(host: &Host, responder: &CliResponder, message: &str) -> anyho
         };
         match event.as_ref() {
             Event::MessageDelta { delta, .. } => {
-                print!("{delta}");
+                print!("{}", inert_text(delta));
                 stdout.flush()?;
                 mid_line = true;
             }
@@ -141,7 +141,7 @@ async fn converse(host: &Host, responder: &CliResponder, message: &str) -> anyho
                 if mid_line {
                     end_line(&mut mid_line);
                 } else {
-                    println!("{text}");
+                    println!("{}", inert_text(text));
                 }
             }
             Event::ToolCallStarted { server, tool, .. } => {

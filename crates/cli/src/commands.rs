@@ -60,7 +60,7 @@ fn resolve(choice: Choice, protocol: Protocol, config: &Config) -> anyhow::Resul
                         .map_err(|reason| anyhow::anyhow!("server `{name}`: {reason}"))?;
                     Some(auth)
                 }
-                PluginTarget::Command(_) => None,
+                PluginTarget::Command { .. } => None,
             };
             Ok(Resolved {
                 target,
@@ -333,7 +333,7 @@ fn print_json(value: &Value) -> anyhow::Result<()> {
 fn plugin_name(target: &PluginTarget) -> String {
     const LAUNCHERS: [&str; 7] = ["npx", "-y", "node", "python", "python3", "uv", "run"];
     match target {
-        PluginTarget::Command(command) => command
+        PluginTarget::Command { line, .. } => line
             .split_whitespace()
             .map(|word| word.trim_matches(|c| c == '\'' || c == '"'))
             .map(|word| word.rsplit('/').next().unwrap_or(word))

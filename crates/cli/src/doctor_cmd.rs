@@ -108,10 +108,11 @@ async fn run_codex(
     if config.server(&server).is_none() {
         // A plugin named on the command line is one more server of the Codex config.
         let transport = match &target {
-            PluginTarget::Command(line) => Transport::Stdio {
+            PluginTarget::Command { line, env } => Transport::Stdio {
                 command: "sh".to_owned(),
                 args: vec!["-c".to_owned(), line.clone()],
-                env: Default::default(),
+                env: env.set.iter().cloned().collect(),
+                env_vars: env.pass.clone(),
                 cwd: None,
             },
             PluginTarget::Url(url) => Transport::StreamableHttp {
@@ -241,10 +242,11 @@ fn same_command(transport: &formwork_host::config::Transport, target: &PluginTar
                 command,
                 args,
                 env,
+                env_vars,
                 cwd: None,
             },
-            PluginTarget::Command(given),
-        ) if env.is_empty() => {
+            PluginTarget::Command { line: given, .. },
+        ) if env.is_empty() && env_vars.is_empty() => {
             let words: Vec<&str> = std::iter::once(command.as_str())
                 .chain(args.iter().map(String::as_str))
                 .collect();
@@ -309,7 +311,7 @@ fn shell_words(line: &str) -> Option<Vec<String>> {
 /// URL's host.
 fn plugin_name(target: &PluginTarget) -> String {
     match target {
-        PluginTarget::Command(command) => command
+        PluginTarget::Command { line, .. } => line
             .split_whitespace()
             .map(|word| word.trim_matches(|c| c == '\'' || c == '"'))
             .filter(|word| !word.contains('='))
@@ -364,7 +366,7 @@ mod tests {
 
     #[test]
     fn plugin_names_are_config_keys() {
-        let name = |line: &str| plugin_name(&PluginTarget::Command(line.to_owned()));
+        let name = |line: &str| plugin_name(&PluginTarget::command(line));
         assert_eq!(
             name("'/p/.bin/node' '/p/doctor_plugin.mjs' --flag"),
             "doctor_plugin"

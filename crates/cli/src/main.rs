@@ -169,9 +169,9 @@ impl PluginArgs {
         match (&target.plugin, &target.url, &target.server) {
             (_, _, Some(server)) => Choice::Configured(server.clone()),
             (_, Some(url), None) => Choice::Adhoc(PluginTarget::Url(url.clone())),
-            (Some(command), None, None) => Choice::Adhoc(PluginTarget::Command(command.clone())),
+            (Some(command), None, None) => Choice::Adhoc(PluginTarget::command(command.clone())),
             // clap's required group guarantees one of the three.
-            (None, None, None) => Choice::Adhoc(PluginTarget::Command(String::new())),
+            (None, None, None) => Choice::Adhoc(PluginTarget::command(String::new())),
         }
     }
 

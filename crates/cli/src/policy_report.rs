@@ -2,6 +2,7 @@
 //! the `policy` entry of `formwork doctor`'s report. A presentation of the loaded config; the
 //! decisions it quotes are `formwork_host::policy`'s.
 
+use formwork_host::PluginEnv;
 use formwork_host::config::{Config, OAuthConfig, ServerConfig, Transport};
 use formwork_host::policy;
 use serde_json::{Map, Value, json};
@@ -87,6 +88,7 @@ fn describe_server(name: &str, server: &ServerConfig) -> Value {
             command,
             args,
             env,
+            env_vars,
             cwd,
         } => {
             out.insert("transport".into(), "stdio".into());
@@ -95,6 +97,14 @@ fn describe_server(name: &str, server: &ServerConfig) -> Value {
             if !env.is_empty() {
                 out.insert("env".into(), json!(env.keys().collect::<Vec<_>>()));
             }
+            if !env_vars.is_empty() {
+                out.insert("env_vars".into(), json!(env_vars));
+            }
+            let given = PluginEnv {
+                set: env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                pass: env_vars.clone(),
+            };
+            out.insert("receives_env".into(), json!(given.names_now()));
             if let Some(cwd) = cwd {
                 out.insert("cwd".into(), cwd.display().to_string().into());
             }
@@ -139,6 +149,10 @@ fn describe_server(name: &str, server: &ServerConfig) -> Value {
         Transport::Builtin { args } => {
             out.insert("transport".into(), "builtin".into());
             out.insert("args".into(), json!(args));
+            out.insert(
+                "receives_env".into(),
+                json!(PluginEnv::default().names_now()),
+            );
         }
     }
     out.insert("default_tools_approval_mode".into(), json!(mode));

@@ -592,6 +592,17 @@ pub fn inert(text: &str) -> String {
     out
 }
 
+/// Text a model writes for the person (`formwork chat`): lines and tabs kept, every other control
+/// character (ESC, BEL, carriage return, ...) and every hidden format character shown as by
+/// [`inert`]. A model, or a plugin steering one, cannot write to the clipboard (OSC 52), clear
+/// the screen, move the cursor or overwrite a line to forge one of formwork's.
+pub fn inert_text(text: &str) -> String {
+    text.split('\n')
+        .map(|line| line.split('\t').map(inert).collect::<Vec<_>>().join("\t"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// A message of formwork's own that may carry plugin text (an error, a refusal): controls and
 /// hidden characters escaped as by [`inert`], and every line after the first indented, so none
 /// can pass for a line of formwork's.
@@ -835,6 +846,14 @@ mod tests {
         assert_eq!(
             url_text("Log in", "https://example.com/", "example.com", &[]),
             "│ Log in\nURL:    https://example.com/\nDomain: example.com"
+        );
+    }
+
+    #[test]
+    fn a_models_text_keeps_its_lines_and_shows_its_controls() {
+        assert_eq!(
+            inert_text("Done.\n\tstep 1\r\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J\u{202e}txt.exe\n"),
+            "Done.\n\tstep 1\\r\\u{1b}]52;c;cm0gLXJmIH4=\\u{7}\\u{1b}[2J\\u{202e}txt.exe\n"
         );
     }
 }

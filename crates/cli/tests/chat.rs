@@ -54,6 +54,23 @@ fn a_message_streams_the_answer_and_its_form_is_answered_from_the_script() {
     assert_eq!(sim.requests().len(), 2);
 }
 
+/// The model's text reaches the terminal as text: its lines are kept, its escape sequences
+/// (a clipboard write, a screen clear), carriage returns and bidi controls are shown, not obeyed.
+#[test]
+fn the_models_text_is_shown_not_obeyed() {
+    let hostile = "Sure.\r\u{1b}]52;c;cm0gLXJmIH4=\u{7}\u{1b}[2J\nformwork: all done\u{202e}\n";
+    let sim = SimProvider::start(&json!({"rules": [{"match": "hello", "steps": [
+        {"text": hostile}
+    ]}]}));
+    let config = config(&sim, "approve");
+    let output = chat(&config, None, "hello");
+    output.assert_code(0);
+    assert_eq!(
+        output.stdout,
+        "Sure.\\r\\u{1b}]52;c;cm0gLXJmIH4=\\u{7}\\u{1b}[2J\nformwork: all done\\u{202e}\n\n"
+    );
+}
+
 #[test]
 fn an_approval_card_is_answered_from_the_script_too() {
     let sim = SimProvider::start(&json!({"rules": [{"match": "fail", "steps": [

@@ -370,7 +370,7 @@ pub async fn diagnose(target: &PluginTarget, config: &Config, options: DoctorOpt
 
     let mut connection = Connection {
         target: match target {
-            PluginTarget::Command(command) => json!({ "plugin": command }),
+            PluginTarget::Command { line, .. } => json!({ "plugin": line }),
             PluginTarget::Url(url) => json!({ "url": url }),
         },
         server: options.server.clone(),
@@ -424,7 +424,7 @@ pub async fn diagnose(target: &PluginTarget, config: &Config, options: DoctorOpt
                 }
             }
         }
-        PluginTarget::Command(_) => None,
+        PluginTarget::Command { .. } => None,
     };
     connect.auth = auth.clone();
     let connected = Plugin::connect(target, connect).await;

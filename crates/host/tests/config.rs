@@ -40,6 +40,7 @@ fn stdio(command: &str, args: &[&str]) -> Transport {
         command: command.to_owned(),
         args: args.iter().map(|arg| (*arg).to_owned()).collect(),
         env: Default::default(),
+        env_vars: Vec::new(),
         cwd: None,
     }
 }
@@ -147,6 +148,7 @@ tool_call_mcp_elicitation = true
 command = "node"
 args = ["shop.js"]
 env = { SHOP_TOKEN = "secret" }
+env_vars = ["SHOP_REGION", "_PROXY_2"]
 cwd = "/srv/shop"
 enabled_tools = ["refund", "browse"]
 disabled_tools = ["browse"]
@@ -171,6 +173,7 @@ enabled = false
             command: "node".to_owned(),
             args: vec!["shop.js".to_owned()],
             env: [("SHOP_TOKEN".to_owned(), "secret".to_owned())].into(),
+            env_vars: vec!["SHOP_REGION".to_owned(), "_PROXY_2".to_owned()],
             cwd: Some(PathBuf::from("/srv/shop")),
         }
     );
@@ -432,6 +435,14 @@ fn bad_transports() {
     check_error(
         "[mcp_servers.x]\nurl = \"https://x.example.com\"\nhttp_headers = { authorization = \"Basic a\" }\nbearer_token_env_var = \"T\"\n",
         "formwork.toml:4:1: mcp_servers.x.bearer_token_env_var: `http_headers` already has an Authorization header; keep one of the two",
+    );
+    check_error(
+        "[mcp_servers.x]\nurl = \"https://x.example.com\"\nenv_vars = [\"A\"]\n",
+        "formwork.toml:3:1: mcp_servers.x.env_vars: only a `command` (stdio) server takes this key",
+    );
+    check_error(
+        "[mcp_servers.x]\ncommand = \"a\"\nenv_vars = [\"A\", \"B=1\"]\n",
+        "formwork.toml:3:1: mcp_servers.x.env_vars: `B=1` is not a variable name (letters, digits and '_', not starting with a digit)",
     );
     check_error(
         "[mcp_servers.x]\ncommand = \"a\"\nshare_session = true\n",

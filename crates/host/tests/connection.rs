@@ -34,7 +34,7 @@ fn node() -> String {
 }
 
 fn ts_plugin() -> PluginTarget {
-    PluginTarget::Command(format!(
+    PluginTarget::command(format!(
         "'{}' '{}'",
         node(),
         peers().join("npm/ts_plugin.mjs").display()
@@ -42,7 +42,7 @@ fn ts_plugin() -> PluginTarget {
 }
 
 fn hostile(flag: &str) -> PluginTarget {
-    PluginTarget::Command(format!(
+    PluginTarget::command(format!(
         "'{}' '{}' {flag}",
         peers().join("venv/bin/python").display(),
         peers().join("npm/hostile_plugin.py").display()
@@ -50,7 +50,7 @@ fn hostile(flag: &str) -> PluginTarget {
 }
 
 fn everything() -> PluginTarget {
-    PluginTarget::Command(format!(
+    PluginTarget::command(format!(
         "'{}' stdio",
         peers()
             .join("npm/node_modules/.bin/mcp-server-everything")
@@ -310,7 +310,7 @@ async fn a_plugin_that_never_answers_initialize_is_given_up() {
     options.inherit_stderr = false;
     let started = tokio::time::Instant::now();
     let error =
-        match Plugin::connect(&PluginTarget::Command("exec sleep 600".to_owned()), options).await {
+        match Plugin::connect(&PluginTarget::command("exec sleep 600".to_owned()), options).await {
             Ok(_) => panic!("a silent plugin connected"),
             Err(error) => error,
         };
@@ -325,7 +325,7 @@ async fn a_plugin_that_never_answers_initialize_is_given_up() {
 /// `tools/call`: the form goes to the responder, and the retry carries the answer.
 #[tokio::test]
 async fn prompts_and_resources_get_their_rounds_served() {
-    let target = PluginTarget::Command(format!(
+    let target = PluginTarget::command(format!(
         "'{}' '{}'",
         peers().join("venv/bin/python").display(),
         peers().join("npm/py_mrtr_plugin.py").display()

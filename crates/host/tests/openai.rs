@@ -29,14 +29,14 @@ fn ts_plugin() -> PluginTarget {
     } else {
         "node".to_owned()
     };
-    PluginTarget::Command(format!(
+    PluginTarget::command(format!(
         "'{node}' '{}'",
         peers().join("npm/ts_plugin.mjs").display()
     ))
 }
 
 fn py_plugin() -> PluginTarget {
-    PluginTarget::Command(format!(
+    PluginTarget::command(format!(
         "'{}' '{}'",
         peers().join("venv/bin/python").display(),
         peers().join("npm/py_plugin.py").display()

@@ -92,7 +92,7 @@ async fn fetch(
         .map_err(|err| (err, false))?;
     let auth = match &target {
         PluginTarget::Url(url) => Some(host.authorizer(name, url).map_err(|err| (err, false))?),
-        PluginTarget::Command(_) => None,
+        PluginTarget::Command { .. } => None,
     };
     options.auth = auth.clone();
     options.extensions = ClientExtensions {

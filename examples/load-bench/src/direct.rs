@@ -35,7 +35,7 @@ pub async fn calls(command: &str, tool: &str, arguments: &str, count: usize) -> 
         mcp_apps: true,
         ..ClientExtensions::default()
     };
-    let plugin = Plugin::connect(&PluginTarget::Command(command.to_owned()), options).await?;
+    let plugin = Plugin::connect(&PluginTarget::command(command.to_owned()), options).await?;
     let mut ms = Vec::with_capacity(count);
     for i in 0..count {
         let started = Instant::now();

@@ -381,10 +381,9 @@ struct RawServer {
     protocol_version: Option<String>,
     #[serde(default)]
     tools: IndexMap<String, ToolConfig>,
-    // Codex keys formwork accepts and does not use. `env_vars` is moot because plugins inherit
-    // formwork's whole environment; the rest concern startup bookkeeping and parallelism that
+    env_vars: Option<Vec<String>>,
+    // Codex keys formwork accepts and does not use: startup bookkeeping and parallelism that
     // formwork does not have.
-    env_vars: Option<toml::Value>,
     startup_timeout_ms: Option<toml::Value>,
     required: Option<toml::Value>,
     supports_parallel_tool_calls: Option<toml::Value>,
@@ -546,7 +545,6 @@ fn build_server(
     }
 
     let skipped = [
-        ("env_vars", raw.env_vars.is_some()),
         ("startup_timeout_ms", raw.startup_timeout_ms.is_some()),
         ("required", raw.required.is_some()),
         (
@@ -589,10 +587,18 @@ fn build_server(
             if command.trim().is_empty() {
                 return Err(ctx.error(&at("command"), "the command is empty"));
             }
+            let env_vars = raw.env_vars.unwrap_or_default();
+            if let Some(bad) = env_vars.iter().find(|name| !valid_variable_name(name)) {
+                return Err(ctx.error(
+                    &at("env_vars"),
+                    format!("`{bad}` is not a variable name (letters, digits and '_', not starting with a digit)"),
+                ));
+            }
             Transport::Stdio {
                 command,
                 args: raw.args.unwrap_or_default(),
                 env: raw.env.unwrap_or_default(),
+                env_vars,
                 cwd: raw.cwd,
             }
         }
@@ -600,6 +606,7 @@ fn build_server(
             for (key, present) in [
                 ("args", raw.args.is_some()),
                 ("env", raw.env.is_some()),
+                ("env_vars", raw.env_vars.is_some()),
                 ("cwd", raw.cwd.is_some()),
             ] {
                 if present {
@@ -918,6 +925,14 @@ pub(crate) fn valid_server_name(name: &str) -> bool {
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// A name `env_vars` may pass through: what a shell would take as one.
+fn valid_variable_name(name: &str) -> bool {
+    name.chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// serde_path_to_error's path as TOML would write it.

@@ -492,8 +492,11 @@ pub enum Transport {
         command: String,
         /// Its arguments.
         args: Vec<String>,
-        /// Variables added to its environment.
+        /// Variables set in its environment.
         env: IndexMap<String, String>,
+        /// `env_vars`: variables of formwork's environment passed through to it. Beyond these
+        /// and `env`, a plugin gets only the few every program needs (`BASE_ENV`).
+        env_vars: Vec<String>,
         /// Its working directory.
         cwd: Option<PathBuf>,
     },

@@ -613,17 +613,25 @@ fn tap_server(config: &mut Config, options: &CodexDoctorOptions, record: &Path) 
     let Some(server) = config.mcp_servers.get_mut(&options.server) else {
         return false;
     };
-    let (program, args, env, cwd) = match &server.transport {
+    let (program, args, env, env_vars, cwd) = match &server.transport {
         Transport::Stdio {
             command,
             args,
             env,
+            env_vars,
             cwd,
-        } => (command.clone(), args.clone(), env.clone(), cwd.clone()),
+        } => (
+            command.clone(),
+            args.clone(),
+            env.clone(),
+            env_vars.clone(),
+            cwd.clone(),
+        ),
         Transport::Builtin { args } => (
             options.formwork_exe.display().to_string(),
             args.clone(),
             Default::default(),
+            Vec::new(),
             None,
         ),
         Transport::StreamableHttp { .. } => return false,
@@ -640,6 +648,7 @@ fn tap_server(config: &mut Config, options: &CodexDoctorOptions, record: &Path) 
         command: options.formwork_exe.display().to_string(),
         args: tap_args,
         env,
+        env_vars,
         cwd,
     };
     true

@@ -50,16 +50,91 @@ pub const MAX_TOOL_LIST_BYTES: usize = 16 * 1024 * 1024;
 /// Where a plugin lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PluginTarget {
-    /// A shell command, spawned with `sh -c`, spoken to over stdio.
-    Command(String),
+    /// A shell command, spawned with `sh -c`, spoken to over stdio. The process gets a minimal
+    /// environment (see [`PluginEnv`]), never formwork's whole one.
+    Command {
+        /// The `sh -c` command line.
+        line: String,
+        /// What the process gets beyond the minimal set.
+        env: PluginEnv,
+    },
     /// A Streamable HTTP endpoint.
     Url(String),
+}
+
+impl PluginTarget {
+    /// A command line with nothing beyond the minimal environment.
+    pub fn command(line: impl Into<String>) -> PluginTarget {
+        PluginTarget::Command {
+            line: line.into(),
+            env: PluginEnv::default(),
+        }
+    }
+}
+
+/// The variables of formwork's environment every stdio plugin gets, when set: what a program
+/// needs to run as the person (the set Codex passes).
+pub const BASE_ENV: &[&str] = &[
+    "HOME",
+    "LOGNAME",
+    "PATH",
+    "SHELL",
+    "USER",
+    #[cfg(target_os = "macos")]
+    "__CF_USER_TEXT_ENCODING",
+    "LANG",
+    "LC_ALL",
+    "TERM",
+    "TMPDIR",
+    "TZ",
+];
+
+/// The environment of a stdio plugin beyond [`BASE_ENV`]. Nothing else of formwork's
+/// environment reaches a plugin: not a model provider's key, not another server's token.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PluginEnv {
+    /// Variables set to these values (the server's `env` table).
+    pub set: Vec<(String, String)>,
+    /// Variables passed through from formwork's environment when set there (`env_vars`);
+    /// read when the process starts.
+    pub pass: Vec<String>,
+}
+
+impl PluginEnv {
+    /// The whole environment of a plugin started now: [`BASE_ENV`] and `pass` as formwork has
+    /// them, then `set`, which wins.
+    fn resolve(&self) -> Vec<(String, std::ffi::OsString)> {
+        let mut variables: Vec<(String, std::ffi::OsString)> = Vec::new();
+        let inherited = BASE_ENV
+            .iter()
+            .copied()
+            .chain(self.pass.iter().map(String::as_str));
+        for name in inherited {
+            if let Some(value) = std::env::var_os(name)
+                && !variables.iter().any(|(known, _)| known == name)
+            {
+                variables.push((name.to_owned(), value));
+            }
+        }
+        for (name, value) in &self.set {
+            variables.retain(|(known, _)| known != name);
+            variables.push((name.clone(), value.into()));
+        }
+        variables
+    }
+
+    /// The names of the variables a plugin started now would receive, sorted.
+    pub fn names_now(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.resolve().into_iter().map(|(name, _)| name).collect();
+        names.sort();
+        names
+    }
 }
 
 impl std::fmt::Display for PluginTarget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            PluginTarget::Command(command) => write!(f, "`{command}`"),
+            PluginTarget::Command { line, .. } => write!(f, "`{line}`"),
             PluginTarget::Url(url) => f.write_str(url),
         }
     }
@@ -377,9 +452,11 @@ impl Plugin {
             incoming,
             mut tasks,
         } = match target {
-            PluginTarget::Command(command) => {
-                transport::stdio::spawn(command, options.inherit_stderr)?
-            }
+            PluginTarget::Command { line, env } => transport::stdio::spawn(
+                line,
+                transport::stdio::ChildEnv::Only(env.resolve()),
+                options.inherit_stderr,
+            )?,
             PluginTarget::Url(url) => transport::http::connect(
                 url,
                 Arc::clone(&negotiated),

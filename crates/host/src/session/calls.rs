@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use crate::broker::{Card, Waiter};
 use crate::config::Transport;
 use crate::events::Event;
-use crate::plugin::{InputRound, PluginTarget};
+use crate::plugin::{InputRound, PluginEnv, PluginTarget};
 use crate::policy::{
     self, ApprovalAnswer, ApprovalCard, ApprovalNeed, ApprovalRequest, CardRendering,
 };
@@ -370,6 +370,7 @@ pub fn server_target(transport: &Transport, builtin_exe: Option<&std::path::Path
             command,
             args,
             env,
+            env_vars,
             cwd,
         } => {
             let mut line = String::new();
@@ -379,15 +380,17 @@ pub fn server_target(transport: &Transport, builtin_exe: Option<&std::path::Path
                     shell_quote(&cwd.display().to_string())
                 ));
             }
-            line.push_str("exec env");
-            for (key, value) in env {
-                line.push_str(&format!(" {}", shell_quote(&format!("{key}={value}"))));
-            }
-            line.push_str(&format!(" {}", shell_quote(command)));
+            line.push_str(&format!("exec {}", shell_quote(command)));
             for arg in args {
                 line.push_str(&format!(" {}", shell_quote(arg)));
             }
-            PluginTarget::Command(line)
+            PluginTarget::Command {
+                line,
+                env: PluginEnv {
+                    set: env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                    pass: env_vars.clone(),
+                },
+            }
         }
         Transport::StreamableHttp { url, .. } => PluginTarget::Url(url.clone()),
         Transport::Builtin { args } => {
@@ -399,7 +402,7 @@ pub fn server_target(transport: &Transport, builtin_exe: Option<&std::path::Path
             for arg in args {
                 line.push_str(&format!(" {}", shell_quote(arg)));
             }
-            PluginTarget::Command(line)
+            PluginTarget::command(line)
         }
     }
 }

@@ -6,6 +6,7 @@
 //! writer task.
 
 use std::collections::VecDeque;
+use std::ffi::OsString;
 use std::io;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -26,9 +27,26 @@ const EXIT_GRACE: Duration = Duration::from_secs(2);
 /// How much of the child's stdout is read at a time.
 const READ_BUFFER: usize = 8 * 1024;
 
+/// What a child's environment is made of.
+pub(crate) enum ChildEnv {
+    /// These variables and nothing else (a plugin's).
+    Only(Vec<(String, OsString)>),
+    /// formwork's own, whole (a runtime formwork runs for the person, such as Codex, which
+    /// reads its model provider's key there).
+    Inherit,
+}
+
 /// Spawns `command` with `sh -c` in its own process group and connects to its stdio.
-pub(crate) fn spawn(command: &str, inherit_stderr: bool) -> Result<Transport, HostError> {
-    let mut child = Command::new("sh")
+pub(crate) fn spawn(
+    command: &str,
+    env: ChildEnv,
+    inherit_stderr: bool,
+) -> Result<Transport, HostError> {
+    let mut child = Command::new("sh");
+    if let ChildEnv::Only(variables) = env {
+        child.env_clear().envs(variables);
+    }
+    let mut child = child
         .arg("-c")
         .arg(command)
         .stdin(Stdio::piped())

@@ -193,8 +193,12 @@ impl AppServer {
         let _ = std::fs::remove_file(&socket);
         let mut log_file = LogFile::open(log.clone())
             .map_err(|err| failed(format!("cannot open {}: {err}", log.display())))?;
-        let process = crate::transport::stdio::spawn(&command_line(options, &socket), false)
-            .map_err(|err| failed(err.to_string()))?;
+        let process = crate::transport::stdio::spawn(
+            &command_line(options, &socket),
+            crate::transport::stdio::ChildEnv::Inherit,
+            false,
+        )
+        .map_err(|err| failed(err.to_string()))?;
         // Codex's stderr: each line to the log file, and to whoever reads it.
         let (exited_tx, mut exited) = tokio::sync::watch::channel(false);
         {

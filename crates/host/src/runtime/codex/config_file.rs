@@ -182,6 +182,7 @@ fn server_keys(
             command,
             args,
             env,
+            env_vars,
             cwd,
         } => {
             put(&at("command"), json!(command));
@@ -190,6 +191,9 @@ fn server_keys(
             }
             if !env.is_empty() {
                 put(&at("env"), json!(env));
+            }
+            if !env_vars.is_empty() {
+                put(&at("env_vars"), json!(env_vars));
             }
             if let Some(cwd) = cwd {
                 put(&at("cwd"), json!(cwd.display().to_string()));
