@@ -1910,11 +1910,13 @@ fn import_codex_config_toml_carries_the_shared_keys() {
     let path = scratch(&dir, None);
     let report = config::import(&fixture("codex_config.toml"), &path).expect("import");
     let report = serde_json::to_value(&report).expect("report as JSON");
+    // Only what formwork does not act on is ignored: approvals, `env_vars`, `enabled` and the
+    // timeouts come along.
     assert_eq!(
         report["added"],
         json!([
-            {"name": "docs", "transport": "streamable_http", "ignored_fields": ["default_tools_approval_mode", "tools"]},
-            {"name": "files", "transport": "stdio", "ignored_fields": ["required"]}
+            {"name": "docs", "transport": "streamable_http", "ignored_fields": ["tools.delete_page.note"]},
+            {"name": "files", "transport": "stdio", "ignored_fields": ["required", "supports_parallel_tool_calls"]}
         ])
     );
     assert_eq!(
@@ -1933,32 +1935,59 @@ env_http_headers = { "X-Tenant" = "DOCS_TENANT" }
 scopes = ["docs:read", "docs:write"]
 oauth_resource = "https://docs.example.com/"
 startup_timeout_sec = 20
+default_tools_approval_mode = "approve"
 http_headers = { X-Team = "forms" }
+tools = { search = { approval_mode = "approve" }, delete_page = { approval_mode = "prompt" } }
 
 [mcp_servers.files]
 command = "npx"
 args = ["-y", "@modelcontextprotocol/server-filesystem", "/srv"]
 env = { LOG = "1" }
-enabled_tools = ["read_file"]
+env_vars = ["GITHUB_TOKEN"]
+enabled_tools = ["read_file", "write_file"]
+startup_timeout_sec = 15.0
+tool_timeout_sec = 90
+enabled = false
+default_tools_approval_mode = "prompt"
 "#
     );
     let loaded = Config::load(&path).expect("loads");
-    let docs = &loaded.server("docs").expect("imported").transport;
+    let docs = loaded.server("docs").expect("imported");
     let Transport::StreamableHttp {
         scopes,
         oauth_resource,
         ..
-    } = docs
+    } = &docs.transport
     else {
-        panic!("not HTTP: {docs:?}");
+        panic!("not HTTP: {:?}", docs.transport);
     };
     assert_eq!(scopes, &["docs:read", "docs:write"]);
     assert_eq!(oauth_resource.as_deref(), Some("https://docs.example.com/"));
     assert_eq!(
-        loaded
-            .server("docs")
-            .expect("docs")
-            .default_tools_approval_mode,
-        None
+        docs.default_tools_approval_mode,
+        Some(ApprovalMode::Approve)
     );
+    assert_eq!(
+        docs.tool_approval_mode("search"),
+        Some(ApprovalMode::Approve)
+    );
+    assert_eq!(
+        docs.tool_approval_mode("delete_page"),
+        Some(ApprovalMode::Prompt)
+    );
+    let files = loaded.server("files").expect("imported");
+    assert_eq!(
+        files.default_tools_approval_mode,
+        Some(ApprovalMode::Prompt)
+    );
+    assert!(!files.enabled);
+    assert_eq!(
+        files.startup_timeout,
+        Some(std::time::Duration::from_secs(15))
+    );
+    assert_eq!(files.tool_timeout, Some(std::time::Duration::from_secs(90)));
+    let Transport::Stdio { env_vars, .. } = &files.transport else {
+        panic!("not stdio: {:?}", files.transport);
+    };
+    assert_eq!(env_vars, &["GITHUB_TOKEN"]);
 }

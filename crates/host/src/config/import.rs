@@ -247,6 +247,7 @@ const CODEX_KEYS: &[&str] = &[
     "command",
     "args",
     "env",
+    "env_vars",
     "cwd",
     "url",
     "http_headers",
@@ -259,11 +260,14 @@ const CODEX_KEYS: &[&str] = &[
     "disabled_tools",
     "startup_timeout_sec",
     "tool_timeout_sec",
+    "default_tools_approval_mode",
 ];
 
 /// A Codex server table: the shared keys copied in its order (sub-tables become inline
-/// tables), the rest ignored. Approval settings (`default_tools_approval_mode`, `tools`) are
-/// among the ignored: an import never widens what a plugin may do.
+/// tables), the rest ignored. Approval settings come along as the person wrote them (a
+/// `"prompt"` left behind would let a tool run without the card they asked for): the
+/// server's `default_tools_approval_mode`, and of `tools.<tool>` its `approval_mode`.
+/// `startup_timeout_ms` becomes `startup_timeout_sec` unless that is set too.
 fn convert_codex(table: &dyn toml_edit::TableLike) -> Result<Converted, String> {
     let transport = match (table.contains_key("command"), table.contains_key("url")) {
         (true, true) => return Err("the entry has both `command` and `url`".into()),
@@ -274,6 +278,21 @@ fn convert_codex(table: &dyn toml_edit::TableLike) -> Result<Converted, String> 
     let mut keys = Vec::new();
     let mut ignored_fields = Vec::new();
     for (key, item) in table.iter() {
+        if key == "tools" {
+            let (tools, ignored) = codex_tool_modes(item)?;
+            ignored_fields.extend(ignored);
+            if let Some(tools) = tools {
+                keys.push(("tools", tools));
+            }
+            continue;
+        }
+        if key == "startup_timeout_ms" && !table.contains_key("startup_timeout_sec") {
+            let Some(ms) = item.as_integer().filter(|ms| *ms > 0) else {
+                return Err("`startup_timeout_ms` is not a positive number of milliseconds".into());
+            };
+            keys.push(("startup_timeout_sec", Value::from(ms as f64 / 1000.0)));
+            continue;
+        }
         let Some(known) = CODEX_KEYS.iter().copied().find(|known| *known == key) else {
             ignored_fields.push(key.to_owned());
             continue;
@@ -293,6 +312,37 @@ fn convert_codex(table: &dyn toml_edit::TableLike) -> Result<Converted, String> 
         ignored_fields,
         notes,
     })
+}
+
+/// A Codex `tools` table as formwork writes it: each tool's `approval_mode`, as an inline table
+/// (`None` when no tool has one), and the keys left out, dotted (`tools.search.timeout`).
+fn codex_tool_modes(item: &Item) -> Result<(Option<Value>, Vec<String>), String> {
+    let tools = item
+        .as_table_like()
+        .ok_or_else(|| "`tools` is not a table of tools".to_owned())?;
+    let mut modes = toml_edit::InlineTable::new();
+    let mut ignored = Vec::new();
+    for (tool, settings) in tools.iter() {
+        let settings = settings
+            .as_table_like()
+            .ok_or_else(|| format!("`tools.{tool}` is not a table"))?;
+        for (key, value) in settings.iter() {
+            match (key, value.as_value()) {
+                ("approval_mode", Some(mode)) => {
+                    let mut entry = toml_edit::InlineTable::new();
+                    let mut mode = mode.clone();
+                    mode.decor_mut().clear();
+                    entry.insert("approval_mode", mode);
+                    modes.insert(tool, Value::InlineTable(entry));
+                }
+                _ => ignored.push(format!("tools.{tool}.{key}")),
+            }
+        }
+    }
+    Ok((
+        (!modes.is_empty()).then_some(Value::InlineTable(modes)),
+        ignored,
+    ))
 }
 
 /// The server as it would be written, if it loads by itself; else why not, naming the key.
