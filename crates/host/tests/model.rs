@@ -317,7 +317,12 @@ async fn stop_cancels_the_call_and_its_form_and_a_new_message_the_turn() {
 /// Each provider failure ends the turn with the entry that says what happened.
 #[tokio::test]
 async fn provider_errors_end_the_turn_with_a_clear_entry() {
+    // 17 calls in one answer, one more than formwork runs at once.
+    let greedy: Vec<Value> = (0..17)
+        .map(|_| json!({"name": "ts__fail", "arguments": {}}))
+        .collect();
     let sim = Sim::start(json!({"rules": [
+        {"match": "greedy", "steps": [{"calls": greedy}]},
         {"match": "refused", "steps": [{"status": 401, "message": "Incorrect API key provided"}]},
         {"match": "limited", "steps": [{"text": "made it", "first": [{"status": 429, "retry_after": 1, "message": "slow down"}]}]},
         {"match": "flaky", "steps": [{"text": "back again", "first": [{"status": 503}, {"cut": "half an ans"}]}]},
@@ -379,6 +384,14 @@ async fn provider_errors_end_the_turn_with_a_clear_entry() {
             vec![(
                 "model-error",
                 "the model called `ts__nothing`, which is not a tool offered to it; the turn ends",
+            )],
+        ),
+        (
+            "greedy",
+            "failed",
+            vec![(
+                "model-error",
+                "the model asked for 17 calls in one answer, more than the 16 formwork runs at once; the turn ends",
             )],
         ),
         (

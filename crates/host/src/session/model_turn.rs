@@ -19,6 +19,9 @@ use super::{Session, Turn};
 
 /// At most this many model requests in one turn: a model that keeps calling tools ends.
 const MAX_STEPS: usize = 32;
+/// At most this many calls in one model answer: more is refused whole, since every call may
+/// raise a card and each runs at once.
+const MAX_CALLS_PER_ANSWER: usize = 16;
 /// The model's place among a turn's members (beside its calls): the turn lasts while it runs.
 pub(super) const MODEL_MEMBER: &str = "model";
 
@@ -281,8 +284,9 @@ impl Session {
     }
 
     /// Runs the calls of one answer at once and gives the model their outputs. `false` when
-    /// the answer named a tool that is not offered, or gave arguments that are not a JSON
-    /// object: then no call runs, and the turn ends.
+    /// the answer named a tool that is not offered, gave arguments that are not a JSON object,
+    /// or asked for more than [`MAX_CALLS_PER_ANSWER`] calls: then no call runs, and the turn
+    /// ends.
     async fn run_model_calls(
         self: &Arc<Self>,
         choice: &ModelChoice,
@@ -291,6 +295,15 @@ impl Session {
     ) -> bool {
         let mut planned = Vec::new();
         let mut refused = Vec::new();
+        let asked = calls
+            .iter()
+            .filter(|call| matches!(call, Item::Call { .. }))
+            .count();
+        if asked > MAX_CALLS_PER_ANSWER {
+            refused.push(format!(
+                "the model asked for {asked} calls in one answer, more than the {MAX_CALLS_PER_ANSWER} formwork runs at once"
+            ));
+        }
         for call in &calls {
             let Item::Call {
                 call_id,
