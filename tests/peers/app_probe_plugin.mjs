@@ -56,8 +56,11 @@ const LISTED_URI = "ui://probe/listed.html";
 const APP_MIME = "text/html;profile=mcp-app";
 // Not alphabetical at either level: a host that re-sorts or re-serialises opaque metadata shows it.
 const RESULT_META_JSON = '{"zeta":1,"alpha":{"y":2,"b":3},"mid":[1]}';
-// One well-formed origin and one entry that would inject a directive if a host pasted it into the header.
-const APP_CSP = { connectDomains: ["https://declared.example", "https://x.example; script-src *"] };
+// One well-formed origin, one entry that would inject a directive if a host pasted it into the header, and two that
+// would open every port of this machine (a local plugin's app may name one port, never `*`).
+const APP_CSP = {
+  connectDomains: ["https://declared.example", "https://x.example; script-src *", "http://127.0.0.1:*", "http://localhost:*"],
+};
 const readOnly = { readOnlyHint: true };
 
 const server = new McpServer({ name: "app-probe-plugin", version: "0.1.0" });

@@ -273,11 +273,14 @@ async fn the_document_carries_its_policy_and_a_missing_one_is_an_error() {
          connect-src 'self' https://declared.example; frame-src 'none'; object-src 'none'; \
          base-uri 'self'; form-action 'none'"
     );
+    // The probe is local (stdio): a loopback entry would need one explicit port.
     assert_eq!(
-        app.document.policy.dropped.len(),
-        1,
-        "{:?}",
-        app.document.policy.dropped
+        app.document.policy.dropped,
+        [
+            "ui.csp.connectDomains: \"https://x.example; script-src *\": contains whitespace or a control character",
+            "ui.csp.connectDomains: \"http://127.0.0.1:*\": an entry on this machine or its private network needs an explicit port",
+            "ui.csp.connectDomains: \"http://localhost:*\": an entry on this machine or its private network needs an explicit port",
+        ]
     );
 
     // Metadata on the read content without the policy: the listing's policy holds.

@@ -29,6 +29,12 @@
 //!   (`'unsafe-eval'`), bare schemes (`https:`, `data:`, `blob:`) and `*` are not origins.
 //!   Anything else is dropped and reported in [`SandboxPolicy::dropped`], never written into
 //!   the header.
+//! - An entry on this machine or its private network (`localhost`, `127.0.0.0/8`, `[::1]`,
+//!   `0.0.0.0`, `10.0.0.0/8`, `172.16.0.0/12`, `192.168.0.0/16`, `169.254.0.0/16`) is kept only
+//!   for the app of a local (stdio) plugin ([`PluginPlace::Local`]) and only with an explicit
+//!   port: a remote plugin's app must not probe the person's local services, and a local one
+//!   names the one port its own server listens on. A `*.localhost` name is never kept: other
+//!   apps' documents live there.
 //! - Kept entries are written with the scheme and host in lowercase (the path as declared; a
 //!   path of only `/` is left out), in their declared order, each once. A list reads at most
 //!   [`MAX_DOMAINS_PER_LIST`] entries, each at most [`MAX_ENTRY_LEN`] bytes.
@@ -79,6 +85,16 @@ const PERMISSIONS: [(&str, &str); 4] = [
 /// The hosts plain `http://` and `ws://` may name.
 const LOCAL_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 
+/// Where the plugin serving a document runs, which decides whether its app may reach this
+/// machine's network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PluginPlace {
+    /// A process formwork started (stdio): its app may name a local port.
+    Local,
+    /// A server reached over HTTP: its app gets no loopback or private-network entry.
+    Remote,
+}
+
 /// What the sandbox of one app document allows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SandboxPolicy {
@@ -102,7 +118,11 @@ pub struct SandboxPolicy {
 /// The policy from `ui`, the resource's `_meta.ui` object, and `openai_csp`, its
 /// `_meta["openai/widgetCSP"]` (used only when `ui.csp` is absent). The module documentation
 /// gives the rules.
-pub fn sandbox_policy(ui: Option<&Value>, openai_csp: Option<&Value>) -> SandboxPolicy {
+pub fn sandbox_policy(
+    ui: Option<&Value>,
+    openai_csp: Option<&Value>,
+    place: PluginPlace,
+) -> SandboxPolicy {
     let mut dropped = Vec::new();
     let ui = match ui {
         Some(Value::Object(ui)) => Some(ui),
@@ -113,8 +133,10 @@ pub fn sandbox_policy(ui: Option<&Value>, openai_csp: Option<&Value>) -> Sandbox
         None => None,
     };
     let declared = match (ui.and_then(|ui| ui.get("csp")), openai_csp) {
-        (Some(csp), _) => read_lists(csp, "ui.csp", &MCP_LISTS, &mut dropped),
-        (None, Some(csp)) => read_lists(csp, "openai/widgetCSP", &OPENAI_LISTS, &mut dropped),
+        (Some(csp), _) => read_lists(csp, "ui.csp", &MCP_LISTS, place, &mut dropped),
+        (None, Some(csp)) => {
+            read_lists(csp, "openai/widgetCSP", &OPENAI_LISTS, place, &mut dropped)
+        }
         (None, None) => None,
     };
     let permissions = ui.and_then(|ui| ui.get("permissions"));
@@ -156,6 +178,7 @@ fn read_lists(
     csp: &Value,
     source: &str,
     names: &[(&str, usize)],
+    place: PluginPlace,
     dropped: &mut Vec<String>,
 ) -> Option<Declared> {
     let Value::Object(csp) = csp else {
@@ -171,13 +194,18 @@ fn read_lists(
             ));
             continue;
         };
-        declared[index] = read_list(value, &format!("{source}.{key}"), dropped);
+        declared[index] = read_list(value, &format!("{source}.{key}"), place, dropped);
     }
     Some(declared)
 }
 
 /// The kept origins of one list, `None` when it is not an array.
-fn read_list(value: &Value, label: &str, dropped: &mut Vec<String>) -> Option<Vec<String>> {
+fn read_list(
+    value: &Value,
+    label: &str,
+    place: PluginPlace,
+    dropped: &mut Vec<String>,
+) -> Option<Vec<String>> {
     let Some(items) = value.as_array() else {
         dropped.push(format!("{label}: not a list of origins"));
         return None;
@@ -188,7 +216,7 @@ fn read_list(value: &Value, label: &str, dropped: &mut Vec<String>) -> Option<Ve
             dropped.push(format!("{label}: {}, not a string", json_kind(item)));
             continue;
         };
-        match origin_source(entry) {
+        match origin_source(entry, place) {
             Ok(origin) if kept.contains(&origin) => {}
             Ok(origin) => kept.push(origin),
             Err(reason) => dropped.push(format!("{label}: {}: {reason}", quoted(entry))),
@@ -280,7 +308,7 @@ fn read_permissions(
 
 /// One CSP origin source from a declared entry, normalised (lowercase scheme and host, no
 /// trailing `/`), or why it is refused.
-fn origin_source(entry: &str) -> Result<String, String> {
+fn origin_source(entry: &str, place: PluginPlace) -> Result<String, String> {
     if entry.len() > MAX_ENTRY_LEN {
         return Err(format!("longer than {MAX_ENTRY_LEN} bytes"));
     }
@@ -316,10 +344,42 @@ fn origin_source(entry: &str) -> Result<String, String> {
     if !secure && !LOCAL_HOSTS.contains(&host.as_str()) {
         return Err("plain http and ws are only for localhost, 127.0.0.1 and [::1]".to_owned());
     }
+    if host.ends_with(".localhost") {
+        return Err("a *.localhost name is where other apps' documents live".to_owned());
+    }
+    if on_this_network(&host) {
+        match (place, port.as_deref()) {
+            (PluginPlace::Remote, _) => {
+                return Err(
+                    "a remote plugin's app may not reach this machine or its private network"
+                        .to_owned(),
+                );
+            }
+            (PluginPlace::Local, None | Some("*")) => {
+                return Err(
+                    "an entry on this machine or its private network needs an explicit port"
+                        .to_owned(),
+                );
+            }
+            (PluginPlace::Local, Some(_)) => {}
+        }
+    }
     let path = if path == "/" { "" } else { path };
     Ok(match port {
         Some(port) => format!("{scheme}://{host}:{port}{path}"),
         None => format!("{scheme}://{host}{path}"),
+    })
+}
+
+/// Whether `host` (lowercase, as [`check_host`] let it through) is this machine or a private
+/// network: `localhost`, or a loopback, unspecified, private or link-local IPv4 address, or
+/// `[::1]`.
+fn on_this_network(host: &str) -> bool {
+    if host == "localhost" || host == "[::1]" {
+        return true;
+    }
+    host.parse::<std::net::Ipv4Addr>().is_ok_and(|ip| {
+        ip.is_loopback() || ip.is_unspecified() || ip.is_private() || ip.is_link_local()
     })
 }
 
@@ -410,7 +470,7 @@ fn check_host(host: &str) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{DEFAULT_CSP, MAX_DOMAINS_PER_LIST, SandboxPolicy, sandbox_policy};
+    use super::{DEFAULT_CSP, MAX_DOMAINS_PER_LIST, PluginPlace, SandboxPolicy, sandbox_policy};
     use serde_json::{Value, json};
 
     /// The spec's template with nothing declared.
@@ -420,7 +480,10 @@ mod tests {
         base-uri 'self'; form-action 'none'";
 
     fn check(ui: Option<Value>, openai: Option<Value>, expected: SandboxPolicy) {
-        assert_eq!(sandbox_policy(ui.as_ref(), openai.as_ref()), expected);
+        assert_eq!(
+            sandbox_policy(ui.as_ref(), openai.as_ref(), PluginPlace::Local),
+            expected
+        );
     }
 
     fn policy(csp: &str, allow: &str, granted: Value, dropped: &[&str]) -> SandboxPolicy {
@@ -538,6 +601,83 @@ mod tests {
         );
     }
 
+    /// This machine and its private network: a local plugin's app may name one port there; a
+    /// remote plugin's app nothing, whatever the scheme or port.
+    #[test]
+    fn local_network_entries_are_for_local_plugins_and_one_port_only() {
+        let entries = [
+            "http://localhost:5173",
+            "https://127.0.0.1:8443",
+            "ws://[::1]:9000",
+            "https://10.0.0.8:443",
+            "https://172.20.1.1:8080",
+            "https://192.168.1.1:80",
+            "https://169.254.169.254:80",
+            "https://0.0.0.0:3000",
+            "http://localhost",
+            "http://127.0.0.1:*",
+            "https://192.168.1.1",
+            "https://app.localhost:3000",
+            "https://172.32.0.1:443",
+            "https://api.example.com",
+        ];
+        let ui = json!({ "csp": { "connectDomains": entries } });
+        let local = sandbox_policy(Some(&ui), None, PluginPlace::Local);
+        assert_eq!(
+            local.granted["csp"]["connectDomains"],
+            json!([
+                "http://localhost:5173",
+                "https://127.0.0.1:8443",
+                "ws://[::1]:9000",
+                "https://10.0.0.8:443",
+                "https://172.20.1.1:8080",
+                "https://192.168.1.1:80",
+                "https://169.254.169.254:80",
+                "https://0.0.0.0:3000",
+                "https://172.32.0.1:443",
+                "https://api.example.com"
+            ])
+        );
+        let port = "needs an explicit port";
+        let lives = "a *.localhost name is where other apps' documents live";
+        assert_eq!(
+            local.dropped,
+            [
+                format!(
+                    r#"ui.csp.connectDomains: "http://localhost": an entry on this machine or its private network {port}"#
+                ),
+                format!(
+                    r#"ui.csp.connectDomains: "http://127.0.0.1:*": an entry on this machine or its private network {port}"#
+                ),
+                format!(
+                    r#"ui.csp.connectDomains: "https://192.168.1.1": an entry on this machine or its private network {port}"#
+                ),
+                format!(r#"ui.csp.connectDomains: "https://app.localhost:3000": {lives}"#),
+            ]
+        );
+        let remote = sandbox_policy(Some(&ui), None, PluginPlace::Remote);
+        assert_eq!(
+            remote.granted["csp"]["connectDomains"],
+            json!(["https://172.32.0.1:443", "https://api.example.com"])
+        );
+        assert!(
+            remote
+                .csp
+                .contains("connect-src 'self' https://172.32.0.1:443 https://api.example.com;"),
+            "{}",
+            remote.csp
+        );
+        let refused = "a remote plugin's app may not reach this machine or its private network";
+        assert_eq!(
+            remote.dropped[..8],
+            entries[..8]
+                .iter()
+                .map(|entry| format!(r#"ui.csp.connectDomains: "{entry}": {refused}"#))
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(remote.dropped.len(), 12, "{:#?}", remote.dropped);
+    }
+
     #[test]
     fn only_origins_and_paths_under_them_are_kept_normalised_in_order_and_once() {
         let ui = json!({ "csp": { "resourceDomains": [
@@ -553,7 +693,7 @@ mod tests {
             " https://a.com", 7, null,
         ]}});
         let kept = "https://a.com/path https://a.com/Path https://a.com/%7E/ https://a.com:* \
-                    http://localhost:5173 ws://127.0.0.1:9000 http://[::1]:8080 http://localhost:* \
+                    http://localhost:5173 ws://127.0.0.1:9000 http://[::1]:8080 \
                     https://xn--bcher-kva.de https://fonts.googleapis.com";
         let label = "ui.csp.resourceDomains";
         let expected_dropped = [
@@ -574,6 +714,7 @@ mod tests {
             r#""https://a.com:": the port is not a number from 1 to 65535, nor `*`"#,
             r#""https://a.com:**": the port is not a number from 1 to 65535, nor `*`"#,
             r#""https://[2001:db8::1]": an IPv6 host other than [::1]"#,
+            r#""http://localhost:*": an entry on this machine or its private network needs an explicit port"#,
             r#""http://*.localhost": a wildcard must cover a name of two labels or more"#,
             r#""http://localhost.evil.com": plain http and ws are only for localhost, 127.0.0.1 and [::1]"#,
             r#""https://bücher.de": not ASCII (an international host name is written in punycode)"#,
@@ -585,7 +726,7 @@ mod tests {
             "null, not a string",
         ]
         .map(|line| format!("{label}: {line}"));
-        let got = sandbox_policy(Some(&ui), None);
+        let got = sandbox_policy(Some(&ui), None, PluginPlace::Local);
         assert_eq!(got.dropped, expected_dropped);
         assert_eq!(
             got.csp,
@@ -609,7 +750,7 @@ mod tests {
             .collect();
         let long = format!("https://{}.example", "a".repeat(250));
         let ui = json!({ "csp": { "connectDomains": many, "frameDomains": [long] } });
-        let got = sandbox_policy(Some(&ui), None);
+        let got = sandbox_policy(Some(&ui), None, PluginPlace::Local);
         let kept = &many[..MAX_DOMAINS_PER_LIST];
         assert_eq!(got.granted["csp"]["connectDomains"], json!(kept));
         assert!(

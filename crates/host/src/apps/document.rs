@@ -1,7 +1,7 @@
 //! One app document from a `resources/read` result: its HTML, its kind (MCP Apps or a legacy
 //! skybridge widget) and the sandbox policy its metadata asks for.
 
-use super::csp::{SandboxPolicy, sandbox_policy};
+use super::csp::{PluginPlace, SandboxPolicy, sandbox_policy};
 use super::{APP_MIME, SKYBRIDGE_MIME, quoted};
 use base64::Engine as _;
 use serde_json::Value;
@@ -85,10 +85,12 @@ pub enum DocumentError {
 /// SDK versions write it), then `listed`'s `_meta` and `meta`: `listed` is the resource's entry
 /// in `resources/list`, when the caller has it. The first place that has the key gives it,
 /// whatever it holds (a malformed `ui` there gives the strict default, not the next place's).
+/// `place` is where the plugin runs, for the policy's local-network rule.
 pub fn read_document(
     uri: &str,
     result: &Value,
     listed: Option<&Value>,
+    place: PluginPlace,
 ) -> Result<AppDocument, DocumentError> {
     let shown = || quoted(uri);
     let contents = result
@@ -147,7 +149,7 @@ pub fn read_document(
         mime_type: mime_type.to_owned(),
         html,
         skybridge,
-        policy: sandbox_policy(ui, lookup("openai/widgetCSP")),
+        policy: sandbox_policy(ui, lookup("openai/widgetCSP"), place),
         prefers_border,
     })
 }
@@ -185,7 +187,7 @@ fn body(content: &Value, uri: String) -> Result<String, DocumentError> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::csp::{DEFAULT_CSP, sandbox_policy};
+    use super::super::csp::{DEFAULT_CSP, PluginPlace, sandbox_policy};
     use super::{AppDocument, DocumentError, read_document};
     use base64::Engine as _;
     use serde_json::{Value, json};
@@ -194,7 +196,10 @@ mod tests {
     const HTML: &str = "<!doctype html><html><body><script>1</script></body></html>";
 
     fn check(result: Value, listed: Option<Value>, expected: Result<AppDocument, DocumentError>) {
-        assert_eq!(read_document(URI, &result, listed.as_ref()), expected);
+        assert_eq!(
+            read_document(URI, &result, listed.as_ref(), PluginPlace::Local),
+            expected
+        );
     }
 
     fn read_result(content: Value) -> Value {
@@ -208,7 +213,7 @@ mod tests {
             mime_type: mime.to_owned(),
             html: HTML.to_owned(),
             skybridge,
-            policy: sandbox_policy(ui.as_ref(), None),
+            policy: sandbox_policy(ui.as_ref(), None, PluginPlace::Local),
             prefers_border: None,
         }
     }
@@ -280,7 +285,7 @@ mod tests {
         }});
         let openai = json!({ "connect_domains": ["https://api.example"] });
         let mut expected = document("text/html+skybridge", true, None);
-        expected.policy = sandbox_policy(None, Some(&openai));
+        expected.policy = sandbox_policy(None, Some(&openai), PluginPlace::Local);
         expected.prefers_border = Some(true);
         assert!(
             expected
@@ -462,6 +467,7 @@ mod tests {
                 { "uri": URI, "mimeType": "application/json", "text": "{}" },
             ]}),
             None,
+            PluginPlace::Local,
         );
         assert_eq!(
             error.map_err(|error| error.to_string()),
@@ -472,7 +478,7 @@ mod tests {
             )
         );
         let long = format!("ui://demo/{}", "x".repeat(200));
-        let error = read_document(&long, &json!({ "contents": [] }), None);
+        let error = read_document(&long, &json!({ "contents": [] }), None, PluginPlace::Local);
         assert_eq!(
             error.map_err(|error| error.to_string()),
             Err(format!(

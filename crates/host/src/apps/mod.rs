@@ -17,7 +17,9 @@ mod csp;
 mod declare;
 mod document;
 
-pub use csp::{DEFAULT_CSP, MAX_DOMAINS_PER_LIST, MAX_ENTRY_LEN, SandboxPolicy, sandbox_policy};
+pub use csp::{
+    DEFAULT_CSP, MAX_DOMAINS_PER_LIST, MAX_ENTRY_LEN, PluginPlace, SandboxPolicy, sandbox_policy,
+};
 pub use declare::{Visibility, declared_ui, visibility, widget_may_call};
 pub use document::{AppDocument, DocumentError, read_document};
 

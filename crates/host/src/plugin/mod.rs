@@ -395,6 +395,8 @@ pub struct Plugin {
     shared: Arc<Shared>,
     tasks: Vec<JoinHandle<()>>,
     server: ServerInfo,
+    /// A process formwork started (stdio), not a server reached over HTTP.
+    local: bool,
 }
 
 /// Where the answer to one of the host's requests is delivered.
@@ -527,12 +529,19 @@ impl Plugin {
             shared,
             tasks,
             server,
+            local: matches!(target, PluginTarget::Command { .. }),
         })
     }
 
     /// The plugin's name.
     pub fn name(&self) -> &str {
         &self.shared.name
+    }
+
+    /// Whether the plugin is a process formwork started (stdio) rather than a server reached
+    /// over HTTP.
+    pub fn is_local(&self) -> bool {
+        self.local
     }
 
     /// What the plugin said in the handshake.

@@ -952,7 +952,13 @@ async fn read_app_document(plugin: &crate::Plugin, uri: &str) -> Result<AppDocum
     } else {
         listed_entry(plugin, uri).await
     };
-    apps::read_document(uri, &result, listed.as_ref()).map_err(|err| unavailable(err.to_string()))
+    let place = if plugin.is_local() {
+        apps::PluginPlace::Local
+    } else {
+        apps::PluginPlace::Remote
+    };
+    apps::read_document(uri, &result, listed.as_ref(), place)
+        .map_err(|err| unavailable(err.to_string()))
 }
 
 /// The most pages of `resources/list` read for a resource's entry.
