@@ -646,6 +646,14 @@ test("app-tool-call-opens-a-form", async (page) => {
   await textBecomes(frame.locator("#ask-result"), '{"answer":{"action":"accept","content":{"word":"kiwi"}}}');
   assert.deepEqual(lines("probe.log").slice(-2), ['app-echo {"text":"hello"}', "ask-during-app {}"]);
   assert.deepEqual(lines("bystander.log"), []);
+  // Both calls are the transcript's, each saying which app asked.
+  const probeCall = await call.getAttribute("data-call-id");
+  for (const tool of ["app-echo", "ask-during-app"]) {
+    const made = call.locator(`${tid("app-tool-call")}[data-tool="${tool}"]`).last();
+    assert.equal(await made.getAttribute("data-asked-by"), probeCall, `${tool} is not the probe app's`);
+    assert.equal(await made.locator(tid("tool-asked-by")).textContent(), "asked by the app of probe · open-probe");
+    await made.locator(':scope[data-state="done"]').waitFor({ state: "attached" });
+  }
 });
 
 // The workbench's theme reaches the app as host-context-changed.
@@ -1176,8 +1184,11 @@ test("an-app-is-shown-only-in-the-modes-it-declares", async (page) => {
   assert.equal(await card.getAttribute("data-mode"), "inline");
 
   const panel = page.locator(tid("app-panel"));
-  const fullscreenOnly = await initialize(["fullscreen"]);
-  assert.equal(fullscreenOnly.result?.hostContext?.displayMode, "fullscreen", JSON.stringify(fullscreenOnly));
+  // An app that cannot be inline takes no screen by itself: it waits behind Open app until the person clicks.
+  await initialize(["fullscreen"]);
+  await card.locator(':scope[data-mode="collapsed"]').waitFor();
+  assert.equal(await panel.isVisible(), false, "the app took the screen with no click");
+  await card.locator(tid("app-reopen")).click();
   assert.equal(await card.getAttribute("data-mode"), "fullscreen");
   await panel.locator(":scope[data-mode=\"fullscreen\"]").waitFor();
   assert.equal(await page.locator(tid("app-panel-tab")).isVisible(), false, "a side-panel button for a fullscreen-only app");
@@ -1194,6 +1205,35 @@ test("an-app-is-shown-only-in-the-modes-it-declares", async (page) => {
   await card.locator(':scope[data-mode="collapsed"]').waitFor();
   await card.locator(tid("app-close")).click();
   await card.locator(':scope[data-state="closed"]').waitFor();
+});
+
+// An app asks for fullscreen or picture in picture: granted only right after the person clicked in it. A card
+// that opens while an app is fullscreen is never behind it: the app steps aside to the side panel.
+test("fullscreen-needs-a-click-and-never-hides-a-card", async (page) => {
+  await newSession(page);
+  const call = await callTool(page, "probe", "open-probe");
+  const card = await readyApp(call);
+  const frame = await appFrame(page, card);
+  await frame.locator('body[data-done="1"]').waitFor();
+  for (const mode of ["fullscreen", "pip"]) {
+    const asked = await askFromApp(frame, "ui/request-display-mode", { mode });
+    assert.deepEqual(asked.result, { mode: "inline" }, `${mode} with no click`);
+    assert.equal(await card.getAttribute("data-mode"), "inline");
+  }
+  await frame.locator("#host-context").click();
+  const asked = await askFromApp(frame, "ui/request-display-mode", { mode: "fullscreen" });
+  assert.deepEqual(asked.result, { mode: "fullscreen" });
+  const panel = page.locator(tid("app-panel"));
+  await panel.locator(':scope[data-mode="fullscreen"]').waitFor();
+  await clickWhenStill(frame.locator("#ask"));
+  const form = await openCard(page);
+  await panel.locator(':scope[data-mode="tab"]').waitFor();
+  assert.equal(await card.getAttribute("data-mode"), "tab");
+  const shown = await form.boundingBox();
+  assert.ok(shown && shown.width > 0 && shown.y >= 0 && shown.y < 900, `the card is out of view: ${JSON.stringify(shown)}`);
+  await form.locator(`${tid("question")}[data-question-id="word"] ${tid("question-input")}`).fill("fig");
+  await form.locator(tid("submit")).click();
+  await textBecomes(frame.locator("#ask-result"), '{"answer":{"action":"accept","content":{"word":"fig"}}}');
 });
 
 // Saves the whole of `page` as <screenshots>/apps-<name>.png, and says where.

@@ -18,10 +18,12 @@
 //   exit-probe       answers, then ends this process (a later use of the server starts a new one); the app
 //                    document names its process in `body[data-process]`
 //   app-echo         visibility ["app"]: returns its arguments (text and `structuredContent.echo`)
+//   app-erase        visibility ["app"], `destructiveHint: true`: returns `erased`; a palette or model call of such a
+//                    tool asks under `auto`, an app's call of it does not (MCP Apps read no annotations for apps)
 //   model-only       visibility ["model"]: an app must never reach it
 //   ask-during-app   visibility ["app"]: asks a one-field form through `server.server.elicitInput`, returns the answer
 //   widget           `openai/outputTemplate` = ui://probe/widget.html (`text/html+skybridge`), `widgetAccessible`
-// With PROBE_LOG set, app-echo, model-only, ask-during-app and open-probe-after (as its result leaves) append
+// With PROBE_LOG set, app-echo, app-erase, model-only, ask-during-app and open-probe-after (as its result leaves) append
 // `<tool> <JSON of the arguments>` to that file, so a test can tell exactly which calls reached the plugin (forged
 // ones must not).
 //
@@ -204,6 +206,19 @@ server.registerTool(
   async (args) => {
     record("app-echo", args);
     return { content: [{ type: "text", text: JSON.stringify(args) }], structuredContent: { echo: args } };
+  },
+);
+server.registerTool(
+  "app-erase",
+  {
+    description: "Erase something (app-only, destructive)",
+    inputSchema: z.object({}).passthrough(),
+    annotations: { destructiveHint: true },
+    _meta: { ui: { visibility: ["app"] } },
+  },
+  async (args) => {
+    record("app-erase", args);
+    return { content: [{ type: "text", text: "erased" }] };
   },
 );
 server.registerTool(

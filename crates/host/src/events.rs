@@ -60,6 +60,10 @@ pub enum Event {
         tool: String,
         /// The arguments as sent.
         arguments: Value,
+        /// The call whose app made this one (an app's `tools/call`); absent when the person or
+        /// the model did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        asked_by: Option<String>,
     },
     /// A tool call finished with a result or failed.
     ToolCallFinished {

@@ -42,8 +42,8 @@ pub use plugin::{
 pub use responder::{BoxFuture, DeclineNotice, FormAction, FormPrompt, FormReply, FormResponder};
 pub use session::{
     APPS_PROTOCOL_VERSION, AppError, AppReply, CardAsks, CommandError, DEFAULT_SIGNING_ALGORITHM,
-    Host, HostOptions, MAX_APP_REQUESTS_IN_FLIGHT, MAX_APP_TEXT_BYTES, OpenedApp, ShownCard,
-    UiGuard, UploadError, authorizer_for, reason, server_target, token_store,
+    Host, HostOptions, MAX_APP_CARDS, MAX_APP_REQUESTS_IN_FLIGHT, MAX_APP_TEXT_BYTES, OpenedApp,
+    ShownCard, UiGuard, UploadError, authorizer_for, reason, server_target, token_store,
 };
 pub use transport::MAX_FRAME_BYTES;
 pub use transport::auth;

@@ -45,6 +45,7 @@ pub(crate) async fn write(
             server,
             tool,
             arguments,
+            asked_by,
         } => {
             let arguments = raw(arguments)?;
             store
@@ -54,6 +55,7 @@ pub(crate) async fn write(
                     server,
                     tool,
                     arguments: Some(&arguments),
+                    asked_by: asked_by.as_deref(),
                 })
                 .await
                 .map(drop)
@@ -214,6 +216,7 @@ pub(crate) async fn replay(store: &Store, session: &str) -> Result<Vec<Event>, S
                     server: call.server,
                     tool: call.tool,
                     arguments: parse(call.arguments.as_deref()).unwrap_or(Value::Null),
+                    asked_by: call.asked_by,
                 });
             }
             (EntryKind::InvocationEnd, Some(EntryDetail::Invocation(call))) => {

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use formwork_host::config::Config;
+use formwork_host::config::{ApprovalMode, Config, ToolConfig};
+use formwork_host::policy::ApprovalChoice;
 use formwork_host::{AppError, Command, Event, FormAnswer, Host, HostOptions};
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
@@ -58,6 +59,9 @@ fn config(log: &Path, with_probe: bool) -> Config {
     Config::from_toml(&text, None).unwrap()
 }
 
+/// A `ToolCallStarted`'s call id, server, tool, arguments and `asked_by`.
+type StartedCall = (String, String, String, Value, Option<String>);
+
 struct Watch {
     host: Host,
     session: String,
@@ -106,12 +110,20 @@ impl Watch {
         self.call(server, tool);
         let mut seen = Vec::new();
         let mut call_id = None;
+        // Calls an app made earlier may end meanwhile: this call is the one nobody's app asked for.
         self.next(|event| {
-            if let Event::ToolCallStarted { call_id: id, .. } = event {
+            if let Event::ToolCallStarted {
+                call_id: id,
+                asked_by: None,
+                ..
+            } = event
+                && call_id.is_none()
+            {
                 call_id = Some(id.clone());
             }
             seen.push(event.clone());
-            matches!(event, Event::ToolCallFinished { .. }).then_some(())
+            matches!(event, Event::ToolCallFinished { call_id: id, .. } if Some(id) == call_id.as_ref())
+                .then_some(())
         })
         .await;
         (call_id.unwrap(), seen)
@@ -147,6 +159,49 @@ impl Watch {
                 let body = serde_json::to_value(body).unwrap();
                 Some((
                     form_id.clone(),
+                    call_id.clone(),
+                    body["render"]["message"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                ))
+            }
+            _ => None,
+        })
+        .await
+    }
+
+    /// The next approval card and the call that started before it (as its `ToolCallStarted`
+    /// fields): the card's id, the call it gates, its message.
+    async fn approval(&mut self) -> (Option<StartedCall>, String, String, String) {
+        let mut started = None;
+        self.next(move |event| match event {
+            Event::ToolCallStarted {
+                call_id,
+                server,
+                tool,
+                arguments,
+                asked_by,
+            } => {
+                started = Some((
+                    call_id.clone(),
+                    server.clone(),
+                    tool.clone(),
+                    arguments.clone(),
+                    asked_by.clone(),
+                ));
+                None
+            }
+            Event::ApprovalRequested {
+                approval_id,
+                call_id,
+                body,
+                ..
+            } => {
+                let body = serde_json::to_value(body).unwrap();
+                Some((
+                    started.clone(),
+                    approval_id.clone(),
                     call_id.clone(),
                     body["render"]["message"]
                         .as_str()
@@ -833,6 +888,193 @@ async fn app_state_survives_a_restart_and_a_gone_server_is_unavailable() {
     host.shutdown().await;
 }
 
+/// An app's `tools/call` goes through the person's policy and into the transcript: a tool the
+/// person set to `prompt` asks with a card that names the app (Deny: the app hears it and the
+/// plugin hears nothing; Allow: it runs), while under `auto` a destructive tool of the app's own
+/// server runs without a card, annotations asking nothing for apps. Each call is the
+/// transcript's, as the app's.
+#[tokio::test]
+async fn an_apps_tool_calls_follow_the_persons_policy_and_are_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(dir.path(), true);
+    let probe = config.mcp_servers.get_mut("probe").unwrap();
+    for (tool, mode) in [
+        ("app-echo", ApprovalMode::Prompt),
+        ("app-erase", ApprovalMode::Auto),
+    ] {
+        probe.tools.insert(
+            tool.to_owned(),
+            ToolConfig {
+                approval_mode: Some(mode),
+            },
+        );
+    }
+    let host = Host::new(config, HostOptions::default());
+    let mut s = Watch::open(&host);
+    let (invocation, _) = s.called("probe", "open-probe").await;
+    let session = s.session.clone();
+    let call_app = |n: u64, tool: &str| {
+        spawn_app(
+            &host,
+            &session,
+            &invocation,
+            json!({"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                   "params": {"name": tool, "arguments": {"n": n}}}),
+        )
+    };
+    let answer = |s: &Watch, approval_id: &str, choice: ApprovalChoice| {
+        s.host
+            .command(
+                &s.session,
+                Command::AnswerApproval {
+                    approval_id: approval_id.to_owned(),
+                    choice,
+                },
+            )
+            .unwrap();
+    };
+
+    // Denied: the app hears the refusal; the call is in the transcript, as the app's.
+    let denied = call_app(1, "app-echo");
+    let (started, approval_id, card_call, message) = s.approval().await;
+    let (app_call, server, tool, arguments, asked_by) = started.expect("the call started first");
+    assert_eq!(
+        (
+            server.as_str(),
+            tool.as_str(),
+            &arguments,
+            asked_by.as_deref()
+        ),
+        (
+            "probe",
+            "app-echo",
+            &json!({"n": 1}),
+            Some(invocation.as_str())
+        )
+    );
+    assert_eq!(card_call, app_call);
+    assert_eq!(
+        message,
+        "The app of probe · open-probe asks. Allow the probe MCP server to run tool \"app-echo\"?"
+    );
+    answer(&s, &approval_id, ApprovalChoice::Deny);
+    let reply = denied.await.unwrap().response.unwrap();
+    let refusal = refused(&reply);
+    assert_eq!(refusal, "user rejected MCP tool call");
+    let ended = s
+        .next(|event| match event {
+            Event::ToolCallFinished {
+                call_id,
+                result,
+                error,
+            } if *call_id == app_call => Some((result.clone(), error.clone())),
+            _ => None,
+        })
+        .await;
+    assert_eq!(ended, (None, Some(refusal.clone())));
+
+    // Allowed: it runs, and its result is the transcript's too.
+    let allowed = call_app(2, "app-echo");
+    let (started, approval_id, _, _) = s.approval().await;
+    let app_call = started.unwrap().0;
+    answer(&s, &approval_id, ApprovalChoice::Allow);
+    let reply = allowed.await.unwrap().response.unwrap();
+    assert_eq!(
+        reply["result"]["structuredContent"],
+        json!({"echo": {"n": 2}}),
+        "{reply}"
+    );
+    let result = s
+        .next(|event| match event {
+            Event::ToolCallFinished {
+                call_id, result, ..
+            } if *call_id == app_call => Some(result.clone()),
+            _ => None,
+        })
+        .await;
+    assert_eq!(result, Some(reply["result"].clone()));
+
+    // `auto` and a destructive tool: no card for the app's own server's tool.
+    let erased = s.tool_from_app(&invocation, "app-erase", json!({})).await;
+    assert_eq!(erased["result"]["content"][0]["text"], "erased", "{erased}");
+    let asked: Vec<Option<String>> = host
+        .events(&s.session)
+        .unwrap()
+        .iter()
+        .filter_map(|event| match &**event {
+            Event::ToolCallStarted { asked_by, .. } => Some(asked_by.clone()),
+            _ => None,
+        })
+        .collect();
+    let by_app = Some(invocation.clone());
+    assert_eq!(asked, [None, by_app.clone(), by_app.clone(), by_app]);
+    assert_eq!(
+        logged(dir.path(), "probe.log")
+            .lines()
+            .filter(|line| line.starts_with("app-"))
+            .collect::<Vec<_>>(),
+        [r#"app-echo {"n":2}"#, "app-erase {}"]
+    );
+    host.shutdown().await;
+}
+
+/// An app holds at most `MAX_APP_CARDS` cards at once: one more question is refused without a
+/// card, and so is a tool call that would need an approval.
+#[tokio::test]
+async fn an_app_holds_a_few_cards_at_most() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(dir.path(), true);
+    config.mcp_servers.get_mut("probe").unwrap().tools.insert(
+        "app-echo".to_owned(),
+        ToolConfig {
+            approval_mode: Some(ApprovalMode::Prompt),
+        },
+    );
+    let host = Host::new(config, HostOptions::default());
+    let mut s = Watch::open(&host);
+    let (invocation, _) = s.called("probe", "open-probe").await;
+    let session = s.session.clone();
+    let message = |n: usize| {
+        json!({"jsonrpc": "2.0", "id": n, "method": "ui/message",
+               "params": {"role": "user", "content": {"type": "text", "text": "hi"}}})
+    };
+    let waiting: Vec<_> = (0..formwork_host::MAX_APP_CARDS - 1)
+        .map(|n| spawn_app(&host, &session, &invocation, message(n)))
+        .collect();
+    for _ in 0..formwork_host::MAX_APP_CARDS - 1 {
+        s.card().await;
+    }
+    let approval = spawn_app(
+        &host,
+        &session,
+        &invocation,
+        json!({"jsonrpc": "2.0", "id": "t", "method": "tools/call",
+               "params": {"name": "app-echo", "arguments": {}}}),
+    );
+    s.next(|event| matches!(event, Event::ApprovalRequested { .. }).then_some(()))
+        .await;
+    let full = format!(
+        "{} questions of this app already wait for the person, the most an app may have",
+        formwork_host::MAX_APP_CARDS
+    );
+    let one_more = s.app(&invocation, message(99)).await;
+    assert_eq!(refused(&one_more), full);
+    let call = s.tool_from_app(&invocation, "app-echo", json!({})).await;
+    assert_eq!(refused(&call), full);
+    host.shutdown().await;
+    for waiting in waiting {
+        waiting.await.unwrap();
+    }
+    approval.await.unwrap();
+    assert_eq!(
+        logged(dir.path(), "probe.log")
+            .lines()
+            .filter(|l| l.starts_with("app-echo"))
+            .count(),
+        0
+    );
+}
+
 /// An app cannot bury the person in questions: past `[forms] max_pending` cards of its call, a
 /// `ui/message` is refused at once, without a card.
 #[tokio::test]
@@ -880,13 +1122,21 @@ async fn an_apps_requests_in_flight_are_bounded() {
     config.forms.max_pending = 1000;
     let host = Host::new(config, HostOptions::default());
     let mut s = Watch::open(&host);
-    let (call_id, _) = s.called("probe", "open-probe").await;
+    // Each app holds a few cards at most: the requests come from the apps of several calls.
+    let mut invocations = Vec::new();
+    for _ in 0..formwork_host::MAX_APP_REQUESTS_IN_FLIGHT.div_ceil(formwork_host::MAX_APP_CARDS) {
+        invocations.push(s.called("probe", "open-probe").await.0);
+    }
+    let call_id = invocations[0].clone();
     let message = |n: usize| {
         json!({"jsonrpc": "2.0", "id": n, "method": "ui/message",
                "params": {"role": "user", "content": {"type": "text", "text": "hi"}}})
     };
     let waiting: Vec<_> = (0..formwork_host::MAX_APP_REQUESTS_IN_FLIGHT)
-        .map(|n| spawn_app(&host, &s.session, &call_id, message(n)))
+        .map(|n| {
+            let app = &invocations[n / formwork_host::MAX_APP_CARDS];
+            spawn_app(&host, &s.session, app, message(n))
+        })
         .collect();
     // More cards than a subscriber's buffer holds: read the session's log.
     let mut cards = Vec::new();

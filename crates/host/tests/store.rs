@@ -65,6 +65,7 @@ async fn json_round_trips_byte_for_byte_with_result_parts_apart() {
             server: "files",
             tool: "read",
             arguments: Some(&arguments),
+            asked_by: None,
         })
         .await
         .unwrap();
@@ -171,6 +172,7 @@ async fn transcript_is_ordered_and_joined_with_its_rows() {
                 server: "fs",
                 tool: "ls",
                 arguments: None,
+                asked_by: None,
             })
             .await
             .unwrap(),
@@ -407,6 +409,7 @@ async fn restart_keeps_the_transcript_and_cancels_what_was_pending() {
             server: "p",
             tool: "t",
             arguments: Some(&message),
+            asked_by: None,
         })
         .await
         .unwrap();
@@ -1071,6 +1074,7 @@ async fn a_schema_1_database_keeps_its_transcript_and_takes_rounds() {
             server: "p",
             tool: "t",
             arguments: None,
+            asked_by: None,
         })
         .await
         .unwrap();

@@ -30,6 +30,10 @@ import { api } from "./net.js";
 const HOST_MODES = ["inline", "fullscreen", "pip"];
 // Where an app that cannot be inline is shown instead, in this order.
 const SHOWN_ELSEWHERE = ["fullscreen", "pip"];
+// Modes that take the person's screen: an app enters them only right after the person clicked in it (the click
+// activates the page too, and leaves the focus on the app's frame); the host's own buttons always may.
+const NEEDS_A_CLICK = ["fullscreen", "pip"];
+const justClickedIn = (frame) => frame !== null && document.activeElement === frame && navigator.userActivation?.isActive === true;
 const TEARDOWN_WAIT_MS = 1000;
 const INLINE_MAX_HEIGHT = 640;
 const MIN_HEIGHT = 48;
@@ -344,6 +348,15 @@ export class Apps {
     this.views.get(event.call_id)?.finished(event);
   }
 
+  // A card opened: an app fullscreen over the conversation steps aside to the side panel (or, when it cannot be
+  // there, behind its Open app button), so the card is never hidden behind it.
+  cardOpened() {
+    const view = this.inPanel;
+    if (!view || view.mode !== "fullscreen") return;
+    if (view.mayShow("tab")) view.setMode("tab");
+    else view.leavePanel();
+  }
+
   // The side panel shows `view` (tab or fullscreen); the one that was there goes back.
   takePanel(view, fullscreen) {
     if (this.inPanel && this.inPanel !== view) this.inPanel.leavePanel();
@@ -611,7 +624,8 @@ class AppView {
           // (before the answer, which tells it its mode), and the buttons offer only what it declared.
           if (!this.mayShow(this.mode)) {
             const shown = SHOWN_ELSEWHERE.find((mode) => this.mayShow(mode));
-            if (shown) this.setMode(shown);
+            if (shown && justClickedIn(this.frame)) this.setMode(shown);
+            else if (shown) this.collapse();
           }
           this.updateButtons();
         }
@@ -642,7 +656,8 @@ class AppView {
   displayModeRequested(message) {
     const mode = message.params?.mode;
     const wanted = mode === "inline" ? "inline" : mode;
-    if (HOST_MODES.includes(wanted) && this.mayShow(wanted)) this.setMode(wanted);
+    const allowed = !NEEDS_A_CLICK.includes(wanted) || justClickedIn(this.frame);
+    if (HOST_MODES.includes(wanted) && this.mayShow(wanted) && allowed) this.setMode(wanted);
     this.post({ jsonrpc: "2.0", id: message.id, result: { mode: this.appMode() } });
   }
 
@@ -767,6 +782,11 @@ class AppView {
       this.setMode("inline");
       return;
     }
+    this.collapse();
+  }
+
+  // An app that cannot be inline, out of sight: its document waits, hidden, behind the Open app button.
+  collapse() {
     this.apps.releasePanel(this);
     this.place(this.slot, this.box);
     this.box.hidden = true;

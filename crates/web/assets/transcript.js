@@ -165,12 +165,17 @@ export class Transcript {
     );
   }
 
-  callStarted({ call_id, server, tool, arguments: args }) {
+  callStarted({ call_id, server, tool, arguments: args, asked_by }) {
     const status = el("span", { class: "call-status", testid: "tool-status", text: "running" });
+    // A call an app made is listed under the app's own call (an app may call often: a monitor polls), saying so.
+    const parent = asked_by ? this.calls.get(asked_by) : undefined;
+    const askedBy = asked_by
+      ? el("span", { class: "call-asked-by", testid: "tool-asked-by", text: parent ? `asked by the app of ${parent.call.server} · ${parent.call.tool}` : "asked by an app" })
+      : null;
     const node = el(
       "article",
-      { class: "call", testid: "tool-call", dataset: { callId: call_id, server, tool, state: "running" } },
-      el("header", { class: "call-head" }, el("span", { class: "call-name", testid: "tool-name", text: `${server} · ${tool}` }), status),
+      { class: "call", testid: asked_by ? "app-tool-call" : "tool-call", dataset: { callId: call_id, server, tool, state: "running", askedBy: asked_by ?? undefined } },
+      el("header", { class: "call-head" }, el("span", { class: "call-name", testid: "tool-name", text: `${server} · ${tool}` }), askedBy, status),
       el(
         "details",
         { class: "call-arguments" },
@@ -179,7 +184,26 @@ export class Transcript {
       ),
     );
     this.calls.set(call_id, { node, status, call: { server, tool, arguments: args } });
-    this.add(node);
+    if (parent) this.appCalls(parent).add(node);
+    else this.add(node);
+  }
+
+  // The folded list of the calls an invocation's app made, below the app.
+  appCalls(parent) {
+    if (!parent.appCalls) {
+      const summary = el("summary", { testid: "app-calls-count" });
+      const list = el("details", { class: "app-calls", testid: "app-calls" }, summary);
+      parent.node.append(list);
+      let count = 0;
+      parent.appCalls = {
+        add(node) {
+          count += 1;
+          summary.textContent = `Tool calls made by this app (${count})`;
+          list.append(node);
+        },
+      };
+    }
+    return parent.appCalls;
   }
 
   // A 2026-07-28 plugin asked for input; the round's cards follow, then the call goes on.
@@ -198,17 +222,23 @@ export class Transcript {
     if (!call) return;
     this.hooks.apps.finished(event);
     const { node, status } = call;
+    // The outcome goes above the list of the app's own calls, when there is one.
+    const show = (view) => {
+      const appCalls = node.querySelector(":scope > .app-calls");
+      if (appCalls) appCalls.before(view);
+      else node.append(view);
+    };
     if (event.error) {
       node.dataset.state = "error";
       status.textContent = "failed";
-      node.append(el("p", { class: "call-error", testid: "tool-error", text: event.error }));
+      show(el("p", { class: "call-error", testid: "tool-error", text: event.error }));
       return;
     }
     const result = event.result ?? {};
     const failed = result.isError === true;
     node.dataset.state = failed ? "error" : "done";
     status.textContent = failed ? "tool error" : "done";
-    node.append(resultView(result));
+    show(resultView(result));
   }
 
   cardRequested(event) {
@@ -221,6 +251,7 @@ export class Transcript {
     this.cards.set(card.id, card);
     card.setWaiting(event.waiting === true);
     this.add(card.element);
+    this.hooks.apps.cardOpened();
     if (!event.waiting) this.cardUp(card);
   }
 

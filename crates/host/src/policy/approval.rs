@@ -157,6 +157,38 @@ pub fn tool_approval(
     tool: &str,
     annotations: Option<&Value>,
 ) -> ToolApproval {
+    approval_for(config, server, tool, annotations, Asker::Session)
+}
+
+/// The verdict on an app's `tools/call` of `tool`, a tool of the app's own server. What the
+/// person configured applies as to any call (a disabled tool, `prompt`, `writes`, the
+/// `never` policy); under `auto` no annotation asks for a card: the app calls its own server
+/// over the channel its invocation opened, as MCP Apps hosts do.
+pub fn app_tool_approval(
+    config: &Config,
+    server: &str,
+    tool: &str,
+    annotations: Option<&Value>,
+) -> ToolApproval {
+    approval_for(config, server, tool, annotations, Asker::App)
+}
+
+/// Who asks for a call: it decides whether `auto` reads the tool's annotations.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Asker {
+    /// The person (the palette) or the model.
+    Session,
+    /// An app, for a tool of its own server.
+    App,
+}
+
+fn approval_for(
+    config: &Config,
+    server: &str,
+    tool: &str,
+    annotations: Option<&Value>,
+    asker: Asker,
+) -> ToolApproval {
     let (mode, mode_source) = approval_mode(config, server, tool);
     let source = mode_source.describe(server, tool);
     let (need, reason) = match config.server(server) {
@@ -175,7 +207,13 @@ pub fn tool_approval(
             (ApprovalNeed::Fail(message.clone()), message)
         }
         _ => {
-            let (needed, why) = requires_approval(mode, annotations);
+            let (needed, why) = match asker {
+                Asker::App if mode == ApprovalMode::Auto => (
+                    false,
+                    "an app calls its own server's tool under approval mode \"auto\"",
+                ),
+                _ => requires_approval(mode, annotations),
+            };
             if !needed {
                 (
                     ApprovalNeed::Run,

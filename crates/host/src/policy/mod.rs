@@ -28,8 +28,8 @@ mod card;
 mod gate;
 
 pub use approval::{
-    ApprovalNeed, ModeSource, RememberOffers, SessionApprovals, ToolApproval, approval_mode,
-    requires_approval, server_default_mode, tool_approval,
+    ApprovalNeed, ModeSource, RememberOffers, SessionApprovals, ToolApproval, app_tool_approval,
+    approval_mode, requires_approval, server_default_mode, tool_approval,
 };
 pub use card::{
     ApprovalAnswer, ApprovalCard, ApprovalChoice, ApprovalRequest, CardRendering, card_rendering,

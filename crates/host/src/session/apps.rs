@@ -35,6 +35,11 @@ pub const MAX_APP_TEXT_BYTES: usize = 64 * 1024;
 /// The most requests the apps of one session may have served at once; more are refused.
 pub const MAX_APP_REQUESTS_IN_FLIGHT: usize = 64;
 
+/// The most cards one app may have waiting for the person at once (its questions and the
+/// approvals of its tool calls), fewer when `[forms] max_pending` is lower; more are refused
+/// without a card.
+pub const MAX_APP_CARDS: usize = 4;
+
 /// Where a cached document was read: the connection (held weakly, so that it is never taken
 /// for a later one at the same address) and its count of `resources/list_changed`.
 struct ReadOn {
@@ -63,6 +68,8 @@ pub(super) struct SessionApps {
     calls_in_flight: HashMap<u64, String>,
     /// Requests of the session's apps being served now.
     requests_in_flight: usize,
+    /// Cards each app (by invocation) has waiting for the person now.
+    cards_waiting: HashMap<String, usize>,
     /// Each call of the session's log, kept as the log grows: apps name their call on
     /// every message.
     calls: HashMap<String, CallRecord>,
@@ -94,6 +101,24 @@ impl SessionApps {
                 }
             }
             _ => {}
+        }
+    }
+}
+
+/// Holds one of an app's card places ([`MAX_APP_CARDS`]) while it lives.
+pub(super) struct AppCardSlot<'a> {
+    session: &'a Session,
+    invocation: String,
+}
+
+impl Drop for AppCardSlot<'_> {
+    fn drop(&mut self) {
+        let mut state = self.session.lock();
+        if let Some(count) = state.apps.cards_waiting.get_mut(&self.invocation) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                state.apps.cards_waiting.remove(&self.invocation);
+            }
         }
     }
 }
@@ -575,6 +600,30 @@ impl Session {
             );
         }
         tracing::info!(target: "formwork::apps", marker = "app-tool-call", session = %self.id, call = %call_id, server = %call.server, tool = %crate::budget::clipped(name), "app calls a tool");
+        // The call is the transcript's as any other, saying which app asked.
+        let app_call_id = self.new_id("c");
+        self.emit(Event::ToolCallStarted {
+            call_id: app_call_id.clone(),
+            server: call.server.clone(),
+            tool: name.to_owned(),
+            arguments: arguments.clone().unwrap_or_else(|| json!({})),
+            asked_by: Some(call_id.to_owned()),
+        });
+        let approved = super::calls::ApprovedCall {
+            server: &call.server,
+            call_id: &app_call_id,
+            tool: name,
+            listed: &listed,
+            arguments: arguments.as_ref(),
+        };
+        let app = super::calls::AskingApp {
+            invocation: call_id,
+            title: format!("The app of {} · {}", call.server, call.tool),
+        };
+        if let Err(refusal) = Box::pin(self.approve_call(&host, &approved, Some(&app))).await {
+            self.finish_call(&app_call_id, None, Some(refusal.clone()));
+            return AppReply::error(id, REFUSED, refusal);
+        }
         let (request, _route) = connection.route(self, call_id);
         self.lock()
             .apps
@@ -585,6 +634,10 @@ impl Session {
             .call_tool_rounds(request, name, arguments, &|_| {})
             .await;
         self.lock().apps.calls_in_flight.remove(&request);
+        match &outcome {
+            Ok(result) => self.finish_call(&app_call_id, Some(result.clone()), None),
+            Err(err) => self.finish_call(&app_call_id, None, Some(err.to_string())),
+        }
         AppReply::answered(id, outcome)
     }
 
@@ -811,16 +864,7 @@ impl Session {
         question: String,
         (yes, no, refusal): (&str, &str, &str),
     ) -> Result<(), String> {
-        let limit = self
-            .host
-            .upgrade()
-            .map_or(0, |host| host.config().forms.max_pending);
-        if self.lock().cards.forms_of_call(call_id).len() >= limit {
-            tracing::info!(target: "formwork::apps", session = %self.id, call = %call_id, limit, "an app's request for the person refused: its call has too many cards waiting");
-            return Err(format!(
-                "{limit} questions of this app already wait for the person ([forms] max_pending)"
-            ));
-        }
+        let _waiting = self.app_card_slot(call_id)?;
         let params = json!({
             "mode": "form",
             "message": question,
@@ -866,6 +910,41 @@ impl Session {
         } else {
             Err(refusal.to_owned())
         }
+    }
+}
+
+impl Session {
+    /// A card place for the app of `invocation`, or why it has none: it already has
+    /// [`MAX_APP_CARDS`] cards (or `[forms] max_pending`, when lower) waiting.
+    pub(super) fn app_card_slot(&self, invocation: &str) -> Result<AppCardSlot<'_>, String> {
+        let max_pending = self
+            .host
+            .upgrade()
+            .map_or(0, |host| host.config().forms.max_pending);
+        let limit = MAX_APP_CARDS.min(max_pending);
+        let mut state = self.lock();
+        let waiting = state
+            .apps
+            .cards_waiting
+            .entry(invocation.to_owned())
+            .or_default();
+        if *waiting >= limit {
+            tracing::info!(target: "formwork::apps", session = %self.id, call = %invocation, limit, "an app's request for the person refused: it has too many cards waiting");
+            return Err(if max_pending < MAX_APP_CARDS {
+                format!(
+                    "{limit} questions of this app already wait for the person ([forms] max_pending)"
+                )
+            } else {
+                format!(
+                    "{limit} questions of this app already wait for the person, the most an app may have"
+                )
+            });
+        }
+        *waiting += 1;
+        Ok(AppCardSlot {
+            session: self,
+            invocation: invocation.to_owned(),
+        })
     }
 }
 

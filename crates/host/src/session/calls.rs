@@ -21,6 +21,24 @@ use super::connections::Connection;
 use super::model_turn::CallEnd;
 use super::{CommandError, HostInner, Session, Turn, reason};
 
+/// A call the approval policy decides on.
+#[derive(Clone, Copy)]
+pub(super) struct ApprovedCall<'a> {
+    pub(super) server: &'a str,
+    pub(super) call_id: &'a str,
+    pub(super) tool: &'a str,
+    /// The tool's listing, `null` when the plugin does not list it.
+    pub(super) listed: &'a Value,
+    pub(super) arguments: Option<&'a Value>,
+}
+
+/// The app behind a call: the invocation that opened it, and how a card names it.
+pub(super) struct AskingApp<'a> {
+    pub(super) invocation: &'a str,
+    /// `The app of <server> · <tool>`.
+    pub(super) title: String,
+}
+
 impl Session {
     /// Starts a tool call in the background and returns its id.
     pub(super) fn call_tool(
@@ -70,6 +88,7 @@ impl Session {
                     arguments: arguments
                         .clone()
                         .unwrap_or(Value::Object(Default::default())),
+                    asked_by: None,
                 },
             );
         }
@@ -178,28 +197,44 @@ impl Session {
         let listed = Box::pin(plugin.listed_tool(tool))
             .await
             .unwrap_or(Value::Null);
-        Box::pin(self.approve_call(&host, server, call_id, tool, &listed, arguments)).await?;
+        let call = ApprovedCall {
+            server,
+            call_id,
+            tool,
+            listed: &listed,
+            arguments,
+        };
+        Box::pin(self.approve_call(&host, &call, None)).await?;
         Ok((connection, listed))
     }
 
-    /// Applies the approval policy to a call of `tool` (its listing `listed`, `null` when
-    /// unknown): runs at once, fails, or asks the person with an approval card first.
+    /// Applies the approval policy to `call`: runs at once, fails, or asks the person with an
+    /// approval card first. `app` is the app that asks, for an app's call of a tool of its own
+    /// server: as the invocation that opened it and how the card names it.
     pub(super) async fn approve_call(
         &self,
         host: &HostInner,
-        server: &str,
-        call_id: &str,
-        tool: &str,
-        listed: &Value,
-        arguments: Option<&Value>,
+        call: &ApprovedCall<'_>,
+        app: Option<&AskingApp<'_>>,
     ) -> Result<(), String> {
+        let ApprovedCall {
+            server,
+            call_id,
+            tool,
+            listed,
+            arguments,
+        } = *call;
         let config = host.config();
-        if !listed.is_null() && !crate::apps::visibility(listed).model {
-            return Err(format!(
-                "`{tool}` is a tool for the plugin's app only (its `_meta.ui.visibility` lacks \"model\")"
-            ));
-        }
-        let verdict = policy::tool_approval(&config, server, tool, listed.get("annotations"));
+        let annotations = listed.get("annotations");
+        let verdict = match app {
+            Some(_) => policy::app_tool_approval(&config, server, tool, annotations),
+            None if !listed.is_null() && !crate::apps::visibility(listed).model => {
+                return Err(format!(
+                    "`{tool}` is a tool for the plugin's app only (its `_meta.ui.visibility` lacks \"model\")"
+                ));
+            }
+            None => policy::tool_approval(&config, server, tool, annotations),
+        };
         let verdict = self.lock().approvals.apply(verdict);
         tracing::info!(target: "formwork::policy", marker = "policy-decision", session = %self.id, server, tool, reason = %verdict.reason, "tool approval");
         match &verdict.need {
@@ -212,8 +247,15 @@ impl Session {
                     tool_description: listed.get("description").and_then(Value::as_str),
                     arguments,
                 };
-                let Some(card) = verdict.card(&request) else {
+                let Some(mut card) = verdict.card(&request) else {
                     return Ok(());
+                };
+                let _waiting = match app {
+                    Some(app) => {
+                        card.message = format!("{} asks. {}", app.title, card.message);
+                        Some(self.app_card_slot(app.invocation)?)
+                    }
+                    None => None,
                 };
                 let answer = self
                     .ask_approval(call_id, card.clone(), policy::card_rendering(&config))

@@ -466,8 +466,14 @@ impl Session {
             .ok()
             .and_then(|status| listed_tool(&status, server, tool))
             .unwrap_or(Value::Null);
-        Box::pin(self.approve_call(&host, server, call_id, tool, &listed, arguments.as_ref()))
-            .await?;
+        let call = super::calls::ApprovedCall {
+            server,
+            call_id,
+            tool,
+            listed: &listed,
+            arguments: arguments.as_ref(),
+        };
+        Box::pin(self.approve_call(&host, &call, None)).await?;
         let arguments = arguments.unwrap_or_else(|| json!({}));
         self.lock()
             .codex

@@ -138,6 +138,7 @@ impl Session {
                 server,
                 tool,
                 arguments,
+                asked_by: None,
             },
         );
     }

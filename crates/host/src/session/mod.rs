@@ -18,8 +18,8 @@ mod model_turn;
 mod sign_in;
 
 pub use apps::{
-    APPS_PROTOCOL_VERSION, AppError, AppReply, MAX_APP_REQUESTS_IN_FLIGHT, MAX_APP_TEXT_BYTES,
-    OpenedApp,
+    APPS_PROTOCOL_VERSION, AppError, AppReply, MAX_APP_CARDS, MAX_APP_REQUESTS_IN_FLIGHT,
+    MAX_APP_TEXT_BYTES, OpenedApp,
 };
 pub use auth::{DEFAULT_SIGNING_ALGORITHM, authorizer_for, token_store};
 pub use calls::server_target;

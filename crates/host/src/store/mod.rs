@@ -256,6 +256,7 @@ impl Store {
             server: invocation.server.to_owned(),
             tool: invocation.tool.to_owned(),
             arguments: invocation.arguments.map(|raw| raw.get().to_owned()),
+            asked_by: invocation.asked_by.map(str::to_owned),
         };
         self.write(move |conn| sql::begin_invocation(conn, &input))
             .await

@@ -175,6 +175,8 @@ pub struct NewInvocation<'a> {
     pub tool: &'a str,
     /// The `arguments` object, verbatim.
     pub arguments: Option<&'a RawValue>,
+    /// The invocation whose app made this call, when an app did.
+    pub asked_by: Option<&'a str>,
 }
 
 /// How a tool call ended.
@@ -267,6 +269,8 @@ pub struct InvocationRecord {
     pub started_at: UnixMillis,
     /// When it ended.
     pub finished_at: Option<UnixMillis>,
+    /// The invocation whose app made this call, when an app did.
+    pub asked_by: Option<String>,
 }
 
 /// One `input_required` answer to a running tool call (2026-07-28): the plugin asked for input,

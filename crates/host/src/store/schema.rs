@@ -162,6 +162,11 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE sessions ADD COLUMN codex_thread TEXT;
     "#,
+    // 5 → 6: the invocation whose app made a call (an app's `tools/call`), so that the
+    // transcript says who asked after a restart too.
+    r#"
+    ALTER TABLE invocations ADD COLUMN asked_by TEXT;
+    "#,
 ];
 
 /// Settings of the writing connection. `synchronous = FULL` makes every commit sync the WAL,

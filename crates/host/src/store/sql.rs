@@ -227,6 +227,7 @@ pub(super) struct InvocationInput {
     pub(super) server: String,
     pub(super) tool: String,
     pub(super) arguments: Option<String>,
+    pub(super) asked_by: Option<String>,
 }
 
 pub(super) fn begin_invocation(
@@ -235,8 +236,8 @@ pub(super) fn begin_invocation(
 ) -> Result<u64, StoreError> {
     session_exists(conn, &input.session)?;
     conn.prepare_cached(
-        "INSERT INTO invocations (id, session_id, server, tool, arguments, status, started_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6)",
+        "INSERT INTO invocations (id, session_id, server, tool, arguments, status, started_at, asked_by)
+         VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6, ?7)",
     )?
     .execute(params![
         input.id,
@@ -244,7 +245,8 @@ pub(super) fn begin_invocation(
         input.server,
         input.tool,
         input.arguments,
-        now()
+        now(),
+        input.asked_by
     ])
     .map_err(|error| duplicate_or(error, "invocation", &input.id))?;
     append_entry(
@@ -299,9 +301,9 @@ pub(super) fn finish_invocation(
 }
 
 const INVOCATION_COLUMNS: &str = "id, session_id, server, tool, arguments, status, content, \
-     structured_content, meta, is_error, error, started_at, finished_at";
+     structured_content, meta, is_error, error, started_at, finished_at, asked_by";
 const INVOCATIONS_OF_SESSION: &str = "SELECT id, session_id, server, tool, arguments, status, \
-     content, structured_content, meta, is_error, error, started_at, finished_at \
+     content, structured_content, meta, is_error, error, started_at, finished_at, asked_by \
      FROM invocations WHERE session_id = ?1";
 
 pub(super) fn invocation(
@@ -327,6 +329,7 @@ fn invocation_row(row: &Row<'_>) -> Result<InvocationRecord, StoreError> {
         error: row.get(10)?,
         started_at: row.get(11)?,
         finished_at: row.get(12)?,
+        asked_by: row.get(13)?,
     })
 }
 
