@@ -5,8 +5,10 @@ Usage: sdk_py_client.py MODE SCENARIO TOOL ANSWERS OPENAI TAPLOG -- PLUGIN...
 - MODE: "legacy" (initialize handshake) or "2026-07-28" (no handshake, per-request capabilities).
 - SCENARIO: "auto" lets the SDK drive the call (it answers pushed requests and input_required rounds
   from ANSWERS); "manual:<retry>" makes the first call by hand, prints its InputRequiredResult, then
-  retries once as <retry> says: "answer", "tamper", "other-tool", "other-args", "other-principal", "late", "unanswered" (no
-  inputResponses).
+  retries once as <retry> says: "answer", "tamper", "other-tool", "other-args", "other-principal",
+  "late", "unanswered" (no inputResponses), "replay" (then the same retry again, reported as
+  "replay"), "limit" (a second call's state is retried after the first, reported as "other", then
+  the first state again, as "replay").
 - ANSWERS: a JSON list of ElicitResults, given in order; "none" declares no elicitation capability.
 - OPENAI: "openai" also declares extensions["openai/elicitation"] = {"form": {}}.
 - TAPLOG: the plugin runs behind a tap that appends every line it reads ("> ") and writes ("< ") here.
@@ -88,11 +90,21 @@ async def main(mode, scenario, tool, answers, openai, log_path, plugin):
                 out["error"] = {"code": error.code, "message": error.error.message}
         else:
             retry = scenario.split(":", 1)[1]
-            first = await client.session.call_tool(
-                tool, call_arguments, meta=meta, allow_input_required=True
-            )
-            first = dump(first)
+
+            async def call(name, arguments, meta, **retry_params):
+                try:
+                    result = await client.session.call_tool(
+                        name, arguments, meta=meta, allow_input_required=True, **retry_params
+                    )
+                    return {"result": dump(result)}
+                except MCPError as error:
+                    return {"error": {"code": error.code, "message": error.error.message}}
+
+            first = (await call(tool, call_arguments, meta))["result"]
             out["first"] = first
+            other = None
+            if retry == "limit":
+                other = (await call(tool, call_arguments, meta))["result"]
             state = first.get("requestState")
             responses = {key: queue[0] for key in first.get("inputRequests", {})}
             name, arguments = tool, call_arguments
@@ -108,18 +120,13 @@ async def main(mode, scenario, tool, answers, openai, log_path, plugin):
                 responses = {}
             elif retry == "late":
                 await asyncio.sleep(0.3)
-            try:
-                second = await client.session.call_tool(
-                    name,
-                    arguments,
-                    meta=meta,
-                    input_responses=responses,
-                    request_state=state,
-                    allow_input_required=True,
-                )
-                out["result"] = dump(second)
-            except MCPError as error:
-                out["error"] = {"code": error.code, "message": error.error.message}
+            answered = {"input_responses": responses, "request_state": state}
+            out.update(await call(name, arguments, meta, **answered))
+            if other is not None:
+                other_answered = {"input_responses": responses, "request_state": other["requestState"]}
+                out["other"] = await call(name, arguments, meta, **other_answered)
+            if retry in ("replay", "limit"):
+                out["replay"] = await call(name, arguments, meta, **answered)
     print(json.dumps(out))
 
 

@@ -21,8 +21,9 @@ use rmcp::service::{RequestContext, ServiceError};
 use rmcp::{Peer, RoleServer};
 use serde_json::{Map, Value, json};
 
+use crate::consumed::{ConsumedStates, Refusal};
 use crate::schema::{Elicit, FormSchema, SchemaError};
-use crate::state::{Binding, State, StateKey};
+use crate::state::{Binding, State, StateKey, now_millis};
 
 /// The extension id of OpenAI's form elicitation.
 const OPENAI_EXTENSION: &str = "openai/elicitation";
@@ -66,11 +67,14 @@ impl From<AskError> for ErrorData {
     }
 }
 
-/// The plugin-wide side of asking: the key that seals `requestState` and how long it lives.
+/// The plugin-wide side of asking: the key that seals `requestState`, how long it lives, and the
+/// record of the states retries already presented. Clones share that record: make one `Forms` per
+/// process and clone it into every handler.
 #[derive(Debug, Clone)]
 pub struct Forms {
     key: StateKey,
     ttl: Duration,
+    consumed: Arc<Mutex<ConsumedStates>>,
 }
 
 impl Forms {
@@ -78,11 +82,17 @@ impl Forms {
     /// otherwise.
     pub const DEFAULT_TTL: Duration = Duration::from_secs(600);
 
+    /// How many presented states are remembered unless [`Forms::consumed_limit`] says otherwise.
+    pub const DEFAULT_CONSUMED_LIMIT: usize = 100_000;
+
     /// Asking with state sealed by `key`.
     pub fn new(key: StateKey) -> Forms {
         Forms {
             key,
             ttl: Forms::DEFAULT_TTL,
+            consumed: Arc::new(Mutex::new(ConsumedStates::new(
+                Forms::DEFAULT_CONSUMED_LIMIT,
+            ))),
         }
     }
 
@@ -92,12 +102,24 @@ impl Forms {
         self
     }
 
+    /// Sets how many presented states are remembered at most (each record is a few dozen bytes
+    /// and lasts as long as its state). Past the limit the record that expires first is dropped,
+    /// and every state expiring no later than it is then refused as expired, so a replay is never
+    /// accepted; a client whose state is refused that way starts the call again.
+    pub fn consumed_limit(mut self, limit: usize) -> Forms {
+        self.consumed = Arc::new(Mutex::new(ConsumedStates::new(limit)));
+        self
+    }
+
     /// Runs one `tools/call` with an [`Asker`]. Call it from `ServerHandler::call_tool` with the
     /// request and context rmcp passes in; `tool` is the tool's own code.
     ///
     /// On 2026-07-28 a retry's `requestState` is opened first: state that was tampered with,
     /// expired, or minted for another tool, other arguments or another principal is refused with
-    /// `-32602` and `tool` does not run.
+    /// `-32602` `"requestState is invalid or expired"`, and state that a retry already presented
+    /// with `-32602` `"requestState was already used"`; either way `tool` does not run. Each
+    /// state is accepted once, even when the tool then fails: a client that lost the result
+    /// calls the tool again without state.
     pub async fn run<F, Fut>(
         &self,
         request: &CallToolRequestParams,
@@ -135,9 +157,21 @@ impl Forms {
         };
         let mut answers = Map::new();
         if modern && let Some(text) = &request.request_state {
-            let state = self.key.open(text, &binding).ok_or_else(|| {
-                ErrorData::invalid_params("requestState is invalid or expired", None)
-            })?;
+            let now = now_millis();
+            let (id, state) = self
+                .key
+                .open(text, &binding, now)
+                .ok_or_else(invalid_state)?;
+            self.consumed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .consume(id, state.expires, now)
+                .map_err(|refusal| match refusal {
+                    Refusal::Consumed => {
+                        ErrorData::invalid_params("requestState was already used", None)
+                    }
+                    Refusal::Forgotten => invalid_state(),
+                })?;
             answers = state.answers;
             if let Some(answer) = request
                 .input_responses
@@ -187,6 +221,10 @@ impl Forms {
             Some(state),
         )))
     }
+}
+
+fn invalid_state() -> ErrorData {
+    ErrorData::invalid_params("requestState is invalid or expired", None)
 }
 
 #[derive(Debug, Clone)]

@@ -2,6 +2,7 @@
 #![warn(missing_docs)]
 
 mod ask;
+mod consumed;
 pub mod openai;
 mod schema;
 mod state;

@@ -3,7 +3,8 @@
 //!
 //! The associated data binds the state to the tool's name, a SHA-256 digest of its arguments and
 //! the principal, so state minted for one call opens for no other; the expiry is inside the sealed
-//! text. Whatever fails to open is refused before any tool code runs.
+//! text. Whatever fails to open is refused before any tool code runs. The random nonce names the
+//! state, so that `consumed.rs` can accept each one once.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -17,8 +18,12 @@ use sha2::{Digest, Sha256};
 
 const NONCE_BYTES: usize = 24;
 
+/// What names one sealed state: its nonce, random and authenticated with the rest.
+pub(crate) type StateId = [u8; NONCE_BYTES];
+
 /// The secret that seals `requestState`. Every instance of a plugin that may receive another's
-/// retry (several processes behind one endpoint) must use the same key.
+/// retry (several processes behind one endpoint) must use the same key; the record of used states
+/// is each process's own, though, so a state could then be presented once to each process.
 #[derive(Clone)]
 pub struct StateKey(XChaCha20Poly1305);
 
@@ -81,7 +86,8 @@ pub(crate) struct State {
     pub answers: Map<String, Value>,
 }
 
-fn now_millis() -> u64 {
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_millis() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| since.as_millis() as u64)
@@ -117,8 +123,14 @@ impl StateKey {
         URL_SAFE_NO_PAD.encode(bytes)
     }
 
-    /// The state, if `text` was sealed by this key for this binding and has not expired.
-    pub(crate) fn open(&self, text: &str, binding: &Binding<'_>) -> Option<State> {
+    /// The state and its id, if `text` was sealed by this key for this binding and has not
+    /// expired at `now` (milliseconds since the Unix epoch).
+    pub(crate) fn open(
+        &self,
+        text: &str,
+        binding: &Binding<'_>,
+        now: u64,
+    ) -> Option<(StateId, State)> {
         let bytes = URL_SAFE_NO_PAD.decode(text).ok()?;
         if bytes.len() < NONCE_BYTES {
             return None;
@@ -136,7 +148,8 @@ impl StateKey {
             )
             .ok()?;
         let state: State = serde_json::from_slice(&plain).ok()?;
-        (now_millis() < state.expires).then_some(state)
+        let id = StateId::try_from(nonce).ok()?;
+        (now < state.expires).then_some((id, state))
     }
 }
 
@@ -157,15 +170,16 @@ mod tests {
         let key = StateKey::random();
         let state = State::new(Duration::from_secs(60), "ask-1".into(), Map::new());
         let sealed = key.seal(&state, &binding("deploy", Some("alice")));
+        let open = |key: &StateKey, binding: &Binding<'_>| {
+            key.open(&sealed, binding, now_millis())
+                .map(|(_, state)| state)
+        };
+        assert_eq!(open(&key, &binding("deploy", Some("alice"))), Some(state));
+        assert_eq!(open(&key, &binding("other", Some("alice"))), None);
+        assert_eq!(open(&key, &binding("deploy", Some("bob"))), None);
+        assert_eq!(open(&key, &binding("deploy", None)), None);
         assert_eq!(
-            key.open(&sealed, &binding("deploy", Some("alice"))),
-            Some(state)
-        );
-        assert_eq!(key.open(&sealed, &binding("other", Some("alice"))), None);
-        assert_eq!(key.open(&sealed, &binding("deploy", Some("bob"))), None);
-        assert_eq!(key.open(&sealed, &binding("deploy", None)), None);
-        assert_eq!(
-            StateKey::random().open(&sealed, &binding("deploy", Some("alice"))),
+            open(&StateKey::random(), &binding("deploy", Some("alice"))),
             None
         );
     }
@@ -175,6 +189,9 @@ mod tests {
         let key = StateKey::random();
         let state = State::new(Duration::ZERO, "ask-1".into(), Map::new());
         let sealed = key.seal(&state, &binding("deploy", None));
-        assert_eq!(key.open(&sealed, &binding("deploy", None)), None);
+        assert_eq!(
+            key.open(&sealed, &binding("deploy", None), state.expires),
+            None
+        );
     }
 }

@@ -40,13 +40,14 @@ impl Run {
     }
 }
 
+/// The Python client, with the environment (the client's and the plugin's) extended by `env`.
 fn py(
     mode: &str,
     scenario: &str,
     tool: &str,
     answers: &str,
     openai: bool,
-    ttl_ms: Option<u64>,
+    env: &[(&str, &str)],
 ) -> Run {
     let dir = tempfile::tempdir().expect("a temp dir");
     let log = dir.path().join("wire.log");
@@ -63,10 +64,8 @@ fn py(
         .arg(&log)
         .arg("--")
         .arg(std::env::current_exe().expect("the test binary"))
-        .env("FORMWORK_SDK_PLUGIN", "1");
-    if let Some(ttl) = ttl_ms {
-        command.env("FORMWORK_SDK_TTL_MS", ttl.to_string());
-    }
+        .env("FORMWORK_SDK_PLUGIN", "1")
+        .envs(env.iter().copied());
     finish(command, &log)
 }
 
@@ -217,7 +216,7 @@ fn handshake_push_sends_the_flat_form_and_reads_the_answer() {
         "deploy",
         &format!("[{GOOD_DEPLOY}]"),
         false,
-        None,
+        &[],
     );
     assert_eq!(
         pushed(&run),
@@ -240,7 +239,7 @@ fn handshake_decline_and_cancel_are_outcomes() {
         "deploy_twice",
         r#"[{"action":"decline"},{"action":"cancel"}]"#,
         false,
-        None,
+        &[],
     );
     assert_eq!(
         run.report["received"].as_array().map(|list| list
@@ -259,17 +258,17 @@ fn handshake_content_that_does_not_fit_is_invalid() {
         "deploy",
         &format!("[{BAD_DEPLOY}]"),
         false,
-        None,
+        &[],
     );
     assert_eq!(reply(&run), r#"Invalid("replicas: must be at most 5")"#);
 }
 
 fn handshake_without_the_capability_sends_nothing() {
-    let run = py("legacy", "auto", "deploy", "none", false, None);
+    let run = py("legacy", "auto", "deploy", "none", false, &[]);
     assert_eq!(pushed(&run), Vec::<Value>::new());
     assert_eq!(reply(&run), "NotSupported");
     // An OpenAI form needs the extension, even where core elicitation is declared.
-    let run = py("legacy", "auto", "pick_part", "[]", false, None);
+    let run = py("legacy", "auto", "pick_part", "[]", false, &[]);
     assert_eq!(pushed(&run), Vec::<Value>::new());
     assert_eq!(reply(&run), "NotSupported");
 }
@@ -283,7 +282,7 @@ fn handshake_openai_form_goes_as_openai_elicitation_create() {
         "pick_part",
         &format!("[{GOOD_PART}]"),
         true,
-        None,
+        &[],
     );
     assert_eq!(
         pushed(&run),
@@ -309,7 +308,7 @@ fn modern_asks_take_one_round_each() {
         "deploy_twice",
         &format!(r#"[{GOOD_DEPLOY},{{"action":"accept","content":{{"sure":true}}}}]"#),
         false,
-        None,
+        &[],
     );
     assert_eq!(pushed(&run), Vec::<Value>::new());
     assert_eq!(
@@ -345,7 +344,7 @@ fn modern_content_that_does_not_fit_is_asked_again() {
         "deploy",
         &format!("[{BAD_DEPLOY},{GOOD_DEPLOY}]"),
         false,
-        None,
+        &[],
     );
     let asked: Vec<Value> = call_results(&run)
         .iter()
@@ -365,13 +364,13 @@ fn modern_decline_is_an_outcome() {
         "deploy",
         r#"[{"action":"decline"}]"#,
         false,
-        None,
+        &[],
     );
     assert_eq!(reply(&run), "Declined");
 }
 
 fn modern_without_the_capability_asks_nothing() {
-    let run = py("2026-07-28", "auto", "deploy", "none", false, None);
+    let run = py("2026-07-28", "auto", "deploy", "none", false, &[]);
     assert_eq!(
         call_results(&run),
         [json!({"jsonrpc": "2.0", "id": 1, "result": {
@@ -380,7 +379,7 @@ fn modern_without_the_capability_asks_nothing() {
             "isError": false,
         }})]
     );
-    let run = py("2026-07-28", "auto", "pick_part", "[]", false, None);
+    let run = py("2026-07-28", "auto", "pick_part", "[]", false, &[]);
     assert_eq!(reply(&run), "NotSupported");
 }
 
@@ -391,7 +390,7 @@ fn modern_openai_form_travels_in_meta() {
         "pick_part",
         &format!("[{GOOD_PART}]"),
         true,
-        None,
+        &[],
     );
     assert_eq!(
         call_results(&run)[0],
@@ -417,7 +416,7 @@ fn modern_openai_content_that_does_not_fit_is_asked_again() {
         "pick_part",
         &format!("[{BAD_PART},{GOOD_PART}]"),
         true,
-        None,
+        &[],
     );
     let asked: Vec<Value> = call_results(&run)
         .iter()
@@ -431,14 +430,14 @@ fn modern_openai_content_that_does_not_fit_is_asked_again() {
 }
 
 /// One manual round: the first call by hand, then a retry changed as `retry` says.
-fn retry(retry: &str, ttl_ms: Option<u64>) -> Run {
+fn retry(retry: &str, env: &[(&str, &str)]) -> Run {
     py(
         "2026-07-28",
         &format!("manual:{retry}"),
         "deploy",
         &format!("[{GOOD_DEPLOY}]"),
         false,
-        ttl_ms,
+        env,
     )
 }
 
@@ -452,12 +451,12 @@ fn refused(run: &Run) {
 }
 
 fn modern_state_round_trips_untouched() {
-    let run = retry("answer", None);
+    let run = retry("answer", &[]);
     assert_eq!(run.report["result"]["content"][0]["text"], DEPLOYED);
 }
 
 fn modern_a_retry_without_the_answer_asks_again() {
-    let run = retry("unanswered", None);
+    let run = retry("unanswered", &[]);
     let mut result = run.report["result"].clone();
     assert!(result["requestState"].is_string(), "{result}");
     result["requestState"] = json!("<state>");
@@ -474,23 +473,47 @@ fn modern_a_retry_without_the_answer_asks_again() {
 }
 
 fn modern_tampered_state_is_refused() {
-    refused(&retry("tamper", None));
+    refused(&retry("tamper", &[]));
 }
 
 fn modern_state_replayed_on_another_tool_is_refused() {
-    refused(&retry("other-tool", None));
+    refused(&retry("other-tool", &[]));
 }
 
 fn modern_state_replayed_with_other_arguments_is_refused() {
-    refused(&retry("other-args", None));
+    refused(&retry("other-args", &[]));
 }
 
 fn modern_state_replayed_by_another_principal_is_refused() {
-    refused(&retry("other-principal", None));
+    refused(&retry("other-principal", &[]));
 }
 
 fn modern_expired_state_is_refused() {
-    refused(&retry("late", Some(200)));
+    refused(&retry("late", &[("FORMWORK_SDK_TTL_MS", "200")]));
+}
+
+fn modern_a_state_is_accepted_once() {
+    let run = retry("replay", &[]);
+    assert_eq!(run.report["result"]["content"][0]["text"], DEPLOYED);
+    assert_eq!(
+        run.report["replay"],
+        json!({"error": {"code": -32602, "message": "requestState was already used"}})
+    );
+}
+
+fn modern_used_states_past_the_limit_are_refused_as_expired() {
+    // With room for one record, the second state's record drops the first state's: the first
+    // state is then refused as expired, never accepted again.
+    let run = retry("limit", &[("FORMWORK_SDK_CONSUMED_LIMIT", "1")]);
+    assert_eq!(run.report["result"]["content"][0]["text"], DEPLOYED);
+    assert_eq!(
+        run.report["other"]["result"]["content"][0]["text"],
+        DEPLOYED
+    );
+    assert_eq!(
+        run.report["replay"],
+        json!({"error": {"code": -32602, "message": "requestState is invalid or expired"}})
+    );
 }
 
 fn ts1_push_reads_the_answers() {
@@ -616,6 +639,14 @@ const CASES: &[Case] = &[
     (
         "modern_expired_state_is_refused",
         modern_expired_state_is_refused,
+    ),
+    (
+        "modern_a_state_is_accepted_once",
+        modern_a_state_is_accepted_once,
+    ),
+    (
+        "modern_used_states_past_the_limit_are_refused_as_expired",
+        modern_used_states_past_the_limit_are_refused_as_expired,
     ),
     ("ts1_push_reads_the_answers", ts1_push_reads_the_answers),
     (

@@ -189,14 +189,20 @@ impl ServerHandler for Plugin {
 }
 
 /// Serves the plugin on stdin/stdout until the client goes away. `FORMWORK_SDK_TTL_MS` sets how
-/// long a round's state lives.
+/// long a round's state lives, `FORMWORK_SDK_CONSUMED_LIMIT` how many used states are remembered.
 pub fn serve() {
     let ttl = std::env::var("FORMWORK_SDK_TTL_MS")
         .ok()
         .and_then(|ms| ms.parse().ok())
         .map_or(Forms::DEFAULT_TTL, Duration::from_millis);
+    let consumed_limit = std::env::var("FORMWORK_SDK_CONSUMED_LIMIT")
+        .ok()
+        .and_then(|limit| limit.parse().ok())
+        .unwrap_or(Forms::DEFAULT_CONSUMED_LIMIT);
     let plugin = Plugin {
-        forms: Forms::new(StateKey::from_bytes([7; 32])).ttl(ttl),
+        forms: Forms::new(StateKey::from_bytes([7; 32]))
+            .ttl(ttl)
+            .consumed_limit(consumed_limit),
     };
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
     runtime.block_on(async {
