@@ -6,10 +6,13 @@ Usage: sdk_py_client.py MODE SCENARIO TOOL ANSWERS OPENAI TAPLOG -- PLUGIN...
 - SCENARIO: "auto" lets the SDK drive the call (it answers pushed requests and input_required rounds
   from ANSWERS); "manual:<retry>" makes the first call by hand, prints its InputRequiredResult, then
   retries once as <retry> says: "answer", "tamper", "other-tool", "other-args", "other-principal",
-  "late", "unanswered" (no inputResponses), "replay" (then the same retry again, reported as
-  "replay"), "limit" (a second call's state is retried after the first, reported as "other", then
-  the first state again, as "replay").
-- ANSWERS: a JSON list of ElicitResults, given in order; "none" declares no elicitation capability.
+  "late", "unanswered" (no inputResponses), "reversed" (inputResponses in the reverse order), "extra"
+  (with the responses in SDK_CLIENT_EXTRA_RESPONSES too), "replay" (then the same retry again,
+  reported as "replay"), "limit" (a second call's state is retried after the first, reported as
+  "other", then the first state again, as "replay").
+- ANSWERS: a JSON list of ElicitResults, given in order, or an object from a question's message to its
+  ElicitResult (a question whose message it lacks is cancelled, or by hand left unanswered); "none"
+  declares no elicitation capability.
 - OPENAI: "openai" also declares extensions["openai/elicitation"] = {"form": {}}.
 - TAPLOG: the plugin runs behind a tap that appends every line it reads ("> ") and writes ("< ") here.
 
@@ -61,10 +64,13 @@ def dump(model):
 
 async def main(mode, scenario, tool, answers, openai, log_path, plugin):
     received = []
-    queue = list(answers or [])
+    by_message = answers if isinstance(answers, dict) else None
+    queue = list(answers or []) if by_message is None else []
 
     async def on_elicit(context, params):
         received.append(dump(params))
+        if by_message is not None and params.message in by_message:
+            return types.ElicitResult.model_validate(by_message[params.message])
         if not queue:
             return types.ElicitResult(action="cancel")
         return types.ElicitResult.model_validate(queue.pop(0))
@@ -106,7 +112,15 @@ async def main(mode, scenario, tool, answers, openai, log_path, plugin):
             if retry == "limit":
                 other = (await call(tool, call_arguments, meta))["result"]
             state = first.get("requestState")
-            responses = {key: queue[0] for key in first.get("inputRequests", {})}
+            requests = first.get("inputRequests", {})
+            if by_message is None:
+                responses = {key: queue[0] for key in requests}
+            else:
+                responses = {
+                    key: by_message[request["params"]["message"]]
+                    for key, request in requests.items()
+                    if request["params"]["message"] in by_message
+                }
             name, arguments = tool, call_arguments
             if retry == "tamper":
                 state = state[:-2] + ("AA" if not state.endswith("AA") else "BB")
@@ -120,6 +134,10 @@ async def main(mode, scenario, tool, answers, openai, log_path, plugin):
                 responses = {}
             elif retry == "late":
                 await asyncio.sleep(0.3)
+            elif retry == "reversed":
+                responses = dict(reversed(list(responses.items())))
+            elif retry == "extra":
+                responses = {**responses, **json.loads(os.environ["SDK_CLIENT_EXTRA_RESPONSES"])}
             answered = {"input_responses": responses, "request_state": state}
             out.update(await call(name, arguments, meta, **answered))
             if other is not None:

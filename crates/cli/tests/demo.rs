@@ -132,13 +132,13 @@ fn wire_trace_logs_each_message_whole() {
     assert_eq!(
         message(&output, 3),
         format!(
-            r#"{{"jsonrpc":"2.0","id":1,"result":{{"resultType":"input_required","inputRequests":{{"ask-1":{{"method":"elicitation/create","params":{{"mode":"form","message":"How should `web` be deployed?","requestedSchema":{DEPLOY_FORM}}}}}}},"requestState":"<state>"}}}}"#
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"resultType":"input_required","inputRequests":{{"ask-117e5ff95512ed09":{{"method":"elicitation/create","params":{{"mode":"form","message":"How should `web` be deployed?","requestedSchema":{DEPLOY_FORM}}}}}}},"requestState":"<state>"}}}}"#
         )
     );
     assert_eq!(
         message(&output, 4),
         format!(
-            r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"deploy","inputResponses":{{"ask-1":{{"action":"accept","content":{{"target":"staging","replicas":2,"channels":["email"]}}}}}},"requestState":"<state>",{META}}}}}"#
+            r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"deploy","inputResponses":{{"ask-117e5ff95512ed09":{{"action":"accept","content":{{"target":"staging","replicas":2,"channels":["email"]}}}}}},"requestState":"<state>",{META}}}}}"#
         )
     );
     let wire = common::wire(&output);

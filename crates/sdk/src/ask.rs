@@ -6,9 +6,13 @@
 //! [`AskError::InputRequired`], the tool returns early with `?`, and [`Forms::run`] answers the
 //! call with an `InputRequiredResult`. The client retries with the answer and the sealed
 //! `requestState`; `run` opens the state and runs the tool again, and this time `ask` returns the
-//! answer. A tool with several questions takes one round per question.
+//! answer. A tool with several questions takes one round per question, or one round for all the
+//! questions it asks at once.
+//!
+//! A question's key is a digest of what it asks, so an answer reaches only the question it was
+//! given for, whatever the order of the questions or of the client's `inputResponses`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -20,6 +24,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, ServiceError};
 use rmcp::{Peer, RoleServer};
 use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
 
 use crate::consumed::{ConsumedStates, Refusal};
 use crate::schema::{Elicit, FormSchema, SchemaError};
@@ -120,6 +125,9 @@ impl Forms {
     /// with `-32602` `"requestState was already used"`; either way `tool` does not run. Each
     /// state is accepted once, even when the tool then fails: a client that lost the result
     /// calls the tool again without state.
+    ///
+    /// Of the retry's `inputResponses` only the keys the state asked for are read; others are
+    /// ignored, and a question left unanswered is asked again.
     pub async fn run<F, Fut>(
         &self,
         request: &CallToolRequestParams,
@@ -173,12 +181,11 @@ impl Forms {
                     Refusal::Forgotten => invalid_state(),
                 })?;
             answers = state.answers;
-            if let Some(answer) = request
-                .input_responses
-                .as_ref()
-                .and_then(|responses| responses.get(&state.asking))
-            {
-                answers.insert(state.asking, answer.clone());
+            let responses = request.input_responses.as_ref();
+            for key in state.asking {
+                if let Some(answer) = responses.and_then(|responses| responses.get(&key)) {
+                    answers.insert(key, answer.clone());
+                }
             }
         }
         let capabilities = context
@@ -187,9 +194,9 @@ impl Forms {
             .unwrap_or(Value::Null);
         let asker = Asker {
             round: Arc::new(Mutex::new(Round {
-                asked: 0,
+                asked: HashMap::new(),
                 answers,
-                pending: None,
+                pending: Vec::new(),
             })),
             era: if modern {
                 Era::Modern
@@ -202,22 +209,27 @@ impl Forms {
         };
         let result = tool(asker.clone()).await;
         let (pending, answers) = asker.finish();
-        let Some((key, question)) = pending else {
+        if pending.is_empty() {
             return result.map(CallToolResponse::Complete);
-        };
-        let input_request: InputRequest = serde_json::from_value(question.clone())
-            .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
-        if serde_json::to_value(&input_request).ok().as_ref() != Some(&question) {
-            return Err(ErrorData::internal_error(
-                "rmcp would not send this question as written",
-                Some(question),
-            ));
         }
+        let mut input_requests = BTreeMap::new();
+        for (key, question) in pending {
+            let input_request: InputRequest = serde_json::from_value(question.clone())
+                .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+            if serde_json::to_value(&input_request).ok().as_ref() != Some(&question) {
+                return Err(ErrorData::internal_error(
+                    "rmcp would not send this question as written",
+                    Some(question),
+                ));
+            }
+            input_requests.insert(key, input_request);
+        }
+        let asking = input_requests.keys().cloned().collect();
         let state = self
             .key
-            .seal(&State::new(self.ttl, key.clone(), answers), &binding);
+            .seal(&State::new(self.ttl, asking, answers), &binding);
         Ok(CallToolResponse::InputRequired(InputRequiredResult::new(
-            Some(BTreeMap::from([(key, input_request)])),
+            Some(input_requests),
             Some(state),
         )))
     }
@@ -235,12 +247,32 @@ enum Era {
 
 #[derive(Debug)]
 struct Round {
-    /// How many questions the tool asked so far in this run; the next one's key follows.
-    asked: usize,
+    /// How often each question (by the digest of what it asks) was asked so far in this run.
+    asked: HashMap<[u8; 32], u32>,
     /// Answers (`ElicitResult` JSON) by question key.
     answers: Map<String, Value>,
-    /// The question to send with this call's result (2026-07-28).
-    pending: Option<(String, Value)>,
+    /// The questions to send with this call's result (2026-07-28), by key.
+    pending: Vec<(String, Value)>,
+}
+
+impl Round {
+    /// The key of `question`: `ask-` and 16 hex digits of a SHA-256 digest of the question as
+    /// sent and how many identical questions this run asked before it, so the same question
+    /// gets the same key in every run and an answer never reaches another question.
+    fn key(&mut self, question: &Value) -> String {
+        let text = serde_json::to_vec(question).unwrap_or_default();
+        let earlier = self.asked.entry(Sha256::digest(&text).into()).or_insert(0);
+        let digest = Sha256::new()
+            .chain_update(&text)
+            .chain_update(earlier.to_be_bytes())
+            .finalize();
+        *earlier += 1;
+        let hex: String = digest[..8]
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect();
+        format!("ask-{hex}")
+    }
 }
 
 /// A tool's handle for asking the person, given to it by [`Forms::run`].
@@ -256,21 +288,25 @@ impl Asker {
         f(&mut self.round.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
-    fn finish(&self) -> (Option<(String, Value)>, Map<String, Value>) {
-        self.with_round(|round| (round.pending.take(), std::mem::take(&mut round.answers)))
+    fn finish(&self) -> (Vec<(String, Value)>, Map<String, Value>) {
+        self.with_round(|round| {
+            (
+                std::mem::take(&mut round.pending),
+                std::mem::take(&mut round.answers),
+            )
+        })
     }
 
     /// Asks the person to fill in a `T`, with `message` above the form.
     ///
-    /// Each call is its own question (keys `ask-1`, `ask-2`, … in the order the tool asks them),
-    /// so a tool must ask the same questions in the same order when it runs again with answers.
+    /// On 2026-07-28 a question's key is a digest of what it asks (the form, the message) and of
+    /// how many identical questions came before it in this run, so an answer is only ever given to
+    /// the question it answers: a tool that asks something else when it runs again (a message
+    /// that names what changed meanwhile) gets that question asked, not an old answer. Questions
+    /// asked at once (`tokio::join!`) go to the client in one round.
     pub async fn ask<T: Elicit>(&self, message: &str) -> Result<Ask<T>, AskError> {
         let form = T::form()?;
         let openai = form.uses_openai_vocabulary();
-        let key = self.with_round(|round| {
-            round.asked += 1;
-            format!("ask-{}", round.asked)
-        });
         if !can_show(&self.capabilities, openai, matches!(self.era, Era::Modern)) {
             return Ok(Ask::NotSupported);
         }
@@ -295,15 +331,6 @@ impl Asker {
                 Ok(read_answer(&form, &answer))
             }
             Era::Modern => {
-                let answer = self.with_round(|round| round.answers.get(&key).cloned());
-                if let Some(answer) = answer {
-                    match read_answer::<T>(&form, &answer) {
-                        Ask::Invalid(_) => {
-                            self.with_round(|round| round.answers.remove(&key));
-                        }
-                        outcome => return Ok(outcome),
-                    }
-                }
                 let params = if openai {
                     json!({
                         "mode": "form",
@@ -315,11 +342,20 @@ impl Asker {
                     json!({"mode": "form", "message": message, "requestedSchema": form.to_value()})
                 };
                 let question = json!({"method": "elicitation/create", "params": params});
-                self.with_round(|round| {
-                    if round.pending.is_none() {
-                        round.pending = Some((key, question));
-                    }
+                let (key, answer) = self.with_round(|round| {
+                    let key = round.key(&question);
+                    let answer = round.answers.get(&key).cloned();
+                    (key, answer)
                 });
+                if let Some(answer) = answer {
+                    match read_answer::<T>(&form, &answer) {
+                        Ask::Invalid(_) => {
+                            self.with_round(|round| round.answers.remove(&key));
+                        }
+                        outcome => return Ok(outcome),
+                    }
+                }
+                self.with_round(|round| round.pending.push((key, question)));
                 Err(AskError::InputRequired)
             }
         }

@@ -1,5 +1,5 @@
-//! The sealed `requestState` of a 2026-07-28 round: the answers of earlier rounds and the key of
-//! the question in flight, encrypted and authenticated with XChaCha20-Poly1305.
+//! The sealed `requestState` of a 2026-07-28 round: the answers of earlier rounds and the keys of
+//! the questions in flight, encrypted and authenticated with XChaCha20-Poly1305.
 //!
 //! The associated data binds the state to the tool's name, a SHA-256 digest of its arguments and
 //! the principal, so state minted for one call opens for no other; the expiry is inside the sealed
@@ -60,7 +60,7 @@ impl Binding<'_> {
             .arguments
             .map(|arguments| serde_json::to_vec(arguments).unwrap_or_default())
             .unwrap_or_default();
-        let mut data = b"formwork-sdk requestState v1\0".to_vec();
+        let mut data = b"formwork-sdk requestState v2\0".to_vec();
         data.extend_from_slice(self.tool.as_bytes());
         data.push(0);
         data.extend_from_slice(&Sha256::digest(&arguments));
@@ -80,8 +80,8 @@ impl Binding<'_> {
 pub(crate) struct State {
     /// Milliseconds since the Unix epoch after which the state is refused.
     pub expires: u64,
-    /// The key of the question the client is answering.
-    pub asking: String,
+    /// The keys of the questions the client is answering.
+    pub asking: Vec<String>,
     /// The answers (`ElicitResult`s) of earlier rounds, by key.
     pub answers: Map<String, Value>,
 }
@@ -94,7 +94,7 @@ pub(crate) fn now_millis() -> u64 {
 }
 
 impl State {
-    pub fn new(ttl: Duration, asking: String, answers: Map<String, Value>) -> State {
+    pub fn new(ttl: Duration, asking: Vec<String>, answers: Map<String, Value>) -> State {
         State {
             expires: now_millis().saturating_add(ttl.as_millis() as u64),
             asking,
@@ -168,7 +168,7 @@ mod tests {
     #[test]
     fn state_opens_only_for_its_binding_and_key() {
         let key = StateKey::random();
-        let state = State::new(Duration::from_secs(60), "ask-1".into(), Map::new());
+        let state = State::new(Duration::from_secs(60), vec!["ask-1".into()], Map::new());
         let sealed = key.seal(&state, &binding("deploy", Some("alice")));
         let open = |key: &StateKey, binding: &Binding<'_>| {
             key.open(&sealed, binding, now_millis())
@@ -187,7 +187,7 @@ mod tests {
     #[test]
     fn expired_state_does_not_open() {
         let key = StateKey::random();
-        let state = State::new(Duration::ZERO, "ask-1".into(), Map::new());
+        let state = State::new(Duration::ZERO, vec!["ask-1".into()], Map::new());
         let sealed = key.seal(&state, &binding("deploy", None));
         assert_eq!(
             key.open(&sealed, &binding("deploy", None), state.expires),

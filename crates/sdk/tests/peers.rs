@@ -202,6 +202,11 @@ fn part_form() -> Value {
     })
 }
 
+/// The questions' keys: a digest of each question as sent, the same in every run.
+const DEPLOY_KEY: &str = "ask-b8d04d00ea37ac7a";
+const CONFIRM_KEY: &str = "ask-6ed0eae01c3bae54";
+const PART_KEY: &str = "ask-0c9442ef2c9e9dbc";
+
 const GOOD_DEPLOY: &str = r#"{"action":"accept","content":{"target":"production","replicas":3,"contact":"ops@example.com"}}"#;
 const DEPLOYED: &str = r#"Accepted(Deploy { target: Production, replicas: 3, notify: false, contact: Some("ops@example.com") })"#;
 const BAD_DEPLOY: &str = r#"{"action":"accept","content":{"target":"production","replicas":9}}"#;
@@ -316,14 +321,14 @@ fn modern_asks_take_one_round_each() {
         [
             json!({"jsonrpc": "2.0", "id": 1, "result": {
                 "resultType": "input_required",
-                "inputRequests": {"ask-1": {"method": "elicitation/create", "params": {
+                "inputRequests": {DEPLOY_KEY: {"method": "elicitation/create", "params": {
                     "mode": "form", "message": "Where to deploy?", "requestedSchema": deploy_form(),
                 }}},
                 "requestState": "<state>",
             }}),
             json!({"jsonrpc": "2.0", "id": 2, "result": {
                 "resultType": "input_required",
-                "inputRequests": {"ask-2": {"method": "elicitation/create", "params": {
+                "inputRequests": {CONFIRM_KEY: {"method": "elicitation/create", "params": {
                     "mode": "form", "message": "Deploy now?", "requestedSchema": confirm_form(),
                 }}},
                 "requestState": "<state>",
@@ -350,7 +355,7 @@ fn modern_content_that_does_not_fit_is_asked_again() {
         .iter()
         .map(|message| message["result"]["inputRequests"].clone())
         .collect();
-    let question = json!({"ask-1": {"method": "elicitation/create", "params": {
+    let question = json!({DEPLOY_KEY: {"method": "elicitation/create", "params": {
         "mode": "form", "message": "Where to deploy?", "requestedSchema": deploy_form(),
     }}});
     assert_eq!(asked, [question.clone(), question, Value::Null]);
@@ -396,7 +401,7 @@ fn modern_openai_form_travels_in_meta() {
         call_results(&run)[0],
         json!({"jsonrpc": "2.0", "id": 1, "result": {
             "resultType": "input_required",
-            "inputRequests": {"ask-1": {"method": "elicitation/create", "params": {
+            "inputRequests": {PART_KEY: {"method": "elicitation/create", "params": {
                 "_meta": {"openai/elicitation": {"requestedSchema": part_form()}},
                 "mode": "form",
                 "message": "Choose a part",
@@ -420,7 +425,7 @@ fn modern_openai_content_that_does_not_fit_is_asked_again() {
     );
     let asked: Vec<Value> = call_results(&run)
         .iter()
-        .map(|message| message["result"]["inputRequests"]["ask-1"]["params"]["message"].clone())
+        .map(|message| message["result"]["inputRequests"][PART_KEY]["params"]["message"].clone())
         .collect();
     assert_eq!(
         asked,
@@ -464,7 +469,7 @@ fn modern_a_retry_without_the_answer_asks_again() {
         result,
         json!({
             "resultType": "input_required",
-            "inputRequests": {"ask-1": {"method": "elicitation/create", "params": {
+            "inputRequests": {DEPLOY_KEY: {"method": "elicitation/create", "params": {
                 "mode": "form", "message": "Where to deploy?", "requestedSchema": deploy_form(),
             }}},
             "requestState": "<state>",
@@ -516,6 +521,151 @@ fn modern_used_states_past_the_limit_are_refused_as_expired() {
     );
 }
 
+fn confirm_question(message: &str) -> Value {
+    json!({"method": "elicitation/create", "params": {
+        "mode": "form", "message": message, "requestedSchema": confirm_form(),
+    }})
+}
+
+const STAGING_KEY: &str = "ask-4e1ced230c628302";
+const PRODUCTION_KEY: &str = "ask-b4754a2f494f32ca";
+
+/// Yes to staging, no to production, by the question's message.
+const STAGING_ONLY: &str = r#"{"Deploy to staging?": {"action": "accept", "content": {"sure": true}},
+    "Deploy to production?": {"action": "decline"}}"#;
+
+fn modern_an_answer_reaches_only_the_question_it_answers() {
+    // `deploy_both` asks its two questions in another order each run: the yes given to staging
+    // must never become a yes to production.
+    let run = py(
+        "2026-07-28",
+        "auto",
+        "deploy_both",
+        STAGING_ONLY,
+        false,
+        &[],
+    );
+    assert_eq!(
+        reply(&run),
+        "staging Accepted(Confirm { sure: true }), production Declined"
+    );
+    let asked: Vec<Value> = call_results(&run)
+        .iter()
+        .map(|message| message["result"]["inputRequests"].clone())
+        .collect();
+    assert_eq!(
+        asked,
+        [
+            json!({STAGING_KEY: confirm_question("Deploy to staging?")}),
+            json!({PRODUCTION_KEY: confirm_question("Deploy to production?")}),
+            Value::Null,
+        ]
+    );
+}
+
+/// `deploy_both_at_once` answered by hand, the retry's `inputResponses` changed as `retry` says.
+fn both_at_once(retry: &str, answers: &str) -> Run {
+    py(
+        "2026-07-28",
+        &format!("manual:{retry}"),
+        "deploy_both_at_once",
+        answers,
+        false,
+        &[],
+    )
+}
+
+fn modern_questions_asked_at_once_share_a_round() {
+    let run = both_at_once("answer", STAGING_ONLY);
+    let mut first = run.report["first"].clone();
+    first["requestState"] = json!("<state>");
+    assert_eq!(
+        first,
+        json!({
+            "resultType": "input_required",
+            "inputRequests": {
+                STAGING_KEY: confirm_question("Deploy to staging?"),
+                PRODUCTION_KEY: confirm_question("Deploy to production?"),
+            },
+            "requestState": "<state>",
+        })
+    );
+    assert_eq!(
+        reply(&run),
+        "staging Accepted(Confirm { sure: true }), production Declined"
+    );
+}
+
+fn modern_input_responses_bind_by_key_in_any_order() {
+    let run = both_at_once("reversed", STAGING_ONLY);
+    let sent: Vec<Value> = run
+        .received()
+        .into_iter()
+        .filter_map(|message| message.pointer("/params/inputResponses").cloned())
+        .collect();
+    let keys: Vec<Vec<String>> = sent
+        .iter()
+        .map(|responses| {
+            responses
+                .as_object()
+                .map_or_else(Vec::new, |map| map.keys().cloned().collect())
+        })
+        .collect();
+    assert_eq!(keys, [[PRODUCTION_KEY, STAGING_KEY]]);
+    assert_eq!(
+        reply(&run),
+        "staging Accepted(Confirm { sure: true }), production Declined"
+    );
+}
+
+fn modern_a_response_to_a_question_not_asked_is_ignored() {
+    // Besides the answer asked for: an answer to the question `deploy_twice` asks next, and one
+    // to a question nobody asked. The next question is still asked.
+    let extra = json!({
+        CONFIRM_KEY: {"action": "accept", "content": {"sure": true}},
+        "ask-0000000000000000": {"action": "accept", "content": {"sure": true}},
+    });
+    let run = py(
+        "2026-07-28",
+        "manual:extra",
+        "deploy_twice",
+        &format!("[{GOOD_DEPLOY}]"),
+        false,
+        &[("SDK_CLIENT_EXTRA_RESPONSES", &extra.to_string())],
+    );
+    let mut result = run.report["result"].clone();
+    result["requestState"] = json!("<state>");
+    assert_eq!(
+        result,
+        json!({
+            "resultType": "input_required",
+            "inputRequests": {CONFIRM_KEY: confirm_question("Deploy now?")},
+            "requestState": "<state>",
+        })
+    );
+}
+
+fn modern_a_question_left_unanswered_is_asked_again_alone() {
+    let run = both_at_once(
+        "answer",
+        r#"{"Deploy to staging?": {"action": "accept", "content": {"sure": true}}}"#,
+    );
+    let first_keys: Vec<&String> = run.report["first"]["inputRequests"]
+        .as_object()
+        .map_or_else(Vec::new, |requests| requests.keys().collect());
+    assert_eq!(first_keys, [STAGING_KEY, PRODUCTION_KEY]);
+    let mut result = run.report["result"].clone();
+    result["requestState"] = json!("<state>");
+    assert_eq!(
+        result,
+        json!({
+            "resultType": "input_required",
+            "inputRequests": {PRODUCTION_KEY: confirm_question("Deploy to production?")},
+            "requestState": "<state>",
+        })
+    );
+}
+
 fn ts1_push_reads_the_answers() {
     let run = ts(
         None,
@@ -548,10 +698,10 @@ fn ts2_modern_rounds_ask_again_and_carry_answers() {
         .iter()
         .map(|message| message["result"]["inputRequests"].clone())
         .collect();
-    let deploy = json!({"ask-1": {"method": "elicitation/create", "params": {
+    let deploy = json!({DEPLOY_KEY: {"method": "elicitation/create", "params": {
         "mode": "form", "message": "Where to deploy?", "requestedSchema": deploy_form(),
     }}});
-    let confirm = json!({"ask-2": {"method": "elicitation/create", "params": {
+    let confirm = json!({CONFIRM_KEY: {"method": "elicitation/create", "params": {
         "mode": "form", "message": "Deploy now?", "requestedSchema": confirm_form(),
     }}});
     assert_eq!(asked, [deploy.clone(), deploy, confirm, Value::Null]);
@@ -647,6 +797,26 @@ const CASES: &[Case] = &[
     (
         "modern_used_states_past_the_limit_are_refused_as_expired",
         modern_used_states_past_the_limit_are_refused_as_expired,
+    ),
+    (
+        "modern_an_answer_reaches_only_the_question_it_answers",
+        modern_an_answer_reaches_only_the_question_it_answers,
+    ),
+    (
+        "modern_questions_asked_at_once_share_a_round",
+        modern_questions_asked_at_once_share_a_round,
+    ),
+    (
+        "modern_input_responses_bind_by_key_in_any_order",
+        modern_input_responses_bind_by_key_in_any_order,
+    ),
+    (
+        "modern_a_response_to_a_question_not_asked_is_ignored",
+        modern_a_response_to_a_question_not_asked_is_ignored,
+    ),
+    (
+        "modern_a_question_left_unanswered_is_asked_again_alone",
+        modern_a_question_left_unanswered_is_asked_again_alone,
     ),
     ("ts1_push_reads_the_answers", ts1_push_reads_the_answers),
     (

@@ -135,12 +135,14 @@ fn cad_part_on_2026_sends_the_openai_form_in_meta() {
     );
     assert_eq!(
         run.rounds(),
-        [json!({"ask-1": {"method": "elicitation/create", "params": {
-            "_meta": {"openai/elicitation": {"requestedSchema": part_form()}},
-            "mode": "form",
-            "message": "Choose a part to inspect",
-            "requestedSchema": {"type": "object", "properties": {}},
-        }}})]
+        [
+            json!({"ask-feb7cdfe05be1fb9": {"method": "elicitation/create", "params": {
+                "_meta": {"openai/elicitation": {"requestedSchema": part_form()}},
+                "mode": "form",
+                "message": "Choose a part to inspect",
+                "requestedSchema": {"type": "object", "properties": {}},
+            }}})
+        ]
     );
     assert_eq!(
         run.reply(),
@@ -241,7 +243,7 @@ fn release_note_with_the_extension_carries_its_pattern() {
         answers,
         true,
     );
-    let form = json!({"ask-1": {"method": "elicitation/create", "params": {
+    let form = json!({"ask-1ef0891db1c34c1b": {"method": "elicitation/create", "params": {
         "_meta": {"openai/elicitation": {"requestedSchema": {
             "type": "object",
             "properties": {"note": {"type": "string", "title": "Release note",

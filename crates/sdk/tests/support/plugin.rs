@@ -1,6 +1,7 @@
 //! The test plugin: an rmcp stdio server whose tools ask through `formwork_sdk`. The peer tests
 //! run this test binary again with `FORMWORK_SDK_PLUGIN=1` to get it.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use formwork_sdk::openai::{ResourceInput, ResourceOption, Selection, Suggestion, Thumbnail};
@@ -103,6 +104,8 @@ impl Elicit for Part {
 
 struct Plugin {
     forms: Forms,
+    /// Whether `deploy_both` asks about staging first on its next run: it flips every run.
+    staging_first: AtomicBool,
 }
 
 fn tool(name: &'static str) -> Tool {
@@ -133,6 +136,33 @@ async fn deploy_twice(ask: Asker) -> Result<CallToolResult, ErrorData> {
     Ok(text(format!("{first:?} then {second:?}")))
 }
 
+/// Two questions of one type, in an order that changes from run to run (as a tool that asks
+/// in the order of a map without a fixed order would).
+async fn deploy_both(ask: Asker, staging_first: bool) -> Result<CallToolResult, ErrorData> {
+    let (staging, production) = if staging_first {
+        let staging: Ask<Confirm> = ask.ask("Deploy to staging?").await?;
+        (staging, ask.ask("Deploy to production?").await?)
+    } else {
+        let production: Ask<Confirm> = ask.ask("Deploy to production?").await?;
+        (ask.ask("Deploy to staging?").await?, production)
+    };
+    Ok(text(format!(
+        "staging {staging:?}, production {production:?}"
+    )))
+}
+
+/// The same two questions, asked at once.
+async fn deploy_both_at_once(ask: Asker) -> Result<CallToolResult, ErrorData> {
+    let (staging, production) = tokio::join!(
+        ask.ask::<Confirm>("Deploy to staging?"),
+        ask.ask::<Confirm>("Deploy to production?"),
+    );
+    let (staging, production) = (staging?, production?);
+    Ok(text(format!(
+        "staging {staging:?}, production {production:?}"
+    )))
+}
+
 async fn pick_part(ask: Asker) -> Result<CallToolResult, ErrorData> {
     let part: Ask<Part> = ask.ask("Choose a part").await?;
     Ok(text(format!("{part:?}")))
@@ -151,6 +181,8 @@ impl ServerHandler for Plugin {
         Ok(ListToolsResult::with_all_items(vec![
             tool("deploy"),
             tool("deploy_twice"),
+            tool("deploy_both"),
+            tool("deploy_both_at_once"),
             tool("pick_part"),
         ]))
     }
@@ -178,6 +210,19 @@ impl ServerHandler for Plugin {
                     .run_for(principal, &request, &context, deploy_twice)
                     .await
             }
+            "deploy_both" => {
+                let staging_first = self.staging_first.fetch_xor(true, Ordering::Relaxed);
+                self.forms
+                    .run_for(principal, &request, &context, |ask| {
+                        deploy_both(ask, staging_first)
+                    })
+                    .await
+            }
+            "deploy_both_at_once" => {
+                self.forms
+                    .run_for(principal, &request, &context, deploy_both_at_once)
+                    .await
+            }
             "pick_part" => {
                 self.forms
                     .run_for(principal, &request, &context, pick_part)
@@ -203,6 +248,7 @@ pub fn serve() {
         forms: Forms::new(StateKey::from_bytes([7; 32]))
             .ttl(ttl)
             .consumed_limit(consumed_limit),
+        staging_first: AtomicBool::new(true),
     };
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
     runtime.block_on(async {
