@@ -1,5 +1,5 @@
-//! `formwork config check | import | sync`, `formwork trust`, and the `--config FILE` option
-//! every command that applies the approval policy shares.
+//! `formwork config check | import | sync`, `formwork trust [--revoke]`, and the `--config FILE`
+//! option every command that applies the approval policy shares.
 //!
 //! Every command reads the layered configuration (`formwork_host::config`): the user config,
 //! then the `--config` file or, without one, a trusted project's `formwork.toml`. An untrusted
@@ -107,19 +107,10 @@ pub fn run(args: ConfigCommand) -> anyhow::Result<Outcome> {
     }
 }
 
-/// `formwork trust [DIR]`: records in the user config that the project in `dir` (default: the
-/// one whose formwork.toml is found from the working directory, else the working directory)
-/// is trusted.
+/// `formwork trust [DIR]`: records in the user config that the project in `dir` (see
+/// [`project_dir`]) is trusted.
 pub fn trust(dir: Option<&Path>) -> anyhow::Result<Outcome> {
-    let dir = match dir {
-        Some(dir) => dir.to_path_buf(),
-        None => {
-            let cwd = std::env::current_dir().context("cannot find the working directory")?;
-            config::find_project_file(&cwd)
-                .and_then(|file| file.parent().map(Path::to_path_buf))
-                .unwrap_or(cwd)
-        }
-    };
+    let dir = project_dir(dir)?;
     let project =
         std::fs::canonicalize(&dir).with_context(|| format!("cannot trust {}", dir.display()))?;
     anyhow::ensure!(
@@ -140,6 +131,52 @@ pub fn trust(dir: Option<&Path>) -> anyhow::Result<Outcome> {
     );
     print_json(&serde_json::to_value(&report)?)?;
     Ok(Outcome::Success)
+}
+
+/// `formwork trust --revoke [DIR]`: removes the project in `dir` (see [`project_dir`]) from the
+/// user config's trusted projects. A project that is not trusted is reported as such, and the
+/// command still succeeds: what was asked for holds.
+pub fn revoke_trust(dir: Option<&Path>) -> anyhow::Result<Outcome> {
+    let dir = project_dir(dir)?;
+    // A directory that is gone is named as given (made absolute), so its entry can go too.
+    let project = match std::fs::canonicalize(&dir) {
+        Ok(project) => project,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => std::path::absolute(&dir)
+            .with_context(|| format!("cannot revoke trust in {}", dir.display()))?,
+        Err(err) => {
+            return Err(err).with_context(|| format!("cannot revoke trust in {}", dir.display()));
+        }
+    };
+    let report = config::revoke_trust(&user_config()?, &project)?;
+    let project_shown = report.project.display();
+    let config_shown = report.config.display();
+    match (report.written, report.trust_level) {
+        (true, _) => eprintln!(
+            "formwork: revoked trust in project {project_shown}: its formwork.toml no longer \
+             applies (removed from {config_shown})"
+        ),
+        (false, Some(config::TrustLevel::Untrusted)) => eprintln!(
+            "formwork: project {project_shown} is not trusted (it is marked untrusted in \
+             {config_shown}); nothing to revoke"
+        ),
+        (false, _) => eprintln!(
+            "formwork: project {project_shown} is not trusted in {config_shown}; nothing to revoke"
+        ),
+    }
+    print_json(&serde_json::to_value(&report)?)?;
+    Ok(Outcome::Success)
+}
+
+/// The project directory `formwork trust` works on: `dir`, else the directory of the
+/// formwork.toml found from the working directory, else the working directory.
+fn project_dir(dir: Option<&Path>) -> anyhow::Result<PathBuf> {
+    if let Some(dir) = dir {
+        return Ok(dir.to_path_buf());
+    }
+    let cwd = std::env::current_dir().context("cannot find the working directory")?;
+    Ok(config::find_project_file(&cwd)
+        .and_then(|file| file.parent().map(Path::to_path_buf))
+        .unwrap_or(cwd))
 }
 
 /// `config check`: the effective policy with the files that applied and why (`sources`), the

@@ -63,11 +63,15 @@ enum Command {
         #[command(subcommand)]
         command: config_cmd::ConfigCommand,
     },
-    /// Trust a project: its formwork.toml then applies on top of the user config.
+    /// Trust a project: its formwork.toml then applies on top of the user config (or, with
+    /// --revoke, no longer does).
     Trust {
         /// The project directory (default: the one whose formwork.toml is found from here,
         /// else this directory).
         dir: Option<PathBuf>,
+        /// Take the trust back: remove the project from the user config's trusted projects.
+        #[arg(long)]
+        revoke: bool,
     },
     /// Sign in to a configured Streamable HTTP server that asks for OAuth authorization (opens
     /// a browser; the tokens are kept for later runs).
@@ -228,7 +232,8 @@ fn main() -> ExitCode {
                 },
         } => commands::schema_check(file.as_deref(), openai_elicitation),
         Command::Config { command } => config_cmd::run(command),
-        Command::Trust { dir } => config_cmd::trust(dir.as_deref()),
+        Command::Trust { dir, revoke: false } => config_cmd::trust(dir.as_deref()),
+        Command::Trust { dir, revoke: true } => config_cmd::revoke_trust(dir.as_deref()),
         Command::Login(args) => block_on(login_cmd::run(&args)),
         Command::Completions { shell } => {
             use clap::CommandFactory as _;

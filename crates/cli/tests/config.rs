@@ -179,6 +179,101 @@ fn an_untrusted_project_is_not_read_until_formwork_trust_records_it() {
         .assert_stderr_mentions("cannot trust /nonexistent/formwork-project");
 }
 
+/// `formwork trust --revoke` takes a project back out of the user config, keeping the rest of the file; a project
+/// that is not trusted is reported as such, with exit 0 and the file left alone.
+#[test]
+fn formwork_trust_revoke_removes_the_project_from_the_trusted_ones() {
+    let world = World::new();
+    let sub = world.project.join("sub");
+    let project = world.project.display().to_string();
+    let user = world.user().display().to_string();
+    let kept = "# mine\nmodel = \"o3\"\n";
+    std::fs::create_dir_all(world.xdg.join("formwork")).unwrap();
+    std::fs::write(world.user(), kept).unwrap();
+    world.formwork(&sub, &["trust"]).assert_code(0);
+    assert_eq!(
+        world.formwork(&sub, &["config", "check"]).json()["sources"][1]["applied"],
+        true
+    );
+
+    // From a directory inside the project, as `trust` finds it.
+    let revoke = world.formwork(&sub, &["trust", "--revoke"]);
+    revoke.assert_code(0);
+    assert_eq!(
+        revoke.json(),
+        json!({"config": user, "project": project, "trust_level": null, "written": true})
+    );
+    assert_eq!(
+        revoke.stderr,
+        format!(
+            "formwork: revoked trust in project {project}: its formwork.toml no longer applies (removed from {user})\n"
+        )
+    );
+    assert_eq!(std::fs::read_to_string(world.user()).unwrap(), kept);
+    let check = world.formwork(&sub, &["config", "check"]);
+    assert_eq!(check.stderr, world.notice(), "{check}");
+    assert_eq!(check.json()["sources"][1]["applied"], false);
+
+    let again = world.formwork(&world.root, &["trust", "--revoke", &project]);
+    again.assert_code(0);
+    assert_eq!(
+        again.json(),
+        json!({"config": user, "project": project, "trust_level": null, "written": false})
+    );
+    assert_eq!(
+        again.stderr,
+        format!("formwork: project {project} is not trusted in {user}; nothing to revoke\n")
+    );
+    assert_eq!(std::fs::read_to_string(world.user()).unwrap(), kept);
+
+    // A project marked untrusted stays marked.
+    let marked = format!("{kept}\n[projects.\"{project}\"]\ntrust_level = \"untrusted\"\n");
+    std::fs::write(world.user(), &marked).unwrap();
+    let untrusted = world.formwork(&world.project, &["trust", "--revoke"]);
+    untrusted.assert_code(0);
+    assert_eq!(
+        untrusted.json(),
+        json!({"config": user, "project": project, "trust_level": "untrusted", "written": false})
+    );
+    assert_eq!(
+        untrusted.stderr,
+        format!(
+            "formwork: project {project} is not trusted (it is marked untrusted in {user}); nothing to revoke\n"
+        )
+    );
+    assert_eq!(std::fs::read_to_string(world.user()).unwrap(), marked);
+
+    // The entry of a project directory that is gone can be removed too.
+    let gone = world.root.join("gone").display().to_string();
+    std::fs::write(
+        world.user(),
+        format!("{kept}\n[projects.\"{gone}\"]\ntrust_level = \"trusted\"\n"),
+    )
+    .unwrap();
+    let revoke_gone = world.formwork(&world.root, &["trust", "--revoke", "gone"]);
+    revoke_gone.assert_code(0);
+    assert_eq!(
+        revoke_gone.json(),
+        json!({"config": user, "project": gone, "trust_level": null, "written": true})
+    );
+    assert_eq!(std::fs::read_to_string(world.user()).unwrap(), kept);
+}
+
+/// Revoking with no user config file says there was nothing to revoke, and creates no file.
+#[test]
+fn formwork_trust_revoke_without_a_user_config_file_creates_none() {
+    let world = World::new();
+    let project = world.project.display().to_string();
+    let revoke = world.formwork(&world.project, &["trust", "--revoke"]);
+    revoke.assert_code(0);
+    assert_eq!(
+        revoke.json(),
+        json!({"config": world.user().display().to_string(), "project": project,
+               "trust_level": null, "written": false})
+    );
+    assert!(!world.xdg.exists(), "a user config directory was created");
+}
+
 /// `formwork serve` in a cloned repository: the palette lists only the built-in server, and the project's server is
 /// never started.
 #[test]

@@ -1,6 +1,7 @@
 //! Edits of `formwork.toml` that keep everything they do not touch byte-for-byte: `config
 //! sync` (write or refresh the built-in servers), Always allow (remember one tool's approval)
-//! and `formwork trust` (trust one project). `config import` builds on the same helpers.
+//! and `formwork trust` (trust one project, or revoke that). `config import` builds on the same
+//! helpers.
 //!
 //! Every edit follows the same steps: read the file (a missing file counts as empty), refuse
 //! to edit it when it does not load, change the `toml_edit` document, check that the result
@@ -211,15 +212,15 @@ pub fn remember_always_allow(
     Ok(outcome)
 }
 
-/// What [`trust_project`] did.
+/// What [`trust_project`] or [`revoke_trust`] did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TrustReport {
     /// The user config.
     pub config: PathBuf,
     /// The project directory.
     pub project: PathBuf,
-    /// Its trust level now.
-    pub trust_level: TrustLevel,
+    /// Its trust level now: `None` when the user config has no entry for it.
+    pub trust_level: Option<TrustLevel>,
     /// Whether the file was written (false when it already said so).
     pub written: bool,
 }
@@ -229,16 +230,7 @@ pub struct TrustReport {
 /// must be the canonical absolute path of the directory, which is what the trust lookup
 /// compares with; an entry marking it untrusted is turned into a trusted one.
 pub fn trust_project(user_config: &Path, project: &Path) -> Result<TrustReport, ConfigError> {
-    let key = project
-        .to_str()
-        .filter(|_| project.is_absolute())
-        .ok_or_else(|| ConfigError::Refused {
-            path: user_config.to_path_buf(),
-            message: format!(
-                "cannot trust {}: a project is named by an absolute UTF-8 path",
-                project.display()
-            ),
-        })?;
+    let key = project_key(user_config, project, "trust")?;
     let mut file = EditableFile::open(user_config)?;
     let keys = ["projects", key];
     let table = child_table(file.doc.as_item_mut(), "projects", true)
@@ -250,9 +242,62 @@ pub fn trust_project(user_config: &Path, project: &Path) -> Result<TrustReport, 
     Ok(TrustReport {
         config: user_config.to_path_buf(),
         project: project.to_path_buf(),
-        trust_level: TrustLevel::Trusted,
+        trust_level: Some(TrustLevel::Trusted),
         written,
     })
+}
+
+/// Removes the `[projects."<project>"]` entry that trusts `project` from the user config at
+/// `user_config`, so the `formwork.toml` in `project` is no longer read. `project` is matched
+/// exactly, as [`trust_project`] writes it. A project that is not trusted is left as it is (an
+/// entry marking it untrusted stays, and a missing user config is not created): the report
+/// then says `written: false` and the trust level found.
+pub fn revoke_trust(user_config: &Path, project: &Path) -> Result<TrustReport, ConfigError> {
+    let key = project_key(user_config, project, "revoke trust in")?;
+    let mut file = EditableFile::open(user_config)?;
+    let projects = file
+        .doc
+        .get_mut("projects")
+        .and_then(Item::as_table_like_mut);
+    let trust_level = match projects
+        .as_ref()
+        .and_then(|projects| projects.get(key))
+        .and_then(|entry| entry.get("trust_level"))
+        .and_then(Item::as_str)
+    {
+        Some("trusted") => Some(TrustLevel::Trusted),
+        Some("untrusted") => Some(TrustLevel::Untrusted),
+        _ => None,
+    };
+    if let (Some(TrustLevel::Trusted), Some(projects)) = (trust_level, projects) {
+        // A project table holds nothing but `trust_level`, so the whole entry goes.
+        projects.remove(key);
+    }
+    let written = file.commit()?;
+    Ok(TrustReport {
+        config: user_config.to_path_buf(),
+        project: project.to_path_buf(),
+        trust_level: if written { None } else { trust_level },
+        written,
+    })
+}
+
+/// The `[projects]` key of `project`: its path, which must be absolute and UTF-8.
+fn project_key<'a>(
+    user_config: &Path,
+    project: &'a Path,
+    action: &str,
+) -> Result<&'a str, ConfigError> {
+    project
+        .to_str()
+        .filter(|_| project.is_absolute())
+        .ok_or_else(|| ConfigError::Refused {
+            path: user_config.to_path_buf(),
+            message: format!(
+                "cannot {action} {}: a project is named by an absolute UTF-8 path",
+                project.display()
+            ),
+        })
 }
 
 /// A configuration file opened for editing.

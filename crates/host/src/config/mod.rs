@@ -55,15 +55,16 @@
 //!
 //! # Writes
 //!
-//! Writing ([`import`], [`sync`], [`remember_always_allow`], [`trust_project`]) edits one file
-//! in place with `toml_edit`, so comments, order and formatting of everything it does not
-//! touch stay byte-for-byte. Writes go to the `--config` file or the user config, never to a
-//! project file: `import` and `sync` edit [`Config::writable_path`], Always allow edits the
-//! file that holds the server's table ([`Config::remember_file`]; it is not offered for a
-//! server whose table is a project's), and `formwork trust` edits the user config. The file
-//! is replaced atomically (a temporary file created exclusively beside the real file, with its
-//! mode, fsynced, renamed over it); a symlinked config is written through, the link kept. A
-//! file formwork creates is `0600`, in directories created `0700`.
+//! Writing ([`import`], [`sync`], [`remember_always_allow`], [`trust_project`],
+//! [`revoke_trust`]) edits one file in place with `toml_edit`, so comments, order and
+//! formatting of everything it does not touch stay byte-for-byte. Writes go to the `--config`
+//! file or the user config, never to a project file: `import` and `sync` edit
+//! [`Config::writable_path`], Always allow edits the file that holds the server's table
+//! ([`Config::remember_file`]; it is not offered for a server whose table is a project's), and
+//! `formwork trust` (with or without `--revoke`) edits the user config. The file is replaced
+//! atomically (a temporary file created exclusively beside the real file, with its mode,
+//! fsynced, renamed over it); a symlinked config is written through, the link kept. A file
+//! formwork creates is `0600`, in directories created `0700`.
 //!
 //! What the settings decide lives in [`crate::policy`].
 
@@ -80,8 +81,8 @@ use std::path::{Path, PathBuf};
 
 pub use builtin::{BUILTIN_SERVERS, BuiltinServer, builtin_server};
 pub use edit::{
-    RememberOutcome, SyncAction, SyncChange, SyncReport, TrustReport, remember_always_allow, sync,
-    trust_project,
+    RememberOutcome, SyncAction, SyncChange, SyncReport, TrustReport, remember_always_allow,
+    revoke_trust, sync, trust_project,
 };
 pub(crate) use edit::{child_table, set_value, write_atomically};
 pub(crate) use error::dotted;
