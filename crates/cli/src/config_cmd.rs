@@ -3,9 +3,10 @@
 //!
 //! Every command reads the layered configuration (`formwork_host::config`): the user config,
 //! then the `--config` file or, without one, a trusted project's `formwork.toml`. An untrusted
-//! project's file is not read, and one line on stderr says so and how to trust it. Writing
-//! commands edit the `--config` file, else the user config, never a project file. Every
-//! report goes to stdout as JSON; messages go to stderr.
+//! project's file is not read, and one line on stderr says so and how to trust it (or, without
+//! a user config, why it cannot be trusted). Writing commands edit the `--config` file, else
+//! the user config, never a project file. Every report goes to stdout as JSON; messages go to
+//! stderr.
 
 use std::path::{Path, PathBuf};
 
@@ -48,17 +49,24 @@ impl ConfigArgs {
     pub fn writable_path(&self) -> anyhow::Result<PathBuf> {
         match &self.config {
             Some(path) => Ok(path.clone()),
-            None => user_config(),
+            None => config::user_config_path().context(
+                "there is no user config: neither XDG_CONFIG_HOME nor HOME names a directory \
+                 (name a file with --config)",
+            ),
         }
     }
 }
 
-/// The user config's path, or why there is none.
-fn user_config() -> anyhow::Result<PathBuf> {
-    config::user_config_path().context(
-        "there is no user config: neither XDG_CONFIG_HOME nor HOME names a directory \
-         (name a file with --config)",
-    )
+/// The user config that records the trust of `project`, or why there is none; `action` is
+/// what the command was doing (`trust`, `revoke trust in`).
+fn trust_record(action: &str, project: &Path) -> anyhow::Result<PathBuf> {
+    config::user_config_path().with_context(|| {
+        format!(
+            "cannot {action} {}: trust is recorded in the user config, and there is none \
+             (neither XDG_CONFIG_HOME nor HOME names a directory)",
+            project.display()
+        )
+    })
 }
 
 /// Check, import and sync formwork.toml.
@@ -118,7 +126,7 @@ pub fn trust(dir: Option<&Path>) -> anyhow::Result<Outcome> {
         "cannot trust {}: not a directory",
         project.display()
     );
-    let report = config::trust_project(&user_config()?, &project)?;
+    let report = config::trust_project(&trust_record("trust", &project)?, &project)?;
     eprintln!(
         "formwork: {} project {}: its formwork.toml applies on top of {}",
         if report.written {
@@ -147,7 +155,7 @@ pub fn revoke_trust(dir: Option<&Path>) -> anyhow::Result<Outcome> {
             return Err(err).with_context(|| format!("cannot revoke trust in {}", dir.display()));
         }
     };
-    let report = config::revoke_trust(&user_config()?, &project)?;
+    let report = config::revoke_trust(&trust_record("revoke trust in", &project)?, &project)?;
     let project_shown = report.project.display();
     let config_shown = report.config.display();
     match (report.written, report.trust_level) {

@@ -274,6 +274,53 @@ fn formwork_trust_revoke_without_a_user_config_file_creates_none() {
     assert!(!world.xdg.exists(), "a user config directory was created");
 }
 
+/// Where no user config can be found (a relative HOME and no XDG_CONFIG_HOME), no trust can be recorded: nothing
+/// suggests `formwork trust`, and the messages say why the project's file is not read.
+#[test]
+fn without_a_user_config_nothing_suggests_formwork_trust() {
+    let world = World::new();
+    let project = world.project.display().to_string();
+    let no_user_config = |args: &[&str]| {
+        let mut cmd = world.command(&world.project, args);
+        cmd.env_remove("XDG_CONFIG_HOME").env("HOME", "relative");
+        run(&mut cmd, None, TIMEOUT)
+    };
+
+    let check = no_user_config(&["config", "check"]);
+    check.assert_code(0);
+    assert_eq!(
+        check.stderr,
+        format!(
+            "formwork: skipped {project}/formwork.toml (project {project} is not trusted; trust cannot be recorded: \
+             there is no user config, as neither XDG_CONFIG_HOME nor HOME names a directory)\n"
+        )
+    );
+    assert_eq!(
+        check.json()["sources"],
+        json!([{"layer": "project", "file": world.project_file().display().to_string(), "applied": false,
+                "reason": format!("not read: project {project} is not trusted; trust cannot be recorded: there is no \
+                                   user config, as neither XDG_CONFIG_HOME nor HOME names a directory")}])
+    );
+    assert!(!check.stdout.contains("formwork trust"), "{check}");
+
+    for (args, action) in [
+        (&["trust"][..], "trust"),
+        (&["trust", "--revoke"][..], "revoke trust in"),
+    ] {
+        let trust = no_user_config(args);
+        trust.assert_code(2);
+        assert_eq!(
+            trust.stderr,
+            format!(
+                "formwork: cannot {action} {project}: trust is recorded in the user config, and there is none \
+                 (neither XDG_CONFIG_HOME nor HOME names a directory)\n"
+            )
+        );
+        assert_eq!(trust.stdout, "");
+    }
+    assert!(!world.marker().exists(), "the project's server was started");
+}
+
 /// `formwork serve` in a cloned repository: the palette lists only the built-in server, and the project's server is
 /// never started.
 #[test]

@@ -237,6 +237,7 @@ pub(crate) fn assemble(sources: Vec<ConfigSource>, files: Vec<(Layer, FileConfig
 
 /// Finds the project's file from `start` and decides by the user config's `[projects]`
 /// whether it applies: only an entry for exactly the project's canonical directory counts.
+/// Without a user config (`user` is `None`) no project is trusted.
 fn project_source(
     start: &Path,
     user: Option<&Path>,
@@ -255,14 +256,14 @@ fn project_source(
     let dir = found
         .parent()
         .map_or_else(|| start.clone(), Path::to_path_buf);
-    let status = if user.is_some_and(|user| same_file(user, &found)) {
-        SourceStatus::UserConfig
-    } else {
-        match trust.get(&dir) {
+    let status = match user {
+        None => SourceStatus::NoUserConfig,
+        Some(user) if same_file(user, &found) => SourceStatus::UserConfig,
+        Some(_) => match trust.get(&dir) {
             Some(Some(TrustLevel::Trusted)) => SourceStatus::Trusted,
             Some(Some(TrustLevel::Untrusted)) => SourceStatus::MarkedUntrusted,
             _ => SourceStatus::NotTrusted,
-        }
+        },
     };
     ConfigSource {
         layer: Layer::Project,

@@ -130,8 +130,9 @@ impl Config {
     /// The layered configuration of a command: the user config, then the `--config` file or
     /// a trusted project's file (see the [module documentation](self)). An untrusted
     /// project's file is not read; it is listed in [`Config::sources`] with
-    /// [`SourceStatus::NotTrusted`], whose [`ConfigSource::skipped_notice`] is the line a
-    /// command prints.
+    /// [`SourceStatus::NotTrusted`] (or [`SourceStatus::NoUserConfig`] where there is no user
+    /// config to trust it in), whose [`ConfigSource::skipped_notice`] is the line a command
+    /// prints.
     pub fn load_layered(locations: &ConfigLocations) -> Result<Config, ConfigError> {
         layers::load(locations)
     }

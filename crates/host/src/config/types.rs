@@ -137,6 +137,9 @@ pub enum SourceStatus {
     /// The project's file was not read: the user config marks its directory
     /// `trust_level = "untrusted"`.
     MarkedUntrusted,
+    /// The project's file was not read: there is no user config (neither `XDG_CONFIG_HOME` nor
+    /// `HOME` names a directory), so no trust can be recorded for it.
+    NoUserConfig,
     /// No `formwork.toml` in the working directory or any directory above it.
     NotFound,
     /// The `formwork.toml` found walking up is the user config itself, which applied as such.
@@ -191,6 +194,9 @@ impl ConfigSource {
             (Layer::Project, SourceStatus::UserConfig) => {
                 "this is the user config, which applies as such".to_owned()
             }
+            (Layer::Project, SourceStatus::NoUserConfig) => {
+                format!("not read: project {project} is not trusted; {NO_USER_CONFIG}")
+            }
             (Layer::Project, _) => format!(
                 "not read: project {project} is not trusted; run `formwork trust {}` to use it",
                 shell_word(&project)
@@ -199,21 +205,26 @@ impl ConfigSource {
     }
 
     /// The line to print on stderr when this file was skipped because its project is not
-    /// trusted; `None` otherwise (a project marked untrusted is skipped without a word).
+    /// trusted; `None` otherwise (a project marked untrusted is skipped without a word). It
+    /// suggests `formwork trust` only where there is a user config to record the trust in.
     pub fn skipped_notice(&self) -> Option<String> {
-        if self.status != SourceStatus::NotTrusted {
-            return None;
-        }
         let file = self.file.as_deref().unwrap_or(Path::new("formwork.toml"));
         let project = self
             .project
             .as_deref()
             .map_or_else(String::new, |dir| dir.display().to_string());
-        Some(format!(
-            "skipped {} (project {project} is not trusted); run `formwork trust {}` to use it",
-            file.display(),
-            shell_word(&project)
-        ))
+        match self.status {
+            SourceStatus::NotTrusted => Some(format!(
+                "skipped {} (project {project} is not trusted); run `formwork trust {}` to use it",
+                file.display(),
+                shell_word(&project)
+            )),
+            SourceStatus::NoUserConfig => Some(format!(
+                "skipped {} (project {project} is not trusted; {NO_USER_CONFIG})",
+                file.display()
+            )),
+            _ => None,
+        }
     }
 }
 
@@ -232,6 +243,10 @@ impl Serialize for ConfigSource {
         out.end()
     }
 }
+
+/// Why a project cannot be trusted where there is no user config.
+const NO_USER_CONFIG: &str = "trust cannot be recorded: there is no user config, as neither \
+                              XDG_CONFIG_HOME nor HOME names a directory";
 
 /// A path as one shell word: as is when it only holds characters a shell leaves alone,
 /// single-quoted otherwise.
