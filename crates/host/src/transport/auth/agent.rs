@@ -30,36 +30,37 @@ pub trait PendingRedirect: Send {
     ) -> BoxFuture<Result<String, String>>;
 }
 
+/// The value of `name` in a redirect's query (the last one, if it names several).
+fn query_value<'a>(pairs: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    pairs
+        .iter()
+        .rev()
+        .find(|(key, _)| key == name)
+        .map(|(_, value)| value.as_str())
+}
+
 /// Reads the code out of a redirect's query, refusing an error answer and a foreign `state`.
 pub(crate) fn code_from_redirect(
-    pairs: impl Iterator<Item = (String, String)>,
+    pairs: &[(String, String)],
     state: &str,
 ) -> Result<String, String> {
-    let (mut code, mut returned_state, mut error, mut description) = (None, None, None, None);
-    for (key, value) in pairs {
-        match key.as_str() {
-            "code" => code = Some(value),
-            "state" => returned_state = Some(value),
-            "error" => error = Some(value),
-            "error_description" => description = Some(value),
-            _ => {}
-        }
-    }
-    if returned_state.as_deref() != Some(state) {
+    if query_value(pairs, "state") != Some(state) {
         return Err(
             "the sign-in redirect carried another `state` than the one sent: refused (a stale or forged redirect)"
                 .to_owned(),
         );
     }
-    if let Some(error) = error {
-        return Err(match description {
+    if let Some(error) = query_value(pairs, "error") {
+        return Err(match query_value(pairs, "error_description") {
             Some(description) => {
                 format!("the authorization server refused: {error} ({description})")
             }
             None => format!("the authorization server refused: {error}"),
         });
     }
-    code.filter(|code| !code.is_empty())
+    query_value(pairs, "code")
+        .filter(|code| !code.is_empty())
+        .map(str::to_owned)
         .ok_or_else(|| "the sign-in redirect carried no code".to_owned())
 }
 
@@ -112,7 +113,8 @@ impl PendingRedirect for HeadlessRedirect {
             let redirect = base
                 .join(&location)
                 .map_err(|err| format!("the redirect `{location}` is not a URL: {err}"))?;
-            code_from_redirect(redirect.query_pairs().into_owned(), &state)
+            let pairs: Vec<(String, String)> = redirect.query_pairs().into_owned().collect();
+            code_from_redirect(&pairs, &state)
         })
     }
 }
@@ -128,7 +130,8 @@ const REQUEST_READ_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_READING: usize = 16;
 
 /// The person's browser: the authorization URL is opened (or printed) by `show`, and the
-/// redirect caught on a listener on 127.0.0.1 that ends after the callback or the timeout.
+/// redirect caught on a listener on 127.0.0.1 that ends after the sign-in's callback or the
+/// timeout.
 pub struct BrowserSignIn {
     /// `mcp_oauth_callback_port`; a free port when absent.
     pub port: Option<u16>,
@@ -177,8 +180,9 @@ impl PendingRedirect for BrowserRedirect {
     }
 }
 
-/// A one-shot listener on 127.0.0.1 for the redirect of one sign-in: it answers the callback
-/// (and only 404s to anything else), then is gone.
+/// A one-shot listener on 127.0.0.1 for the redirect of one sign-in: it answers every request
+/// until the callback with the sign-in's `state` comes (another path gets a 404, a callback with
+/// another `state` a 400), then is gone.
 pub struct Loopback {
     listener: TcpListener,
     port: u16,
@@ -201,7 +205,7 @@ impl Loopback {
         format!("http://127.0.0.1:{}{CALLBACK_PATH}", self.port)
     }
 
-    /// Waits for the callback, at most `timeout`; the code once its `state` is checked.
+    /// Waits for the callback that carries `state`, at most `timeout`; its code.
     pub async fn wait(self, state: &str, timeout: Duration) -> Result<String, String> {
         let waiting = async {
             // Each connection is read on its own, for a bounded time: one that is slow to send
@@ -236,8 +240,10 @@ impl Loopback {
     }
 }
 
-/// Answers one request of the listener: the callback's outcome once its `state` is checked, or
-/// `None` (and a 404) for another path.
+/// Answers one request of the listener: the callback's outcome once it carries the sign-in's
+/// `state`, or `None` (and a 404, or a 400 for a callback with another `state`) to go on
+/// waiting. Whoever can reach 127.0.0.1 can send a callback: only the browser coming back from
+/// the authorization server knows the `state`, so no other request may end the sign-in.
 async fn answer(
     socket: &mut tokio::net::TcpStream,
     target: &str,
@@ -246,26 +252,39 @@ async fn answer(
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
     if path != CALLBACK_PATH {
         // A browser may ask for a favicon first: that is not the redirect.
-        let _ = socket
-            .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
-            .await;
+        reply(socket, "404 Not Found", "text/plain", NOT_FOUND_PAGE).await;
         return None;
     }
-    let pairs = url::form_urlencoded::parse(query.as_bytes()).into_owned();
-    let outcome = code_from_redirect(pairs, state);
+    let pairs: Vec<(String, String)> = url::form_urlencoded::parse(query.as_bytes())
+        .into_owned()
+        .collect();
+    if query_value(&pairs, "state") != Some(state) {
+        reply(socket, "400 Bad Request", "text/plain", FOREIGN_STATE_PAGE).await;
+        return None;
+    }
+    let outcome = code_from_redirect(&pairs, state);
     // A fixed page: nothing of the redirect is reflected into it.
     let page: &[u8] = match outcome {
         Ok(_) => b"<!doctype html><title>formwork</title><p>Signed in. You can close this tab and go back to formwork.",
         Err(_) => b"<!doctype html><title>formwork</title><p>Sign-in failed. formwork says why.",
     };
+    reply(socket, "200 OK", "text/html", page).await;
+    Some(outcome)
+}
+
+const NOT_FOUND_PAGE: &[u8] = b"Not found.\n";
+const FOREIGN_STATE_PAGE: &[u8] =
+    b"This sign-in link does not match the sign-in formwork is waiting for.\n";
+
+/// Writes a whole answer and closes the connection; a client gone meanwhile is no matter.
+async fn reply(socket: &mut tokio::net::TcpStream, status: &str, content_type: &str, page: &[u8]) {
     let head = format!(
-        "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\ncache-control: no-store\r\nconnection: close\r\n\r\n",
+        "HTTP/1.1 {status}\r\ncontent-type: {content_type}; charset=utf-8\r\ncontent-length: {}\r\ncache-control: no-store\r\nconnection: close\r\n\r\n",
         page.len()
     );
     let _ = socket.write_all(head.as_bytes()).await;
     let _ = socket.write_all(page).await;
     let _ = socket.shutdown().await;
-    Some(outcome)
 }
 
 /// The request target of a GET, or `None` for anything else.
@@ -295,24 +314,26 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
-    fn pairs(query: &str) -> impl Iterator<Item = (String, String)> {
-        url::form_urlencoded::parse(query.as_bytes()).into_owned()
+    fn pairs(query: &str) -> Vec<(String, String)> {
+        url::form_urlencoded::parse(query.as_bytes())
+            .into_owned()
+            .collect()
     }
 
     #[test]
     fn the_redirect_must_carry_our_state() {
         assert_eq!(
-            code_from_redirect(pairs("code=abc&state=s1"), "s1"),
+            code_from_redirect(&pairs("code=abc&state=s1"), "s1"),
             Ok("abc".to_owned())
         );
         assert_eq!(
-            code_from_redirect(pairs("code=abc&state=s2"), "s1").unwrap_err(),
+            code_from_redirect(&pairs("code=abc&state=s2"), "s1").unwrap_err(),
             "the sign-in redirect carried another `state` than the one sent: refused (a stale or forged redirect)"
         );
-        assert!(code_from_redirect(pairs("code=abc"), "s1").is_err());
+        assert!(code_from_redirect(&pairs("code=abc"), "s1").is_err());
         assert_eq!(
             code_from_redirect(
-                pairs("error=access_denied&error_description=no&state=s1"),
+                &pairs("error=access_denied&error_description=no&state=s1"),
                 "s1"
             )
             .unwrap_err(),
@@ -320,8 +341,26 @@ mod tests {
         );
     }
 
+    /// The request `target` sent to the listener at `address`, and the whole answer.
+    async fn get(address: &str, target: &str) -> String {
+        let mut socket = tokio::net::TcpStream::connect(address).await.unwrap();
+        socket
+            .write_all(format!("GET {target} HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        let mut answer = String::new();
+        socket.read_to_string(&mut answer).await.unwrap();
+        answer
+    }
+
+    const FOREIGN_STATE_ANSWER_END: &str =
+        "\r\n\r\nThis sign-in link does not match the sign-in formwork is waiting for.\n";
+
+    /// Anyone on this machine can reach the listener: a callback with another `state` (forged,
+    /// or a stale tab's) is answered 400 and the sign-in goes on waiting for its own, whose
+    /// code it takes; another path gets a 404 the same way.
     #[tokio::test]
-    async fn the_loopback_listener_takes_one_callback_and_checks_its_state() {
+    async fn a_forged_callback_is_refused_and_the_real_one_still_signs_in() {
         let agent = BrowserSignIn {
             port: None,
             timeout: Duration::from_secs(10),
@@ -336,28 +375,48 @@ mod tests {
             .trim_start_matches("http://")
             .trim_end_matches("/callback")
             .to_owned();
-        let get = |target: &'static str| {
-            let address = address.clone();
-            async move {
-                let mut socket = tokio::net::TcpStream::connect(address).await.unwrap();
-                socket
-                    .write_all(format!("GET {target} HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes())
-                    .await
-                    .unwrap();
-                let mut answer = String::new();
-                socket.read_to_string(&mut answer).await.unwrap();
-                answer
-            }
-        };
-        assert!(get("/favicon.ico").await.starts_with("HTTP/1.1 404"));
-        let answer = get("/callback?code=c1&state=forged").await;
-        assert!(answer.contains("Sign-in failed"), "{answer}");
-        assert_eq!(
-            done.await.unwrap().unwrap_err(),
-            "the sign-in redirect carried another `state` than the one sent: refused (a stale or forged redirect)"
+        let not_found = get(&address, "/favicon.ico").await;
+        assert!(
+            not_found.starts_with("HTTP/1.1 404 Not Found\r\n")
+                && not_found.ends_with("\r\n\r\nNot found.\n"),
+            "{not_found}"
         );
-        // The listener is gone with its one callback.
+        for forged in [
+            "/callback?code=forged&state=forged",
+            "/callback?code=forged",
+            "/callback?error=access_denied&state=s2",
+        ] {
+            let answer = get(&address, forged).await;
+            assert!(
+                answer.starts_with(
+                    "HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\n"
+                ) && answer.ends_with(FOREIGN_STATE_ANSWER_END),
+                "{forged}: {answer}"
+            );
+        }
+        assert!(!done.is_finished(), "a forged callback ended the sign-in");
+        let answer = get(&address, "/callback?code=c1&state=s1").await;
+        assert!(
+            answer.starts_with("HTTP/1.1 200 OK\r\n") && answer.contains("Signed in."),
+            "{answer}"
+        );
+        assert_eq!(done.await.unwrap(), Ok("c1".to_owned()));
+        // The listener is gone with the sign-in's callback.
         assert!(tokio::net::TcpStream::connect(address).await.is_err());
+    }
+
+    /// Only forged callbacks: the listener waits them out to its timeout.
+    #[tokio::test]
+    async fn forged_callbacks_alone_end_in_the_timeout() {
+        let loopback = Loopback::bind(None).await.unwrap();
+        let address = format!("127.0.0.1:{}", loopback.port);
+        let done = tokio::spawn(loopback.wait("s1", Duration::from_secs(1)));
+        let answer = get(&address, "/callback?code=forged&state=forged").await;
+        assert!(answer.ends_with(FOREIGN_STATE_ANSWER_END), "{answer}");
+        assert_eq!(
+            done.await.unwrap(),
+            Err("no sign-in came back within 1 s".to_owned())
+        );
     }
 
     /// A connection that never finishes its request (a stray local client, a browser's
