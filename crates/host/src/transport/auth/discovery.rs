@@ -88,8 +88,9 @@ pub(crate) async fn resource_metadata(
 
 /// Where the resource metadata may be, in order: the challenge's URL, the path's well-known
 /// URL, the root one. Metadata names the authorization server, so it must come over TLS (read
-/// in the clear, anyone on the way could name their own): a place that is not https is left
-/// out, with a step that says so.
+/// in the clear, anyone on the way could name their own), and a remote server's challenge may
+/// not send formwork into this machine or a private network: such a place is left out, with a
+/// step that says why.
 fn resource_metadata_urls(
     server: &Url,
     challenge: &Challenge,
@@ -99,7 +100,7 @@ fn resource_metadata_urls(
     readable.retain(|url| {
         let secure = Url::parse(url)
             .map_err(|err| err.to_string())
-            .and_then(|url| check_secure(&url));
+            .and_then(|url| check_secure(&url).and_then(|()| check_reach(server, &url)));
         if let Err(reason) = &secure {
             steps.push(AuthStep {
                 step: RESOURCE_METADATA,
@@ -169,6 +170,7 @@ pub(crate) async fn discover(
     let issuer_url = Url::parse(issuer)
         .map_err(|err| format!("the authorization server `{issuer}` is not a URL: {err}"))?;
     check_secure(&issuer_url)?;
+    check_reach(&server, &issuer_url)?;
     for url in server_metadata_urls(&issuer_url) {
         let Some(metadata) = fetch_document::<ServerMetadata>(&url, SERVER_METADATA, steps).await?
         else {
@@ -181,7 +183,7 @@ pub(crate) async fn discover(
                 metadata.issuer
             ));
         }
-        check_endpoints(&metadata)?;
+        check_endpoints(&server, &metadata)?;
         return Ok(Discovered {
             resource: Some(resource),
             server: metadata,
@@ -213,7 +215,7 @@ async fn legacy(server: &Url, steps: &mut Vec<AuthStep>) -> Result<Discovered, S
                     metadata.issuer
                 ));
             }
-            check_endpoints(&metadata)?;
+            check_endpoints(server, &metadata)?;
             return Ok(Discovered {
                 resource: None,
                 server: metadata,
@@ -333,11 +335,13 @@ fn check_resource(server: &Url, resource: &str) -> Result<(), String> {
 }
 
 /// Tokens and client secrets go only to the issuer's own origin, and only over https (plain
-/// http only on this machine).
-fn check_endpoints(metadata: &ServerMetadata) -> Result<(), String> {
+/// http only on this machine); no endpoint of a remote server's authorization server is on
+/// this machine or a private network.
+fn check_endpoints(server: &Url, metadata: &ServerMetadata) -> Result<(), String> {
     let issuer = Url::parse(&metadata.issuer)
         .map_err(|err| format!("the issuer `{}` is not a URL: {err}", metadata.issuer))?;
     check_secure(&issuer)?;
+    check_reach(server, &issuer)?;
     let endpoints = [
         ("token_endpoint", Some(&metadata.token_endpoint)),
         (
@@ -361,6 +365,7 @@ fn check_endpoints(metadata: &ServerMetadata) -> Result<(), String> {
             format!("the authorization_endpoint `{endpoint}` is not a URL: {err}")
         })?;
         check_secure(&url)?;
+        check_reach(server, &url)?;
     }
     Ok(())
 }
@@ -382,6 +387,57 @@ fn is_loopback(url: &Url) -> bool {
         Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
         Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
         None => false,
+    }
+}
+
+/// A URL that the metadata of the MCP server at `server` names may be on this machine or a
+/// private network only when the server is too: a remote server must not turn formwork into
+/// its probe of the person's machine and network. The host is judged as written (an IP
+/// address, or a `localhost` name); a name that DNS resolves to a private address is not.
+fn check_reach(server: &Url, url: &Url) -> Result<(), String> {
+    let Some(kind) = local_host_kind(url) else {
+        return Ok(());
+    };
+    if local_host_kind(server).is_some() {
+        return Ok(());
+    }
+    Err(format!(
+        "{url} is on {kind}, and the server {server} is not on this machine or a private network: a remote server's metadata may not send formwork there"
+    ))
+}
+
+/// What kind of local host `url` names, as its host is written: `None` for any other.
+fn local_host_kind(url: &Url) -> Option<&'static str> {
+    match url.host()? {
+        url::Host::Domain(name) => {
+            let name = name.trim_end_matches('.').to_ascii_lowercase();
+            (name == "localhost" || name.ends_with(".localhost"))
+                .then_some("this machine (localhost)")
+        }
+        url::Host::Ipv4(ip) => ipv4_kind(ip),
+        url::Host::Ipv6(ip) => match ip.to_ipv4_mapped() {
+            Some(mapped) => ipv4_kind(mapped),
+            None if ip.is_loopback() => Some("this machine (a loopback address)"),
+            None if ip.is_unspecified() => Some("this machine (the unspecified address)"),
+            None if ip.is_unique_local() => Some("a private network"),
+            None if ip.is_unicast_link_local() => Some("a link-local network"),
+            None => None,
+        },
+    }
+}
+
+fn ipv4_kind(ip: std::net::Ipv4Addr) -> Option<&'static str> {
+    if ip.is_loopback() {
+        Some("this machine (a loopback address)")
+    } else if ip.octets()[0] == 0 {
+        // 0.0.0.0/8 reaches this machine on Linux.
+        Some("this machine (the unspecified address)")
+    } else if ip.is_private() {
+        Some("a private network")
+    } else if ip.is_link_local() {
+        Some("a link-local network")
+    } else {
+        None
     }
 }
 
@@ -492,13 +548,172 @@ mod tests {
             token_endpoint_auth_methods_supported: None,
             client_id_metadata_document_supported: false,
         };
-        assert!(check_endpoints(&metadata("https://as.example/token")).is_ok());
+        let server = url("https://mcp.example/mcp");
+        assert!(check_endpoints(&server, &metadata("https://as.example/token")).is_ok());
         assert_eq!(
-            check_endpoints(&metadata("https://collector.example/token")).unwrap_err(),
+            check_endpoints(&server, &metadata("https://collector.example/token")).unwrap_err(),
             "the authorization server https://as.example names a token_endpoint on another origin (https://collector.example/token); formwork sends credentials only to the issuer's origin"
         );
         assert!(check_secure(&url("http://127.0.0.1:9/x")).is_ok());
         assert!(check_secure(&url("http://localhost/x")).is_ok());
         assert!(check_secure(&url("http://as.example/x")).is_err());
+    }
+
+    /// Which URLs a server's metadata may send formwork to: anywhere from a server on this
+    /// machine or a private network; from any other, nowhere local, judged by the host as
+    /// written.
+    #[test]
+    fn a_remote_servers_metadata_may_not_point_into_local_networks() {
+        let check = |server: &str, target: &str, expected: Result<(), &str>| {
+            assert_eq!(
+                check_reach(&url(server), &url(target)),
+                expected.map_err(|kind| format!(
+                    "{} is on {kind}, and the server {} is not on this machine or a private network: a remote server's metadata may not send formwork there",
+                    url(target),
+                    url(server)
+                )),
+                "{server} -> {target}"
+            );
+        };
+        let remote = "https://mcp.example/mcp";
+        let this_machine = "this machine (a loopback address)";
+        check(remote, "https://as.example/", Ok(()));
+        check(remote, "https://8.8.8.8/", Ok(()));
+        check(remote, "https://172.32.0.1/", Ok(()));
+        check(remote, "https://[2001:db8::1]/", Ok(()));
+        check(remote, "https://localhost.example/", Ok(()));
+        check(remote, "http://127.0.0.1:9/token", Err(this_machine));
+        check(remote, "http://127.255.0.3/", Err(this_machine));
+        check(remote, "https://0x7f.1/", Err(this_machine));
+        check(remote, "http://[::1]:8080/", Err(this_machine));
+        check(remote, "https://[::ffff:127.0.0.1]/", Err(this_machine));
+        check(remote, "http://LOCALHOST/", Err("this machine (localhost)"));
+        check(
+            remote,
+            "https://auth.localhost./",
+            Err("this machine (localhost)"),
+        );
+        check(
+            remote,
+            "https://0.0.0.0/",
+            Err("this machine (the unspecified address)"),
+        );
+        check(
+            remote,
+            "https://[::]/",
+            Err("this machine (the unspecified address)"),
+        );
+        check(remote, "https://10.1.2.3/", Err("a private network"));
+        check(remote, "https://172.16.0.1/", Err("a private network"));
+        check(remote, "https://172.31.255.255/", Err("a private network"));
+        check(remote, "https://192.168.1.1/", Err("a private network"));
+        check(remote, "https://[fd12::1]/", Err("a private network"));
+        check(
+            remote,
+            "https://169.254.169.254/latest",
+            Err("a link-local network"),
+        );
+        check(remote, "https://[fe80::1]/", Err("a link-local network"));
+        // A server on this machine or a private network may use an authorization server there.
+        for local in [
+            "http://127.0.0.1:3000/mcp",
+            "http://localhost:3000/mcp",
+            "https://10.0.0.5/mcp",
+            "https://[fd00::5]/mcp",
+        ] {
+            check(local, "http://127.0.0.1:9/token", Ok(()));
+            check(local, "https://192.168.1.1/", Ok(()));
+        }
+    }
+
+    /// The rule holds for each URL a remote server's metadata names: the resource metadata its
+    /// challenge points at, the authorization servers of its resource metadata, and the
+    /// authorization server's endpoints.
+    #[tokio::test]
+    async fn a_remote_servers_metadata_pointing_at_loopback_is_not_fetched() {
+        let server = url("https://mcp.example/mcp");
+        let challenge = Challenge {
+            resource_metadata: Some("http://127.0.0.1:9/prm".into()),
+            ..Challenge::default()
+        };
+        let mut steps = Vec::new();
+        assert_eq!(
+            resource_metadata_urls(&server, &challenge, &mut steps),
+            [
+                "https://mcp.example/.well-known/oauth-protected-resource/mcp",
+                "https://mcp.example/.well-known/oauth-protected-resource",
+            ]
+        );
+        assert_eq!(
+            steps,
+            [AuthStep {
+                step: RESOURCE_METADATA,
+                url: "http://127.0.0.1:9/prm".into(),
+                outcome: "not read: http://127.0.0.1:9/prm is on this machine (a loopback address), and the server https://mcp.example/mcp is not on this machine or a private network: a remote server's metadata may not send formwork there".into(),
+            }]
+        );
+
+        // A listener that counts who connects: nobody may.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let local = format!("http://{}", listener.local_addr().unwrap());
+        let connections = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = std::sync::Arc::clone(&connections);
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                drop(socket);
+            }
+        });
+        let known = ResourceMetadata {
+            resource: "https://mcp.example/mcp".into(),
+            authorization_servers: vec![local.clone()],
+            scopes_supported: Vec::new(),
+        };
+        let mut steps = Vec::new();
+        let discovered = discover(
+            server.as_str(),
+            &Challenge::default(),
+            Some(known),
+            &mut steps,
+        )
+        .await;
+        assert_eq!(
+            discovered.unwrap_err(),
+            format!(
+                "{local}/ is on this machine (a loopback address), and the server https://mcp.example/mcp is not on this machine or a private network: a remote server's metadata may not send formwork there"
+            )
+        );
+        assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 0);
+
+        let metadata = |endpoint: &str, key: &str| {
+            let mut metadata = ServerMetadata {
+                issuer: "https://as.example".into(),
+                authorization_endpoint: Some("https://as.example/authorize".into()),
+                token_endpoint: "https://as.example/token".into(),
+                registration_endpoint: None,
+                scopes_supported: Vec::new(),
+                code_challenge_methods_supported: None,
+                token_endpoint_auth_methods_supported: None,
+                client_id_metadata_document_supported: false,
+            };
+            match key {
+                "issuer" => metadata.issuer = endpoint.into(),
+                "authorization_endpoint" => metadata.authorization_endpoint = Some(endpoint.into()),
+                _ => unreachable!(),
+            }
+            metadata
+        };
+        assert_eq!(
+            check_endpoints(&server, &metadata("https://192.168.0.1", "issuer")).unwrap_err(),
+            "https://192.168.0.1/ is on a private network, and the server https://mcp.example/mcp is not on this machine or a private network: a remote server's metadata may not send formwork there"
+        );
+        assert_eq!(
+            check_endpoints(
+                &server,
+                &metadata("http://localhost:8080/authorize", "authorization_endpoint")
+            )
+            .unwrap_err(),
+            "http://localhost:8080/authorize is on this machine (localhost), and the server https://mcp.example/mcp is not on this machine or a private network: a remote server's metadata may not send formwork there"
+        );
     }
 }
