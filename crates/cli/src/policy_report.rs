@@ -44,6 +44,7 @@ fn describe_oauth(oauth: &OAuthConfig) -> Value {
         ("client_id", oauth.client_id.clone()),
         ("client_secret_env_var", oauth.client_secret_env_var.clone()),
         ("client_metadata_url", oauth.client_metadata_url.clone()),
+        ("issuer", oauth.issuer.clone()),
         (
             "private_key_file",
             oauth

@@ -15,7 +15,7 @@ use axum::response::{IntoResponse, Response};
 use formwork_host::auth::Authorizer;
 use formwork_host::auth::agent::{HeadlessSignIn, PendingRedirect, SignInAgent};
 use formwork_host::auth::settings::{AuthSettings, Grant, IdentityProvider};
-use formwork_host::auth::store::{CredentialsStoreMode, TokenStore};
+use formwork_host::auth::store::{CredentialsStoreMode, StoredTokens, TokenStore};
 use formwork_host::{
     BoxFuture, ConnectOptions, FormPrompt, FormReply, FormResponder, Plugin, PluginTarget,
 };
@@ -1202,6 +1202,103 @@ async fn a_refresh_token_the_server_refused_is_not_sent_again() {
         ]
     );
     plugin.close().await;
+}
+
+/// `oauth.issuer` pins the authorization server: one with another issuer ends the sign-in
+/// right after discovery, naming both, before the client's secret (or a registration, or the
+/// person's browser) goes anywhere. The same issuer, written with a trailing slash, signs in.
+#[tokio::test]
+async fn an_authorization_server_other_than_the_pinned_issuer_gets_no_credentials() {
+    for grant in [Grant::ClientCredentials, Grant::AuthorizationCode] {
+        let (world, seen_elsewhere) = world(Hostility::None).await;
+        let pinned = |issuer: String| AuthSettings {
+            client_id: Some("formwork".to_owned()),
+            client_secret: Some("client-SECRET".to_owned()),
+            issuer: Some(issuer),
+            grant,
+            ..AuthSettings::default()
+        };
+        let err = connect_with(&world, None, pinned("https://auth.example.com".to_owned()))
+            .await
+            .err()
+            .unwrap();
+        assert!(
+            err.contains(&format!(
+                "signing in to guarded failed: its authorization server is `{}`, but `oauth.issuer` is `https://auth.example.com`; formwork signs in, and sends the client's credentials, only at the configured issuer",
+                world.origin
+            )),
+            "{err}"
+        );
+        assert!(!err.contains("SECRET"), "{err}");
+        let seen = seen_lines(&world);
+        assert_eq!(
+            seen.last().map(String::as_str),
+            Some("GET /.well-known/oauth-authorization-server"),
+            "{seen:?}"
+        );
+        assert!(seen_elsewhere.lock().unwrap().is_empty());
+
+        let plugin = connect_with(&world, None, pinned(format!("{}/", world.origin)))
+            .await
+            .unwrap();
+        plugin.close().await;
+        assert!(
+            seen_lines(&world).iter().any(|line| line == "POST /token"),
+            "{:?}",
+            seen_lines(&world)
+        );
+    }
+}
+
+/// Tokens kept from an issuer other than the pinned one are neither sent nor refreshed (that
+/// would send the client's secret there): the server is signed in to again, at the pinned
+/// issuer.
+#[tokio::test]
+async fn a_stored_sign_in_from_another_issuer_is_not_used_under_a_pin() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(TokenStore::new(CredentialsStoreMode::File, dir.path()));
+    let (world, _) = world(Hostility::None).await;
+    let url = format!("{}/mcp", world.origin);
+    store
+        .save(&StoredTokens {
+            server_name: "guarded".to_owned(),
+            url: url.clone(),
+            issuer: "https://old-auth.example.com".to_owned(),
+            token_endpoint: "https://old-auth.example.com/token".to_owned(),
+            client_id: "formwork".to_owned(),
+            client_secret: Some("client-SECRET".to_owned()),
+            token_endpoint_auth: None,
+            access_token: "old-token".to_owned(),
+            refresh_token: Some("old-refresh".to_owned()),
+            expires_at: Some(u64::MAX),
+            scopes: Vec::new(),
+            resource: Some(url.clone()),
+        })
+        .unwrap();
+    let settings = AuthSettings {
+        client_id: Some("formwork".to_owned()),
+        client_secret: Some("client-SECRET".to_owned()),
+        issuer: Some(world.origin.clone()),
+        grant: Grant::ClientCredentials,
+        ..AuthSettings::default()
+    };
+    let plugin = connect_with(&world, Some(Arc::clone(&store)), settings)
+        .await
+        .unwrap();
+    plugin.close().await;
+    let seen = world.seen.lock().unwrap().clone();
+    assert!(
+        seen.iter()
+            .all(|(_, auth)| auth.as_deref() != Some("Bearer old-token")),
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter().any(|(line, _)| line == "POST /token"),
+        "{seen:?}"
+    );
+    let kept = store.load("guarded", &url).unwrap().unwrap();
+    assert_eq!(kept.issuer, world.origin);
+    assert_eq!(kept.access_token, "secret-token-1");
 }
 
 #[tokio::test]

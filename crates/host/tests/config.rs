@@ -1563,6 +1563,7 @@ env_http_headers = { X-Team = "HOME" }
 client_id = "formwork-docs"
 grant = "client_credentials"
 private_key_file = "keys/client.pem"
+issuer = "https://auth.example.com/tenant"
 
 [mcp_servers.cimd]
 url = "https://cimd.example.com/mcp"
@@ -1580,7 +1581,7 @@ oauth = { grant = "cross_app_access", client_id = "app", client_secret_env_var =
     .expect("write the config");
     check_error(
         &std::fs::read_to_string(&path).expect("read"),
-        "formwork.toml:21:92: mcp_servers.secret.oauth.private_key_file: the client signs in with `client_secret_env_var` or with `private_key_file`; keep one of the two",
+        "formwork.toml:22:92: mcp_servers.secret.oauth.private_key_file: the client signs in with `client_secret_env_var` or with `private_key_file`; keep one of the two",
     );
     let text = std::fs::read_to_string(&path).expect("read").replace(
         r#", private_key_file = "", signing_algorithm = "RS256""#,
@@ -1609,6 +1610,7 @@ oauth = { grant = "cross_app_access", client_id = "app", client_secret_env_var =
                 client_id: Some("formwork-docs".to_owned()),
                 grant: config::OAuthGrant::ClientCredentials,
                 private_key_file: Some(root.join("keys/client.pem")),
+                issuer: Some("https://auth.example.com/tenant".to_owned()),
                 ..Default::default()
             }),
             share_session: false,
@@ -1618,7 +1620,8 @@ oauth = { grant = "cross_app_access", client_id = "app", client_secret_env_var =
     assert_eq!(
         format!("{settings:?}"),
         "AuthSettings { client_id: Some(\"formwork-docs\"), client_secret: None, \
-         client_metadata_url: None, grant: ClientCredentials, private_key_pem: \
+         client_metadata_url: None, issuer: Some(\"https://auth.example.com/tenant\"), \
+         grant: ClientCredentials, private_key_pem: \
          Some(<redacted>), signing_algorithm: Some(\"ES256\"), scopes: [\"docs:read\", \
          \"docs:write\"], resource: Some(\"https://docs.example.com/\"), identity_provider: None }"
     );
@@ -1793,8 +1796,20 @@ fn oauth_keys_that_cannot_work_are_errors_naming_the_key() {
             "formwork.toml:3:11: mcp_servers.x.oauth.client_metadata_url: expected an https URL with a path and no fragment (the client ID metadata document), such as https://example.com/formwork-client.json",
         ),
         (
+            "oauth = { issuer = \"http://auth.example.com\" }",
+            "formwork.toml:3:11: mcp_servers.x.oauth.issuer: expected the authorization server's issuer, an https:// URL without a query or fragment (http:// only to localhost), such as https://auth.example.com",
+        ),
+        (
+            "oauth = { issuer = \"https://auth.example.com/?tenant=1\" }",
+            "formwork.toml:3:11: mcp_servers.x.oauth.issuer: expected the authorization server's issuer, an https:// URL without a query or fragment (http:// only to localhost), such as https://auth.example.com",
+        ),
+        (
+            "oauth = { issuer = \"auth.example.com\" }",
+            "formwork.toml:3:11: mcp_servers.x.oauth.issuer: expected the authorization server's issuer, an https:// URL without a query or fragment (http:// only to localhost), such as https://auth.example.com",
+        ),
+        (
             "oauth = { client_id = \"a\", scopes = [\"x\"] }",
-            "formwork.toml:3:28: mcp_servers.x.oauth.scopes: unknown field `scopes`, expected one of `client_id`, `client_secret_env_var`, `client_metadata_url`, `grant`, `private_key_file`, `signing_algorithm`, `idp_token_endpoint`, `idp_client_id`, `idp_client_secret_env_var`, `id_token_env_var`",
+            "formwork.toml:3:28: mcp_servers.x.oauth.scopes: unknown field `scopes`, expected one of `client_id`, `client_secret_env_var`, `client_metadata_url`, `issuer`, `grant`, `private_key_file`, `signing_algorithm`, `idp_token_endpoint`, `idp_client_id`, `idp_client_secret_env_var`, `id_token_env_var`",
         ),
         (
             "oauth = { client_id = \"a\", id_token_env_var = \"T\" }",
@@ -1839,7 +1854,7 @@ fn oauth_keys_that_cannot_work_are_errors_naming_the_key() {
     // The table form is located the same way.
     check_error(
         &format!("{http}\n[mcp_servers.x.oauth]\nclient_id = \"a\"\nmode = \"x\"\n"),
-        "formwork.toml:6:1: mcp_servers.x.oauth.mode: unknown field `mode`, expected one of `client_id`, `client_secret_env_var`, `client_metadata_url`, `grant`, `private_key_file`, `signing_algorithm`, `idp_token_endpoint`, `idp_client_id`, `idp_client_secret_env_var`, `id_token_env_var`",
+        "formwork.toml:6:1: mcp_servers.x.oauth.mode: unknown field `mode`, expected one of `client_id`, `client_secret_env_var`, `client_metadata_url`, `issuer`, `grant`, `private_key_file`, `signing_algorithm`, `idp_token_endpoint`, `idp_client_id`, `idp_client_secret_env_var`, `id_token_env_var`",
     );
 }
 

@@ -396,6 +396,7 @@ struct RawOAuth {
     client_id: Option<String>,
     client_secret_env_var: Option<String>,
     client_metadata_url: Option<String>,
+    issuer: Option<String>,
     grant: Option<String>,
     private_key_file: Option<PathBuf>,
     signing_algorithm: Option<String>,
@@ -747,6 +748,9 @@ fn build_oauth(ctx: &Ctx<'_>, name: &str, raw: RawOAuth) -> Result<OAuthConfig, 
     if let Some(url) = &raw.client_metadata_url {
         check_metadata_url(url).map_err(|reason| ctx.error(&at("client_metadata_url"), reason))?;
     }
+    if let Some(issuer) = &raw.issuer {
+        check_issuer(issuer).map_err(|reason| ctx.error(&at("issuer"), reason))?;
+    }
     if raw.client_secret_env_var.is_some() && raw.client_id.is_none() {
         return Err(ctx.error(
             &at("client_secret_env_var"),
@@ -800,6 +804,7 @@ fn build_oauth(ctx: &Ctx<'_>, name: &str, raw: RawOAuth) -> Result<OAuthConfig, 
         client_id: raw.client_id,
         client_secret_env_var: raw.client_secret_env_var,
         client_metadata_url: raw.client_metadata_url,
+        issuer: raw.issuer,
         grant,
         private_key_file,
         signing_algorithm: raw.signing_algorithm,
@@ -849,12 +854,8 @@ fn identity_provider(
     let token_endpoint = required("idp_token_endpoint", &raw.idp_token_endpoint)?;
     let client_id = required("idp_client_id", &raw.idp_client_id)?;
     let id_token_env_var = required("id_token_env_var", &raw.id_token_env_var)?;
-    let usable = url::Url::parse(&token_endpoint).is_ok_and(|url| {
-        let local = matches!(url.host(), Some(url::Host::Domain("localhost")))
-            || matches!(url.host(), Some(url::Host::Ipv4(ip)) if ip.is_loopback())
-            || matches!(url.host(), Some(url::Host::Ipv6(ip)) if ip.is_loopback());
-        (url.scheme() == "https" || (url.scheme() == "http" && local)) && url.fragment().is_none()
-    });
+    let usable = url::Url::parse(&token_endpoint)
+        .is_ok_and(|url| https_or_local_http(&url) && url.fragment().is_none());
     if !usable {
         return Err(ctx.error(
             &at("idp_token_endpoint"),
@@ -868,6 +869,31 @@ fn identity_provider(
         client_secret_env_var: raw.idp_client_secret_env_var.clone(),
         id_token_env_var,
     }))
+}
+
+/// https, or plain http to this machine (a development server).
+fn https_or_local_http(url: &url::Url) -> bool {
+    let local = matches!(url.host(), Some(url::Host::Domain("localhost")))
+        || matches!(url.host(), Some(url::Host::Ipv4(ip)) if ip.is_loopback())
+        || matches!(url.host(), Some(url::Host::Ipv6(ip)) if ip.is_loopback());
+    url.scheme() == "https" || (url.scheme() == "http" && local)
+}
+
+/// An issuer is an https URL without a query or fragment (RFC 8414 §2); plain http only to
+/// this machine.
+fn check_issuer(text: &str) -> Result<(), String> {
+    let usable = url::Url::parse(text).is_ok_and(|url| {
+        https_or_local_http(&url) && url.query().is_none() && url.fragment().is_none()
+    });
+    if usable {
+        Ok(())
+    } else {
+        Err(
+            "expected the authorization server's issuer, an https:// URL without a query or \
+             fragment (http:// only to localhost), such as https://auth.example.com"
+                .to_owned(),
+        )
+    }
 }
 
 /// A client ID metadata document is named by an https URL with a path.

@@ -559,6 +559,9 @@ pub struct OAuthConfig {
     pub client_secret_env_var: Option<String>,
     /// `client_metadata_url`: the https URL of a client ID metadata document.
     pub client_metadata_url: Option<String>,
+    /// `issuer`: the only authorization server (by its metadata's `issuer`) that this server's
+    /// sign-ins may use, and so the only one its client secret or key is ever sent to.
+    pub issuer: Option<String>,
     /// `grant`: `"authorization_code"` (the default) or `"client_credentials"`.
     pub grant: OAuthGrant,
     /// `private_key_file`: a PKCS#8 PEM key that signs the client's assertion

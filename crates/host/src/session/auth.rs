@@ -61,6 +61,7 @@ impl Transport {
             client_id: oauth.client_id.clone(),
             client_secret,
             client_metadata_url: oauth.client_metadata_url.clone(),
+            issuer: oauth.issuer.clone(),
             grant: match oauth.grant {
                 OAuthGrant::AuthorizationCode => Grant::AuthorizationCode,
                 OAuthGrant::ClientCredentials => Grant::ClientCredentials,

@@ -412,10 +412,28 @@ impl Authorizer {
         let loaded = tokio::task::spawn_blocking(move || store.load(&name, &url))
             .await
             .unwrap_or_else(|err| Err(format!("reading the store failed: {err}")));
-        loaded.unwrap_or_else(|err| {
+        let stored = loaded.unwrap_or_else(|err| {
             tracing::warn!(target: "formwork::auth", server = %self.server_name, %err, "the stored sign-in could not be read");
             None
-        })
+        })?;
+        // Refreshing them would send the client's credentials to their issuer: with
+        // `oauth.issuer` set, only that issuer's tokens are used.
+        if let Err(err) = self.check_pinned_issuer(&stored.issuer) {
+            tracing::info!(target: "formwork::auth", server = %self.server_name, %err, "the stored sign-in is not used");
+            return None;
+        }
+        Some(stored)
+    }
+
+    /// With `oauth.issuer` set, an authorization server with another issuer is refused: the
+    /// client's secret or key belongs to the configured one.
+    fn check_pinned_issuer(&self, issuer: &str) -> Result<(), AuthError> {
+        match &self.settings.issuer {
+            Some(pinned) if !same_issuer(pinned, issuer) => Err(self.failed(format!(
+                "its authorization server is `{issuer}`, but `oauth.issuer` is `{pinned}`; formwork signs in, and sends the client's credentials, only at the configured issuer"
+            ))),
+            _ => Ok(()),
+        }
     }
 
     async fn keep(&self, state: &mut State, tokens: StoredTokens) {
@@ -558,16 +576,22 @@ impl Authorizer {
             .resource
             .clone()
             .or_else(|| discovered.resource.as_ref().map(|r| r.resource.clone()));
-        let tokens = match self.settings.grant {
-            Grant::ClientCredentials => {
+        let tokens = match (
+            self.check_pinned_issuer(&discovered.server.issuer),
+            self.settings.grant,
+        ) {
+            (Err(err), _) => Err(err),
+            (Ok(()), Grant::ClientCredentials) => {
                 self.client_credentials(&discovered, &scopes, resource)
                     .await
             }
-            Grant::AuthorizationCode => {
+            (Ok(()), Grant::AuthorizationCode) => {
                 self.authorization_code(&discovered, &scopes, resource)
                     .await
             }
-            Grant::CrossAppAccess => self.cross_app_access(&discovered, &scopes, resource).await,
+            (Ok(()), Grant::CrossAppAccess) => {
+                self.cross_app_access(&discovered, &scopes, resource).await
+            }
         };
         state.steps.push(AuthStep {
             step: "sign-in",
@@ -1213,6 +1237,16 @@ fn basic_credentials(client_id: &str, secret: &str) -> String {
         "Basic {}",
         base64::engine::general_purpose::STANDARD.encode(pair)
     )
+}
+
+/// Whether two issuers are the same URL, written either way (host case, default port, one
+/// trailing slash).
+fn same_issuer(one: &str, other: &str) -> bool {
+    let normal = |issuer: &str| match url::Url::parse(issuer) {
+        Ok(url) => url.as_str().trim_end_matches('/').to_owned(),
+        Err(_) => issuer.trim_end_matches('/').to_owned(),
+    };
+    normal(one) == normal(other)
 }
 
 fn snippet(body: &[u8]) -> String {

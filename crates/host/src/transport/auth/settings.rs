@@ -13,6 +13,9 @@ pub struct AuthSettings {
     pub client_secret: Option<String>,
     /// A client ID metadata document URL (config `oauth.client_metadata_url`, https with a path).
     pub client_metadata_url: Option<String>,
+    /// `oauth.issuer`: when set, the only authorization server signed in at, and so the only
+    /// one the client secret, the client assertion and stored tokens' refreshes go to.
+    pub issuer: Option<String>,
     /// `oauth.grant`.
     pub grant: Grant,
     /// PKCS#8 PEM read from `oauth.private_key_file`, for `private_key_jwt` with client credentials.
@@ -72,6 +75,7 @@ impl fmt::Debug for AuthSettings {
             .field("client_id", &self.client_id)
             .field("client_secret", &redacted(self.client_secret.as_ref()))
             .field("client_metadata_url", &self.client_metadata_url)
+            .field("issuer", &self.issuer)
             .field("grant", &self.grant)
             .field("private_key_pem", &redacted(self.private_key_pem.as_ref()))
             .field("signing_algorithm", &self.signing_algorithm)
@@ -120,7 +124,8 @@ mod tests {
         assert_eq!(
             format!("{settings:?}"),
             "AuthSettings { client_id: Some(\"app\"), client_secret: Some(<redacted>), \
-             client_metadata_url: None, grant: ClientCredentials, private_key_pem: \
+             client_metadata_url: None, issuer: None, grant: ClientCredentials, \
+             private_key_pem: \
              Some(<redacted>), signing_algorithm: Some(\"ES256\"), scopes: [\"read\"], \
              resource: None, identity_provider: Some(IdentityProvider { token_endpoint: \
              \"https://idp.example/token\", client_id: \"idp-app\", client_secret: \
@@ -129,7 +134,7 @@ mod tests {
         assert_eq!(
             format!("{:?}", AuthSettings::default()),
             "AuthSettings { client_id: None, client_secret: None, client_metadata_url: None, \
-             grant: AuthorizationCode, private_key_pem: None, signing_algorithm: None, \
+             issuer: None, grant: AuthorizationCode, private_key_pem: None, signing_algorithm: None, \
              scopes: [], resource: None, identity_provider: None }"
         );
     }
