@@ -143,11 +143,16 @@ fn logout_forgets_the_tokens_of_the_configured_url_and_nothing_else() {
         ]
     );
     assert_eq!(mode(&file), 0o600);
-    let names: Vec<String> = std::fs::read_dir(&world.data)
+    let mut names: Vec<String> = std::fs::read_dir(&world.data)
         .unwrap()
         .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(names, ["mcp-credentials.json"], "no temporary file is left");
+    names.sort();
+    assert_eq!(
+        names,
+        ["mcp-credentials.json", "mcp-credentials.json.lock"],
+        "no temporary file is left"
+    );
 
     let again = world.formwork(&["logout", "docs"]);
     again.assert_code(0);

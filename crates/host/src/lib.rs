@@ -49,5 +49,6 @@ pub use transport::MAX_FRAME_BYTES;
 pub use transport::auth;
 pub use transport::auth::settings::{AuthSettings, Grant};
 pub use transport::auth::store::{
-    CREDENTIALS_FILE, CredentialsStoreMode, KEYRING_SERVICE, StoredTokens, TokenPlace, TokenStore,
+    CREDENTIALS_FILE, CREDENTIALS_LOCK_FILE, CredentialsStoreMode, KEYRING_SERVICE, StoredTokens,
+    TokenPlace, TokenStore,
 };

@@ -11,7 +11,10 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use formwork_host::{CREDENTIALS_FILE, CredentialsStoreMode, StoredTokens, TokenPlace, TokenStore};
+use formwork_host::{
+    CREDENTIALS_FILE, CREDENTIALS_LOCK_FILE, CredentialsStoreMode, StoredTokens, TokenPlace,
+    TokenStore,
+};
 
 fn tokens(server_name: &str, url: &str, access_token: &str) -> StoredTokens {
     StoredTokens {
@@ -75,9 +78,10 @@ fn the_file_store_keeps_each_server_and_url_apart_in_a_private_file() {
     assert_eq!(mode(&file), 0o600);
     assert_eq!(
         names_in(&data),
-        [CREDENTIALS_FILE],
+        [CREDENTIALS_FILE, CREDENTIALS_LOCK_FILE],
         "no temporary file is left"
     );
+    assert_eq!(mode(&data.join(CREDENTIALS_LOCK_FILE)), 0o600);
     assert_eq!(
         store.load("docs", "https://docs.example.com/mcp"),
         Ok(Some(docs.clone()))
@@ -153,7 +157,7 @@ fn the_file_store_keeps_each_server_and_url_apart_in_a_private_file() {
         Ok(Some(wiki))
     );
     assert_eq!(mode(&file), 0o600);
-    assert_eq!(names_in(&data), [CREDENTIALS_FILE]);
+    assert_eq!(names_in(&data), [CREDENTIALS_FILE, CREDENTIALS_LOCK_FILE]);
 }
 
 #[test]
@@ -188,6 +192,57 @@ fn a_damaged_credentials_file_is_an_error_that_quotes_none_of_it() {
             file.display()
         ))
     );
+}
+
+/// Two processes write the file at once: two store handles that share nothing, each in a
+/// thread of its own, keep rotating the tokens of their own server. Each write reads the file
+/// again under the lock, so neither ever puts back an older copy of the other's entry: each
+/// finds its own latest write, what each sees of the other only moves forward, and both
+/// latest sign-ins are there at the end.
+#[test]
+fn two_writers_at_once_keep_each_others_latest_tokens() {
+    const WRITES: u32 = 100;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let url = |name: &str| format!("https://{name}.example.com/mcp");
+    let writer = |name: &'static str, other: &'static str| {
+        let data = data.clone();
+        std::thread::spawn(move || {
+            let store = TokenStore::new(CredentialsStoreMode::File, &data);
+            let mut others_latest = 0;
+            for round in 1..=WRITES {
+                let mut rotated = tokens(name, &url(name), &format!("{name}-access-{round}"));
+                rotated.refresh_token = Some(format!("{name}-refresh-{round}"));
+                store.save(&rotated).expect("save");
+                let own = store.load(name, &url(name)).expect("load").expect("kept");
+                assert_eq!(own.refresh_token, rotated.refresh_token, "a write lost it");
+                let Some(seen) = store.load(other, &url(other)).expect("load") else {
+                    continue;
+                };
+                let seen_round: u32 = seen
+                    .access_token
+                    .rsplit('-')
+                    .next()
+                    .and_then(|round| round.parse().ok())
+                    .expect("a round");
+                assert!(
+                    seen_round >= others_latest,
+                    "{name} saw {other}'s round {seen_round} after round {others_latest}: a write lost it"
+                );
+                others_latest = seen_round;
+            }
+        })
+    };
+    let docs = writer("docs", "wiki");
+    let wiki = writer("wiki", "docs");
+    docs.join().expect("the docs writer");
+    wiki.join().expect("the wiki writer");
+    let store = TokenStore::new(CredentialsStoreMode::File, &data);
+    for name in ["docs", "wiki"] {
+        let kept = store.load(name, &url(name)).expect("load").expect("kept");
+        assert_eq!(kept.access_token, format!("{name}-access-{WRITES}"));
+        assert_eq!(kept.refresh_token, Some(format!("{name}-refresh-{WRITES}")));
+    }
 }
 
 #[test]

@@ -8,7 +8,9 @@
 //! file, [`CREDENTIALS_FILE`] in the data directory, is one JSON object whose keys are
 //! `<name> <url>` and whose values are the entries; it is `0600`, and every write replaces it
 //! whole (a temporary `0600` file beside it, fsynced, renamed over it), so a reader never sees
-//! half of one. Two processes writing at once can lose one of the two writes, not the file.
+//! half of one. A write holds an exclusive `flock` on [`CREDENTIALS_LOCK_FILE`] beside it and
+//! reads the file again under it before changing its own entry: two processes writing at once
+//! (two `formwork login`s, two refreshes) each keep what the other wrote.
 //!
 //! `auto` takes the keyring when it answers, as Codex does: a write the keyring refuses (a
 //! locked collection, say) goes to the file instead, a sign-in the keyring does not have is
@@ -22,8 +24,11 @@ use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use indexmap::IndexMap;
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 
 use super::settings::redacted;
@@ -33,6 +38,14 @@ pub const KEYRING_SERVICE: &str = "formwork MCP credentials";
 
 /// The file's name inside the data directory.
 pub const CREDENTIALS_FILE: &str = "mcp-credentials.json";
+
+/// The lock file beside it that every write of the file holds (never removed: a lock file that
+/// is removed and made again can be held by two processes at once).
+pub const CREDENTIALS_LOCK_FILE: &str = "mcp-credentials.json.lock";
+
+/// How long a write waits for another process to release the file's lock: a write holds it
+/// for a read and a write of a small file, so only a stuck process holds it this long.
+const LOCK_WAIT: Duration = Duration::from_secs(10);
 
 /// `mcp_oauth_credentials_store`: where tokens are kept.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -278,19 +291,84 @@ fn load_keyring(key: &str, server_name: &str) -> Result<Option<StoredTokens>, St
 }
 
 fn save_file(path: &Path, key: String, tokens: &StoredTokens) -> Result<(), String> {
-    let mut entries = read_file(path)?;
-    entries.insert(key, tokens.clone());
-    write_file(path, &entries)
+    update_file(path, |entries| {
+        entries.insert(key, tokens.clone());
+        true
+    })
+    .map(|_| ())
 }
 
 /// Removes the entry `key` from the file; whether it was there.
 fn remove_from_file(path: &Path, key: &str) -> Result<bool, String> {
-    let mut entries = read_file(path)?;
-    if entries.shift_remove(key).is_none() {
+    if !path.exists() {
+        // Nothing to remove: no lock (nor directory) is made for nothing.
         return Ok(false);
     }
-    write_file(path, &entries)?;
-    Ok(true)
+    update_file(path, |entries| entries.shift_remove(key).is_some())
+}
+
+/// Changes the file's entries under its lock: they are read again once the lock is held, and
+/// written back when `change` says it changed them (which is returned). Another process's
+/// write between our read and ours would otherwise be lost.
+fn update_file(
+    path: &Path,
+    change: impl FnOnce(&mut IndexMap<String, StoredTokens>) -> bool,
+) -> Result<bool, String> {
+    let _lock = lock_file(path)?;
+    let mut entries = read_file(path)?;
+    let changed = change(&mut entries);
+    if changed {
+        write_file(path, &entries)?;
+    }
+    Ok(changed)
+}
+
+/// Takes the exclusive lock of the credentials file `path` (on [`CREDENTIALS_LOCK_FILE`]
+/// beside it), waiting [`LOCK_WAIT`] at most; held until the returned value is dropped. The
+/// kernel releases it when the process ends, however it ends.
+fn lock_file(path: &Path) -> Result<Flock<File>, String> {
+    let dir = parent_dir(path);
+    let lock = dir.join(CREDENTIALS_LOCK_FILE);
+    let failed = |err: std::io::Error| format!("cannot lock {}: {err}", lock.display());
+    DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(failed)?;
+    let mut file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(&lock)
+        .map_err(failed)?;
+    let started = Instant::now();
+    loop {
+        match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            Ok(locked) => return Ok(locked),
+            Err((unlocked, Errno::EWOULDBLOCK)) if started.elapsed() < LOCK_WAIT => {
+                file = unlocked;
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err((_, Errno::EWOULDBLOCK)) => {
+                return Err(format!(
+                    "cannot write {}: another process has held its lock {} for {} s",
+                    path.display(),
+                    lock.display(),
+                    LOCK_WAIT.as_secs()
+                ));
+            }
+            Err((_, errno)) => return Err(failed(errno.into())),
+        }
+    }
+}
+
+/// The directory of the credentials file `path`.
+fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    }
 }
 
 /// The account of a keyring entry and the key of a file entry. A server name has no spaces,
@@ -348,19 +426,11 @@ fn read_file(path: &Path) -> Result<IndexMap<String, StoredTokens>, String> {
 }
 
 /// Replaces the file with `entries`: a `0600` temporary file created exclusively beside it,
-/// fsynced and renamed over it, then the directory fsynced. A missing directory is created
-/// `0700`.
+/// fsynced and renamed over it, then the directory fsynced. The caller holds the lock, which
+/// made the directory (`0700`) if it was missing.
 fn write_file(path: &Path, entries: &IndexMap<String, StoredTokens>) -> Result<(), String> {
     let failed = |err: std::io::Error| format!("cannot write {}: {err}", path.display());
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(failed)?;
+    let dir = parent_dir(path);
     let text = serde_json::to_string_pretty(entries)
         .map_err(|_| format!("cannot write {}: not JSON", path.display()))?;
     let (temp, file) = create_temp(dir).map_err(failed)?;
