@@ -73,6 +73,11 @@ enum Hostility {
     /// Also an enterprise identity provider (`/idp/token`), whose token exchange answers an
     /// access token of its own rather than an ID-JAG.
     IdpAnswersAnAccessToken,
+    /// Like `Refreshing`, but another process (a store handle of its own on the file in
+    /// `World::other_process`) refreshes first: asked to refresh `refresh-1`, the server writes
+    /// that process's rotated `token-other` and `refresh-other` into the store, then refuses
+    /// `refresh-1` as spent (`invalid_grant`).
+    RotatedElsewhere,
 }
 
 impl Hostility {
@@ -84,6 +89,7 @@ impl Hostility {
                 | Hostility::RefreshingWithSecretInBody
                 | Hostility::RefusesRefresh
                 | Hostility::RevokesWhileResuming
+                | Hostility::RotatedElsewhere
         )
     }
 }
@@ -104,6 +110,8 @@ struct World {
     resumable: Arc<Mutex<Option<serde_json::Value>>>,
     /// The scopes each token was issued with (`StepsUp`).
     granted: Arc<Mutex<std::collections::HashMap<String, Vec<String>>>>,
+    /// The data directory whose credentials file the other process of `RotatedElsewhere` writes.
+    other_process: Arc<Mutex<Option<std::path::PathBuf>>>,
 }
 
 async fn serve(router: Router) -> String {
@@ -386,7 +394,26 @@ async fn hostile(State(world): State<World>, request: Request) -> Response {
                     None,
                 ));
             }
-            if world.hostility == Hostility::RefusesRefresh && grant == "refresh_token" {
+            if world.hostility == Hostility::RotatedElsewhere && grant == "refresh_token" {
+                let data = world.other_process.lock().unwrap().clone().unwrap();
+                let url = format!("{}/mcp", world.origin);
+                tokio::task::spawn_blocking(move || {
+                    let other = TokenStore::new(CredentialsStoreMode::File, &data);
+                    let mut rotated = other.load("guarded", &url).unwrap().unwrap();
+                    rotated.access_token = "token-other".to_owned();
+                    rotated.refresh_token = Some("refresh-other".to_owned());
+                    rotated.expires_at = Some(u64::MAX);
+                    other.save(&rotated).unwrap();
+                })
+                .await
+                .unwrap();
+                world.valid.lock().unwrap().push("token-other".to_owned());
+            }
+            let spent = matches!(
+                world.hostility,
+                Hostility::RefusesRefresh | Hostility::RotatedElsewhere
+            );
+            if spent && grant == "refresh_token" {
                 return (
                     StatusCode::BAD_REQUEST,
                     [(header::CONTENT_TYPE, "application/json")],
@@ -570,6 +597,7 @@ async fn world(hostility: Hostility) -> (World, Seen) {
         issued: Arc::default(),
         resumable: Arc::default(),
         granted: Arc::default(),
+        other_process: Arc::default(),
     };
     let router = Router::new().fallback(hostile).with_state(world.clone());
     tokio::spawn(async move { axum::serve(listener, router).await });
@@ -1201,6 +1229,41 @@ async fn a_refresh_token_the_server_refused_is_not_sent_again() {
             "token grant_type=refresh_token refresh_token=refresh-1",
         ]
     );
+    plugin.close().await;
+}
+
+/// Another process refreshed the same sign-in a moment before this one (the server rotates
+/// refresh tokens, so ours is refused as spent): the entry that process wrote stays in the
+/// file, refresh token and all, and this connection goes on with its tokens.
+#[tokio::test]
+async fn a_refresh_token_rotated_by_another_process_is_not_overwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(TokenStore::new(CredentialsStoreMode::File, dir.path()));
+    let (world, _) = world(Hostility::RotatedElsewhere).await;
+    *world.other_process.lock().unwrap() = Some(dir.path().to_owned());
+    let plugin = connect_keeping(&world, Some(Arc::clone(&store)))
+        .await
+        .unwrap();
+    assert_eq!(token_requests(&world), SIGNED_IN);
+    let kept = store
+        .load("guarded", &format!("{}/mcp", world.origin))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (kept.access_token.as_str(), kept.refresh_token.as_deref()),
+        ("token-other", Some("refresh-other"))
+    );
+    let before = world.seen.lock().unwrap().len();
+    plugin.list_tools().await.unwrap();
+    let after = world.seen.lock().unwrap()[before..].to_vec();
+    assert!(
+        after.iter().any(|(line, _)| line == "POST /mcp")
+            && after
+                .iter()
+                .all(|(_, auth)| auth.as_deref() == Some("Bearer token-other")),
+        "{after:?}"
+    );
+    assert_eq!(token_requests(&world), SIGNED_IN, "no other refresh");
     plugin.close().await;
 }
 

@@ -245,6 +245,39 @@ fn two_writers_at_once_keep_each_others_latest_tokens() {
     }
 }
 
+/// A refresh token the server refused is forgotten only while the store still holds it: one
+/// that another process rotated meanwhile stays, and is handed back to be used.
+#[test]
+fn a_refused_refresh_token_is_forgotten_unless_it_was_rotated_meanwhile() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = TokenStore::new(CredentialsStoreMode::File, dir.path());
+    let url = "https://docs.example.com/mcp";
+    let held = tokens("docs", url, "docs-access");
+    assert_eq!(store.forget_refresh_token(&held), Ok(None));
+    assert_eq!(
+        store.load("docs", url),
+        Ok(None),
+        "nothing written for no entry"
+    );
+
+    store.save(&held).expect("save");
+    assert_eq!(store.forget_refresh_token(&held), Ok(None));
+    let forgotten = StoredTokens {
+        refresh_token: None,
+        ..held.clone()
+    };
+    assert_eq!(store.load("docs", url), Ok(Some(forgotten)));
+
+    let rotated = StoredTokens {
+        access_token: "rotated-access".to_owned(),
+        refresh_token: Some("rotated-refresh".to_owned()),
+        ..held.clone()
+    };
+    store.save(&rotated).expect("save");
+    assert_eq!(store.forget_refresh_token(&held), Ok(Some(rotated.clone())));
+    assert_eq!(store.load("docs", url), Ok(Some(rotated)));
+}
+
 #[test]
 fn debug_output_hides_the_tokens_and_the_secret() {
     let tokens = tokens("docs", "https://docs.example.com/mcp", "docs-access");

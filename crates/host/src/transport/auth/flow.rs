@@ -517,12 +517,10 @@ impl Authorizer {
         let answer = match request.request_async(&fetch::oauth_client).await {
             Ok(answer) => answer,
             Err(err) => {
-                if matches!(err, RequestTokenError::ServerResponse(_)) {
-                    // The server will not take this refresh token again (`invalid_grant`, most
-                    // likely): it is forgotten, so that no later request asks once more.
-                    let mut spent = tokens.clone();
-                    spent.refresh_token = None;
-                    self.keep(state, spent).await;
+                if matches!(err, RequestTokenError::ServerResponse(_))
+                    && self.forget_refresh_token(state, &tokens).await
+                {
+                    return Ok(());
                 }
                 return Err(self.failed(token_error(&tokens.token_endpoint, err)));
             }
@@ -538,6 +536,42 @@ impl Authorizer {
         self.keep(state, renewed).await;
         state.refreshed = Some(state.generation);
         Ok(())
+    }
+
+    /// The server will not take the refresh token of `tokens` again (`invalid_grant`, most
+    /// likely): it is forgotten, so that no later request asks once more. Whether another
+    /// process had refreshed meanwhile: its tokens, from the store, are the current ones then.
+    async fn forget_refresh_token(&self, state: &mut State, tokens: &StoredTokens) -> bool {
+        let newer = match &self.store {
+            Some(store) => {
+                let (store, spent) = (Arc::clone(store), tokens.clone());
+                tokio::task::spawn_blocking(move || store.forget_refresh_token(&spent))
+                    .await
+                    .unwrap_or_else(|err| Err(format!("writing the store failed: {err}")))
+                    .unwrap_or_else(|err| {
+                        tracing::warn!(target: "formwork::auth", server = %self.server_name, %err, "the refused refresh token could not be forgotten in the store");
+                        None
+                    })
+            }
+            None => None,
+        };
+        match newer.filter(|newer| self.check_pinned_issuer(&newer.issuer).is_ok()) {
+            Some(newer) => {
+                state.tokens = Some(newer);
+                state.generation += 1;
+                state.refreshed = Some(state.generation);
+                self.publish(state);
+                true
+            }
+            None => {
+                let mut spent = tokens.clone();
+                spent.refresh_token = None;
+                state.tokens = Some(spent);
+                state.generation += 1;
+                self.publish(state);
+                false
+            }
+        }
     }
 
     async fn sign_in_locked(

@@ -245,6 +245,49 @@ impl TokenStore {
         }
     }
 
+    /// The authorization server refused the refresh token of `tokens` (spent or revoked): their
+    /// entry is kept without it, so that it is never sent again. When the entry holds another
+    /// refresh token by now (another process refreshed meanwhile, and the refused one was the
+    /// old half of a rotation), it is left as it is and returned, to be used instead; nothing
+    /// is written for an entry that is gone.
+    pub fn forget_refresh_token(
+        &self,
+        tokens: &StoredTokens,
+    ) -> Result<Option<StoredTokens>, String> {
+        let key = entry_key(&tokens.server_name, &tokens.url);
+        let mut spent = tokens.clone();
+        spent.refresh_token = None;
+        let mut newer = None;
+        let mut forget = |entries: &mut IndexMap<String, StoredTokens>| match entries.get(&key) {
+            Some(kept) if kept.refresh_token == tokens.refresh_token => {
+                entries.insert(key.clone(), spent.clone());
+                true
+            }
+            Some(kept) => {
+                newer = Some(kept.clone());
+                false
+            }
+            None => false,
+        };
+        match self.place() {
+            TokenPlace::File(path) => {
+                update_file(path, &mut forget)?;
+            }
+            // A keyring has no lock to hold across the look and the write; its entries are
+            // one per sign-in, so no other server's is at stake.
+            TokenPlace::Keyring => {
+                let mut entries = IndexMap::new();
+                if let Some(kept) = self.load(&tokens.server_name, &tokens.url)? {
+                    entries.insert(key.clone(), kept);
+                }
+                if forget(&mut entries) {
+                    self.save(&spent)?;
+                }
+            }
+        }
+        Ok(newer)
+    }
+
     /// Forgets the tokens of `server_name` at `url`.
     ///
     /// Where they were (the keyring when the file behind it had some too); none when nowhere.
