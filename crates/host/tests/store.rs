@@ -146,6 +146,32 @@ async fn json_round_trips_byte_for_byte_with_result_parts_apart() {
     assert_eq!(transcript[0].payload.get(), message.get());
 }
 
+/// A call an app made keeps the invocation whose app asked.
+#[tokio::test]
+async fn an_apps_call_keeps_who_asked() {
+    let store = Store::open_in_memory().unwrap();
+    store.create_session("s1", None).await.unwrap();
+    for (id, asked_by) in [("i1", None), ("i2", Some("i1"))] {
+        store
+            .begin_invocation(NewInvocation {
+                id,
+                session: "s1",
+                server: "p",
+                tool: "t",
+                arguments: None,
+                asked_by,
+            })
+            .await
+            .unwrap();
+    }
+    let asked = |id: &'static str| {
+        let store = &store;
+        async move { store.invocation(id).await.unwrap().unwrap().asked_by }
+    };
+    assert_eq!(asked("i1").await, None);
+    assert_eq!(asked("i2").await.as_deref(), Some("i1"));
+}
+
 #[tokio::test]
 async fn transcript_is_ordered_and_joined_with_its_rows() {
     let store = Store::open_in_memory().unwrap();
@@ -1061,6 +1087,7 @@ async fn a_schema_1_database_keeps_its_transcript_and_takes_rounds() {
         DROP TABLE app_state;
         DROP TABLE model_items;
         ALTER TABLE sessions DROP COLUMN codex_thread;
+        ALTER TABLE invocations DROP COLUMN asked_by;
         PRAGMA user_version = 1;",
     )
     .unwrap();

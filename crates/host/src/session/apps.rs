@@ -18,6 +18,7 @@ use crate::events::{Command, Event};
 use crate::responder::FormAction;
 use crate::store::AppStatePart;
 
+use super::app_cache::DocumentCache;
 use super::{CommandError, Host, Session, SessionState};
 
 /// The MCP Apps protocol version formwork speaks with apps.
@@ -59,7 +60,7 @@ impl ReadOn {
 pub(super) struct SessionApps {
     /// Documents by server and URI, with the connection they were read on and its resource
     /// change count then: a new connection (the plugin restarted) may serve another document.
-    documents: HashMap<(String, String), (ReadOn, Arc<AppDocument>)>,
+    documents: DocumentCache<ReadOn>,
     /// The last `ui/update-model-context` params of each invocation's app.
     model_context: HashMap<String, Value>,
     /// A widget's saved state, by invocation.
@@ -345,17 +346,22 @@ impl Session {
             .lock()
             .apps
             .documents
-            .get(&key)
-            .filter(|(read, _)| read.is_current(plugin))
-            .map(|(_, document)| Arc::clone(document));
+            .get(&key, |read| read.is_current(plugin));
         let document = match cached {
             Some(document) => document,
             None => {
                 let document = Arc::new(read_app_document(plugin, &uri).await?);
-                self.lock()
-                    .apps
-                    .documents
-                    .insert(key, (read_on, Arc::clone(&document)));
+                if let Some(host) = self.host.upgrade() {
+                    let kept = self.lock().apps.documents.insert(
+                        key,
+                        read_on,
+                        Arc::clone(&document),
+                        &host.app_documents,
+                    );
+                    if !kept {
+                        tracing::info!(target: "formwork::apps", session = %self.id, uri = %crate::budget::clipped(&uri), "an app document was not cached: the host's cache is full");
+                    }
+                }
                 document
             }
         };
@@ -652,8 +658,8 @@ impl Session {
             .lock()
             .apps
             .documents
-            .get(&(call.server.clone(), uri.clone()))
-            .map(|(_, document)| document.skybridge);
+            .get(&(call.server.clone(), uri.clone()), |_| true)
+            .map(|document| document.skybridge);
         match cached {
             Some(skybridge) => skybridge,
             None => self

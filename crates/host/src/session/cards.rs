@@ -255,7 +255,9 @@ impl Session {
             };
             match &card.waiter {
                 Waiter::Elicitation { form, .. } => {
-                    EndBy::Person(reply_for(form.as_deref(), answer, &state.uploads)?)
+                    let reply = reply_for(form.as_deref(), answer, &state.uploads)?;
+                    mark_named_uploads_used(reply.content.as_ref(), &state.uploads);
+                    EndBy::Person(reply)
                 }
                 Waiter::Approval { card, .. } => EndBy::Approved(approval_from_form(card, answer)?),
             }
@@ -539,6 +541,22 @@ fn reply_for(
         }
     }
     Ok(reply)
+}
+
+/// Marks the uploads an accepted answer names as used now, so that they are kept another week
+/// (`store::UPLOAD_KEPT_FOR`).
+fn mark_named_uploads_used(content: Option<&formwork_forms::Content>, uploads: &HashSet<String>) {
+    let Some(content) = content else {
+        return;
+    };
+    let named = content.values().flat_map(|value| match value {
+        Value::String(uri) => vec![uri.as_str()],
+        Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    });
+    for uri in named.filter(|uri| uploads.contains(*uri)) {
+        crate::store::mark_upload_used(uri);
+    }
 }
 
 /// One error per `file:` URI in a resource picker's answer that the host did not make.

@@ -5,6 +5,7 @@
 //! call whose stream carried it (a connection shared by sessions, see `connections.rs`); forms
 //! of different sessions never wait on each other.
 
+mod app_cache;
 mod apps;
 mod auth;
 mod calls;
@@ -173,6 +174,8 @@ struct HostInner {
     /// The running `codex app-server`, under [`HostOptions::codex`]; started on first use and
     /// again after it exits.
     codex: tokio::sync::Mutex<Option<Arc<codex::CodexLink>>>,
+    /// The bytes of app documents all sessions keep (`app_cache.rs`).
+    app_documents: app_cache::CacheBudget,
 }
 
 struct Session {
@@ -268,6 +271,7 @@ impl Host {
                 stopping: CancellationToken::new(),
                 token_store: std::sync::OnceLock::new(),
                 codex: tokio::sync::Mutex::new(None),
+                app_documents: app_cache::CacheBudget::new(app_cache::MAX_CACHED_DOCUMENT_BYTES),
             }),
         }
     }

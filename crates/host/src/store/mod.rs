@@ -46,7 +46,10 @@ pub use records::{
     UnixMillis,
 };
 pub use schema::SCHEMA_VERSION;
-pub use uploads::{MAX_UPLOAD_BYTES, UPLOADS_DIR, Upload, save_upload};
+pub use uploads::{
+    MAX_UPLOAD_BYTES, UPLOAD_KEPT_FOR, UPLOADS_DIR, Upload, mark_upload_used, remove_stale_uploads,
+    save_upload,
+};
 
 use writer::{ClosureJob, Message, Stats};
 
@@ -94,7 +97,36 @@ impl Store {
         if recovery != Recovery::default() {
             tracing::info!(?recovery, path = %path.display(), "cancelled what the last host left pending");
         }
-        Self::start(Some(path), writer, Some(lock), Some(reader), recovery)
+        let store = Self::start(Some(path), writer, Some(lock), Some(reader), recovery)?;
+        store.sweep_uploads_while_open();
+        Ok(store)
+    }
+
+    /// Removes stale uploads now, and every hour while the store is open (a workbench may run
+    /// for weeks).
+    fn sweep_uploads_while_open(&self) {
+        let Some(root) = self.uploads_dir() else {
+            return;
+        };
+        let sweep = move |root: &Path| {
+            let removed = remove_stale_uploads(root, UPLOAD_KEPT_FOR, std::time::SystemTime::now());
+            if removed > 0 {
+                tracing::info!(removed, root = %root.display(), "removed uploads unused for 7 days");
+            }
+        };
+        sweep(&root);
+        let open = Arc::downgrade(&self.inner);
+        let _ = std::thread::Builder::new()
+            .name("formwork-uploads".to_owned())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(std::time::Duration::from_secs(60 * 60));
+                    if open.upgrade().is_none() {
+                        return;
+                    }
+                    sweep(&root);
+                }
+            });
     }
 
     /// A private database that lives as long as the store; for tests.

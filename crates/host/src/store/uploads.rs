@@ -6,6 +6,7 @@ use std::fs::{DirBuilder, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 use super::error::StoreError;
 use super::files::FILE_MODE;
@@ -18,6 +19,9 @@ pub const MAX_UPLOAD_BYTES: usize = 32 * 1024 * 1024;
 
 /// The longest file name kept from the person's (the rest is cut).
 const MAX_NAME_CHARS: usize = 80;
+
+/// How long an upload is kept once it was saved or last named in an answer.
+pub const UPLOAD_KEPT_FOR: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 
 /// A copy of an added file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,6 +107,51 @@ pub fn save_upload(
     Err(invalid("no free file name".to_owned()))
 }
 
+/// Deletes the uploads under `root` (`<root>/<session>/<file>`) unused for `kept_for` at `now`
+/// (their modification time, which [`mark_upload_used`] moves), and the session folders left
+/// empty. Returns how many files went; what cannot be read or removed is left.
+pub fn remove_stale_uploads(root: &Path, kept_for: Duration, now: SystemTime) -> usize {
+    let Some(cutoff) = now.checked_sub(kept_for) else {
+        return 0;
+    };
+    let Ok(folders) = std::fs::read_dir(root) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for folder in folders.flatten() {
+        let folder = folder.path();
+        let Ok(files) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for file in files.flatten() {
+            let stale = file
+                .metadata()
+                .and_then(|metadata| metadata.modified())
+                .is_ok_and(|modified| modified < cutoff);
+            if stale && std::fs::remove_file(file.path()).is_ok() {
+                removed += 1;
+            }
+        }
+        // Only an empty folder goes.
+        let _ = std::fs::remove_dir(&folder);
+    }
+    removed
+}
+
+/// Marks the upload at `uri` (a `file://` URI of a copy) used now, so it is kept another
+/// [`UPLOAD_KEPT_FOR`].
+pub fn mark_upload_used(uri: &str) {
+    let Some(path) = url::Url::parse(uri)
+        .ok()
+        .and_then(|url| url.to_file_path().ok())
+    else {
+        return;
+    };
+    if let Ok(file) = OpenOptions::new().append(true).open(path) {
+        let _ = file.set_modified(SystemTime::now());
+    }
+}
+
 fn safe_name(name: &str) -> String {
     let base = name.rsplit(['/', '\\']).next().unwrap_or_default();
     let cleaned: String = base
@@ -156,5 +205,28 @@ mod tests {
         assert_eq!(safe_name(".hidden"), "hidden");
         assert_eq!(safe_name(""), "file");
         assert!(save_upload(root.path(), "../x", "a", b"").is_err());
+    }
+
+    #[test]
+    fn uploads_unused_for_a_week_are_removed_with_their_empty_folders() {
+        let root = tempfile::tempdir().unwrap();
+        let old = save_upload(root.path(), "s1", "old.txt", b"old").unwrap();
+        let used = save_upload(root.path(), "s2", "used.txt", b"used").unwrap();
+        let week_ago = SystemTime::now() - UPLOAD_KEPT_FOR - Duration::from_secs(60);
+        for upload in [&old, &used] {
+            let file = OpenOptions::new().append(true).open(&upload.path).unwrap();
+            file.set_modified(week_ago).unwrap();
+        }
+        // Named in an answer since: kept another week.
+        mark_upload_used(&used.uri);
+        let removed = remove_stale_uploads(root.path(), UPLOAD_KEPT_FOR, SystemTime::now());
+        assert_eq!(removed, 1);
+        assert!(!old.path.exists());
+        assert!(!root.path().join("s1").exists(), "the empty folder stays");
+        assert!(used.path.exists());
+        // A week on, unused, it goes too.
+        let later = SystemTime::now() + UPLOAD_KEPT_FOR + Duration::from_secs(60);
+        assert_eq!(remove_stale_uploads(root.path(), UPLOAD_KEPT_FOR, later), 1);
+        assert!(!root.path().join("s2").exists());
     }
 }
