@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::history::Item;
-use super::provider::{ModelError, Reply, RequestParts, app_context_text};
+use super::provider::{APP_CONTEXT_CALL, ModelError, Reply, RequestParts, app_context_text};
 
 pub(crate) fn body(parts: &RequestParts<'_>) -> Value {
     let mut messages: Vec<Value> = vec![json!({"role": "system", "content": parts.instructions})];
@@ -74,11 +74,23 @@ fn tool_call(item: &Item) -> Value {
     }
 }
 
+/// App context as what it is, data a plugin's app gave: the result of a call of formwork's own
+/// (`APP_CONTEXT_CALL`), never a message in the person's role.
 fn app_messages<'a>(parts: &'a RequestParts<'_>) -> impl Iterator<Item = Value> + 'a {
     parts
         .app_context
         .iter()
-        .map(|context| json!({"role": "user", "content": app_context_text(context)}))
+        .enumerate()
+        .flat_map(|(index, context)| {
+            let call_id = format!("{APP_CONTEXT_CALL}_{}", index + 1);
+            [
+                json!({"role": "assistant", "content": null, "tool_calls": [{
+                    "id": call_id, "type": "function",
+                    "function": {"name": APP_CONTEXT_CALL, "arguments": "{}"},
+                }]}),
+                json!({"role": "tool", "tool_call_id": call_id, "content": app_context_text(context)}),
+            ]
+        })
 }
 
 #[derive(Default)]

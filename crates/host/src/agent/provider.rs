@@ -43,6 +43,10 @@ impl RequestParts<'_> {
     }
 }
 
+/// The name of the call whose output carries app context to the model: a call formwork made
+/// itself, which the model is never offered.
+pub(crate) const APP_CONTEXT_CALL: &str = "formwork_app_context";
+
 /// App context as the model reads it: marked as data from a plugin's app.
 pub(crate) fn app_context_text(context: &str) -> String {
     format!(

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::history::Item;
-use super::provider::{ModelError, Reply, RequestParts, app_context_text};
+use super::provider::{APP_CONTEXT_CALL, ModelError, Reply, RequestParts, app_context_text};
 
 pub(crate) fn body(parts: &RequestParts<'_>) -> Value {
     let mut input: Vec<Value> = Vec::with_capacity(parts.items.len() + 1);
@@ -71,13 +71,20 @@ pub(crate) fn body(parts: &RequestParts<'_>) -> Value {
     body
 }
 
+/// App context as what it is, data a plugin's app gave: the output of a call of formwork's own
+/// (`APP_CONTEXT_CALL`), never a message in the person's role.
 fn app_messages<'a>(parts: &'a RequestParts<'_>) -> impl Iterator<Item = Value> + 'a {
-    parts.app_context.iter().map(|context| {
-        json!({
-            "type": "message", "role": "user",
-            "content": [{"type": "input_text", "text": app_context_text(context)}],
+    parts
+        .app_context
+        .iter()
+        .enumerate()
+        .flat_map(|(index, context)| {
+            let call_id = format!("{APP_CONTEXT_CALL}_{}", index + 1);
+            [
+                json!({"type": "function_call", "call_id": call_id, "name": APP_CONTEXT_CALL, "arguments": "{}"}),
+                json!({"type": "function_call_output", "call_id": call_id, "output": app_context_text(context)}),
+            ]
         })
-    })
 }
 
 /// An output item being streamed.

@@ -25,6 +25,36 @@ pub struct ToolApproval {
     pub need: ApprovalNeed,
     /// Why, for the log and the transcript.
     pub reason: String,
+    /// The other servers whose output the model took in earlier in the turn, when that is why
+    /// the call asks ([`ToolApproval::after_reading`]); the card names them.
+    pub read_from: Vec<String>,
+}
+
+impl ToolApproval {
+    /// The verdict on a model's call made after the turn took in output of `read_from`, other
+    /// servers (a tool's result, an app's model context): a call that `auto` would run because
+    /// of its annotations asks instead, since what the model read may be steering it to pass
+    /// that data on. `approve`, `prompt` and the other modes keep their verdict, and so does a
+    /// call the person allowed for the session (applied after this).
+    pub fn after_reading(mut self, read_from: &[String], config: &Config) -> ToolApproval {
+        if read_from.is_empty() || self.mode != ApprovalMode::Auto || self.need != ApprovalNeed::Run
+        {
+            return self;
+        }
+        let why = format!("this turn has read from {}", read_from.join(", "));
+        if config.approval_policy == ApprovalPolicy::Never {
+            self.need = ApprovalNeed::Fail(NEVER_POLICY_MESSAGE.to_owned());
+            self.reason = format!("{NEVER_POLICY_MESSAGE}: {why}");
+        } else {
+            self.need = ApprovalNeed::Card(RememberOffers {
+                session: true,
+                always: config.remember_file(&self.server).is_some(),
+            });
+            self.reason = format!("approval needed: {why}");
+        }
+        self.read_from = read_from.to_vec();
+        self
+    }
 }
 
 /// What has to happen before a tool call runs.
@@ -245,6 +275,7 @@ fn approval_for(
         mode_source,
         need,
         reason,
+        read_from: Vec::new(),
     }
 }
 

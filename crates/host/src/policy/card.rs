@@ -213,10 +213,19 @@ impl ToolApproval {
             tool: self.tool.clone(),
             mode: self.mode,
             offers,
-            message: format!(
-                "Allow the {} MCP server to run tool \"{}\"?",
-                self.server, self.tool
-            ),
+            message: if self.read_from.is_empty() {
+                format!(
+                    "Allow the {} MCP server to run tool \"{}\"?",
+                    self.server, self.tool
+                )
+            } else {
+                format!(
+                    "Allow the {} MCP server to run tool \"{}\"? This turn has read from {}.",
+                    self.server,
+                    self.tool,
+                    self.read_from.join(", ")
+                )
+            },
             tool_title: request.tool_title.map(str::to_owned),
             tool_description: request.tool_description.map(str::to_owned),
             arguments: request

@@ -293,6 +293,13 @@ fn model_contexts(state: &SessionState) -> impl Iterator<Item = (&str, &str, &st
 }
 
 impl Session {
+    /// The servers whose apps set model context: what the model takes in from them.
+    pub(super) fn app_context_servers(&self, state: &SessionState) -> Vec<String> {
+        model_contexts(state)
+            .map(|(_, server, _, _)| server.to_owned())
+            .collect()
+    }
+
     /// The model context the session's apps set, one text per invocation in transcript
     /// order, each naming its call; for the model, which reads it as untrusted app data.
     pub(super) fn app_context(&self, state: &SessionState) -> Vec<String> {

@@ -1,6 +1,5 @@
 //! Tool calls of a session: turns, approval before the call, the plugin connection.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -20,6 +19,14 @@ use super::cards::{EndBy, approval_body};
 use super::connections::Connection;
 use super::model_turn::CallEnd;
 use super::{CommandError, HostInner, Session, Turn, reason};
+
+/// Who starts a call.
+pub(super) enum Caller {
+    /// The person, from the palette.
+    Person,
+    /// The model, told how the call ended.
+    Model(oneshot::Sender<CallEnd>),
+}
 
 /// A call the approval policy decides on.
 #[derive(Clone, Copy)]
@@ -47,16 +54,16 @@ impl Session {
         tool: &str,
         arguments: Option<Value>,
     ) -> Result<String, CommandError> {
-        self.start_call(server, tool, arguments, None)
+        self.start_call(server, tool, arguments, Caller::Person)
     }
 
-    /// [`Session::call_tool`], telling `done` how the call ended once it has.
+    /// [`Session::call_tool`] for `caller`; a model is told how the call ended once it has.
     pub(super) fn start_call(
         self: &Arc<Self>,
         server: &str,
         tool: &str,
         arguments: Option<Value>,
-        done: Option<oneshot::Sender<CallEnd>>,
+        caller: Caller,
     ) -> Result<String, CommandError> {
         let host = self
             .host
@@ -71,13 +78,15 @@ impl Session {
                 let turn_id = host.unique_id("t");
                 state.turn = Some(Turn {
                     id: turn_id.clone(),
-                    calls: HashMap::new(),
-                    stopped: false,
+                    ..Turn::default()
                 });
                 self.emit_locked(&mut state, Event::TurnStarted { turn_id });
             }
             if let Some(turn) = state.turn.as_mut() {
                 turn.calls.insert(call_id.clone(), token.clone());
+                if matches!(caller, Caller::Model(_)) {
+                    turn.model_calls.insert(call_id.clone());
+                }
             }
             self.emit_locked(
                 &mut state,
@@ -97,6 +106,10 @@ impl Session {
         let server = server.to_owned();
         let id = call_id.clone();
         let stopping = host.stopping.clone();
+        let done = match caller {
+            Caller::Model(done) => Some(done),
+            Caller::Person => None,
+        };
         tokio::spawn(async move {
             let outcome = tokio::select! {
                 biased;
@@ -235,7 +248,24 @@ impl Session {
             }
             None => policy::tool_approval(&config, server, tool, annotations),
         };
-        let verdict = self.lock().approvals.apply(verdict);
+        let verdict = {
+            let state = self.lock();
+            let read_from: Vec<String> = state
+                .turn
+                .as_ref()
+                .filter(|turn| turn.model_calls.contains(call_id))
+                .map(|turn| {
+                    turn.read_from
+                        .iter()
+                        .filter(|other| *other != server)
+                        .cloned()
+                        .collect()
+                })
+                .unwrap_or_default();
+            state
+                .approvals
+                .apply(verdict.after_reading(&read_from, &config))
+        };
         tracing::info!(target: "formwork::policy", marker = "policy-decision", session = %self.id, server, tool, reason = %verdict.reason, "tool approval");
         match &verdict.need {
             ApprovalNeed::Run => Ok(()),

@@ -225,11 +225,18 @@ struct Unsaved {
 /// outcome: e.g. the reply to a plugin, which may leave only after the answer is stored.
 type AfterStore = Box<dyn FnOnce(&Session, Result<(), StoreError>) + Send>;
 
+#[derive(Default)]
 struct Turn {
     id: String,
     calls: HashMap<String, CancellationToken>,
     /// Set by stop: the turn ends (as `stopped`) once its last call has finished.
     stopped: bool,
+    /// The calls of the turn the model made (not the person, not an app).
+    model_calls: std::collections::HashSet<String>,
+    /// The servers whose output the model took in during the turn (a tool's result, an app's
+    /// model context): a later call of the model to another server asks
+    /// (`ToolApproval::after_reading`).
+    read_from: std::collections::BTreeSet<String>,
 }
 
 impl Host {

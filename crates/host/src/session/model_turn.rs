@@ -15,6 +15,7 @@ use crate::config::ModelChoice;
 use crate::events::{Event, Role};
 use crate::responder::BoxFuture;
 
+use super::calls::Caller;
 use super::{Session, Turn};
 
 /// At most this many model requests in one turn: a model that keeps calling tools ends.
@@ -128,8 +129,7 @@ impl Session {
             let turn_id = self.new_id("t");
             state.turn = Some(Turn {
                 id: turn_id.clone(),
-                calls: Default::default(),
-                stopped: false,
+                ..Turn::default()
             });
             self.emit_locked(&mut state, Event::TurnStarted { turn_id });
         }
@@ -186,7 +186,11 @@ impl Session {
                 return Outcome::Stopped;
             };
             let (items, app_context) = {
-                let state = self.lock();
+                let mut state = self.lock();
+                let app_servers = self.app_context_servers(&state);
+                if let Some(turn) = state.turn.as_mut() {
+                    turn.read_from.extend(app_servers);
+                }
                 (
                     agent::repaired(&state.model.history),
                     self.app_context(&state),
@@ -360,8 +364,9 @@ impl Session {
                 let session = Arc::clone(self);
                 async move {
                     let (done, ended) = oneshot::channel();
-                    let end = match session.start_call(&server, &tool, Some(arguments), Some(done))
-                    {
+                    let started =
+                        session.start_call(&server, &tool, Some(arguments), Caller::Model(done));
+                    let end = match started {
                         Ok(_) => ended.await.unwrap_or(CallEnd {
                             result: None,
                             error: Some("the call was dropped".to_owned()),
@@ -375,6 +380,14 @@ impl Session {
                 }
             });
         let ended = futures::future::join_all(runs).await;
+        // What a plugin sent is what the model takes in next: later calls to other servers ask.
+        if let Some(turn) = self.lock().turn.as_mut() {
+            for (_, server, _, end) in &ended {
+                if end.result.is_some() {
+                    turn.read_from.insert(server.clone());
+                }
+            }
+        }
         let mut outputs = Vec::with_capacity(ended.len());
         for (call_id, server, tool, end) in ended {
             let output = agent::model_output(
