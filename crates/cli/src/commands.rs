@@ -157,6 +157,7 @@ pub async fn call(
         mcp_apps: false,
     };
     let plugin = Plugin::connect(&resolved.target, options).await?;
+    let era = plugin.server_info().era;
     let result = match approve(
         &plugin,
         &resolved,
@@ -167,14 +168,37 @@ pub async fn call(
     )
     .await
     {
-        Ok(()) => plugin
-            .call_tool(tool, arguments)
-            .await
-            .map_err(anyhow::Error::from),
+        Ok(()) => plugin.call_tool(tool, arguments).await.map_err(|err| {
+            let failure = err.to_string();
+            match formwork_host::push_refusal(era, &failure) {
+                Some(_) => {
+                    anyhow::anyhow!(
+                        "{failure}; {}",
+                        formwork_host::push_fix(&resolved.name, resolved.configured)
+                    )
+                }
+                None => err.into(),
+            }
+        }),
         Err(err) => Err(err),
     };
     plugin.close().await;
     let result = result?;
+    if result.get("isError") == Some(&Value::Bool(true)) {
+        let text: Vec<&str> = result
+            .get("content")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|block| block.get("text").and_then(Value::as_str))
+            .collect();
+        if formwork_host::push_refusal(era, &text.join("\n")).is_some() {
+            eprintln!(
+                "formwork: {}",
+                formwork_host::push_fix(&resolved.name, resolved.configured)
+            );
+        }
+    }
     if crate::human::for_people() {
         print!("{}", crate::human::call_result(&result));
     } else {

@@ -170,12 +170,29 @@ fn fastmcp_choice_declined() {
 }
 
 /// With `auto`, a plugin that offers 2026-07-28 gets it, and `ctx.elicit` (a server-to-client
-/// request) cannot be sent there: the SDK fails the call, and formwork reports the plugin's error.
+/// request) cannot be sent there: the SDK fails the call, and formwork reports the plugin's error
+/// with the fix.
 #[test]
 fn a_plugin_that_pushes_forms_fails_on_2026() {
     let output = call(&python_plugin(MCP), "ask", None, Answers::AcceptDefaults);
     output.assert_code(2);
     output.assert_stderr_mentions(
-        "tools/call failed: Cannot send 'elicitation/create': this transport context has no back-channel for server-initiated requests. (code -32600)",
+        "tools/call failed: Cannot send 'elicitation/create': this transport context has no back-channel for server-initiated requests. (code -32600); \
+         `py_plugin.py` pushes its forms (elicitation/create), which 2026-07-28 does not carry: speak 2025-11-25 to it \
+         (--protocol 2025-11-25)",
+    );
+}
+
+/// fastmcp's `ctx.elicit` on 2026-07-28 fails the call the same way, and the fix is named.
+#[test]
+fn a_fastmcp_plugin_that_pushes_forms_gets_the_fix_named() {
+    let output = call(
+        &python_plugin(FASTMCP),
+        "pick_color",
+        None,
+        Answers::AcceptDefaults,
+    );
+    output.assert_stderr_mentions(
+        "formwork: `fastmcp_plugin.py` pushes its forms (elicitation/create), which 2026-07-28 does not carry: speak 2025-11-25 to it (--protocol 2025-11-25)",
     );
 }

@@ -65,6 +65,17 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         asked_by: Option<String>,
     },
+    /// A call failed because its plugin pushed a form on a 2026-07-28 connection, which that
+    /// version does not carry: the UI may offer to speak `version` to the server and run the
+    /// call again (`Command::UseOlderProtocol`).
+    OlderProtocolOffered {
+        /// The call that failed.
+        call_id: String,
+        /// Its server.
+        server: String,
+        /// The version to speak instead (`2025-11-25`).
+        version: String,
+    },
     /// A tool call finished with a result or failed.
     ToolCallFinished {
         /// The invocation's id.
@@ -227,6 +238,13 @@ pub enum Command {
     },
     /// Stop the running turn: its forms are cancelled and its tool calls abandoned.
     StopTurn,
+    /// Answer to `older_protocol_offered`: write the offered `protocol_version` for the call's
+    /// server (into the user config or the `--config` file, never a project's), connect to it
+    /// again, and run the call again with its arguments.
+    UseOlderProtocol {
+        /// The call that failed.
+        call_id: String,
+    },
     /// Sign in to a server that asks for it (the palette's Sign in button): the session
     /// connects to it, and the server's 401 shows the "Sign in to NAME" card. `signed_in`
     /// follows once the connection is up.

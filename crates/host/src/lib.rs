@@ -36,8 +36,8 @@ pub use jsonrpc::RpcError;
 pub use plugin::{
     ClientExtensions, ConnectOptions, Era, InputRound, MAX_ROUNDS, MAX_TOOL_LIST_BYTES,
     MAX_TOOL_PAGES, MODERN_VERSION, OPENAI_ELICITATION, OPENAI_ELICITATION_METHOD,
-    PROTOCOL_VERSION, Plugin, PluginEnv, PluginTarget, RoundObserver, ServerInfo,
-    client_capabilities,
+    PROTOCOL_VERSION, PUSH_VERSION, Plugin, PluginEnv, PluginTarget, RoundObserver, ServerInfo,
+    client_capabilities, push_fix, push_refusal,
 };
 pub use responder::{BoxFuture, DeclineNotice, FormAction, FormPrompt, FormReply, FormResponder};
 pub use session::{

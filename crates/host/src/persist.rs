@@ -181,7 +181,9 @@ pub(crate) async fn write(
         | Event::FormShown { .. }
         | Event::MessageDelta { .. }
         | Event::FormCompleted { .. }
-        | Event::SignedIn { .. } => Ok(()),
+        | Event::SignedIn { .. }
+        // An offer for the page that saw the failure; the failure's text keeps the fix.
+        | Event::OlderProtocolOffered { .. } => Ok(()),
     }
 }
 

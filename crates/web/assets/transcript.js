@@ -91,6 +91,8 @@ export class Transcript {
         return this.callFinished(message);
       case "tool_call_round":
         return this.callRound(message);
+      case "older_protocol_offered":
+        return this.olderProtocolOffered(message);
       case "tool_call_app": {
         const call = this.calls.get(message.call_id);
         if (call) call.app = this.hooks.apps.declare(message, call.call, call.node);
@@ -204,6 +206,30 @@ export class Transcript {
       };
     }
     return parent.appCalls;
+  }
+
+  // The call failed because its plugin pushed a form on 2026-07-28: one click has formwork speak the older version
+  // to it (written into the person's config) and run the call again.
+  olderProtocolOffered({ call_id, server, version }) {
+    const call = this.calls.get(call_id);
+    if (!call) return;
+    const button = el("button", {
+      type: "button",
+      class: "secondary",
+      testid: "use-older-protocol",
+      text: `Speak ${version} to this plugin`,
+      onclick: () => {
+        if (this.hooks.send({ type: "use_older_protocol", call_id })) button.disabled = true;
+      },
+    });
+    call.node.append(
+      el(
+        "p",
+        { class: "call-fix", testid: "older-protocol-offer", dataset: { server, version } },
+        `${server} pushes its forms, which ${version} carries and 2026-07-28 does not. `,
+        button,
+      ),
+    );
   }
 
   // A 2026-07-28 plugin asked for input; the round's cards follow, then the call goes on.

@@ -212,6 +212,39 @@ pub fn remember_always_allow(
     Ok(outcome)
 }
 
+/// Writes `protocol_version = "<version>"` into `[mcp_servers.<server>]` of the file at
+/// `path`, which must hold that table (or `server` be a built-in server, whose table it
+/// creates). The rest of the file is kept.
+pub fn remember_protocol_version(
+    path: &Path,
+    server: &str,
+    version: &str,
+) -> Result<(), ConfigError> {
+    let mut file = EditableFile::open(path)?;
+    let configured = file
+        .doc
+        .get("mcp_servers")
+        .and_then(Item::as_table_like)
+        .is_some_and(|servers| servers.contains_key(server));
+    if !configured && super::builtin_server(server).is_none() {
+        return Err(ConfigError::Refused {
+            path: path.to_path_buf(),
+            message: format!(
+                "cannot set the protocol version of {}: the server is not configured in this file",
+                dotted(["mcp_servers", server])
+            ),
+        });
+    }
+    let keys = ["mcp_servers", server];
+    let table = child_table(file.doc.as_item_mut(), "mcp_servers", true)
+        .and_then(|servers| child_table(servers, server, !configured))
+        .and_then(Item::as_table_like_mut)
+        .ok_or_else(|| not_a_table(path, &keys))?;
+    set_value(table, "protocol_version", Value::from(version));
+    file.commit()?;
+    Ok(())
+}
+
 /// What [`trust_project`] or [`revoke_trust`] did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TrustReport {

@@ -82,7 +82,7 @@ use std::path::{Path, PathBuf};
 pub use builtin::{BUILTIN_SERVERS, BuiltinServer, builtin_server};
 pub use edit::{
     RememberOutcome, SyncAction, SyncChange, SyncReport, TrustReport, remember_always_allow,
-    revoke_trust, sync, trust_project,
+    remember_protocol_version, revoke_trust, sync, trust_project,
 };
 pub(crate) use edit::{child_table, set_value, write_atomically};
 pub(crate) use error::dotted;

@@ -60,15 +60,6 @@ pub const SYMPTOMS: [SymptomRow; 6] = [
     },
 ];
 
-/// What SDKs say when a tool pushes a form on a 2026-07-28 connection (the Python SDK, fastmcp,
-/// rmcp).
-const PUSH_ON_2026: [&str; 4] = [
-    "no back-channel for server-initiated requests",
-    "server-initiated requests is unavailable on 2026-07-28",
-    "server-to-client requests are not allowed on protocol 2026-07-28",
-    "elicitation via server-initiated requests",
-];
-
 const NOTHING: &str = "nothing to change for this row";
 
 /// Diagnoses every row of [`SYMPTOMS`] from what the doctor gathered.
@@ -98,24 +89,20 @@ fn line_with(text: &str, needle: &str) -> String {
 fn push_on_2026(report: &Report) -> Symptom {
     let era = report.connection.era;
     let (applies, cause) = match (era, call_text(report)) {
-        (Some(Era::Modern), Some(text)) => {
-            let lower = text.to_lowercase();
-            match PUSH_ON_2026.iter().find(|needle| lower.contains(*needle)) {
-                Some(needle) => (
-                    Some(true),
-                    format!(
-                        "the connection speaks 2026-07-28 ({}), and the call failed: {}",
-                        report.connection.era_reason.as_deref().unwrap_or_default(),
-                        line_with(&text, needle)
-                    ),
+        (Some(Era::Modern), Some(text)) => match crate::plugin::push_refusal(Era::Modern, &text) {
+            Some(needle) => (
+                Some(true),
+                format!(
+                    "the connection speaks 2026-07-28 ({}), and the call failed: {}",
+                    report.connection.era_reason.as_deref().unwrap_or_default(),
+                    line_with(&text, needle)
                 ),
-                None => (
-                    Some(false),
-                    "the call on the 2026-07-28 connection did not fail for a pushed form"
-                        .to_owned(),
-                ),
-            }
-        }
+            ),
+            None => (
+                Some(false),
+                "the call on the 2026-07-28 connection did not fail for a pushed form".to_owned(),
+            ),
+        },
         (Some(Era::Modern), None) => (
             None,
             "the connection speaks 2026-07-28; only a call shows whether the plugin pushes forms"

@@ -20,6 +20,47 @@ pub(crate) const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 /// that ignores an unknown method must not cost a whole handshake timeout.
 pub(crate) const DISCOVER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// What SDKs say when a tool pushes a form on a 2026-07-28 connection (the Python SDK, fastmcp,
+/// rmcp), lowercase.
+const PUSH_REFUSALS: [&str; 4] = [
+    "no back-channel for server-initiated requests",
+    "server-initiated requests is unavailable on 2026-07-28",
+    "server-to-client requests are not allowed on protocol 2026-07-28",
+    "elicitation via server-initiated requests",
+];
+
+/// The version a plugin that pushes its forms needs.
+pub const PUSH_VERSION: &str = "2025-11-25";
+
+/// The refusal `failure` (a call's error or its text) quotes when the call failed on a
+/// 2026-07-28 connection because its plugin pushed a form, which that version does not carry:
+/// the SDK's words, as found.
+pub fn push_refusal(era: Era, failure: &str) -> Option<&'static str> {
+    if era != Era::Modern {
+        return None;
+    }
+    let lower = failure.to_lowercase();
+    PUSH_REFUSALS
+        .into_iter()
+        .find(|refusal| lower.contains(refusal))
+}
+
+/// What to do about [`push_refusal`] for the plugin `name`, in words for the person; `configured`
+/// when it is a server of the config (else it was named on the command line).
+pub fn push_fix(name: &str, configured: bool) -> String {
+    let how = if configured {
+        format!(
+            "protocol_version = \"{PUSH_VERSION}\" in [mcp_servers.{name}], or --protocol {PUSH_VERSION}"
+        )
+    } else {
+        format!("--protocol {PUSH_VERSION}")
+    };
+    format!(
+        "`{name}` pushes its forms (elicitation/create), which 2026-07-28 does not carry: speak \
+         {PUSH_VERSION} to it ({how})"
+    )
+}
+
 /// The two ways a connection can speak MCP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]

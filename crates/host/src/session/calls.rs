@@ -170,11 +170,29 @@ impl Session {
                 request_state: round.request_state,
             });
         };
-        let result = connection
+        let result = match connection
             .plugin
             .call_tool_rounds(request, tool, arguments, &on_round)
             .await
-            .map_err(|err| err.to_string())?;
+        {
+            Ok(result) => result,
+            Err(err) => {
+                let err = err.to_string();
+                return Err(
+                    match self.offer_older_protocol(call_id, server, &connection.plugin, &err) {
+                        Some(fix) => format!("{err}; {fix}"),
+                        None => err,
+                    },
+                );
+            }
+        };
+        if result.get("isError") == Some(&Value::Bool(true)) {
+            let text = super::older_protocol::text_blocks(&result);
+            if let Some(fix) = self.offer_older_protocol(call_id, server, &connection.plugin, &text)
+            {
+                self.diagnostic("push-form-on-2026", fix);
+            }
+        }
         if declared.is_none() {
             declared = crate::apps::declared_ui(None, Some(&result));
             if let Some(resource_uri) = declared {

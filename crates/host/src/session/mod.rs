@@ -16,6 +16,7 @@ mod codex_requests;
 pub use cards::{CardAsks, ShownCard};
 mod connections;
 mod model_turn;
+mod older_protocol;
 mod sign_in;
 
 pub use apps::{
@@ -443,6 +444,7 @@ impl Host {
                 Ok(())
             }
             Command::SignIn { server } => session.sign_in(&server),
+            Command::UseOlderProtocol { call_id } => session.use_older_protocol(&call_id),
         }
     }
 
