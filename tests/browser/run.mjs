@@ -636,6 +636,32 @@ test("sign-in-card", async (page) => {
   assert.equal(await call.locator(tid("result-text")).first().textContent(), "Hello, Ada!");
 });
 
+// A plugin that pushes its forms (the Python SDK's `ctx.elicit`, server `py`) fails on 2026-07-28: the call's entry
+// names the fix and offers the older version; one click writes it into the config and runs the call again, whose
+// form is then a card.
+test("a-pushed-form-gets-the-older-protocol-offer", async (page) => {
+  await newSession(page);
+  await callTool(page, "ask", "py");
+  const failed = page.locator(`${tid("tool-call")}[data-tool="ask"]`).first();
+  await failed.locator(':scope[data-state="error"]').waitFor();
+  assert.match(
+    await failed.locator(tid("tool-error")).textContent(),
+    /; `py` pushes its forms \(elicitation\/create\), which 2026-07-28 does not carry: speak 2025-11-25 to it \(protocol_version = "2025-11-25" in \[mcp_servers\.py\], or --protocol 2025-11-25\)$/,
+  );
+  const offer = failed.locator(tid("older-protocol-offer"));
+  assert.equal(await offer.getAttribute("data-version"), "2025-11-25");
+  await offer.locator(tid("use-older-protocol")).click();
+  const card = await openCard(page);
+  await submit(card);
+  const again = page.locator(`${tid("tool-call")}[data-tool="ask"]`).last();
+  await again.locator(':scope[data-state="done"]').waitFor();
+  assert.equal(
+    await again.locator(tid("result-text")).first().textContent(),
+    'action=accept data={"name":"Ada","age":36,"subscribe":false,"color":"green"}',
+  );
+  await page.locator(`${tid("diagnostic")}[data-code="protocol-version-written"]`).waitFor();
+});
+
 async function main() {
   const browser = await chromium.launch({
     executablePath: process.env.FORMWORK_CHROMIUM ?? "/usr/bin/chromium",

@@ -237,7 +237,9 @@ fn workbench_in_headless_chromium() {
     let node = node_bin_dir().join("node").display().to_string();
     // `ts`: one tool per field kind; `markup`: HTML in every text it sends; `ts2`: the TS SDK 2
     // plugin that asks through 2026-07-28 rounds; `demo`: the TS SDK's OAuth example, signed in to
-    // from the page (its tokens in the data directory's file). None needs an approval card.
+    // from the page (its tokens in the data directory's file); `py`: the Python SDK plugin, which pushes
+    // its forms and so fails on 2026-07-28 until the page's offer pins 2025-11-25. None needs an
+    // approval card.
     let oauth = common::OAuthExample::start();
     // OpenAI's form extension is on for the `openai-*` cases; the other cases send core forms only.
     std::fs::write(
@@ -246,12 +248,15 @@ fn workbench_in_headless_chromium() {
             "[features]\nopenai_elicitation = true\n\n[mcp_servers.ts]\ncommand = {node:?}\nargs = [{:?}]\ndefault_tools_approval_mode = \"approve\"\n\n\
              [mcp_servers.markup]\ncommand = {node:?}\nargs = [{:?}, {:?}]\ndefault_tools_approval_mode = \"approve\"\n\n\
              [mcp_servers.ts2]\ncommand = {node:?}\nargs = [{:?}]\ndefault_tools_approval_mode = \"approve\"\n\n\
-             [mcp_servers.demo]\nurl = {:?}\ndefault_tools_approval_mode = \"approve\"\n",
+             [mcp_servers.demo]\nurl = {:?}\ndefault_tools_approval_mode = \"approve\"\n\n\
+             [mcp_servers.py]\ncommand = {:?}\nargs = [{:?}]\ndefault_tools_approval_mode = \"approve\"\n",
             peers.join("npm/ts_plugin.mjs").display().to_string(),
             root.join("tests/browser/markup_plugin.mjs").display().to_string(),
             peers.join("npm/node_modules").display().to_string(),
             peers.join("npm/ts2_mrtr_plugin.mjs").display().to_string(),
             oauth.url,
+            peers.join("venv/bin/python").display().to_string(),
+            peers.join("npm/py_plugin.py").display().to_string(),
         ),
     )
     .unwrap();
