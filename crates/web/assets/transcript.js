@@ -174,9 +174,10 @@ export class Transcript {
     const askedBy = asked_by
       ? el("span", { class: "call-asked-by", testid: "tool-asked-by", text: parent ? `asked by the app of ${parent.call.server} · ${parent.call.tool}` : "asked by an app" })
       : null;
+    const kind = asked_by ? { testid: "app-tool-call" } : { testid: "tool-call" };
     const node = el(
       "article",
-      { class: "call", testid: asked_by ? "app-tool-call" : "tool-call", dataset: { callId: call_id, server, tool, state: "running", askedBy: asked_by ?? undefined } },
+      { class: "call", ...kind, dataset: { callId: call_id, server, tool, state: "running", askedBy: asked_by ?? undefined } },
       el("header", { class: "call-head" }, el("span", { class: "call-name", testid: "tool-name", text: `${server} · ${tool}` }), askedBy, status),
       el(
         "details",

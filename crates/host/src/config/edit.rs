@@ -171,23 +171,8 @@ pub fn remember_always_allow(
     tool: &str,
 ) -> Result<RememberOutcome, ConfigError> {
     let mut file = EditableFile::open(path)?;
-    let configured = file
-        .doc
-        .get("mcp_servers")
-        .and_then(Item::as_table_like)
-        .is_some_and(|servers| servers.contains_key(server));
-    if !configured && super::builtin_server(server).is_none() {
-        return Err(ConfigError::Refused {
-            path: path.to_path_buf(),
-            message: format!(
-                "cannot remember an approval for {}: the server is not configured in this file",
-                dotted(["mcp_servers", server])
-            ),
-        });
-    }
     let keys = ["mcp_servers", server, "tools", tool];
-    let table = child_table(file.doc.as_item_mut(), "mcp_servers", true)
-        .and_then(|servers| child_table(servers, server, !configured))
+    let table = server_table(&mut file, path, server, "remember an approval for")?
         .and_then(|server| child_table(server, "tools", true))
         .and_then(|tools| child_table(tools, tool, false))
         .and_then(Item::as_table_like_mut)
@@ -212,15 +197,15 @@ pub fn remember_always_allow(
     Ok(outcome)
 }
 
-/// Writes `protocol_version = "<version>"` into `[mcp_servers.<server>]` of the file at
-/// `path`, which must hold that table (or `server` be a built-in server, whose table it
-/// creates). The rest of the file is kept.
-pub fn remember_protocol_version(
+/// `[mcp_servers.<server>]` of `file`, which must hold it (or `server` be a built-in server,
+/// whose table is made); `None` when something in the way is not a table. `doing` says what
+/// could not be done otherwise ("cannot <doing> [mcp_servers.x]: ...").
+fn server_table<'a>(
+    file: &'a mut EditableFile,
     path: &Path,
     server: &str,
-    version: &str,
-) -> Result<(), ConfigError> {
-    let mut file = EditableFile::open(path)?;
+    doing: &str,
+) -> Result<Option<&'a mut Item>, ConfigError> {
     let configured = file
         .doc
         .get("mcp_servers")
@@ -230,14 +215,26 @@ pub fn remember_protocol_version(
         return Err(ConfigError::Refused {
             path: path.to_path_buf(),
             message: format!(
-                "cannot set the protocol version of {}: the server is not configured in this file",
+                "cannot {doing} {}: the server is not configured in this file",
                 dotted(["mcp_servers", server])
             ),
         });
     }
+    Ok(child_table(file.doc.as_item_mut(), "mcp_servers", true)
+        .and_then(|servers| child_table(servers, server, !configured)))
+}
+
+/// Writes `protocol_version = "<version>"` into `[mcp_servers.<server>]` of the file at
+/// `path`, which must hold that table (or `server` be a built-in server, whose table it
+/// creates). The rest of the file is kept.
+pub fn remember_protocol_version(
+    path: &Path,
+    server: &str,
+    version: &str,
+) -> Result<(), ConfigError> {
+    let mut file = EditableFile::open(path)?;
     let keys = ["mcp_servers", server];
-    let table = child_table(file.doc.as_item_mut(), "mcp_servers", true)
-        .and_then(|servers| child_table(servers, server, !configured))
+    let table = server_table(&mut file, path, server, "set the protocol version of")?
         .and_then(Item::as_table_like_mut)
         .ok_or_else(|| not_a_table(path, &keys))?;
     set_value(table, "protocol_version", Value::from(version));
