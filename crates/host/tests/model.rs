@@ -540,22 +540,35 @@ async fn the_conversation_continues_after_a_restart() {
 }
 
 /// What an app set with `ui/update-model-context` reaches the model's later input, marked as
-/// untrusted data from that app's call (issue 11's model context); the app's call itself came
-/// from the palette.
+/// untrusted data from that app's call (issue 11's model context), never in the person's role;
+/// the app's call itself came from the palette. Having read it, the model's call to another
+/// server asks, naming the app's server.
 #[tokio::test]
 async fn app_model_context_reaches_the_model_as_untrusted_app_data() {
-    let sim = Sim::start(json!({"rules": [{"match": "what now", "steps": [{"text": "ok"}]}]}));
+    let sim = Sim::start(json!({"rules": [
+        {"match": "what now", "steps": [{"text": "ok"}]},
+        {"match": "pass it on", "steps": [
+            {"calls": [{"name": "everything__echo", "arguments": {"message": "zeta"}}]},
+            {"echo": true}
+        ]}
+    ]}));
     let dir = tempfile::tempdir().unwrap();
     let node = peers().join("npm/node_modules/.bin/node");
     let text = format!(
         "[mcp_servers.probe]\ncommand = {:?}\nargs = [{:?}]\ndefault_tools_approval_mode = \"approve\"\n\
-         [mcp_servers.probe.env]\nPROBE_LOG = {:?}\n\n[mcp_servers.demo]\nenabled = false\n",
+         [mcp_servers.probe.env]\nPROBE_LOG = {:?}\n\n[mcp_servers.demo]\nenabled = false\n\n\
+         [mcp_servers.everything]\ncommand = {:?}\nargs = [{:?}, \"stdio\"]\nenabled_tools = [\"echo\"]\n",
         node.display().to_string(),
         peers()
             .join("npm/app_probe_plugin.mjs")
             .display()
             .to_string(),
         dir.path().join("probe.log").display().to_string(),
+        node.display().to_string(),
+        peers()
+            .join("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+            .display()
+            .to_string(),
     );
     let host = Host::new(
         Config::from_toml(&text, None).unwrap(),
@@ -618,6 +631,20 @@ async fn app_model_context_reaches_the_model_as_untrusted_app_data() {
     }
     assert!(offered.contains(&"probe__model-only"), "{offered:?}");
     assert!(offered.contains(&"probe__open-probe"), "{offered:?}");
+
+    // The turn has read the probe's app: a read-only call to another server asks, naming it.
+    s.say("pass it on");
+    let (approval_id, _, _, body) = s.approval().await;
+    assert_eq!(
+        body["render"]["message"],
+        "Allow the everything MCP server to run tool \"echo\"? This turn has read from probe."
+    );
+    s.send(Command::AnswerApproval {
+        approval_id,
+        choice: formwork_host::policy::ApprovalChoice::Deny,
+    });
+    let (_, reason) = s.turn().await;
+    assert_eq!(reason, "completed");
     host.shutdown().await;
 }
 
