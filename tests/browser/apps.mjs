@@ -7,6 +7,7 @@
 // `basic`, `debug` (DEBUG_LOG_FILE=<logs>/debug.log) and `video` (server-video-resource, whose videos come from
 // tests/peers/video_cdn.mjs, logging each request to $FORMWORK_VIDEO_CDN_LOG), tests/peers/app_probe_plugin.mjs as `probe`
 // (PROBE_LOG=<logs>/probe.log) and tests/peers/bystander_plugin.mjs as `bystander` (BYSTANDER_LOG=<logs>/bystander.log),
+// tests/peers/http_plugin.mjs over Streamable HTTP as `remote` (a remote plugin with an app),
 // every one with tool approval `approve`, and a scripted model that calls `system-monitor`'s app-only
 // `poll-system-stats` on "poll the stats" and `get-system-info` on "system info". <logs> is $FORMWORK_APPS_LOGS.
 //
@@ -1205,6 +1206,19 @@ test("an-app-is-shown-only-in-the-modes-it-declares", async (page) => {
   await card.locator(':scope[data-mode="collapsed"]').waitFor();
   await card.locator(tid("app-close")).click();
   await card.locator(':scope[data-state="closed"]').waitFor();
+});
+
+// A remote plugin's app gets no entry on this machine in its CSP, whatever it declares: its fetch of the plugin's
+// own local port is refused by the policy.
+test("a-remote-plugins-app-reaches-no-local-service", async (page) => {
+  await newSession(page);
+  const call = await callTool(page, "remote", "open-remote-app");
+  const card = await readyApp(call);
+  const frame = await appFrame(page, card);
+  const src = await card.locator(tid("app-frame")).getAttribute("src");
+  assert.equal(shared.policies.get(src), policy("connect-src 'self' https://declared.example"));
+  await frame.locator("body[data-fetch]").waitFor({ state: "attached" });
+  assert.equal(await frame.locator("body").getAttribute("data-fetch"), "refused");
 });
 
 // An app asks for fullscreen or picture in picture: granted only right after the person clicked in it. A card

@@ -11,7 +11,11 @@
 //
 // Tool `ask {n}`: asks for a small form and returns `result: <ElicitResult JSON> n=<n>`, so a test can
 // check that every answer reached the call it belongs to. Tool `clients`: how many `initialize` requests
-// the plugin has answered, as the text `initialized: <count>`. Tool `wait {ms}`: returns `waited <ms> ms`
+// the plugin has answered, as the text `initialized: <count>`. Tool `open-remote-app`: a call with an MCP App
+// (`ui://remote/app.html`) whose CSP declares `https://declared.example` and this machine's services
+// (`http://127.0.0.1:<this port>`, `http://localhost:5173`), which a host must not grant a remote plugin's app. The app
+// initialises, then fetches `http://127.0.0.1:<this port>/stats` and writes the outcome into `body[data-fetch]`:
+// `refused` (a CSP violation), `allowed` or `failed`. Tool `wait {ms}`: returns `waited <ms> ms`
 // after that long. Tool `ask_then_exit`: asks, and unless the answer was accept exits the whole process 100 ms later,
 // the call unanswered. Tool `ask_then_hang`: asks, then never returns. `GET /stats` (not MCP): `{"open": <MCP sessions open>}`.
 import http from "node:http";
@@ -79,8 +83,40 @@ function newServer() {
   server.registerTool("clients", { description: "How many clients initialized" }, async () => ({
     content: [{ type: "text", text: `initialized: ${initialized}` }],
   }));
+  server.registerTool(
+    "open-remote-app",
+    { description: "Open the remote plugin's app", annotations: { readOnlyHint: true }, _meta: { ui: { resourceUri: REMOTE_APP } } },
+    async () => ({ content: [{ type: "text", text: "remote app opened" }] }),
+  );
+  server.registerResource("remote-app", REMOTE_APP, { mimeType: "text/html;profile=mcp-app" }, async (uri) => ({
+    contents: [{ uri: uri.href, mimeType: "text/html;profile=mcp-app", text: remoteApp(), _meta: { ui: { csp: remoteCsp() } } }],
+  }));
   return server;
 }
+
+const REMOTE_APP = "ui://remote/app.html";
+const ownPort = () => httpServer.address().port;
+const remoteCsp = () => ({ connectDomains: ["https://declared.example", `http://127.0.0.1:${ownPort()}`, "http://localhost:5173"] });
+// Speaks just enough of the MCP Apps bridge to be shown, then probes this machine's service.
+const remoteApp = () => `<!doctype html><html><body><script>
+let violated = false;
+document.addEventListener("securitypolicyviolation", () => { violated = true; });
+window.addEventListener("message", async (event) => {
+  if (event.data?.id !== 1) return;
+  window.parent.postMessage({ jsonrpc: "2.0", method: "ui/notifications/initialized" }, "*");
+  let outcome;
+  try {
+    await fetch("http://127.0.0.1:${ownPort()}/stats");
+    outcome = "allowed";
+  } catch {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    outcome = violated ? "refused" : "failed";
+  }
+  document.body.dataset.fetch = outcome;
+});
+window.parent.postMessage({ jsonrpc: "2.0", id: 1, method: "ui/initialize",
+  params: { protocolVersion: "2026-01-26", appInfo: { name: "remote", version: "1" }, appCapabilities: {} } }, "*");
+</script></body></html>`;
 
 let initialized = 0;
 

@@ -398,6 +398,12 @@ fn mcp_apps_in_headless_chromium() {
             quoted(&logs.join(log)),
         ));
     }
+    // A remote plugin with an app (TS SDK over Streamable HTTP): its app gets no local service.
+    let remote = common::HttpPlugin::start(&[]);
+    config.push_str(&format!(
+        "[mcp_servers.remote]\nurl = {:?}\ndefault_tools_approval_mode = \"approve\"\n\n",
+        remote.url
+    ));
     let config_file = dir.path().join("formwork.toml");
     std::fs::write(&config_file, config).unwrap();
     let model = dir.path().join("model.json");

@@ -7,7 +7,7 @@ mod common;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::{EverythingHttp, Output, formwork, node_bin_dir, node_plugin, peers_dir};
+use common::{EverythingHttp, HttpPlugin, Output, formwork, node_plugin};
 use serde_json::{Value, json};
 
 /// The rows of the symptom table, in order, by id.
@@ -561,35 +561,6 @@ fn streamable_http_plugin() {
     );
 }
 
-/// `tests/peers/http_plugin.mjs` (TS SDK, Streamable HTTP) with `flags`, killed on drop.
-struct HttpPlugin {
-    child: std::process::Child,
-    url: String,
-}
-
-impl HttpPlugin {
-    fn start(flags: &[&str]) -> Self {
-        use std::io::BufRead;
-        let mut child = std::process::Command::new(node_bin_dir().join("node"))
-            .arg(peers_dir().join("npm/http_plugin.mjs"))
-            .arg("0")
-            .args(flags)
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("starting http_plugin.mjs");
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().expect("its stdout"))
-            .read_line(&mut line)
-            .expect("its first line");
-        let port = line
-            .trim()
-            .strip_prefix("listening ")
-            .expect("`listening <port>`");
-        let url = format!("http://127.0.0.1:{port}/mcp");
-        HttpPlugin { child, url }
-    }
-}
-
 impl HttpPlugin {
     /// `formwork doctor --url` on this plugin calling `tool`, configured as server `http` (no
     /// approval cards) with `extra_config` keys.
@@ -610,13 +581,6 @@ impl HttpPlugin {
             ],
             None,
         )
-    }
-}
-
-impl Drop for HttpPlugin {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -557,3 +557,40 @@ impl TestCa {
         (certificate, key)
     }
 }
+
+/// `tests/peers/http_plugin.mjs` (TS SDK, Streamable HTTP) with `flags`, killed on drop.
+pub struct HttpPlugin {
+    child: std::process::Child,
+    /// Its MCP endpoint, `http://127.0.0.1:PORT/mcp`.
+    pub url: String,
+}
+
+impl HttpPlugin {
+    pub fn start(flags: &[&str]) -> Self {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(node_bin_dir().join("node"))
+            .arg(peers_dir().join("npm/http_plugin.mjs"))
+            .arg("0")
+            .args(flags)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("starting http_plugin.mjs");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("its stdout"))
+            .read_line(&mut line)
+            .expect("its first line");
+        let port = line
+            .trim()
+            .strip_prefix("listening ")
+            .expect("`listening <port>`");
+        let url = format!("http://127.0.0.1:{port}/mcp");
+        HttpPlugin { child, url }
+    }
+}
+
+impl Drop for HttpPlugin {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
