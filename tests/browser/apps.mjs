@@ -8,7 +8,7 @@
 // tests/peers/video_cdn.mjs, logging each request to $FORMWORK_VIDEO_CDN_LOG), tests/peers/app_probe_plugin.mjs as `probe`
 // (PROBE_LOG=<logs>/probe.log) and tests/peers/bystander_plugin.mjs as `bystander` (BYSTANDER_LOG=<logs>/bystander.log),
 // tests/peers/http_plugin.mjs over Streamable HTTP as `remote` (a remote plugin with an app),
-// every one with tool approval `approve`, and a scripted model that calls `system-monitor`'s app-only
+// every one with tool approval `approve` (but the probe's `app-erase`, `prompt`), and a scripted model that calls `system-monitor`'s app-only
 // `poll-system-stats` on "poll the stats" and `get-system-info` on "system info". <logs> is $FORMWORK_APPS_LOGS.
 //
 // Some cases go on in the session an earlier one left (the probe's cases share one session and one app), so run
@@ -1206,6 +1206,29 @@ test("an-app-is-shown-only-in-the-modes-it-declares", async (page) => {
   await card.locator(':scope[data-mode="collapsed"]').waitFor();
   await card.locator(tid("app-close")).click();
   await card.locator(':scope[data-state="closed"]').waitFor();
+});
+
+// An app's tool call goes through the person's policy: a tool set to `prompt` asks with a card that names the app;
+// Deny answers the app with the refusal, the plugin hears nothing, and the call is in the app's list as failed.
+test("an-apps-call-of-a-prompt-tool-asks-naming-the-app", async (page) => {
+  await newSession(page);
+  const call = await callTool(page, "probe", "open-probe");
+  const frame = await appFrame(page, await readyApp(call));
+  await frame.locator('body[data-done="1"]').waitFor();
+  const before = lines("probe.log").length;
+  const answer = askFromApp(frame, "tools/call", { name: "app-erase", arguments: {} });
+  const card = await openCard(page);
+  assert.equal(collapsed(await card.locator(tid("card-header")).textContent()), "Allow probe · app-erase?");
+  assert.equal(
+    await card.locator(tid("card-message")).textContent(),
+    'The app of probe · open-probe asks. Allow the probe MCP server to run tool "app-erase"?',
+  );
+  await card.locator(`${tid("approval-choice")}[data-choice="deny"]`).click();
+  const reply = await answer;
+  assert.deepEqual(reply.error, { code: -32000, message: "user rejected MCP tool call" });
+  const made = call.locator(`${tid("app-tool-call")}[data-tool="app-erase"]`);
+  await made.locator(':scope[data-state="error"]').waitFor({ state: "attached" });
+  assert.deepEqual(lines("probe.log").slice(before), []);
 });
 
 // A remote plugin's app gets no entry on this machine in its CSP, whatever it declares: its fetch of the plugin's

@@ -398,6 +398,8 @@ fn mcp_apps_in_headless_chromium() {
             quoted(&logs.join(log)),
         ));
     }
+    // The person asks for a card on every call of the probe's app-erase, an app's call too.
+    config.push_str("[mcp_servers.probe.tools.app-erase]\napproval_mode = \"prompt\"\n\n");
     // A remote plugin with an app (TS SDK over Streamable HTTP): its app gets no local service.
     let remote = common::HttpPlugin::start(&[]);
     config.push_str(&format!(
