@@ -58,10 +58,12 @@ pub(crate) fn on_message(state: &AppState, session: &str, text: &str) {
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             };
             match event.as_ref() {
+                // The scripted call, not one an app made of the same tool.
                 Event::ToolCallStarted {
                     call_id: id,
                     server,
                     tool,
+                    asked_by: None,
                     ..
                 } if call_id.is_none() && *server == call.server && *tool == call.tool => {
                     call_id = Some(id.clone());
