@@ -636,6 +636,21 @@ test("sign-in-card", async (page) => {
   assert.equal(await call.locator(tid("result-text")).first().textContent(), "Hello, Ada!");
 });
 
+// Delete session removes the session on screen (after the person confirms) and shows another.
+test("delete-session", async (page) => {
+  await newSession(page);
+  const id = decodeURIComponent(page.url().split("#/sessions/")[1]);
+  await page.locator(tid("message-input")).fill("to be deleted");
+  await page.locator(tid("message-input")).press("Enter");
+  await page.locator(`${tid("session-item")}[data-session-id="${id}"]`).waitFor();
+  page.once("dialog", (dialog) => dialog.accept());
+  await page.locator(tid("delete-session")).click();
+  await page.waitForURL((u) => /#\/sessions\//.test(u.toString()) && !u.toString().endsWith(encodeURIComponent(id)));
+  await page.locator(`${tid("connection-status")}[data-state="connected"]`).waitFor();
+  assert.equal(await page.locator(`${tid("session-item")}[data-session-id="${id}"]`).count(), 0);
+  assert.equal(await page.locator(`${tid("message-text")}`).filter({ hasText: "to be deleted" }).count(), 0);
+});
+
 // A plugin that pushes its forms (the Python SDK's `ctx.elicit`, server `py`) fails on 2026-07-28: the call's entry
 // names the fix and offers the older version; one click writes it into the config and runs the call again, whose
 // form is then a card.

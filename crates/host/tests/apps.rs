@@ -821,6 +821,65 @@ async fn a_form_during_an_apps_tool_call_is_a_card_of_its_call() {
     host.shutdown().await;
 }
 
+/// Deleting a session ends its followers' stream and removes what the store and the data
+/// directory keep of it: its transcript, its app state and its uploads; a restarted host does not
+/// bring it back, and the other session stays.
+#[tokio::test]
+async fn a_deleted_session_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("formwork.db");
+    let store = formwork_host::store::Store::open(&path).unwrap();
+    let host = Host::with_store(config(dir.path(), true), HostOptions::default(), store)
+        .await
+        .unwrap();
+    let mut s = Watch::open(&host);
+    let kept = host.create_session();
+    let (call_id, _) = s.called("probe", "open-probe").await;
+    let set = s
+        .app(
+            &call_id,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "ui/update-model-context",
+                   "params": {"structuredContent": {"a": 1}}}),
+        )
+        .await;
+    assert_eq!(set["result"], json!({}));
+    let upload = host.save_upload(&s.session, "notes.txt", b"notes").unwrap();
+    assert!(upload.path.exists());
+
+    host.delete_session(&s.session).await.unwrap();
+    assert!(!upload.path.exists());
+    assert!(!upload.path.parent().unwrap().exists());
+    // What was sent before comes first, then the stream ends.
+    loop {
+        match tokio::time::timeout(Duration::from_secs(5), s.events.recv()).await {
+            Ok(Err(broadcast::error::RecvError::Closed)) => break,
+            Ok(_) => {}
+            Err(_) => panic!("the deleted session's stream did not end"),
+        }
+    }
+    assert_eq!(host.sessions(), [kept.clone()]);
+    assert!(matches!(
+        host.command(&s.session, Command::StopTurn),
+        Err(formwork_host::CommandError::NoSession(_))
+    ));
+    assert!(matches!(
+        host.delete_session(&s.session).await,
+        Err(formwork_host::CommandError::NoSession(_))
+    ));
+    host.shutdown().await;
+
+    let store = formwork_host::store::Store::open(&path).unwrap();
+    let stored: Vec<String> = store
+        .list_sessions()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|record| record.id)
+        .collect();
+    assert_eq!(stored, [kept]);
+    assert!(store.app_states(&s.session).await.unwrap().is_empty());
+}
+
 /// What an app left behind (model context, a widget's state) is kept per invocation across a
 /// restart; after it, an app whose server is gone says so, and an ordinary call still has none.
 #[tokio::test]

@@ -130,6 +130,24 @@ $("new-session").addEventListener("click", () => {
   newSession().catch((error) => failed(error, "Could not create a session"));
 });
 
+// Deletes the session on screen (its transcript and the files added to it), once the person confirms, then shows
+// the newest one left (or a new one).
+async function deleteSession() {
+  const id = page.sessionId;
+  if (!id || !window.confirm("Delete this session? Its transcript and the files added to it are removed.")) return;
+  await api(`/api/sessions/${encodeURIComponent(id)}`, { method: "DELETE" });
+  page.socket?.close();
+  page.socket = null;
+  page.sessionId = null;
+  const left = await loadSessions();
+  if (left.length) location.hash = `#/sessions/${encodeURIComponent(left[left.length - 1].id)}`;
+  else await newSession();
+}
+
+$("delete-session").addEventListener("click", () => {
+  deleteSession().catch((error) => failed(error, "Could not delete the session"));
+});
+
 async function route() {
   let id = sessionFromHash();
   if (!id) {

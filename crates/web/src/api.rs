@@ -53,6 +53,22 @@ pub(crate) async fn create_session(State(state): State<AppState>) -> Response {
     (StatusCode::CREATED, Json(json!({ "id": id }))).into_response()
 }
 
+/// `DELETE /api/sessions/{id}`: deletes the session, its transcript and its uploads;
+/// `200 {"deleted": id}`, or `404` for an unknown session.
+pub(crate) async fn delete_session(
+    State(state): State<AppState>,
+    Path(session): Path<String>,
+) -> Response {
+    match state.host.delete_session(&session).await {
+        Ok(()) => Json(json!({ "deleted": session })).into_response(),
+        Err(err) => (
+            StatusCode::NOT_FOUND,
+            Json(json!({ "error": err.to_string() })),
+        )
+            .into_response(),
+    }
+}
+
 #[derive(Deserialize)]
 pub(crate) struct UploadQuery {
     name: String,

@@ -196,6 +196,10 @@ fn router(state: AppState) -> Router {
             "/api/sessions",
             get(api::list_sessions).post(api::create_session),
         )
+        .route(
+            "/api/sessions/{id}",
+            axum::routing::delete(api::delete_session),
+        )
         .route("/api/tools", get(api::tools))
         .route("/api/sessions/{id}/app-spare", post(sandbox::spare))
         .route("/api/sessions/{id}/apps/{call}", post(sandbox::open))

@@ -152,6 +152,7 @@ fn every_control_the_tests_drive_has_a_stable_test_id() {
         "session-list",
         "session-item",
         "new-session",
+        "delete-session",
         "transcript",
         "message",
         "tool-call",

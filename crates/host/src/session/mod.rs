@@ -334,6 +334,39 @@ impl Host {
         id
     }
 
+    /// Deletes a session: its turn stops (its cards are cancelled, its calls abandoned), its
+    /// connections close, it leaves the list, and what the store and the data directory keep of
+    /// it goes: its transcript and its uploads. A UI following it sees its events end.
+    pub async fn delete_session(&self, session: &str) -> Result<(), CommandError> {
+        let handle = self.inner.session(session)?;
+        handle.stop_turn();
+        if let Ok(mut sessions) = self.inner.sessions.lock() {
+            sessions.remove(session);
+        }
+        {
+            let mut state = handle.lock();
+            state.plugins.clear();
+            // Its followers' streams end now, not once its last call has let go of it.
+            state.subscribers = None;
+        }
+        if let Some(store) = &self.inner.store {
+            if let Err(err) = store.delete_session(session).await {
+                tracing::error!(target: "formwork::store", session, %err, "session not deleted from the store");
+            }
+            if let Some(root) = store.uploads_dir() {
+                let folder = root.join(session);
+                let removed =
+                    tokio::task::spawn_blocking(move || std::fs::remove_dir_all(folder)).await;
+                if let Ok(Err(err)) = removed
+                    && err.kind() != std::io::ErrorKind::NotFound
+                {
+                    tracing::warn!(target: "formwork::store", session, %err, "the session's uploads were not removed");
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// How to reach the enabled server `name` (built-in servers run as
     /// [`HostOptions::builtin_exe`]).
     pub fn server_target(&self, name: &str) -> Result<PluginTarget, CommandError> {

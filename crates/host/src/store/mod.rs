@@ -232,6 +232,13 @@ impl Store {
             .await
     }
 
+    /// Deletes a session and everything stored of it: transcript, calls, forms, approvals, app
+    /// state and the model's items. Deleting one that is not there does nothing.
+    pub async fn delete_session(&self, id: &str) -> Result<(), StoreError> {
+        let id = id.to_owned();
+        self.write(move |conn| sql::delete_session(conn, &id)).await
+    }
+
     /// Renames a session.
     pub async fn set_session_title(&self, id: &str, title: Option<&str>) -> Result<(), StoreError> {
         let (id, title) = (id.to_owned(), title.map(str::to_owned));

@@ -24,6 +24,13 @@ pub(super) fn now() -> UnixMillis {
 
 // ---- sessions ----
 
+/// Deletes the session and, through the schema's cascades, everything of it.
+pub(super) fn delete_session(conn: &Connection, id: &str) -> Result<(), StoreError> {
+    conn.prepare_cached("DELETE FROM sessions WHERE id = ?1")?
+        .execute(params![id])?;
+    Ok(())
+}
+
 pub(super) fn insert_session(
     conn: &Connection,
     id: &str,
