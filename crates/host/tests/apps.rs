@@ -857,7 +857,7 @@ async fn a_deleted_session_leaves_nothing_behind() {
             Err(_) => panic!("the deleted session's stream did not end"),
         }
     }
-    assert_eq!(host.sessions(), [kept.clone()]);
+    assert_eq!(host.sessions(), std::slice::from_ref(&kept));
     assert!(matches!(
         host.command(&s.session, Command::StopTurn),
         Err(formwork_host::CommandError::NoSession(_))
