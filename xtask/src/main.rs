@@ -12,6 +12,7 @@
 
 mod bench;
 mod checks;
+mod doc_check;
 mod fuzz;
 mod peers;
 mod test;

@@ -33,6 +33,10 @@ pub fn run(root: &Path, cargo_test_args: &[String]) -> Result<()> {
 
     step("cargo fmt --check", checks::format(root));
     step("room direction", checks::room_direction(root));
+    step(
+        "ARCHITECTURE citations",
+        crate::doc_check::architecture_citations(root),
+    );
     let metadata = checks::workspace_metadata(root);
     let has_conformance_client = match metadata {
         Ok(metadata) => {
