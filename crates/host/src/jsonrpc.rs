@@ -23,6 +23,9 @@ pub mod code {
     pub const INTERNAL_ERROR: i64 = -32603;
     /// The requested protocol version is not one the server speaks (2026-07-28).
     pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+    /// A request the host refuses, with the reason as the message (the implementation-defined
+    /// server error the MCP Apps spec uses for an app's refused request).
+    pub const REFUSED: i64 = -32000;
 }
 
 /// A JSON-RPC id exactly as the peer wrote it (a string or a number), so that it is echoed

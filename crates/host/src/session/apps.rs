@@ -15,6 +15,7 @@ use serde_json::{Map, Value, json};
 use crate::apps::{self, AppDocument};
 use crate::broker::{Card, Waiter};
 use crate::events::{Command, Event};
+use crate::jsonrpc::code::{INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, REFUSED};
 use crate::responder::FormAction;
 use crate::store::AppStatePart;
 
@@ -23,12 +24,6 @@ use super::{CommandError, Host, Session, SessionState};
 
 /// The MCP Apps protocol version formwork speaks with apps.
 pub const APPS_PROTOCOL_VERSION: &str = "2026-01-26";
-
-/// A JSON-RPC error code for a refused app request (the spec's implementation-defined code).
-const REFUSED: i64 = -32000;
-const METHOD_NOT_FOUND: i64 = -32601;
-const INVALID_PARAMS: i64 = -32602;
-const INVALID_REQUEST: i64 = -32600;
 
 /// The longest text an app may hand to `ui/message` or set as model context, in bytes.
 pub const MAX_APP_TEXT_BYTES: usize = 64 * 1024;
