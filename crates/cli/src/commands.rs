@@ -184,20 +184,11 @@ pub async fn call(
     };
     plugin.close().await;
     let result = result?;
-    if result.get("isError") == Some(&Value::Bool(true)) {
-        let text: Vec<&str> = result
-            .get("content")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|block| block.get("text").and_then(Value::as_str))
-            .collect();
-        if formwork_host::push_refusal(era, &text.join("\n")).is_some() {
-            eprintln!(
-                "formwork: {}",
-                formwork_host::push_fix(&resolved.name, resolved.configured)
-            );
-        }
+    if formwork_host::push_refusal_in_result(era, &result).is_some() {
+        eprintln!(
+            "formwork: {}",
+            formwork_host::push_fix(&resolved.name, resolved.configured)
+        );
     }
     if crate::human::for_people() {
         print!("{}", crate::human::call_result(&result));

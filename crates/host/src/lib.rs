@@ -37,7 +37,7 @@ pub use plugin::{
     ClientExtensions, ConnectOptions, Era, InputRound, MAX_ROUNDS, MAX_TOOL_LIST_BYTES,
     MAX_TOOL_PAGES, MODERN_VERSION, OPENAI_ELICITATION, OPENAI_ELICITATION_METHOD,
     PROTOCOL_VERSION, PUSH_VERSION, Plugin, PluginEnv, PluginTarget, RoundObserver, ServerInfo,
-    client_capabilities, push_fix, push_refusal,
+    client_capabilities, push_fix, push_refusal, push_refusal_in_result,
 };
 pub use responder::{BoxFuture, DeclineNotice, FormAction, FormPrompt, FormReply, FormResponder};
 pub use session::{

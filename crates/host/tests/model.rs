@@ -56,6 +56,30 @@ fn ts_config() -> Config {
     Config::from_toml(&text, None).unwrap()
 }
 
+/// A host of the servers in `text`, with the simulated provider on the Responses wire as its model.
+fn responses_host(text: &str, sim: &Sim) -> Host {
+    Host::new(
+        Config::from_toml(text, None).unwrap(),
+        HostOptions {
+            model: Some(choice(sim, WireApi::Responses)),
+            ..HostOptions::default()
+        },
+    )
+}
+
+/// `[mcp_servers.everything]`: server-everything over stdio, `auto` (its `echo` says
+/// `readOnlyHint: true`), offering `echo` only.
+fn everything_table() -> String {
+    let node = peers().join("npm/node_modules/.bin/node");
+    let everything =
+        peers().join("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    format!(
+        "[mcp_servers.everything]\ncommand = {:?}\nargs = [{:?}, \"stdio\"]\nenabled_tools = [\"echo\"]\n",
+        node.display().to_string(),
+        everything.display().to_string(),
+    )
+}
+
 fn host(choice: ModelChoice) -> Host {
     Host::new(
         ts_config(),
@@ -556,27 +580,16 @@ async fn app_model_context_reaches_the_model_as_untrusted_app_data() {
     let node = peers().join("npm/node_modules/.bin/node");
     let text = format!(
         "[mcp_servers.probe]\ncommand = {:?}\nargs = [{:?}]\ndefault_tools_approval_mode = \"approve\"\n\
-         [mcp_servers.probe.env]\nPROBE_LOG = {:?}\n\n[mcp_servers.demo]\nenabled = false\n\n\
-         [mcp_servers.everything]\ncommand = {:?}\nargs = [{:?}, \"stdio\"]\nenabled_tools = [\"echo\"]\n",
+         [mcp_servers.probe.env]\nPROBE_LOG = {:?}\n\n[mcp_servers.demo]\nenabled = false\n\n{}",
         node.display().to_string(),
         peers()
             .join("npm/app_probe_plugin.mjs")
             .display()
             .to_string(),
         dir.path().join("probe.log").display().to_string(),
-        node.display().to_string(),
-        peers()
-            .join("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-            .display()
-            .to_string(),
+        everything_table(),
     );
-    let host = Host::new(
-        Config::from_toml(&text, None).unwrap(),
-        HostOptions {
-            model: Some(choice(&sim, WireApi::Responses)),
-            ..HostOptions::default()
-        },
-    );
+    let host = responses_host(&text, &sim);
     let mut s = Watch::open(&host);
     s.send(Command::CallTool {
         server: "probe".to_owned(),
@@ -671,22 +684,11 @@ async fn a_call_after_reading_another_servers_output_asks() {
     let text = format!(
         "[mcp_servers.ts]\ncommand = {node:?}\nargs = [{ts:?}]\ndefault_tools_approval_mode = \"approve\"\n\
          enabled_tools = [\"last_abort\"]\n\
-         [mcp_servers.everything]\ncommand = {node:?}\nargs = [{everything:?}, \"stdio\"]\n\
-         enabled_tools = [\"echo\"]\n\
-         [mcp_servers.demo]\nenabled = false\n",
+         [mcp_servers.demo]\nenabled = false\n{everything}",
         ts = peers().join("npm/ts_plugin.mjs").display().to_string(),
-        everything = peers()
-            .join("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-            .display()
-            .to_string(),
+        everything = everything_table(),
     );
-    let host = Host::new(
-        Config::from_toml(&text, None).unwrap(),
-        HostOptions {
-            model: Some(choice(&sim, WireApi::Responses)),
-            ..HostOptions::default()
-        },
-    );
+    let host = responses_host(&text, &sim);
     let mut s = Watch::open(&host);
     let approvals = |events: &[Event]| {
         events

@@ -45,6 +45,22 @@ pub fn push_refusal(era: Era, failure: &str) -> Option<&'static str> {
         .find(|refusal| lower.contains(refusal))
 }
 
+/// [`push_refusal`] in a `CallToolResult`: an error result whose text blocks quote the refusal
+/// (fastmcp answers a refused push so, where the Python SDK fails the request).
+pub fn push_refusal_in_result(era: Era, result: &Value) -> Option<&'static str> {
+    if result.get("isError") != Some(&Value::Bool(true)) {
+        return None;
+    }
+    let texts: Vec<&str> = result
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|block| block.get("text").and_then(Value::as_str))
+        .collect();
+    push_refusal(era, &texts.join("\n"))
+}
+
 /// What to do about [`push_refusal`] for the plugin `name`, in words for the person; `configured`
 /// when it is a server of the config (else it was named on the command line).
 pub fn push_fix(name: &str, configured: bool) -> String {

@@ -30,7 +30,7 @@ use crate::transport::{self, Sent, Transport};
 
 pub(crate) use clocks::CountedAgainst;
 use clocks::{FormClocks, RequestClock, later};
-pub use era::{Era, MODERN_VERSION, PUSH_VERSION, push_fix, push_refusal};
+pub use era::{Era, MODERN_VERSION, PUSH_VERSION, push_fix, push_refusal, push_refusal_in_result};
 pub use observe::{RequestObserver, ServedRequest};
 pub use rounds::{InputRound, MAX_ROUNDS, RoundObserver};
 

@@ -162,6 +162,7 @@ impl Session {
             });
         }
         let (request, _route) = connection.route(self, call_id);
+        let era = connection.plugin.server_info().era;
         let on_round = |round: &InputRound| {
             self.emit(Event::ToolCallRound {
                 call_id: call_id.to_owned(),
@@ -178,20 +179,15 @@ impl Session {
             Ok(result) => result,
             Err(err) => {
                 let err = err.to_string();
-                return Err(
-                    match self.offer_older_protocol(call_id, server, &connection.plugin, &err) {
-                        Some(fix) => format!("{err}; {fix}"),
-                        None => err,
-                    },
-                );
+                return Err(match crate::plugin::push_refusal(era, &err) {
+                    Some(_) => format!("{err}; {}", self.offer_older_protocol(call_id, server)),
+                    None => err,
+                });
             }
         };
-        if result.get("isError") == Some(&Value::Bool(true)) {
-            let text = super::older_protocol::text_blocks(&result);
-            if let Some(fix) = self.offer_older_protocol(call_id, server, &connection.plugin, &text)
-            {
-                self.diagnostic("push-form-on-2026", fix);
-            }
+        if crate::plugin::push_refusal_in_result(era, &result).is_some() {
+            let fix = self.offer_older_protocol(call_id, server);
+            self.diagnostic("push-form-on-2026", fix);
         }
         if declared.is_none() {
             declared = crate::apps::declared_ui(None, Some(&result));

@@ -549,13 +549,18 @@ fn mark_named_uploads_used(content: Option<&formwork_forms::Content>, uploads: &
     let Some(content) = content else {
         return;
     };
-    let named = content.values().flat_map(|value| match value {
+    let named = content.values().flat_map(answered_uris);
+    for uri in named.filter(|uri| uploads.contains(*uri)) {
+        crate::store::mark_upload_used(uri);
+    }
+}
+
+/// The URIs an answer's value names: one string, or a list of them (a resource picker's).
+fn answered_uris(value: &Value) -> Vec<&str> {
+    match value {
         Value::String(uri) => vec![uri.as_str()],
         Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
         _ => Vec::new(),
-    });
-    for uri in named.filter(|uri| uploads.contains(*uri)) {
-        crate::store::mark_upload_used(uri);
     }
 }
 
@@ -570,12 +575,11 @@ fn foreign_files(
         if !matches!(field.kind, FieldKind::Resource(_)) {
             continue;
         }
-        let uris = match content.get(&field.key) {
-            Some(Value::String(uri)) => vec![uri.as_str()],
-            Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
-            _ => Vec::new(),
-        };
-        for uri in uris {
+        for uri in content
+            .get(&field.key)
+            .map(answered_uris)
+            .unwrap_or_default()
+        {
             if uri.starts_with("file:") && !uploads.contains(uri) {
                 errors.push(FieldError {
                     field: field.key.clone(),

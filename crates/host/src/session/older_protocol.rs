@@ -10,26 +10,19 @@ use serde_json::Value;
 use super::calls::Caller;
 use super::{CommandError, Session};
 use crate::events::Event;
-use crate::plugin::{PUSH_VERSION, Plugin, push_fix, push_refusal};
+use crate::plugin::{PUSH_VERSION, push_fix};
 
 impl Session {
-    /// When `failure` (a call's error, or the text of its error result) is the refusal of a
-    /// form pushed on `plugin`'s 2026-07-28 connection: offers the older version for the call
-    /// and gives the fix in words, to add to what the person sees.
-    pub(super) fn offer_older_protocol(
-        &self,
-        call_id: &str,
-        server: &str,
-        plugin: &Plugin,
-        failure: &str,
-    ) -> Option<String> {
-        push_refusal(plugin.server_info().era, failure)?;
+    /// For a call that failed because its plugin pushed a form on a 2026-07-28 connection
+    /// (`plugin::push_refusal`): offers the older version for the call and gives the fix in
+    /// words, to add to what the person sees.
+    pub(super) fn offer_older_protocol(&self, call_id: &str, server: &str) -> String {
         self.emit(Event::OlderProtocolOffered {
             call_id: call_id.to_owned(),
             server: server.to_owned(),
             version: PUSH_VERSION.to_owned(),
         });
-        Some(push_fix(server, true))
+        push_fix(server, true)
     }
 
     /// `Command::UseOlderProtocol`: writes `protocol_version = "2025-11-25"` for the server of
@@ -88,19 +81,4 @@ impl Session {
             _ => Err(CommandError::NotOpen(call_id.to_owned())),
         }
     }
-}
-
-/// The text blocks of a `CallToolResult`, one per line.
-pub(super) fn text_blocks(result: &Value) -> String {
-    result
-        .get("content")
-        .and_then(Value::as_array)
-        .map(|blocks| {
-            blocks
-                .iter()
-                .filter_map(|block| block.get("text").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-        .unwrap_or_default()
 }
