@@ -10,7 +10,6 @@
 
 mod agent;
 pub mod apps;
-mod broker;
 mod budget;
 pub mod config;
 pub mod doctor;

@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
+use super::queue::Card;
 use crate::apps::{self, AppDocument};
-use crate::broker::{Card, Waiter};
 use crate::events::{Command, Event};
 use crate::jsonrpc::code::{INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, REFUSED};
 use crate::responder::FormAction;
@@ -888,31 +888,25 @@ impl Session {
                 "required": ["choice"],
             },
         });
-        let Ok(mut body) = formwork_forms::parse_request(&params) else {
+        let Ok(body) = formwork_forms::parse_request(&params) else {
             return Err(refusal.to_owned());
         };
-        let form = body.take_form();
-        let (reply, answer) = tokio::sync::oneshot::channel();
         let raw = serde_json::value::to_raw_value(&params).ok();
-        self.push_card(
-            Card {
-                id: self.new_id("f"),
-                call_id: Some(call_id.to_owned()),
-                plugin: server.to_owned(),
-                body,
-                waiter: Waiter::Elicitation { form, reply },
-            },
-            raw,
+        let (card, answer) = Card::form(
+            self.new_id("f"),
+            Some(call_id.to_owned()),
+            server.to_owned(),
+            body,
         );
-        let chosen = answer.await.is_ok_and(|reply| {
-            reply.action == FormAction::Accept
-                && reply
-                    .content
-                    .as_ref()
-                    .and_then(|content| content.get("choice"))
-                    .and_then(Value::as_str)
-                    == Some("yes")
-        });
+        self.push_card(card, raw);
+        let reply = answer.await;
+        let chosen = reply.action == FormAction::Accept
+            && reply
+                .content
+                .as_ref()
+                .and_then(|content| content.get("choice"))
+                .and_then(Value::as_str)
+                == Some("yes");
         if chosen {
             Ok(())
         } else {

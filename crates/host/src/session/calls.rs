@@ -7,7 +7,6 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use crate::broker::{Card, Waiter};
 use crate::config::Transport;
 use crate::events::Event;
 use crate::plugin::{InputRound, PluginEnv, PluginTarget};
@@ -15,9 +14,10 @@ use crate::policy::{
     self, ApprovalAnswer, ApprovalCard, ApprovalNeed, ApprovalRequest, CardRendering,
 };
 
-use super::cards::{EndBy, approval_body};
+use super::cards::approval_body;
 use super::connections::Connection;
 use super::model_turn::CallEnd;
+use super::queue::Card;
 use super::{CommandError, HostInner, Session, Turn, reason};
 
 /// Who starts a call.
@@ -330,28 +330,16 @@ impl Session {
         card: ApprovalCard,
         rendering: CardRendering,
     ) -> (String, impl Future<Output = ApprovalAnswer> + use<>) {
-        let (reply, answer) = oneshot::channel();
         let approval_id = self.new_id("a");
         let body = approval_body(&card, rendering);
-        let fallback = card.clone();
-        self.push_card(
-            Card {
-                id: approval_id.clone(),
-                call_id: call_id.map(str::to_owned),
-                plugin: card.server.clone(),
-                body,
-                waiter: Waiter::Approval {
-                    card: Box::new(card),
-                    reply,
-                },
-            },
-            None,
+        let (card, answer) = Card::approval(
+            approval_id.clone(),
+            call_id.map(str::to_owned),
+            card,
+            body,
+            reason::STOPPED,
         );
-        let answer = async move {
-            answer
-                .await
-                .unwrap_or_else(|_| fallback.cancel(reason::STOPPED))
-        };
+        self.push_card(card, None);
         (approval_id, answer)
     }
 
@@ -398,7 +386,7 @@ impl Session {
         // A form of a call that has ended can change nothing: it ends too, before the call.
         let orphans = self.lock().cards.forms_of_call(call_id);
         for form_id in orphans {
-            self.end_card(&form_id, EndBy::Host(reason::CALL_ENDED));
+            self.end_card(&form_id, reason::CALL_ENDED);
         }
         let mut state = self.lock();
         self.emit_locked(

@@ -1,4 +1,10 @@
-//! The cards of a session: plugin forms and approval cards, queued, answered and ended.
+//! The cards of a session: plugin forms and approval cards, asked, answered and ended.
+//!
+//! The path of one card: [`Session::ask`] (a plugin's form, after the policy gates) or
+//! `push_approval` queues it and announces it; [`Session::answer_form`] or
+//! [`Session::answer_approval`] reads the person's answer against it, and the answer goes to
+//! whoever waits once its record is committed ([`ReplyAfterCommit`]). A card the host ends
+//! ([`Session::end_card`]) is told `cancel` at once.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -6,15 +12,14 @@ use std::sync::Arc;
 use formwork_forms::{ElicitationRequest, FieldError, FieldKind, FormRequest};
 use serde_json::Value;
 use serde_json::value::RawValue;
-use tokio::sync::oneshot;
 
-use crate::broker::{Card, Waiter};
 use crate::events::{Event, FormAnswer};
 use crate::policy::{self, ApprovalAnswer, ApprovalCard, ApprovalChoice, CardRendering};
 use crate::responder::{BoxFuture, FormPrompt, FormReply};
-use crate::store::StoreError;
 
 use super::model_turn::MODEL_MEMBER;
+use super::queue::{Card, CardAnswer, CardAsks};
+use super::reply_after_commit::ReplyAfterCommit;
 use super::{CommandError, Session, SessionState, reason};
 
 impl super::Host {
@@ -24,23 +29,10 @@ impl super::Host {
     pub fn shown_card(&self, session: &str) -> Result<Option<ShownCard>, CommandError> {
         let session = self.inner.session(session)?;
         let state = session.lock();
-        let Some(card) = state.cards.shown() else {
-            return Ok(None);
-        };
-        let asks = match &card.waiter {
-            Waiter::Elicitation { form, .. } => {
-                let mut request = card.body.clone();
-                if let (ElicitationRequest::Form(shown), Some(form)) = (&mut request, form) {
-                    shown.form = Some(Arc::clone(form));
-                }
-                CardAsks::Form(request)
-            }
-            Waiter::Approval { card, .. } => CardAsks::Approval(card.as_ref().clone()),
-        };
-        Ok(Some(ShownCard {
+        Ok(state.cards.shown().map(|card| ShownCard {
             id: card.id.clone(),
             plugin: card.plugin.clone(),
-            asks,
+            asks: card.asks.clone(),
         }))
     }
 }
@@ -54,15 +46,6 @@ pub struct ShownCard {
     pub plugin: String,
     /// What it asks.
     pub asks: CardAsks,
-}
-
-/// What a shown card asks for.
-#[derive(Debug, Clone)]
-pub enum CardAsks {
-    /// A plugin's form (with its parsed form) or URL.
-    Form(ElicitationRequest),
-    /// Whether a tool call may run.
-    Approval(ApprovalCard),
 }
 
 impl Session {
@@ -106,7 +89,7 @@ impl Session {
         let card_id = card_id.to_owned();
         tokio::spawn(async move {
             tokio::time::sleep(limit).await;
-            session.end_card(&card_id, EndBy::Host(reason::TIMED_OUT));
+            session.end_card(&card_id, reason::TIMED_OUT);
         });
     }
 
@@ -180,8 +163,6 @@ impl Session {
             }
         });
         let forms = config.forms;
-        let (reply, answer) = oneshot::channel();
-        let mut body = prompt.request;
         let completion = prompt.url_completed;
         let form_id = self.new_id("f");
         // Counted and queued under one lock, so that forms arriving together cannot pass the
@@ -191,25 +172,15 @@ impl Session {
             .as_deref()
             .map_or(0, |call| state.cards.forms_of_call(call).len());
         let of_session = state.cards.pending_forms();
-        if let Err(refused) = policy::form_gate(&forms, &body, of_call, of_session) {
+        if let Err(refused) = policy::form_gate(&forms, &prompt.request, of_call, of_session) {
             drop(state);
             tracing::info!(target: "formwork::policy", marker = "policy-decision", session = %self.id, plugin = server, allowed = false, reason = %refused, "plugin form");
             self.plugin_diagnostic(refused.code(), format!("{server}: {refused}"));
             return (None, Box::pin(async { FormReply::decline() }));
         }
-        // The card keeps the form to check answers; what is shown and stored is the rest.
-        let form = body.take_form();
-        self.push_card_locked(
-            state,
-            Card {
-                id: form_id.clone(),
-                call_id,
-                plugin: server.to_owned(),
-                body,
-                waiter: Waiter::Elicitation { form, reply },
-            },
-            Some(prompt.params),
-        );
+        let (card, answer) =
+            Card::form(form_id.clone(), call_id, server.to_owned(), prompt.request);
+        self.push_card_locked(state, card, Some(prompt.params));
         if let Some(mut completed) = completion {
             // Ends when the plugin reports completion, or when no completion can come any more
             // (sender dropped: the flow was not accepted, or the connection closed).
@@ -232,7 +203,7 @@ impl Session {
         let cancelled = prompt.cancelled;
         let reply = Box::pin(async move {
             tokio::select! {
-                reply = answer => reply.unwrap_or_else(|_| FormReply::cancel()),
+                reply = answer => reply,
                 () = cancelled.cancelled() => {
                     drop(guard);
                     FormReply::cancel()
@@ -247,22 +218,23 @@ impl Session {
         form_id: &str,
         answer: FormAnswer,
     ) -> Result<(), CommandError> {
-        let end = {
+        let answer = {
             let state = self.lock();
             let card = match state.cards.shown() {
                 Some(card) if card.id == form_id => card,
                 _ => return Err(Self::not_open_error(&state, form_id)),
             };
-            match &card.waiter {
-                Waiter::Elicitation { form, .. } => {
-                    let reply = reply_for(form.as_deref(), answer, &state.uploads)?;
+            match &card.asks {
+                CardAsks::Form(request) => {
+                    let form = request.form().map(Arc::as_ref);
+                    let reply = reply_for(form, answer, &state.uploads)?;
                     mark_named_uploads_used(reply.content.as_ref(), &state.uploads);
-                    EndBy::Person(reply)
+                    CardAnswer::Form(reply)
                 }
-                Waiter::Approval { card, .. } => EndBy::Approved(approval_from_form(card, answer)?),
+                CardAsks::Approval(card) => CardAnswer::Approval(approval_from_form(card, answer)?),
             }
         };
-        self.end_card(form_id, end);
+        self.answered(form_id, answer);
         Ok(())
     }
 
@@ -274,20 +246,18 @@ impl Session {
         let answer = {
             let state = self.lock();
             match state.cards.shown() {
-                Some(Card {
-                    id,
-                    waiter: Waiter::Approval { card, .. },
-                    ..
-                }) if id == approval_id => card.answer(choice),
-                Some(card) if card.id == approval_id => {
-                    return Err(CommandError::Mismatch(format!(
-                        "`{approval_id}` is a form; answer it with answer_form"
-                    )));
-                }
+                Some(card) if card.id == approval_id => match &card.asks {
+                    CardAsks::Approval(approval) => approval.answer(choice),
+                    CardAsks::Form(_) => {
+                        return Err(CommandError::Mismatch(format!(
+                            "`{approval_id}` is a form; answer it with answer_form"
+                        )));
+                    }
+                },
                 _ => return Err(Self::not_open_error(&state, approval_id)),
             }
         };
-        self.end_card(approval_id, EndBy::Approved(answer));
+        self.answered(approval_id, CardAnswer::Approval(answer));
         Ok(())
     }
 
@@ -304,20 +274,31 @@ impl Session {
     pub(super) fn cancel_cards(&self, why: &'static str) {
         let cards = self.lock().cards.drain();
         for card in cards {
-            self.finish_card(card, EndBy::Host(why));
+            self.cancel_card(card, why);
         }
     }
 
-    /// Ends one card and moves the next up.
-    pub(super) fn end_card(&self, card_id: &str, by: EndBy) {
+    /// Ends the card `card_id` as the host, for `why`, and moves the next one up.
+    pub(super) fn end_card(&self, card_id: &str, why: &'static str) {
+        if let Some(card) = self.take_card(card_id) {
+            self.cancel_card(card, why);
+        }
+    }
+
+    /// Ends the card `card_id` with the person's answer, and moves the next one up.
+    pub(super) fn answered(&self, card_id: &str, answer: CardAnswer) {
+        if let Some(card) = self.take_card(card_id) {
+            self.answer_card(card, answer);
+        }
+    }
+
+    /// Takes the card `card_id` out of the queue and shows the next one.
+    fn take_card(&self, card_id: &str) -> Option<Card> {
         let (card, next) = {
             let mut state = self.lock();
-            let Some((card, next)) = state.cards.take(card_id) else {
-                return;
-            };
+            let (card, next) = state.cards.take(card_id)?;
             (card, next.map(|next| next.id.clone()))
         };
-        self.finish_card(card, by);
         if let Some(next) = next {
             tracing::info!(target: "formwork::form", marker = "form-shown", session = %self.id, form = %next, "card shown");
             self.emit(Event::FormShown {
@@ -325,107 +306,49 @@ impl Session {
             });
             self.arm_time_limit(&next);
         }
+        Some(card)
     }
 
-    /// Announces how a card ended and tells whoever waits for it. A card the person answered
-    /// is told only once the resolution is stored, so a plugin never holds an answer the
-    /// transcript lacks; if it cannot be stored, the card ends as cancelled after all
-    /// ([`Session::not_stored`]). A card the host ended is told at once: it gets `cancel`, which
-    /// is also what a restart records for a resolution that never reached the store.
-    fn finish_card(&self, card: Card, by: EndBy) {
-        let id = card.id;
-        let by_person = !matches!(by, EndBy::Host(_));
-        match card.waiter {
-            Waiter::Elicitation { reply, .. } => {
-                let (answer, why) = match by {
-                    EndBy::Person(answer) => (answer, None),
-                    EndBy::Host(why) => (FormReply::cancel(), Some(why.to_owned())),
-                    EndBy::Approved(_) => (FormReply::cancel(), None),
-                };
-                tracing::info!(target: "formwork::form", marker = "answer", session = %self.id, form = %id, action = answer.action.as_str(), reason = why.as_deref().unwrap_or("the person answered"), "form ended");
-                let event = Event::FormResolved {
-                    form_id: id.clone(),
-                    action: answer.action,
-                    content: answer.content.clone(),
-                    reason: why,
-                };
-                self.tell(event, by_person, reply, answer, move |session, err| {
-                    let cancel = FormReply::cancel();
-                    let resolution = Event::FormResolved {
-                        form_id: id.clone(),
-                        action: cancel.action,
-                        content: None,
-                        reason: Some(reason::NOT_STORED.to_owned()),
-                    };
-                    session.not_stored(
-                        resolution,
-                        format!("the answer to form {id} could not be stored, so the plugin was told `cancel`: {err}"),
-                    );
-                    cancel
-                });
-            }
-            Waiter::Approval { card, reply } => {
-                let answer = match by {
-                    EndBy::Approved(answer) => answer,
-                    EndBy::Host(why) => card.cancel(why),
-                    EndBy::Person(_) => card.cancel("answered as a form"),
-                };
-                let event = approval_resolved(&id, &answer);
-                self.tell(event, by_person, reply, answer, move |session, err| {
-                    let cancelled = card.cancel(reason::NOT_STORED);
-                    session.not_stored(
-                        approval_resolved(&id, &cancelled),
-                        format!("the answer to approval {id} could not be stored, so the tool call does not run: {err}"),
-                    );
-                    cancelled
-                });
-            }
-        }
+    /// Records that the host ended `card` for `why` and tells whoever waits `cancel` at once:
+    /// that is also what a restart records for a card it finds open.
+    fn cancel_card(&self, card: Card, why: &'static str) {
+        let answer = card.cancelled(why);
+        log_form_end(&self.id, &card.id, &answer, Some(why));
+        self.emit(resolution(&card.id, &answer, Some(why)));
+        let _ = card.reply.send(answer);
     }
 
-    /// Emits a card's resolution and sends `answer` to whoever waits: at once when the host
-    /// ended the card, else once the resolution is stored. When the store refuses it, `refused`
-    /// ends the card again and gives what is sent instead.
-    fn tell<T: Send + 'static>(
-        &self,
-        resolution: Event,
-        by_person: bool,
-        reply: oneshot::Sender<T>,
-        answer: T,
-        refused: impl FnOnce(&Session, StoreError) -> T + Send + 'static,
-    ) {
-        if !by_person {
-            self.emit(resolution);
-            let _ = reply.send(answer);
-            return;
-        }
-        self.emit_then(
-            resolution,
-            Box::new(move |session, stored| {
-                let answer = match stored {
-                    Ok(()) => answer,
-                    Err(err) => refused(session, err),
-                };
-                let _ = reply.send(answer);
-            }),
-        );
-    }
-
-    /// A person's answer that the store refused: the card ends again, as cancelled
-    /// (`resolution`), and the diagnostic `answer-not-stored` says why.
-    fn not_stored(&self, resolution: Event, message: String) {
-        self.emit(resolution);
-        self.diagnostic("answer-not-stored", message);
+    /// Records the person's `answer` to `card` and sends it once the record is committed
+    /// ([`ReplyAfterCommit`]), so a plugin never holds an answer the transcript lacks.
+    fn answer_card(&self, card: Card, answer: CardAnswer) {
+        log_form_end(&self.id, &card.id, &answer, None);
+        let resolution = resolution(&card.id, &answer, None);
+        self.emit_then(resolution, ReplyAfterCommit::new(card, answer));
     }
 }
 
-/// The event that ends an approval card with `answer`.
-fn approval_resolved(approval_id: &str, answer: &ApprovalAnswer) -> Event {
-    Event::ApprovalResolved {
-        approval_id: approval_id.to_owned(),
-        choice: answer.choice,
-        cancelled: answer.cancelled,
-        reason: Some(answer.reason.clone()),
+fn log_form_end(session: &str, card_id: &str, answer: &CardAnswer, why: Option<&str>) {
+    if let CardAnswer::Form(reply) = answer {
+        tracing::info!(target: "formwork::form", marker = "answer", session, form = card_id, action = reply.action.as_str(), reason = why.unwrap_or("the person answered"), "form ended");
+    }
+}
+
+/// The event that records how the card `card_id` ended with `answer`; `why` is the host's
+/// reason for a form it ended.
+pub(super) fn resolution(card_id: &str, answer: &CardAnswer, why: Option<&str>) -> Event {
+    match answer {
+        CardAnswer::Form(reply) => Event::FormResolved {
+            form_id: card_id.to_owned(),
+            action: reply.action,
+            content: reply.content.clone(),
+            reason: why.map(str::to_owned),
+        },
+        CardAnswer::Approval(answer) => Event::ApprovalResolved {
+            approval_id: card_id.to_owned(),
+            choice: answer.choice,
+            cancelled: answer.cancelled,
+            reason: Some(answer.reason.clone()),
+        },
     }
 }
 
@@ -445,37 +368,26 @@ struct CardGuard {
 
 impl Drop for CardGuard {
     fn drop(&mut self) {
-        self.session
-            .end_card(&self.card_id, EndBy::Host(reason::PLUGIN_GONE));
+        self.session.end_card(&self.card_id, reason::PLUGIN_GONE);
     }
 }
 
-/// How a card ended.
-pub(super) enum EndBy {
-    /// The person answered a form.
-    Person(FormReply),
-    /// The person answered an approval card.
-    Approved(ApprovalAnswer),
-    /// The host ended it, for this reason.
-    Host(&'static str),
-}
-
 fn announce(card: &Card, waiting: bool) -> Event {
-    match &card.waiter {
-        Waiter::Approval { card: approval, .. } => Event::ApprovalRequested {
+    match &card.asks {
+        CardAsks::Approval(approval) => Event::ApprovalRequested {
             approval_id: card.id.clone(),
             call_id: card.call_id.clone().unwrap_or_default(),
             server: approval.server.clone(),
             tool: approval.tool.clone(),
             waiting,
-            body: card.body.clone(),
+            body: card.shown.clone(),
         },
-        Waiter::Elicitation { .. } => Event::FormRequested {
+        CardAsks::Form(_) => Event::FormRequested {
             form_id: card.id.clone(),
             call_id: card.call_id.clone(),
             plugin: card.plugin.clone(),
             waiting,
-            body: card.body.clone(),
+            body: card.shown.clone(),
         },
     }
 }

@@ -23,7 +23,6 @@ use crate::runtime::codex::log::LogNotice;
 use crate::runtime::codex::protocol;
 use crate::runtime::codex::{AppServer, CodexError, Inbound};
 
-use super::cards::EndBy;
 use super::model_turn::Outcome;
 use super::{HostInner, Session, reason};
 
@@ -528,7 +527,7 @@ impl Session {
     /// Ends a request's card (if it has one) with `why`, and what waits for its answer.
     pub(super) fn end_open_request(&self, open: OpenRequest, why: &'static str) {
         if let Some(card) = &open.card {
-            self.end_card(card, EndBy::Host(why));
+            self.end_card(card, why);
         }
         open.resolved.cancel();
     }

@@ -192,6 +192,8 @@ async fn connect(
         calls: Mutex::new(HashMap::new()),
         log_budget: Mutex::default(),
     });
+    // The connection's forms go to `CallRouter::respond` (above), which hands each to its
+    // session's `Session::ask` (cards.rs).
     let mut options = ConnectOptions::new(name.to_owned(), Arc::clone(&router) as _);
     options.request_timeout = host.options.request_timeout;
     options.inherit_stderr = host.options.inherit_stderr;

@@ -13,10 +13,13 @@ mod cards;
 mod codex;
 mod codex_events;
 mod codex_requests;
-pub use cards::{CardAsks, ShownCard};
+pub use cards::ShownCard;
+pub use queue::CardAsks;
 mod connections;
 mod model_turn;
 mod older_protocol;
+mod queue;
+mod reply_after_commit;
 mod sign_in;
 
 pub use apps::{
@@ -36,12 +39,13 @@ use serde_json::value::RawValue;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-use crate::broker::FormQueue;
 use crate::config::Config;
 use crate::events::{Command, Event, Role, SessionId};
 use crate::plugin::PluginTarget;
 use crate::policy::SessionApprovals;
 use crate::store::{Store, StoreError};
+
+use reply_after_commit::ReplyAfterCommit;
 
 /// Reasons a form ends without the person, as recorded in the transcript.
 pub mod reason {
@@ -193,7 +197,7 @@ struct SessionState {
     subscribers: Option<broadcast::Sender<Arc<Event>>>,
     plugins: connections::ConnectionCells,
     turn: Option<Turn>,
-    cards: FormQueue,
+    cards: queue::CardQueue,
     attached_uis: usize,
     ui_gone_timer: Option<CancellationToken>,
     approvals: SessionApprovals,
@@ -218,13 +222,9 @@ struct Unsaved {
     event: Arc<Event>,
     /// The plugin's params, when the event announces a plugin form.
     request: Option<Box<RawValue>>,
-    /// What waits until the event is stored, told whether it was.
-    then: Option<AfterStore>,
+    /// The answer that waits until the event is stored.
+    then: Option<ReplyAfterCommit>,
 }
-
-/// Runs once an event's write is over (at once when the host keeps no store), with the write's
-/// outcome: e.g. the reply to a plugin, which may leave only after the answer is stored.
-type AfterStore = Box<dyn FnOnce(&Session, Result<(), StoreError>) + Send>;
 
 #[derive(Default)]
 struct Turn {
@@ -651,14 +651,14 @@ impl Session {
         self.emit_locked_with(state, event, None, None);
     }
 
-    /// Emits `event` and runs `then` once it is stored (see [`AfterStore`]). Events stay in
-    /// emission order: `then` waits for the events emitted before this one, too.
-    fn emit_then(&self, event: Event, then: AfterStore) {
+    /// Emits `event` and sends `then` once it is stored. Events stay in emission order: `then`
+    /// waits for the events emitted before this one, too.
+    fn emit_then(&self, event: Event, then: ReplyAfterCommit) {
         let mut state = self.lock();
         let queued = self.emit_locked_with(&mut state, event, None, Some(then));
         drop(state);
         if let Some(then) = queued {
-            then(self, Ok(()));
+            then.committed(self, Ok(()));
         }
     }
 
@@ -670,8 +670,8 @@ impl Session {
         state: &mut SessionState,
         event: Event,
         request: Option<Box<RawValue>>,
-        then: Option<AfterStore>,
-    ) -> Option<AfterStore> {
+        then: Option<ReplyAfterCommit>,
+    ) -> Option<ReplyAfterCommit> {
         let event = Arc::new(event);
         if let Some(subscribers) = &state.subscribers {
             let _ = subscribers.send(Arc::clone(&event));
@@ -749,7 +749,7 @@ impl Session {
                 tracing::error!(target: "formwork::store", session = %self.id, %err, "event not stored");
             }
             if let Some(then) = then {
-                then(self, stored);
+                then.committed(self, stored);
             }
         }
     }

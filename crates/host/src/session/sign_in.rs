@@ -11,11 +11,10 @@ use serde_json::json;
 use tokio::sync::{oneshot, watch};
 
 use crate::auth::agent::{Loopback, PendingRedirect, SignInAgent};
-use crate::broker::{Card, Waiter};
 use crate::events::Event;
 use crate::responder::{BoxFuture, FormAction, FormReply};
 
-use super::cards::EndBy;
+use super::queue::{Card, CardAnswer};
 use super::{CommandError, Session, reason};
 
 /// How long a sign-in card waits for the browser to come back.
@@ -83,7 +82,7 @@ impl PendingRedirect for CardRedirect {
                         // opened the link, whether or not the page's word of it has arrived
                         // yet (the authorization server may redirect at once).
                         if code.is_ok() && !accepted {
-                            session.end_card(&open_card.card, EndBy::Person(FormReply::accept_url()));
+                            session.answered(&open_card.card, CardAnswer::Form(FormReply::accept_url()));
                         }
                         return code;
                     }
@@ -136,7 +135,6 @@ impl Session {
         if !matches!(body, ElicitationRequest::Url(_)) {
             return Err("the sign-in link cannot be shown".to_owned());
         }
-        let (reply, answer) = oneshot::channel();
         let (action_tx, action) = oneshot::channel();
         let form_id = self.new_id("f");
         let call_id = {
@@ -148,22 +146,12 @@ impl Session {
                     .flatten()
             })
         };
-        self.push_card(
-            Card {
-                id: form_id.clone(),
-                call_id,
-                plugin: server.to_owned(),
-                body,
-                waiter: Waiter::Elicitation { form: None, reply },
-            },
-            serde_json::value::to_raw_value(&params).ok(),
-        );
+        let (card, answer) = Card::form(form_id.clone(), call_id, server.to_owned(), body);
+        self.push_card(card, serde_json::value::to_raw_value(&params).ok());
         let session = Arc::downgrade(self);
         let card = form_id.clone();
         tokio::spawn(async move {
-            let action = answer
-                .await
-                .map_or(FormAction::Cancel, |reply| reply.action);
+            let action = answer.await.action;
             let _ = action_tx.send(action);
             if action == FormAction::Accept
                 && completed.wait_for(|done| *done).await.is_ok()
@@ -184,7 +172,6 @@ struct EndOnDrop {
 
 impl Drop for EndOnDrop {
     fn drop(&mut self) {
-        self.session
-            .end_card(&self.card, EndBy::Host(reason::CALL_ENDED));
+        self.session.end_card(&self.card, reason::CALL_ENDED);
     }
 }
