@@ -4,7 +4,7 @@
 //! A cited file is a backquoted token ending in a source or doc extension (`session/apps.rs`,
 //! `tests/browser/apps.mjs`): some tracked file's path must end with it. A cited test or function
 //! is a backquoted snake_case name of four words or more (`a_deleted_session_leaves_nothing_behind`):
-//! it must occur in a tracked source file.
+//! it must occur in a tracked source file. A cited folder (`session/`) must hold a tracked file.
 
 use std::path::Path;
 use std::process::Command;
@@ -77,6 +77,13 @@ fn missing_citations(doc: &str, files: &[String], sources: &str) -> Vec<String> 
             if !found {
                 missing.push(format!("  file `{token}`"));
             }
+        } else if token.len() > 1 && token.ends_with('/') && is_path(token) {
+            let found = files
+                .iter()
+                .any(|file| file.starts_with(token) || file.contains(&format!("/{token}")));
+            if !found {
+                missing.push(format!("  folder `{token}`"));
+            }
         } else if is_long_snake_name(token) && !sources.contains(token) {
             missing.push(format!("  name `{token}`"));
         }
@@ -122,21 +129,27 @@ mod tests {
     use super::missing_citations;
 
     #[test]
+    fn the_architecture_cites_only_what_exists() {
+        super::architecture_citations(&crate::repo_root()).expect("ARCHITECTURE citations");
+    }
+
+    #[test]
     fn a_gone_file_or_test_is_named_and_present_ones_pass() {
         let files = vec![
             "crates/host/src/session/apps.rs".to_owned(),
             "tests/browser/apps.mjs".to_owned(),
         ];
         let sources = "fn a_deleted_session_leaves_nothing_behind() {}";
-        let doc = "See `session/apps.rs`, `tests/browser/apps.mjs` and \
+        let doc = "See `session/apps.rs`, `session/`, `tests/browser/apps.mjs` and \
                    `a_deleted_session_leaves_nothing_behind`; not `session/gone.rs` \
-                   nor `a_test_that_was_renamed`; `default_tools_approval_mode` is a key \
+                   nor `a_test_that_was_renamed` nor `transport/gone/`; `default_tools_approval_mode` is a key \
                    (three underscores but found in no source here: it counts), `<dir>/x.rs` \
                    and `uploads/<id>/` are placeholders, `*.rs` a pattern.";
         assert_eq!(
             missing_citations(doc, &files, sources),
             [
                 "  file `session/gone.rs`",
+                "  folder `transport/gone/`",
                 "  name `a_test_that_was_renamed`",
                 "  name `default_tools_approval_mode`",
             ]
