@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use super::queue::Card;
+use super::cards::Card;
 use crate::apps::{self, AppDocument};
 use crate::events::{Command, Event};
 use crate::jsonrpc::code::{INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, REFUSED};

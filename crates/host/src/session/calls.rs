@@ -14,10 +14,9 @@ use crate::policy::{
     self, ApprovalAnswer, ApprovalCard, ApprovalNeed, ApprovalRequest, CardRendering,
 };
 
-use super::cards::approval_body;
+use super::cards::{Card, approval_body};
 use super::connections::Connection;
 use super::model_turn::CallEnd;
-use super::queue::Card;
 use super::{CommandError, HostInner, Session, Turn, reason};
 
 /// Who starts a call.

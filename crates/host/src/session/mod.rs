@@ -13,12 +13,10 @@ mod cards;
 mod codex;
 mod codex_events;
 mod codex_requests;
-pub use cards::ShownCard;
-pub use queue::CardAsks;
+pub use cards::{CardAsks, ShownCard};
 mod connections;
 mod model_turn;
 mod older_protocol;
-mod queue;
 mod reply_after_commit;
 mod sign_in;
 
@@ -197,7 +195,7 @@ struct SessionState {
     subscribers: Option<broadcast::Sender<Arc<Event>>>,
     plugins: connections::ConnectionCells,
     turn: Option<Turn>,
-    cards: queue::CardQueue,
+    cards: cards::CardQueue,
     attached_uis: usize,
     ui_gone_timer: Option<CancellationToken>,
     approvals: SessionApprovals,

@@ -6,8 +6,7 @@
 
 use tokio::sync::oneshot;
 
-use super::cards::resolution;
-use super::queue::{Card, CardAnswer};
+use super::cards::{Card, CardAnswer, resolution};
 use super::{Session, reason};
 use crate::store::StoreError;
 

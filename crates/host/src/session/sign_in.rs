@@ -14,7 +14,7 @@ use crate::auth::agent::{Loopback, PendingRedirect, SignInAgent};
 use crate::events::Event;
 use crate::responder::{BoxFuture, FormAction, FormReply};
 
-use super::queue::{Card, CardAnswer};
+use super::cards::{Card, CardAnswer};
 use super::{CommandError, Session, reason};
 
 /// How long a sign-in card waits for the browser to come back.
