@@ -32,8 +32,10 @@ const apps = new Apps({
 
 const transcript = new Transcript($("transcript"), {
   apps,
-  send: (command) => page.socket?.send(command) ?? false,
   upload: (file) => uploadFile(page.sessionId, file),
+  onSignedIn: () => palette.load(true),
+  // The list shows each session's first message and open cards.
+  onListChange: () => loadSessions().catch(() => {}),
   onTurn: (running) => {
     stopButton.hidden = !running;
   },
@@ -172,44 +174,20 @@ function openSession(id) {
   connect();
 }
 
-const LIST_CHANGES = new Set(["message_added", "form_requested", "approval_requested", "form_resolved", "approval_resolved"]);
-
 function connect() {
   const id = page.sessionId;
   transcript.reset();
   setConnection("connecting", "Connecting…");
   const socket = new SessionSocket(id, {
     onOpen: () => setConnection("connected", "Connected"),
-    onMessage: (message) => {
-      if (message.type === "snapshot_done") {
-        transcript.snapshotDone();
-        return;
-      }
-      if (message.type === "reset") {
-        transcript.reset();
-        return;
-      }
-      if (message.type === "app_reply") {
-        apps.replied(message);
-        return;
-      }
-      if (message.type === "signed_in") {
-        // The server's tools can be listed now; a replayed one (a reconnect) needs nothing.
-        if (transcript.live) palette.load(true);
-        return;
-      }
-      transcript.apply(message);
-      // The list shows each session's first message and open cards: refresh it when they change.
-      if (transcript.live && LIST_CHANGES.has(message.type) && (message.type !== "message_added" || message.role === "user")) {
-        loadSessions().catch(() => {});
-      }
-    },
+    onMessage: transcript.receive,
     onClose: (event) => {
       apps.socketClosed();
       setConnection("disconnected", event.reason ? `Disconnected: ${event.reason}` : "Disconnected");
     },
   });
   page.socket = socket;
+  transcript.attach(socket);
   socket.connect();
 }
 

@@ -6,13 +6,47 @@ import { FormCard, UrlCard, ApprovalCard } from "./cards.js";
 
 const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
 
+// What changes the sessions list (each session's first message and open cards).
+const LIST_CHANGES = new Set(["message_added", "form_requested", "approval_requested", "form_resolved", "approval_resolved"]);
+
 export class Transcript {
-  // hooks: {send(command) -> bool, upload(file) -> Promise<{uri, name}>, onTurn(running), announce(text), composer(),
-  //         apps: the page's Apps}
+  // hooks: {upload(file) -> Promise<{uri, name}>, onTurn(running), announce(text), composer(), onSignedIn(),
+  //         onListChange(), apps: the page's Apps}
   constructor(root, hooks) {
     this.root = root;
     this.hooks = hooks;
+    this.socket = null;
+    this.receive = this.receive.bind(this);
     this.reset();
+  }
+
+  // The session's socket: its messages come to `receive`, and the cards' commands go out on it.
+  attach(socket) {
+    this.socket = socket;
+  }
+
+  send(command) {
+    return this.socket?.send(command) ?? false;
+  }
+
+  // One message from the session's socket.
+  receive(message) {
+    switch (message.type) {
+      case "snapshot_done":
+        return this.snapshotDone();
+      case "reset":
+        return this.reset();
+      case "app_reply":
+        return this.hooks.apps.replied(message);
+      case "signed_in":
+        // The server's tools can be listed now; a replayed one (a reconnect) needs nothing.
+        if (this.live) this.hooks.onSignedIn();
+        return;
+    }
+    this.apply(message);
+    if (this.live && LIST_CHANGES.has(message.type) && (message.type !== "message_added" || message.role === "user")) {
+      this.hooks.onListChange();
+    }
   }
 
   // Forgets everything: a snapshot follows.
@@ -220,7 +254,7 @@ export class Transcript {
       testid: "use-older-protocol",
       text: `Speak ${version} to this plugin`,
       onclick: () => {
-        if (this.hooks.send({ type: "use_older_protocol", call_id })) button.disabled = true;
+        if (this.send({ type: "use_older_protocol", call_id })) button.disabled = true;
       },
     });
     call.node.append(
@@ -269,7 +303,7 @@ export class Transcript {
   }
 
   cardRequested(event) {
-    const ctx = { send: this.hooks.send, upload: this.hooks.upload };
+    const ctx = { send: (command) => this.send(command), upload: this.hooks.upload };
     let card;
     if (event.type === "approval_requested") card = new ApprovalCard(event, ctx);
     else if (event.body?.mode === "url") card = new UrlCard(event, ctx);
