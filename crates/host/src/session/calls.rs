@@ -14,10 +14,52 @@ use crate::policy::{
     self, ApprovalAnswer, ApprovalCard, ApprovalNeed, ApprovalRequest, CardRendering,
 };
 
+use super::apps::TooManyAppCards;
 use super::cards::{Card, approval_body};
 use super::connections::Connection;
 use super::model_turn::CallEnd;
 use super::{CommandError, HostInner, Session, Turn, reason};
+
+/// Why a session's tool call ended without a result; its text is the call's error, as the
+/// transcript and the model read it.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum CallError {
+    /// The host stopped while the call ran.
+    #[error("{}", reason::HOST_STOPPED)]
+    HostStopped,
+    /// The person stopped the turn.
+    #[error("the turn was {}", reason::STOPPED)]
+    TurnStopped,
+    /// The host is shutting down.
+    #[error("the host is shutting down")]
+    ShuttingDown,
+    /// The plugin could not be reached, or the call failed there.
+    #[error(transparent)]
+    Plugin(#[from] crate::HostError),
+    /// The plugin refused a form pushed on its protocol: its error, and the fix offered.
+    #[error("{error}; {fix}")]
+    PushRefused {
+        error: crate::HostError,
+        fix: String,
+    },
+    /// The model may not call a tool only the plugin's app sees.
+    #[error(
+        "`{0}` is a tool for the plugin's app only (its `_meta.ui.visibility` lacks \"model\")"
+    )]
+    AppOnly(String),
+    /// The approval policy fails the call: its message.
+    #[error("{0}")]
+    Policy(String),
+    /// The app asking has as many cards waiting as it may.
+    #[error(transparent)]
+    TooManyAppCards(#[from] TooManyAppCards),
+    /// The person denied the call, or its card was cancelled: the message saying which.
+    #[error("{0}")]
+    NotApproved(&'static str),
+    /// The call through Codex failed: Codex's message.
+    #[error("{0}")]
+    Codex(String),
+}
 
 /// Who starts a call.
 pub(super) enum Caller {
@@ -112,13 +154,13 @@ impl Session {
         tokio::spawn(async move {
             let outcome = tokio::select! {
                 biased;
-                () = stopping.cancelled() => Err(reason::HOST_STOPPED.to_owned()),
-                () = token.cancelled() => Err(format!("the turn was {}", reason::STOPPED)),
+                () = stopping.cancelled() => Err(CallError::HostStopped),
+                () = token.cancelled() => Err(CallError::TurnStopped),
                 outcome = session.run_call(&server, &target, &id, &tool, arguments) => outcome,
             };
             let (result, error) = match outcome {
                 Ok(result) => (Some(result), None),
-                Err(error) => (None, Some(error)),
+                Err(error) => (None, Some(error.to_string())),
             };
             let end = done.as_ref().map(|_| CallEnd {
                 result: result.clone(),
@@ -140,13 +182,16 @@ impl Session {
         call_id: &str,
         tool: &str,
         arguments: Option<Value>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, CallError> {
         if self
             .host
             .upgrade()
             .is_some_and(|host| host.options.codex.is_some())
         {
-            return self.run_codex_call(server, call_id, tool, arguments).await;
+            return self
+                .run_codex_call(server, call_id, tool, arguments)
+                .await
+                .map_err(CallError::Codex);
         }
         // Everything before the call is boxed and gone once it is done: the call's own wait,
         // which may last as long as a person takes, holds only what it needs.
@@ -177,10 +222,12 @@ impl Session {
         {
             Ok(result) => result,
             Err(err) => {
-                let err = err.to_string();
-                return Err(match crate::plugin::push_refusal(era, &err) {
-                    Some(_) => format!("{err}; {}", self.offer_older_protocol(call_id, server)),
-                    None => err,
+                return Err(match crate::plugin::push_refusal(era, &err.to_string()) {
+                    Some(_) => CallError::PushRefused {
+                        fix: self.offer_older_protocol(call_id, server),
+                        error: err,
+                    },
+                    None => CallError::Plugin(err),
                 });
             }
         };
@@ -209,15 +256,10 @@ impl Session {
         call_id: &str,
         tool: &str,
         arguments: Option<&Value>,
-    ) -> Result<(Connection, Value), String> {
-        let connection = Box::pin(self.connection(server, target))
-            .await
-            .map_err(|err| err.to_string())?;
+    ) -> Result<(Connection, Value), CallError> {
+        let connection = Box::pin(self.connection(server, target)).await?;
         let plugin = &connection.plugin;
-        let host = self
-            .host
-            .upgrade()
-            .ok_or_else(|| "the host is shutting down".to_owned())?;
+        let host = self.host.upgrade().ok_or(CallError::ShuttingDown)?;
         // Listed once per connection (until the plugin says its tools changed): its
         // annotations, its visibility and its app.
         let listed = Box::pin(plugin.listed_tool(tool))
@@ -242,7 +284,7 @@ impl Session {
         host: &HostInner,
         call: &ApprovedCall<'_>,
         app: Option<&AskingApp<'_>>,
-    ) -> Result<(), String> {
+    ) -> Result<(), CallError> {
         let ApprovedCall {
             server,
             call_id,
@@ -255,9 +297,7 @@ impl Session {
         let verdict = match app {
             Some(_) => policy::app_tool_approval(&config, server, tool, annotations),
             None if !listed.is_null() && !crate::apps::visibility(listed).model => {
-                return Err(format!(
-                    "`{tool}` is a tool for the plugin's app only (its `_meta.ui.visibility` lacks \"model\")"
-                ));
+                return Err(CallError::AppOnly(tool.to_owned()));
             }
             None => policy::tool_approval(&config, server, tool, annotations),
         };
@@ -282,7 +322,7 @@ impl Session {
         tracing::info!(target: "formwork::policy", marker = "policy-decision", session = %self.id, server, tool, reason = %verdict.reason, "tool approval");
         match &verdict.need {
             ApprovalNeed::Run => Ok(()),
-            ApprovalNeed::Fail(message) => Err(message.clone()),
+            ApprovalNeed::Fail(message) => Err(CallError::Policy(message.clone())),
             ApprovalNeed::Card(_) => {
                 let request = ApprovalRequest {
                     call_id,
@@ -305,7 +345,7 @@ impl Session {
                     .await;
                 self.settle_approval(host, &card, &answer);
                 match answer.failure_message() {
-                    Some(message) => Err(message.to_owned()),
+                    Some(message) => Err(CallError::NotApproved(message)),
                     None => Ok(()),
                 }
             }

@@ -472,7 +472,9 @@ impl Session {
             listed: &listed,
             arguments: arguments.as_ref(),
         };
-        Box::pin(self.approve_call(&host, &call, None)).await?;
+        Box::pin(self.approve_call(&host, &call, None))
+            .await
+            .map_err(|err| err.to_string())?;
         let arguments = arguments.unwrap_or_else(|| json!({}));
         self.lock()
             .codex

@@ -25,6 +25,7 @@ use document::ReadOn;
 
 pub use bridge::AppReply;
 pub use document::{AppError, OpenedApp};
+pub(super) use person::TooManyAppCards;
 
 /// The MCP Apps protocol version formwork speaks with apps.
 pub const APPS_PROTOCOL_VERSION: &str = "2026-01-26";

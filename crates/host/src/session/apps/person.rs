@@ -19,6 +19,28 @@ pub(in crate::session) struct AppCardSlot<'a> {
     invocation: String,
 }
 
+/// Why an app gets no new card: it already has as many waiting as it may.
+#[derive(Debug, thiserror::Error)]
+pub(in crate::session) enum TooManyAppCards {
+    /// `[forms] max_pending` is the lower limit.
+    #[error("{limit} questions of this app already wait for the person ([forms] max_pending)")]
+    MaxPending { limit: usize },
+    /// [`MAX_APP_CARDS`] is the lower limit.
+    #[error("{limit} questions of this app already wait for the person, the most an app may have")]
+    MaxAppCards { limit: usize },
+}
+
+/// Why an app's request for the person was not confirmed.
+#[derive(Debug, thiserror::Error)]
+enum Unconfirmed {
+    /// No card: the app has too many waiting.
+    #[error(transparent)]
+    TooManyCards(#[from] TooManyAppCards),
+    /// The person did not choose yes (or the card could not be made): the refusal's text.
+    #[error("{0}")]
+    Refused(String),
+}
+
 impl Drop for AppCardSlot<'_> {
     fn drop(&mut self) {
         let mut state = self.session.lock();
@@ -82,7 +104,7 @@ impl Session {
             "the person did not send the app's message",
         );
         if let Err(why) = self.confirm(call_id, &call.server, question, choices).await {
-            return AppReply::error(id, REFUSED, why);
+            return AppReply::error(id, REFUSED, why.to_string());
         }
         let Some(host) = self.host.upgrade() else {
             return AppReply::error(id, REFUSED, "the host is shutting down");
@@ -112,7 +134,7 @@ impl Session {
         );
         let choices = ("Open", "Don't open", "the person did not open the link");
         if let Err(why) = self.confirm(call_id, &call.server, question, choices).await {
-            return AppReply::error(id, REFUSED, why);
+            return AppReply::error(id, REFUSED, why.to_string());
         }
         AppReply {
             open_link: Some(url),
@@ -129,7 +151,7 @@ impl Session {
         server: &str,
         question: String,
         (yes, no, refusal): (&str, &str, &str),
-    ) -> Result<(), String> {
+    ) -> Result<(), Unconfirmed> {
         let _waiting = self.app_card_slot(call_id)?;
         let params = json!({
             "mode": "form",
@@ -147,7 +169,7 @@ impl Session {
             },
         });
         let Ok(body) = formwork_forms::parse_request(&params) else {
-            return Err(refusal.to_owned());
+            return Err(Unconfirmed::Refused(refusal.to_owned()));
         };
         let raw = serde_json::value::to_raw_value(&params).ok();
         let (card, answer) = Card::form(
@@ -168,7 +190,7 @@ impl Session {
         if chosen {
             Ok(())
         } else {
-            Err(refusal.to_owned())
+            Err(Unconfirmed::Refused(refusal.to_owned()))
         }
     }
 }
@@ -179,7 +201,7 @@ impl Session {
     pub(in crate::session) fn app_card_slot(
         &self,
         invocation: &str,
-    ) -> Result<AppCardSlot<'_>, String> {
+    ) -> Result<AppCardSlot<'_>, TooManyAppCards> {
         let max_pending = self
             .host
             .upgrade()
@@ -194,13 +216,9 @@ impl Session {
         if *waiting >= limit {
             tracing::info!(target: "formwork::apps", session = %self.id, call = %invocation, limit, "an app's request for the person refused: it has too many cards waiting");
             return Err(if max_pending < MAX_APP_CARDS {
-                format!(
-                    "{limit} questions of this app already wait for the person ([forms] max_pending)"
-                )
+                TooManyAppCards::MaxPending { limit }
             } else {
-                format!(
-                    "{limit} questions of this app already wait for the person, the most an app may have"
-                )
+                TooManyAppCards::MaxAppCards { limit }
             });
         }
         *waiting += 1;

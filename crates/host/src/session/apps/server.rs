@@ -110,6 +110,7 @@ impl Session {
             title: format!("The app of {} · {}", call.server, call.tool),
         };
         if let Err(refusal) = Box::pin(self.approve_call(&host, &approved, Some(&app))).await {
+            let refusal = refusal.to_string();
             self.finish_call(&app_call_id, None, Some(refusal.clone()));
             return AppReply::error(id, REFUSED, refusal);
         }
