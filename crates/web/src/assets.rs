@@ -62,6 +62,26 @@ const ASSETS: &[Asset] = &[
         body: include_str!("../assets/apps.js"),
     },
     Asset {
+        name: "app-view.js",
+        mime: JS,
+        body: include_str!("../assets/app-view.js"),
+    },
+    Asset {
+        name: "app-spare.js",
+        mime: JS,
+        body: include_str!("../assets/app-spare.js"),
+    },
+    Asset {
+        name: "app-frames.js",
+        mime: JS,
+        body: include_str!("../assets/app-frames.js"),
+    },
+    Asset {
+        name: "app-context.js",
+        mime: JS,
+        body: include_str!("../assets/app-context.js"),
+    },
+    Asset {
         name: "palette.js",
         mime: JS,
         body: include_str!("../assets/palette.js"),
