@@ -14,7 +14,7 @@ use anyhow::Context;
 use clap::Args;
 use formwork_host::{
     CardAsks, Command, Event, FormAction, FormAnswer, FormPrompt, FormResponder, Host, HostOptions,
-    Role,
+    Role, TurnEndReason,
 };
 use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
@@ -174,10 +174,10 @@ async fn converse(host: &Host, responder: &CliResponder, message: &str) -> anyho
             }
             Event::TurnEnded { reason, .. } => {
                 end_line(&mut mid_line);
-                return Ok(match reason.as_str() {
-                    "completed" if tool_error => Outcome::Negative,
-                    "completed" => Outcome::Success,
-                    _ => Outcome::Failure,
+                return Ok(match reason {
+                    TurnEndReason::Completed if tool_error => Outcome::Negative,
+                    TurnEndReason::Completed => Outcome::Success,
+                    TurnEndReason::Stopped | TurnEndReason::Failed => Outcome::Failure,
                 });
             }
             _ => {}

@@ -14,7 +14,6 @@ mod budget;
 pub mod config;
 pub mod doctor;
 mod error;
-mod events;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
@@ -29,7 +28,6 @@ pub mod store;
 mod transport;
 
 pub use error::HostError;
-pub use events::{Command, Event, FormAnswer, Role, SessionId};
 pub use formwork_forms::{ElicitationRequest, FormRequest, UrlRequest};
 pub use jsonrpc::RpcError;
 pub use plugin::{
@@ -40,9 +38,11 @@ pub use plugin::{
 };
 pub use responder::{BoxFuture, DeclineNotice, FormAction, FormPrompt, FormReply, FormResponder};
 pub use session::{
-    APPS_PROTOCOL_VERSION, AppError, AppReply, CardAsks, CommandError, DEFAULT_SIGNING_ALGORITHM,
-    Host, HostOptions, MAX_APP_CARDS, MAX_APP_REQUESTS_IN_FLIGHT, MAX_APP_TEXT_BYTES, OpenedApp,
-    ShownCard, UiGuard, UploadError, authorizer_for, reason, server_target, token_store,
+    APPS_PROTOCOL_VERSION, AppAnswer, AppError, AppReply, CardAsks, Command, CommandError,
+    CommandErrorKind, DEFAULT_SIGNING_ALGORITHM, EndReason, Event, FormAnswer, Host, HostOptions,
+    MAX_APP_CARDS, MAX_APP_REQUESTS_IN_FLIGHT, MAX_APP_TEXT_BYTES, OpenedApp, Role, SessionId,
+    ShownCard, SocketMessage, TurnEndReason, UiGuard, UploadError, authorizer_for, server_target,
+    token_store,
 };
 pub use transport::MAX_FRAME_BYTES;
 pub use transport::auth;

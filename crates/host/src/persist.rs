@@ -8,8 +8,8 @@ use serde_json::value::RawValue;
 
 use formwork_forms::ElicitationRequest;
 
-use crate::events::{Event, Role};
 use crate::responder::FormAction;
+use crate::session::{Event, Role};
 use crate::store::{
     AppRecord, ApprovalChoice, ApprovalResolution, ApprovalStatus, EntryDetail, EntryKind,
     FormResolution, FormStatus, InvocationOutcome, InvocationStatus, NewApproval, NewForm,

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use formwork_host::config::{ApprovalMode, Config, ConfigLocations};
 use formwork_host::{
-    Command, ElicitationRequest, Event, FormAnswer, FormRequest, Host, HostOptions, reason,
+    Command, ElicitationRequest, EndReason, Event, FormAnswer, FormRequest, Host, HostOptions,
+    TurnEndReason,
 };
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
@@ -267,7 +268,7 @@ async fn both_forms_cancelled_by(trigger: impl FnOnce(&Watch), why: &str) {
         let (_, action, reason) = s.resolved().await;
         assert_eq!((action.as_str(), reason.as_deref()), ("cancel", Some(why)));
     }
-    if why != reason::STOPPED {
+    if why != EndReason::Stopped.as_str() {
         for _ in 0..2 {
             assert_eq!(
                 s.finished().await.unwrap(),
@@ -286,7 +287,7 @@ async fn a_new_message_cancels_the_pending_and_the_waiting_form() {
                 text: "never mind".to_owned(),
             })
         },
-        reason::NEW_MESSAGE,
+        EndReason::NewMessage.as_str(),
     )
     .await;
 }
@@ -301,16 +302,16 @@ async fn stopping_the_turn_cancels_its_forms_and_calls() {
     let (_, action, why) = s.resolved().await;
     assert_eq!(
         (action.as_str(), why.as_deref()),
-        ("cancel", Some(reason::STOPPED))
+        ("cancel", Some(EndReason::Stopped.as_str()))
     );
     assert_eq!(s.finished().await.unwrap_err(), "the turn was stopped");
     let ended = s
         .next(|event| match event {
-            Event::TurnEnded { reason, .. } => Some(reason.clone()),
+            Event::TurnEnded { reason, .. } => Some(*reason),
             _ => None,
         })
         .await;
-    assert_eq!(ended, reason::STOPPED);
+    assert_eq!(ended, TurnEndReason::Stopped);
     host.shutdown().await;
 }
 
@@ -369,7 +370,10 @@ async fn a_plugin_that_exits_cancels_its_form() {
     }
     assert_eq!(
         resolved,
-        Some(("cancel".to_owned(), Some(reason::PLUGIN_GONE.to_owned())))
+        Some((
+            "cancel".to_owned(),
+            Some(EndReason::PluginGone.as_str().to_owned())
+        ))
     );
     let error = error.unwrap();
     assert!(error.contains("went away"), "{error}");
@@ -406,7 +410,7 @@ async fn a_ui_gone_past_the_grace_period_cancels_forms_and_a_quick_return_keeps_
     let (_, action, why) = s.resolved().await;
     assert_eq!(
         (action.as_str(), why.as_deref()),
-        ("cancel", Some(reason::UI_GONE))
+        ("cancel", Some(EndReason::UiGone.as_str()))
     );
     assert_eq!(
         s.finished().await.unwrap(),
@@ -428,7 +432,7 @@ async fn the_per_form_time_limit_cancels() {
     let (_, action, why) = s.resolved().await;
     assert_eq!(
         (action.as_str(), why.as_deref()),
-        ("cancel", Some(reason::TIMED_OUT))
+        ("cancel", Some(EndReason::TimedOut.as_str()))
     );
     assert_eq!(
         s.finished().await.unwrap(),

@@ -6,32 +6,21 @@
 
 import { el, show } from "./dom.js";
 import { createField, answersOnClick } from "./fields.js";
+import { APPROVAL_CHOICES, END_REASONS } from "./wire.js";
 
-// Why a form ended without the person, as the host names it (session::reason). A card may end twice:
-// an answer the host could not store is followed by a cancel (`not-stored`), which replaces the outcome.
-const REASONS = {
-  "new-message": "a new message was sent",
-  stopped: "the turn was stopped",
-  "plugin-gone": "the plugin went away",
-  "ui-gone": "no page was open for too long",
-  "timed-out": "it timed out",
-  "call-ended": "its tool call ended first",
-  "host-stopped": "formwork stopped",
-  "not-stored": "the answer could not be stored",
-  "answered-elsewhere": "it was answered in another client",
-};
-
+// A card may end twice: an answer the host could not store is followed by a cancel (`not-stored`),
+// which replaces the outcome. A reason that is no EndReason (a decline's) shows as it is.
 export function reasonText(reason) {
-  return REASONS[reason] ?? reason;
+  return END_REASONS[reason] ?? reason;
 }
 
-// The approval choices, by the labels the host's approval question uses.
-const APPROVAL_CHOICES = [
-  { choice: "allow", label: "Allow", done: "Allowed" },
-  { choice: "allow_for_session", label: "Allow for this session", done: "Allowed for this session" },
-  { choice: "always_allow", label: "Always allow", done: "Always allowed" },
-  { choice: "deny", label: "Deny", done: "Denied" },
-];
+// The approval choices as the page uses them: the wire name (`choice`) and its words.
+const CHOICES = Object.entries(APPROVAL_CHOICES).map(([choice, words]) => ({ choice, ...words }));
+
+// The choice of a render option: the host's approval question gives labels only.
+function choiceOfLabel(label) {
+  return CHOICES.find((c) => c.label === label);
+}
 
 class Card {
   // ctx: {send(command) -> bool, upload(file) -> Promise<{uri, name}>}
@@ -429,14 +418,14 @@ export class ApprovalCard extends Card {
     if (question?.options?.length) {
       choices = question.options
         .map((option) => {
-          const known = APPROVAL_CHOICES.find((c) => c.label === option.label);
+          const known = choiceOfLabel(option.label);
           return known ? { ...known, description: option.description } : null;
         })
         .filter(Boolean);
     } else {
       const persist = event.body.meta?.persist;
       const offers = Array.isArray(persist) ? persist : persist ? [persist] : [];
-      choices = APPROVAL_CHOICES.filter(
+      choices = CHOICES.filter(
         (c) =>
           c.choice === "allow" ||
           c.choice === "deny" ||
@@ -444,7 +433,7 @@ export class ApprovalCard extends Card {
           (c.choice === "always_allow" && offers.includes("always")),
       );
     }
-    if (!choices.length) choices = APPROVAL_CHOICES.filter((c) => c.choice === "allow" || c.choice === "deny");
+    if (!choices.length) choices = CHOICES.filter((c) => c.choice === "allow" || c.choice === "deny");
     this.actions.append(
       ...choices.map((c) =>
         el(
@@ -464,7 +453,7 @@ export class ApprovalCard extends Card {
   }
 
   resolve(event) {
-    const known = APPROVAL_CHOICES.find((c) => c.choice === event.choice);
+    const known = APPROVAL_CHOICES[event.choice];
     const detail = event.reason ? [el("p", { class: "hint", testid: "outcome-reason", text: event.reason })] : [];
     // A cancelled card comes as `deny` with `cancelled: true`; its reason says why.
     if (event.cancelled) return this.finish({ action: "cancel", summary: "Cancelled", detail });

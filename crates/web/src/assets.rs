@@ -47,6 +47,11 @@ const ASSETS: &[Asset] = &[
         body: include_str!("../assets/fields.js"),
     },
     Asset {
+        name: "wire.js",
+        mime: JS,
+        body: include_str!("../assets/wire.js"),
+    },
+    Asset {
         name: "cards.js",
         mime: JS,
         body: include_str!("../assets/cards.js"),

@@ -35,7 +35,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use formwork_host::apps::AppDocument;
-use formwork_host::{AppError, AppReply, OpenedApp};
+use formwork_host::{AppAnswer, AppError, AppReply, OpenedApp, SocketMessage};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -420,7 +420,7 @@ pub(crate) fn relay_on_socket(
     state: &AppState,
     session: &str,
     raw: Value,
-    replies: tokio::sync::mpsc::UnboundedSender<Value>,
+    replies: tokio::sync::mpsc::UnboundedSender<SocketMessage>,
 ) -> Result<(), String> {
     let SocketRelayed {
         doc,
@@ -430,15 +430,11 @@ pub(crate) fn relay_on_socket(
     let state = state.clone();
     let session = session.to_owned();
     tokio::spawn(async move {
-        let reply = match answer(&state, &doc, Some(&session), relayed).await {
-            Ok(reply) => json!({
-                "type": "app_reply",
-                "relay": relay,
-                "response": reply.response,
-                "open_link": reply.open_link,
-            }),
-            Err(error) => json!({"type": "app_reply", "relay": relay, "error": error}),
+        let answer = match answer(&state, &doc, Some(&session), relayed).await {
+            Ok(reply) => AppAnswer::from(reply),
+            Err(error) => AppAnswer::Refused { error },
         };
+        let reply = SocketMessage::AppReply { relay, answer };
         // The socket may have closed meanwhile; then nobody waits for the answer.
         let _ = replies.send(reply);
     });
@@ -454,9 +450,7 @@ pub(crate) async fn relay(
     Json(relayed): Json<Relayed>,
 ) -> Response {
     match answer(&state, &doc, None, relayed).await {
-        Ok(reply) => {
-            Json(json!({"response": reply.response, "open_link": reply.open_link})).into_response()
-        }
+        Ok(reply) => Json(AppAnswer::from(reply)).into_response(),
         Err(error) => (StatusCode::NOT_FOUND, Json(json!({"error": error}))).into_response(),
     }
 }

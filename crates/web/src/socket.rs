@@ -1,15 +1,15 @@
 //! The session socket, `GET /api/sessions/{id}/socket`: the host's events out, commands in.
 //!
-//! Server to page, one JSON text message each:
+//! Server to page, one JSON text message each, every one a type of the host's wire module:
 //! - every [`Event`] of the session so far, exactly as the host serialises it, then
 //!   `{"type": "snapshot_done"}`; after that, live events as they happen;
 //! - `{"type": "reset"}` when the page fell too far behind the live stream: a fresh snapshot and
 //!   `snapshot_done` follow, and the page redraws from them;
 //! - `{"type": "command_error", "error", "message", "errors", "command"}` when a command was
-//!   refused (`error` is `invalid`, `not_open`, `not_shown`, `mismatch`, `no_server`,
-//!   `no_session` or `bad_command`; for `invalid`, `errors` holds `{"field", "message"}` per
-//!   problem, the field being the question id, else it is empty; `command` echoes what the
-//!   page sent).
+//!   refused (`error` is a [`CommandErrorKind`](formwork_host::CommandErrorKind): `invalid`, `not_open`, `not_shown`, `mismatch`,
+//!   `no_server`, `no_session` or `bad_command`; for `invalid`, `errors` holds
+//!   `{"field", "message"}` per problem, the field being the question id, else it is empty;
+//!   `command` echoes what the page sent).
 //!
 //! The page opens it with the subprotocols `formwork` and `formwork.token.<token>`; the server
 //! selects `formwork` (the lock in `access.rs` reads the token from the second).
@@ -24,9 +24,9 @@ use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use formwork_host::{Command, CommandError, Event};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use formwork_host::{Command, CommandError, Event, SocketMessage};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::AppState;
@@ -102,7 +102,7 @@ async fn bridge(state: AppState, session: String, mut socket: WebSocket) {
                     None => Ok(()),
                 },
                 Some(Ok(Message::Binary(_))) => {
-                    let reply = command_error("bad_command", "commands are JSON text", json!([]), Value::Null);
+                    let reply = SocketMessage::bad_command("commands are JSON text".to_owned(), Value::Null);
                     send_json(&mut socket, &reply).await
                 }
                 Some(Ok(Message::Ping(_) | Message::Pong(_))) => Ok(()),
@@ -123,7 +123,7 @@ async fn resync(
     feed: &mut Feed,
 ) -> Result<(), Closed> {
     *feed = Feed::open(state, session).map_err(|_| Closed)?;
-    send_json(socket, &json!({"type": "reset"})).await?;
+    send_json(socket, &SocketMessage::Reset).await?;
     send_snapshot(socket, feed).await
 }
 
@@ -131,20 +131,17 @@ async fn send_snapshot(socket: &mut WebSocket, feed: &mut Feed) -> Result<(), Cl
     for event in std::mem::take(&mut feed.snapshot) {
         send_event(socket, &event).await?;
     }
-    send_json(socket, &json!({"type": "snapshot_done"})).await
+    send_json(socket, &SocketMessage::SnapshotDone).await
 }
 
 async fn send_event(socket: &mut WebSocket, event: &Event) -> Result<(), Closed> {
-    let text = serde_json::to_string(event).map_err(|_| Closed)?;
-    socket
-        .send(Message::Text(text.into()))
-        .await
-        .map_err(|_| Closed)
+    send_json(socket, event).await
 }
 
-async fn send_json(socket: &mut WebSocket, value: &Value) -> Result<(), Closed> {
+async fn send_json(socket: &mut WebSocket, message: &impl Serialize) -> Result<(), Closed> {
+    let text = serde_json::to_string(message).map_err(|_| Closed)?;
     socket
-        .send(Message::Text(value.to_string().into()))
+        .send(Message::Text(text.into()))
         .await
         .map_err(|_| Closed)
 }
@@ -155,16 +152,13 @@ fn handle(
     state: &AppState,
     session: &str,
     text: &str,
-    replies: &tokio::sync::mpsc::UnboundedSender<Value>,
-) -> Option<Value> {
+    replies: &tokio::sync::mpsc::UnboundedSender<SocketMessage>,
+) -> Option<SocketMessage> {
     let raw: Value = match serde_json::from_str(text) {
         Ok(raw) => raw,
         Err(err) => {
-            let message = format!("not JSON: {err}");
-            return Some(command_error(
-                "bad_command",
-                &message,
-                json!([]),
+            return Some(SocketMessage::bad_command(
+                format!("not JSON: {err}"),
                 Value::Null,
             ));
         }
@@ -172,13 +166,15 @@ fn handle(
     if raw.get("type").and_then(Value::as_str) == Some("app_rpc") {
         return crate::sandbox::relay_on_socket(state, session, raw.clone(), replies.clone())
             .err()
-            .map(|message| command_error("bad_command", &message, json!([]), raw));
+            .map(|message| SocketMessage::bad_command(message, raw));
     }
     let command = match Command::deserialize(&raw) {
         Ok(command) => command,
         Err(err) => {
-            let message = format!("not a command: {err}");
-            return Some(command_error("bad_command", &message, json!([]), raw));
+            return Some(SocketMessage::bad_command(
+                format!("not a command: {err}"),
+                raw,
+            ));
         }
     };
     let message = match &command {
@@ -192,27 +188,6 @@ fn handle(
             }
             None
         }
-        Err(err) => {
-            let (kind, errors) = match &err {
-                CommandError::Invalid(errors) => ("invalid", json!(errors)),
-                CommandError::NotOpen(_) => ("not_open", json!([])),
-                CommandError::NotShown(_) => ("not_shown", json!([])),
-                CommandError::Mismatch(_) => ("mismatch", json!([])),
-                CommandError::NoServer(_) => ("no_server", json!([])),
-                CommandError::NoSession(_) => ("no_session", json!([])),
-                _ => ("error", json!([])),
-            };
-            Some(command_error(kind, &err.to_string(), errors, raw))
-        }
+        Err(err) => Some(SocketMessage::refused(&err, raw)),
     }
-}
-
-fn command_error(kind: &str, message: &str, errors: Value, command: Value) -> Value {
-    json!({
-        "type": "command_error",
-        "error": kind,
-        "message": message,
-        "errors": errors,
-        "command": command,
-    })
 }

@@ -8,7 +8,6 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Transport;
-use crate::events::Event;
 use crate::plugin::{InputRound, PluginEnv, PluginTarget};
 use crate::policy::{
     self, ApprovalAnswer, ApprovalCard, ApprovalNeed, ApprovalRequest, CardRendering,
@@ -18,17 +17,18 @@ use super::apps::TooManyAppCards;
 use super::cards::{Card, approval_body};
 use super::connections::Connection;
 use super::model_turn::CallEnd;
-use super::{CommandError, HostInner, Session, Turn, reason};
+use super::wire::Event;
+use super::{CommandError, EndReason, HostInner, Session, Turn, TurnEndReason};
 
 /// Why a session's tool call ended without a result; its text is the call's error, as the
 /// transcript and the model read it.
 #[derive(Debug, thiserror::Error)]
 pub(super) enum CallError {
     /// The host stopped while the call ran.
-    #[error("{}", reason::HOST_STOPPED)]
+    #[error("{}", EndReason::HostStopped)]
     HostStopped,
     /// The person stopped the turn.
-    #[error("the turn was {}", reason::STOPPED)]
+    #[error("the turn was {}", EndReason::Stopped)]
     TurnStopped,
     /// The host is shutting down.
     #[error("the host is shutting down")]
@@ -376,7 +376,7 @@ impl Session {
             call_id.map(str::to_owned),
             card,
             body,
-            reason::STOPPED,
+            EndReason::Stopped,
         );
         self.push_card(card, None);
         (approval_id, answer)
@@ -425,7 +425,7 @@ impl Session {
         // A form of a call that has ended can change nothing: it ends too, before the call.
         let orphans = self.lock().cards.forms_of_call(call_id);
         for form_id in orphans {
-            self.end_card(&form_id, reason::CALL_ENDED);
+            self.end_card(&form_id, EndReason::CallEnded);
         }
         let mut state = self.lock();
         self.emit_locked(
@@ -445,15 +445,15 @@ impl Session {
         };
         if turn_over && let Some(turn) = state.turn.take() {
             let reason = if turn.stopped {
-                reason::STOPPED
+                TurnEndReason::Stopped
             } else {
-                "completed"
+                TurnEndReason::Completed
             };
             self.emit_locked(
                 &mut state,
                 Event::TurnEnded {
                     turn_id: turn.id,
-                    reason: reason.to_owned(),
+                    reason,
                 },
             );
         }
@@ -461,7 +461,7 @@ impl Session {
 
     /// Cancels the turn's forms and abandons its calls; the turn ends when they have.
     pub(super) fn stop_turn(&self) {
-        self.cancel_cards(reason::STOPPED);
+        self.cancel_cards(EndReason::Stopped);
         let mut state = self.lock();
         if let Some(model) = &state.model.current {
             model.cancel();

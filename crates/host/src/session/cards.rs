@@ -18,13 +18,13 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 
-use crate::events::{Event, FormAnswer};
+use super::wire::{Event, FormAnswer};
 use crate::policy::{self, ApprovalAnswer, ApprovalCard, ApprovalChoice, CardRendering};
 use crate::responder::{BoxFuture, FormPrompt, FormReply};
 
 use super::model_turn::MODEL_MEMBER;
 use super::reply_after_commit::ReplyAfterCommit;
-use super::{CommandError, Session, SessionState, reason};
+use super::{CommandError, EndReason, Session, SessionState};
 
 /// One card, shown or waiting.
 pub(crate) struct Card {
@@ -93,7 +93,7 @@ impl Card {
         call_id: Option<String>,
         approval: ApprovalCard,
         shown: ElicitationRequest,
-        why_dropped: &'static str,
+        why_dropped: EndReason,
     ) -> (Card, impl Future<Output = ApprovalAnswer> + Send + use<>) {
         let (reply, answer) = oneshot::channel();
         let fallback = approval.clone();
@@ -108,7 +108,7 @@ impl Card {
         let answer = async move {
             match answer.await {
                 Ok(CardAnswer::Approval(answer)) => answer,
-                _ => fallback.cancel(why_dropped),
+                _ => fallback.cancel(why_dropped.as_str()),
             }
         };
         (card, answer)
@@ -120,10 +120,10 @@ impl Card {
     }
 
     /// The answer when the host ends the card for `why`: `cancel`, or a cancelled approval.
-    pub fn cancelled(&self, why: &str) -> CardAnswer {
+    pub fn cancelled(&self, why: EndReason) -> CardAnswer {
         match &self.asks {
             CardAsks::Form(_) => CardAnswer::Form(FormReply::cancel()),
-            CardAsks::Approval(approval) => CardAnswer::Approval(approval.cancel(why)),
+            CardAsks::Approval(approval) => CardAnswer::Approval(approval.cancel(why.as_str())),
         }
     }
 }
@@ -264,7 +264,7 @@ impl Session {
         let card_id = card_id.to_owned();
         tokio::spawn(async move {
             tokio::time::sleep(limit).await;
-            session.end_card(&card_id, reason::TIMED_OUT);
+            session.end_card(&card_id, EndReason::TimedOut);
         });
     }
 
@@ -446,7 +446,7 @@ impl Session {
     }
 
     /// Cancels every card of the session (on screen and waiting) for `why`.
-    pub(super) fn cancel_cards(&self, why: &'static str) {
+    pub(super) fn cancel_cards(&self, why: EndReason) {
         let cards = self.lock().cards.drain();
         for card in cards {
             self.cancel_card(card, why);
@@ -454,7 +454,7 @@ impl Session {
     }
 
     /// Ends the card `card_id` as the host, for `why`, and moves the next one up.
-    pub(super) fn end_card(&self, card_id: &str, why: &'static str) {
+    pub(super) fn end_card(&self, card_id: &str, why: EndReason) {
         if let Some(card) = self.take_card(card_id) {
             self.cancel_card(card, why);
         }
@@ -486,10 +486,10 @@ impl Session {
 
     /// Records that the host ended `card` for `why` and tells whoever waits `cancel` at once:
     /// that is also what a restart records for a card it finds open.
-    fn cancel_card(&self, card: Card, why: &'static str) {
+    fn cancel_card(&self, card: Card, why: EndReason) {
         let answer = card.cancelled(why);
-        log_form_end(&self.id, &card.id, &answer, Some(why));
-        self.emit(resolution(&card.id, &answer, Some(why)));
+        log_form_end(&self.id, &card.id, &answer, Some(why.as_str()));
+        self.emit(resolution(&card.id, &answer, Some(why.as_str())));
         let _ = card.reply.send(answer);
     }
 
@@ -543,7 +543,7 @@ struct CardGuard {
 
 impl Drop for CardGuard {
     fn drop(&mut self) {
-        self.session.end_card(&self.card_id, reason::PLUGIN_GONE);
+        self.session.end_card(&self.card_id, EndReason::PluginGone);
     }
 }
 

@@ -24,7 +24,7 @@ use crate::runtime::codex::protocol;
 use crate::runtime::codex::{AppServer, CodexError, Inbound};
 
 use super::model_turn::Outcome;
-use super::{HostInner, Session, reason};
+use super::{EndReason, HostInner, Session};
 
 /// The server name of Codex's own work (its commands and file changes) in the transcript.
 pub const CODEX_SERVER: &str = "codex";
@@ -519,7 +519,7 @@ impl Session {
             (open, current)
         };
         for open in open {
-            self.end_open_request(open, reason::PLUGIN_GONE);
+            self.end_open_request(open, EndReason::PluginGone);
         }
         if current {
             self.close_codex_items(&format!("codex app-server exited: {why}"));
@@ -527,7 +527,7 @@ impl Session {
     }
 
     /// Ends a request's card (if it has one) with `why`, and what waits for its answer.
-    pub(super) fn end_open_request(&self, open: OpenRequest, why: &'static str) {
+    pub(super) fn end_open_request(&self, open: OpenRequest, why: EndReason) {
         if let Some(card) = &open.card {
             self.end_card(card, why);
         }

@@ -9,11 +9,11 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::events::{Event, Role};
+use super::wire::{Event, Role};
 use crate::jsonrpc::RawId;
 
 use super::codex::{CODEX_SERVER, MAX_EARLY_ENDS, TurnEnd};
-use super::{Session, reason};
+use super::{EndReason, Session};
 
 impl Session {
     /// A notification about the session's thread.
@@ -67,7 +67,7 @@ impl Session {
                 let open = self.lock().codex.open.remove(&(generation, id.clone()));
                 if let Some(open) = open {
                     tracing::info!(target: "formwork::codex", session = %self.id, %id, "another client answered codex's request; its card ends");
-                    self.end_open_request(open, reason::ANSWERED_ELSEWHERE);
+                    self.end_open_request(open, EndReason::AnsweredElsewhere);
                 }
             }
             "error" => {

@@ -23,7 +23,7 @@ use crate::runtime::codex::protocol::{self, ApprovalAskedAs, ServerRequest, Tool
 
 use super::cards::Asker;
 use super::codex::{CODEX_SERVER, CodexLink, OpenRequest};
-use super::{Session, reason};
+use super::{EndReason, Session};
 
 /// The id prefix of the cards of Codex's own work (commands, file changes, permissions), beside
 /// [`APPROVAL_ID_PREFIX`] of tool calls.
@@ -394,7 +394,7 @@ impl Session {
         tokio::spawn(async move {
             let answer = tokio::select! {
                 answer = answer => answer,
-                () = resolved.cancelled() => card.cancel(reason::ANSWERED_ELSEWHERE),
+                () = resolved.cancelled() => card.cancel(EndReason::AnsweredElsewhere.as_str()),
             };
             if !session.untrack(&key) {
                 return;

@@ -19,6 +19,7 @@ mod model_turn;
 mod older_protocol;
 mod reply_after_commit;
 mod sign_in;
+mod wire;
 
 pub use apps::{
     APPS_PROTOCOL_VERSION, AppError, AppReply, MAX_APP_CARDS, MAX_APP_REQUESTS_IN_FLIGHT,
@@ -26,6 +27,10 @@ pub use apps::{
 };
 pub use auth::{DEFAULT_SIGNING_ALGORITHM, authorizer_for, token_store};
 pub use calls::server_target;
+pub use wire::{
+    AppAnswer, Command, CommandError, CommandErrorKind, EndReason, Event, FormAnswer, Role,
+    SessionId, SocketMessage, TurnEndReason,
+};
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
@@ -38,34 +43,11 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
-use crate::events::{Command, Event, Role, SessionId};
 use crate::plugin::PluginTarget;
 use crate::policy::SessionApprovals;
 use crate::store::{Store, StoreError};
 
 use reply_after_commit::ReplyAfterCommit;
-
-/// Reasons a form ends without the person, as recorded in the transcript.
-pub mod reason {
-    /// The person sent a new message.
-    pub const NEW_MESSAGE: &str = "new-message";
-    /// The person stopped the turn.
-    pub const STOPPED: &str = "stopped";
-    /// The plugin exited, or cancelled its request.
-    pub const PLUGIN_GONE: &str = "plugin-gone";
-    /// No UI was attached for longer than the grace period.
-    pub const UI_GONE: &str = "ui-gone";
-    /// The per-form time limit ran out.
-    pub const TIMED_OUT: &str = "timed-out";
-    /// The tool call the form belongs to ended before it was answered: nothing waits for it.
-    pub const CALL_ENDED: &str = "call-ended";
-    /// The host stopped (gracefully, or it was killed and the store found the form open).
-    pub const HOST_STOPPED: &str = crate::store::HOST_STOPPED;
-    /// The person answered, but the answer could not be stored, so the plugin got `cancel`.
-    pub const NOT_STORED: &str = "not-stored";
-    /// Another client of the runtime (Codex's app-server) answered it first.
-    pub const ANSWERED_ELSEWHERE: &str = "answered-elsewhere";
-}
 
 /// Settings of the runtime that are not policy.
 #[derive(Debug, Clone)]
@@ -109,30 +91,6 @@ impl Default for HostOptions {
             codex: None,
         }
     }
-}
-
-/// Why a command was refused.
-#[derive(Debug, thiserror::Error, PartialEq)]
-#[non_exhaustive]
-pub enum CommandError {
-    /// There is no session with this id.
-    #[error("no session `{0}`")]
-    NoSession(String),
-    /// There is no such server in the config.
-    #[error("no server `{0}` is configured")]
-    NoServer(String),
-    /// The form or approval is not open (already answered, cancelled, or unknown).
-    #[error("`{0}` is not open")]
-    NotOpen(String),
-    /// The form is open but waiting behind another; only the card on screen can be answered.
-    #[error("`{0}` is waiting behind another form")]
-    NotShown(String),
-    /// The answer does not fit the form; the card stays open.
-    #[error("the answer does not validate:\n{0}")]
-    Invalid(formwork_forms::ValidationErrors),
-    /// The answer's shape does not fit the card (e.g. a URL answer for a form).
-    #[error("{0}")]
-    Mismatch(String),
 }
 
 /// Why an added file was not stored ([`Host::save_upload`]).
@@ -442,7 +400,7 @@ impl Host {
         let session = self.inner.session(session)?;
         match command {
             Command::SendMessage { text } => {
-                session.cancel_cards(crate::session::reason::NEW_MESSAGE);
+                session.cancel_cards(EndReason::NewMessage);
                 let codex = self.inner.options.codex.is_some();
                 let model = self.inner.options.model.clone().filter(|_| !codex);
                 if codex || model.is_some() {
@@ -511,7 +469,7 @@ impl Host {
         self.inner.stopping.cancel();
         let mut cells = Vec::new();
         for session in &sessions {
-            session.cancel_cards(reason::HOST_STOPPED);
+            session.cancel_cards(EndReason::HostStopped);
             cells.extend(session.lock().plugins.drain().map(|(_, cell)| cell));
         }
         // Answers the person gave go to their plugins only once stored: let them leave while
@@ -568,7 +526,7 @@ impl Drop for UiGuard {
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
                 tokio::select! {
-                    () = tokio::time::sleep(grace) => session.cancel_cards(reason::UI_GONE),
+                    () = tokio::time::sleep(grace) => session.cancel_cards(EndReason::UiGone),
                     () = timer.cancelled() => {}
                 }
             });

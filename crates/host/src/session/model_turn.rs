@@ -10,9 +10,9 @@ use serde_json::Value;
 use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
+use super::wire::{Event, Role, TurnEndReason};
 use crate::agent::{self, FunctionNames, Item, Progress, Provider, RequestParts};
 use crate::config::ModelChoice;
-use crate::events::{Event, Role};
 use crate::responder::BoxFuture;
 
 use super::calls::Caller;
@@ -149,16 +149,16 @@ impl Session {
         };
         if over && let Some(turn) = state.turn.take() {
             let reason = match outcome {
-                _ if turn.stopped => super::reason::STOPPED,
-                Outcome::Stopped => super::reason::STOPPED,
-                Outcome::Failed => "failed",
-                Outcome::Completed => "completed",
+                _ if turn.stopped => TurnEndReason::Stopped,
+                Outcome::Stopped => TurnEndReason::Stopped,
+                Outcome::Failed => TurnEndReason::Failed,
+                Outcome::Completed => TurnEndReason::Completed,
             };
             self.emit_locked(
                 &mut state,
                 Event::TurnEnded {
                     turn_id: turn.id,
-                    reason: reason.to_owned(),
+                    reason,
                 },
             );
         }

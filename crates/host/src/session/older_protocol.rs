@@ -8,8 +8,8 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::calls::Caller;
+use super::wire::Event;
 use super::{CommandError, Session};
-use crate::events::Event;
 use crate::plugin::{PUSH_VERSION, push_fix};
 
 impl Session {

@@ -7,7 +7,7 @@
 use tokio::sync::oneshot;
 
 use super::cards::{Card, CardAnswer, resolution};
-use super::{Session, reason};
+use super::{EndReason, Session};
 use crate::store::StoreError;
 
 /// An answer waiting for its record's commit (see `Session::emit_then`).
@@ -22,7 +22,7 @@ pub(super) struct ReplyAfterCommit {
 impl ReplyAfterCommit {
     pub fn new(card: Card, answer: CardAnswer) -> Self {
         ReplyAfterCommit {
-            if_not_stored: card.cancelled(reason::NOT_STORED),
+            if_not_stored: card.cancelled(EndReason::NotStored),
             card_id: card.id,
             to: card.reply,
             answer,
@@ -46,7 +46,7 @@ impl ReplyAfterCommit {
                 session.emit(resolution(
                     id,
                     &self.if_not_stored,
-                    Some(reason::NOT_STORED),
+                    Some(EndReason::NotStored.as_str()),
                 ));
                 session.diagnostic("answer-not-stored", message);
                 self.if_not_stored

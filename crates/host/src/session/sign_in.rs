@@ -10,12 +10,12 @@ use formwork_forms::{ElicitationRequest, parse_request};
 use serde_json::json;
 use tokio::sync::{oneshot, watch};
 
+use super::wire::Event;
 use crate::auth::agent::{Loopback, PendingRedirect, SignInAgent};
-use crate::events::Event;
 use crate::responder::{BoxFuture, FormAction, FormReply};
 
 use super::cards::{Card, CardAnswer};
-use super::{CommandError, Session, reason};
+use super::{CommandError, EndReason, Session};
 
 /// How long a sign-in card waits for the browser to come back.
 const SIGN_IN_WAIT: Duration = Duration::from_secs(600);
@@ -172,6 +172,6 @@ struct EndOnDrop {
 
 impl Drop for EndOnDrop {
     fn drop(&mut self) {
-        self.session.end_card(&self.card, reason::CALL_ENDED);
+        self.session.end_card(&self.card, EndReason::CallEnded);
     }
 }

@@ -133,14 +133,20 @@ impl Watch {
         }
     }
 
-    /// Every event until the turn ends, and its reason.
+    /// Every event until the turn ends, and its reason's wire name.
     pub async fn turn(&mut self) -> (Vec<Event>, String) {
         let mut seen = Vec::new();
         let reason = self
             .next(|event| {
                 seen.push(event.clone());
                 match event {
-                    Event::TurnEnded { reason, .. } => Some(reason.clone()),
+                    Event::TurnEnded { reason, .. } => Some(
+                        serde_json::to_value(reason)
+                            .unwrap()
+                            .as_str()
+                            .unwrap()
+                            .to_owned(),
+                    ),
                     _ => None,
                 }
             })

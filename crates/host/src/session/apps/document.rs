@@ -5,7 +5,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::apps::{self, AppDocument};
-use crate::events::Event;
+use crate::session::wire::Event;
 
 use super::CallRecord;
 use crate::session::{CommandError, Host, Session};

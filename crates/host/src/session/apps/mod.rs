@@ -17,7 +17,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::events::Event;
+use crate::session::wire::Event;
 
 use super::Session;
 use super::app_cache::DocumentCache;

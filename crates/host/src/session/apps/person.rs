@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::session::cards::Card;
-use crate::events::Command;
 use crate::jsonrpc::code::{INVALID_PARAMS, REFUSED};
 use crate::responder::FormAction;
+use crate::session::cards::Card;
+use crate::session::wire::Command;
 
 use super::{AppReply, CallRecord, MAX_APP_CARDS, MAX_APP_TEXT_BYTES};
 use crate::session::{Host, Session};

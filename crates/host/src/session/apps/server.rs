@@ -5,8 +5,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::apps;
-use crate::events::Event;
 use crate::jsonrpc::code::{INVALID_PARAMS, REFUSED};
+use crate::session::wire::Event;
 
 use super::{AppReply, CallRecord};
 use crate::session::{Session, SessionState};

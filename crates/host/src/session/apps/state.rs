@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::events::Event;
 use crate::jsonrpc::code::INVALID_PARAMS;
+use crate::session::wire::Event;
 use crate::store::AppStatePart;
 
 use super::{AppReply, MAX_APP_TEXT_BYTES};
