@@ -109,13 +109,13 @@ const HOST_ROOMS: &[(&str, &[&str])] = &[
     (
         "transport",
         &[
-            "plugin", "session", "doctor", "policy", "store", "config", "persist", "events",
+            "plugin", "session", "doctor", "policy", "store", "config", "persist",
         ],
     ),
     (
         "plugin",
         &[
-            "session", "doctor", "policy", "store", "config", "persist", "events", "broker",
+            "session", "doctor", "policy", "store", "config", "persist", "broker",
         ],
     ),
     (
@@ -131,14 +131,7 @@ const HOST_ROOMS: &[(&str, &[&str])] = &[
     ),
     (
         "store",
-        &[
-            "session",
-            "plugin",
-            "doctor",
-            "transport",
-            "config",
-            "events",
-        ],
+        &["session", "plugin", "doctor", "transport", "config"],
     ),
     (
         "config",
@@ -148,7 +141,7 @@ const HOST_ROOMS: &[(&str, &[&str])] = &[
     (
         "agent",
         &[
-            "session", "plugin", "doctor", "store", "persist", "broker", "events", "policy", "apps",
+            "session", "plugin", "doctor", "store", "persist", "broker", "policy", "apps",
         ],
     ),
     // Runtimes beside the model loop (Codex's app-server): their process and protocol; the
@@ -156,8 +149,7 @@ const HOST_ROOMS: &[(&str, &[&str])] = &[
     (
         "runtime",
         &[
-            "session", "plugin", "doctor", "store", "persist", "broker", "events", "policy",
-            "apps", "agent",
+            "session", "plugin", "doctor", "store", "persist", "broker", "policy", "apps", "agent",
         ],
     ),
     // MCP Apps' pure decisions: plugin JSON in, policy out; the session layer acts on them.

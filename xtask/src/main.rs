@@ -16,6 +16,7 @@ mod doc_check;
 mod fuzz;
 mod peers;
 mod test;
+mod wire_names;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,6 +1,6 @@
 //! `cargo xtask test`: everything CI checks, in one command.
 //!
-//! Steps: format, dependency direction, clippy, the test peers, the conformance client, `cargo test`. A failing
+//! Steps: format, room direction, the page's wire names (`wire_names.rs`), dependency direction, clippy, the test peers, the conformance client, `cargo test`. A failing
 //! step does not stop the later ones (except that no test runs without peers), so one run reports every problem;
 //! the command fails at the end naming each failed step. `cargo test` runs the conformance suite both ways: its
 //! client scenarios against `examples/conformance-client` (crates/cli/tests/conformance.rs) and its server
@@ -33,6 +33,7 @@ pub fn run(root: &Path, cargo_test_args: &[String]) -> Result<()> {
 
     step("cargo fmt --check", checks::format(root));
     step("room direction", checks::room_direction(root));
+    step("page wire names", crate::wire_names::wire_names(root));
     step(
         "ARCHITECTURE citations",
         crate::doc_check::architecture_citations(root),

@@ -506,8 +506,8 @@ impl From<AppReply> for AppAnswer {
 mod tests {
     use super::*;
 
-    /// The wire names the page and the store know are the serde names, and the host's stop is
-    /// named as the store names it.
+    /// The wire names the page (checked by `cargo xtask test` against `as_str`) and the store
+    /// know are the serde names, and the host's stop is named as the store names it.
     #[test]
     fn end_reasons_serialize_as_their_wire_names() {
         for reason in EndReason::ALL {
@@ -517,6 +517,17 @@ mod tests {
             );
         }
         assert_eq!(EndReason::HostStopped.as_str(), crate::store::HOST_STOPPED);
+    }
+
+    /// `cargo xtask test` reads the page's names against `as_str`: it must be the serde name.
+    #[test]
+    fn approval_choices_serialize_as_their_wire_names() {
+        for choice in ApprovalChoice::ALL {
+            assert_eq!(
+                serde_json::to_value(choice).expect("serializes"),
+                Value::String(choice.as_str().to_owned())
+            );
+        }
     }
 
     #[test]
