@@ -38,11 +38,11 @@ pub use plugin::{
 };
 pub use responder::{BoxFuture, DeclineNotice, FormAction, FormPrompt, FormReply, FormResponder};
 pub use session::{
-    APPS_PROTOCOL_VERSION, AppAnswer, AppError, AppReply, CardAsks, Command, CommandError,
-    CommandErrorKind, DEFAULT_SIGNING_ALGORITHM, EndReason, Event, FormAnswer, Host, HostOptions,
-    MAX_APP_CARDS, MAX_APP_REQUESTS_IN_FLIGHT, MAX_APP_TEXT_BYTES, OpenedApp, Role, SessionId,
-    ShownCard, SocketMessage, TurnEndReason, UiGuard, UploadError, authorizer_for, server_target,
-    token_store,
+    APPS_PROTOCOL_VERSION, AppAnswer, AppError, AppMessage, AppReply, AppRpc, CardAsks, Command,
+    CommandError, CommandErrorKind, DEFAULT_SIGNING_ALGORITHM, EndReason, Event, FormAnswer, Host,
+    HostOptions, MAX_APP_CARDS, MAX_APP_REQUESTS_IN_FLIGHT, MAX_APP_TEXT_BYTES, OpenedApp, Role,
+    SessionId, ShownCard, SocketMessage, TurnEndReason, UiGuard, UploadError, authorizer_for,
+    server_target, token_store,
 };
 pub use transport::MAX_FRAME_BYTES;
 pub use transport::auth;

@@ -35,7 +35,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use formwork_host::apps::AppDocument;
-use formwork_host::{AppAnswer, AppError, AppReply, OpenedApp, SocketMessage};
+use formwork_host::{AppAnswer, AppError, AppMessage, AppReply, AppRpc, OpenedApp, SocketMessage};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -373,30 +373,13 @@ pub(crate) async fn open(
     .into_response()
 }
 
-#[derive(Deserialize)]
-pub(crate) struct Relayed {
-    message: Value,
-    #[serde(default)]
-    context: Value,
-}
-
-/// An `app_rpc` message of the session socket.
-#[derive(Deserialize)]
-struct SocketRelayed {
-    doc: String,
-    /// The page's number for this message, given back with the answer.
-    relay: u64,
-    #[serde(flatten)]
-    relayed: Relayed,
-}
-
 /// The host's answer to one message of document `doc`'s app, decided for the invocation the
 /// document was minted for; `session`, when given, must be the one it was minted in.
 async fn answer(
     state: &AppState,
     doc: &str,
     session: Option<&str>,
-    relayed: Relayed,
+    relayed: AppMessage,
 ) -> Result<AppReply, String> {
     let (owner, call_id) = state
         .sandbox
@@ -422,10 +405,10 @@ pub(crate) fn relay_on_socket(
     raw: Value,
     replies: tokio::sync::mpsc::UnboundedSender<SocketMessage>,
 ) -> Result<(), String> {
-    let SocketRelayed {
+    let AppRpc {
         doc,
         relay,
-        relayed,
+        app: relayed,
     } = serde_json::from_value(raw).map_err(|err| format!("not an app message: {err}"))?;
     let state = state.clone();
     let session = session.to_owned();
@@ -447,7 +430,7 @@ pub(crate) fn relay_on_socket(
 pub(crate) async fn relay(
     State(state): State<AppState>,
     Path(doc): Path<String>,
-    Json(relayed): Json<Relayed>,
+    Json(relayed): Json<AppMessage>,
 ) -> Response {
     match answer(&state, &doc, None, relayed).await {
         Ok(reply) => Json(AppAnswer::from(reply)).into_response(),

@@ -14,8 +14,8 @@
 //! The page opens it with the subprotocols `formwork` and `formwork.token.<token>`; the server
 //! selects `formwork` (the lock in `access.rs` reads the token from the second).
 //!
-//! Page to server: a [`Command`] as JSON, or an app's message (`app_rpc`, answered by
-//! `app_reply`; see `sandbox::relay_on_socket`). While the socket is open the session counts a UI
+//! Page to server: a [`Command`] as JSON, or an app's message (`app_rpc`, a
+//! [`formwork_host::AppRpc`], answered by `app_reply`; see `sandbox::relay_on_socket`). While the socket is open the session counts a UI
 //! attached, so its forms stay open; the host's grace period starts when the last one closes.
 
 use std::sync::Arc;

@@ -28,8 +28,8 @@ pub use apps::{
 pub use auth::{DEFAULT_SIGNING_ALGORITHM, authorizer_for, token_store};
 pub use calls::server_target;
 pub use wire::{
-    AppAnswer, Command, CommandError, CommandErrorKind, EndReason, Event, FormAnswer, Role,
-    SessionId, SocketMessage, TurnEndReason,
+    AppAnswer, AppMessage, AppRpc, Command, CommandError, CommandErrorKind, EndReason, Event,
+    FormAnswer, Role, SessionId, SocketMessage, TurnEndReason,
 };
 
 use std::collections::{HashMap, HashSet, VecDeque};

@@ -1,7 +1,7 @@
 //! Everything that crosses between the host and a UI, typed in one place: the events a UI
 //! receives, the commands it sends, why a command was refused, why a card ended without the
-//! person, and the workbench socket's own messages (its snapshot marks, command errors and app
-//! replies).
+//! person, and the workbench socket's own messages (its snapshot marks, command errors, and an
+//! app's messages and their answers).
 //!
 //! These are a contract (the workbench speaks them over its socket), so they derive serde on
 //! purpose and are documented in `docs/host-api.md` and `docs/workbench.md`. Every event is also
@@ -491,6 +491,32 @@ pub enum AppAnswer {
         /// Why.
         error: String,
     },
+}
+
+/// One message of an app, as the page relays it: the body of `POST /api/apps/{doc}/rpc`, and
+/// the content of an `app_rpc`. The host answers with an [`AppAnswer`].
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct AppMessage {
+    /// The app's JSON-RPC request or notification.
+    pub message: Value,
+    /// The host context the page knows (theme, display mode, container size, locale, time
+    /// zone), for `ui/initialize`.
+    #[serde(default)]
+    pub context: Value,
+}
+
+/// `{"type": "app_rpc", "doc", "relay", "message", "context"}`, page to host on the session
+/// socket: one message of document `doc`'s app, answered by an `app_reply` with the same
+/// `relay`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct AppRpc {
+    /// The app document the message comes from.
+    pub doc: String,
+    /// The page's number for this message, given back with the answer.
+    pub relay: u64,
+    /// The message.
+    #[serde(flatten)]
+    pub app: AppMessage,
 }
 
 impl From<AppReply> for AppAnswer {
