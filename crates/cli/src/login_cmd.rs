@@ -70,7 +70,9 @@ pub async fn run(args: &LoginArgs) -> anyhow::Result<Outcome> {
         Some(Arc::clone(&store)),
         Some(Arc::new(agent)),
     );
-    let signed_in = authorizer.sign_in(&headers).await;
+    let signed_in = authorizer
+        .sign_in(&formwork_host::sign_in_probe(), &headers)
+        .await;
     let steps = authorizer.steps().await;
     let kept_in = match signed_in {
         // The login's authorizer always has the store, so it says where the tokens went.

@@ -1147,7 +1147,10 @@ async fn login_to_a_server_that_opens_without_a_token_reads_its_resource_metadat
             "http://localhost:3000/callback",
         ))),
     );
-    authorizer.sign_in(&[]).await.unwrap();
+    authorizer
+        .sign_in(&formwork_host::sign_in_probe(), &[])
+        .await
+        .unwrap();
     let seen = seen_lines(&world);
     let metadata_reads = seen
         .iter()

@@ -1,7 +1,8 @@
 //! A connection to one plugin: the MCP handshake and the host's own requests (`mod.rs`), the
 //! pausable request clocks (`clocks.rs`), the read loop that dispatches what the plugin sends
-//! (`dispatch.rs`), `elicitation/create` (`elicitation.rs`), and the hook through which an
-//! observer such as the doctor watches the plugin's requests (`observe.rs`).
+//! (`dispatch.rs`), `elicitation/create` (`elicitation.rs`), the hook through which an
+//! observer such as the doctor watches the plugin's requests (`observe.rs`), and the request a
+//! sign-in from scratch starts from (`sign_in.rs`).
 
 mod clocks;
 mod dispatch;
@@ -9,6 +10,7 @@ mod elicitation;
 mod era;
 mod observe;
 mod rounds;
+mod sign_in;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -33,6 +35,7 @@ use clocks::{FormClocks, RequestClock, later};
 pub use era::{Era, MODERN_VERSION, PUSH_VERSION, push_fix, push_refusal, push_refusal_in_result};
 pub use observe::{RequestObserver, ServedRequest};
 pub use rounds::{InputRound, MAX_ROUNDS, RoundObserver};
+pub use sign_in::sign_in_probe;
 
 /// The protocol version formwork asks for in `initialize`, unless the config names another.
 pub const PROTOCOL_VERSION: ProtocolVersion = ProtocolVersion::LATEST_WITH_INITIALIZE;
