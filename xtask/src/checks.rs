@@ -109,7 +109,14 @@ const HOST_ROOMS: &[(&str, &[&str])] = &[
     (
         "transport",
         &[
-            "plugin", "session", "doctor", "policy", "store", "config", "persist",
+            "plugin",
+            "session",
+            "doctor",
+            "policy",
+            "store",
+            "config",
+            "persist",
+            "responder",
         ],
     ),
     (

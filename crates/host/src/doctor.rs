@@ -27,12 +27,13 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::config::Config;
+use crate::future::BoxFuture;
 use crate::jsonrpc::RpcError;
 use crate::plugin::{
     ClientExtensions, ConnectOptions, Era, OPENAI_ELICITATION_METHOD, Plugin, PluginTarget,
 };
 use crate::policy::{self, ApprovalNeed};
-use crate::responder::{BoxFuture, DeclineNotice, FormPrompt, FormReply, FormResponder};
+use crate::responder::{DeclineNotice, FormPrompt, FormReply, FormResponder};
 use crate::{HostError, ServerInfo};
 
 /// How long a plugin whose call failed gets to answer a `ping` before it is taken to be alive

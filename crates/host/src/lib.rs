@@ -14,6 +14,7 @@ mod budget;
 pub mod config;
 pub mod doctor;
 mod error;
+mod future;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
@@ -29,14 +30,16 @@ mod transport;
 
 pub use error::HostError;
 pub use formwork_forms::{ElicitationRequest, FormRequest, UrlRequest};
+pub use future::BoxFuture;
 pub use jsonrpc::RpcError;
+pub use plugin::sign_in_probe;
 pub use plugin::{
     ClientExtensions, ConnectOptions, Era, InputRound, MAX_ROUNDS, MAX_TOOL_LIST_BYTES,
     MAX_TOOL_PAGES, MODERN_VERSION, OPENAI_ELICITATION, OPENAI_ELICITATION_METHOD,
     PROTOCOL_VERSION, PUSH_VERSION, Plugin, PluginEnv, PluginTarget, RoundObserver, ServerInfo,
     client_capabilities, push_fix, push_refusal, push_refusal_in_result,
 };
-pub use responder::{BoxFuture, DeclineNotice, FormAction, FormPrompt, FormReply, FormResponder};
+pub use responder::{DeclineNotice, FormAction, FormPrompt, FormReply, FormResponder};
 pub use session::{
     APPS_PROTOCOL_VERSION, AppAnswer, AppError, AppMessage, AppReply, AppRpc, CardAsks, Command,
     CommandError, CommandErrorKind, DEFAULT_SIGNING_ALGORITHM, EndReason, Event, FormAnswer, Host,

@@ -1,17 +1,13 @@
 //! The UI side of a form: what the host hands over when a plugin asks the person something,
 //! and what it expects back.
 
-use std::future::Future;
-use std::pin::Pin;
-
 use formwork_forms::{Content, ElicitationRequest};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-/// A boxed future, as returned by [`FormResponder::respond`].
-pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+use crate::future::BoxFuture;
 
 /// Answers the forms plugins ask for: a terminal prompt, a web UI, a script.
 pub trait FormResponder: Send + Sync + 'static {

@@ -19,8 +19,9 @@ use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 
 use super::wire::{Event, FormAnswer};
+use crate::future::BoxFuture;
 use crate::policy::{self, ApprovalAnswer, ApprovalCard, ApprovalChoice, CardRendering};
-use crate::responder::{BoxFuture, FormPrompt, FormReply};
+use crate::responder::{FormPrompt, FormReply};
 
 use super::model_turn::MODEL_MEMBER;
 use super::reply_after_commit::ReplyAfterCommit;

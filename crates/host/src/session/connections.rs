@@ -13,8 +13,9 @@ use std::sync::{Arc, Mutex, Weak};
 
 use tokio::sync::OnceCell;
 
+use crate::future::BoxFuture;
 use crate::plugin::{ClientExtensions, ConnectOptions, Plugin, PluginTarget};
-use crate::responder::{BoxFuture, DeclineNotice, FormPrompt, FormReply, FormResponder};
+use crate::responder::{DeclineNotice, FormPrompt, FormReply, FormResponder};
 
 use super::sign_in::SessionSignIn;
 use super::{HostInner, Session};

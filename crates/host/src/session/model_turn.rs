@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::wire::{Event, Role, TurnEndReason};
 use crate::agent::{self, FunctionNames, Item, Progress, Provider, RequestParts};
 use crate::config::ModelChoice;
-use crate::responder::BoxFuture;
+use crate::future::BoxFuture;
 
 use super::calls::Caller;
 use super::{Session, Turn};

@@ -12,7 +12,8 @@ use tokio::sync::{oneshot, watch};
 
 use super::wire::Event;
 use crate::auth::agent::{Loopback, PendingRedirect, SignInAgent};
-use crate::responder::{BoxFuture, FormAction, FormReply};
+use crate::future::BoxFuture;
+use crate::responder::{FormAction, FormReply};
 
 use super::cards::{Card, CardAnswer};
 use super::{CommandError, EndReason, Session};

@@ -9,7 +9,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 use super::fetch;
-use crate::BoxFuture;
+use crate::future::BoxFuture;
 
 /// Starts sign-ins for one authorization.
 pub trait SignInAgent: Send + Sync {
