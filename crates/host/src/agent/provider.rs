@@ -159,7 +159,8 @@ impl Provider {
                 query.append_pair(key, value);
             }
         }
-        let endpoint = Endpoint::shared(url.as_str()).map_err(ModelError::Setup)?;
+        let endpoint =
+            Endpoint::shared(url.as_str()).map_err(|err| ModelError::Setup(err.to_string()))?;
         let mut headers = vec![
             ("content-type".to_owned(), "application/json".to_owned()),
             ("accept".to_owned(), "text/event-stream".to_owned()),
@@ -333,7 +334,9 @@ impl Provider {
         while !decoder.complete() {
             let chunk = match tokio::time::timeout(self.idle, response.chunk()).await {
                 Err(_) => return Err(Attempt::During(ModelError::Idle(self.idle))),
-                Ok(Err(reason)) => return Err(Attempt::During(ModelError::Transport(reason))),
+                Ok(Err(err)) => {
+                    return Err(Attempt::During(ModelError::Transport(err.to_string())));
+                }
                 Ok(Ok(None)) => break,
                 Ok(Ok(Some(chunk))) => chunk,
             };

@@ -28,6 +28,21 @@ struct Setting {
     value: String,
 }
 
+/// Why the proxy a variable names cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ProxyError {
+    #[error("{variable} names a {scheme}:// proxy; formwork speaks to proxies over http:// only")]
+    NotHttp {
+        variable: &'static str,
+        scheme: String,
+    },
+    #[error("{variable} is not a usable proxy URL: {why}")]
+    Unusable {
+        variable: &'static str,
+        why: &'static str,
+    },
+}
+
 /// An HTTP proxy to go through.
 #[derive(Debug)]
 pub(crate) struct Proxy {
@@ -92,7 +107,7 @@ impl ProxyConfig {
         secure: bool,
         host: &str,
         port: u16,
-    ) -> Result<Option<Proxy>, String> {
+    ) -> Result<Option<Proxy>, ProxyError> {
         let setting = if secure { &self.https } else { &self.http };
         let Some(setting) = setting.as_ref().or(self.all.as_ref()) else {
             return Ok(None);
@@ -113,18 +128,22 @@ impl ProxyConfig {
 impl Proxy {
     /// `[http://][user[:password]@]host[:port]`; the port defaults to 1080, as with curl. A
     /// path after the authority is ignored.
-    fn parse(setting: &Setting) -> Result<Proxy, String> {
+    fn parse(setting: &Setting) -> Result<Proxy, ProxyError> {
         let Setting { variable, value } = setting;
         let rest = match value.split_once("://") {
             None => value.as_str(),
             Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => rest,
             Some((scheme, _)) => {
-                return Err(format!(
-                    "{variable} names a {scheme}:// proxy; formwork speaks to proxies over http:// only"
-                ));
+                return Err(ProxyError::NotHttp {
+                    variable: *variable,
+                    scheme: scheme.to_owned(),
+                });
             }
         };
-        let bad = |why: &str| format!("{variable} is not a usable proxy URL: {why}");
+        let bad = |why| ProxyError::Unusable {
+            variable: *variable,
+            why,
+        };
         let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
         let (credentials, address) = match authority.rsplit_once('@') {
             Some((credentials, address)) => (Some(credentials), address),
@@ -316,7 +335,7 @@ mod tests {
         ) {
             Ok(Some(proxy)) => proxy.shown,
             Ok(None) => "direct".to_owned(),
-            Err(err) => err,
+            Err(err) => err.to_string(),
         }
     }
 
@@ -481,7 +500,7 @@ mod tests {
         assert!(!bypasses("example.com:http", "http://example.com/"));
     }
 
-    fn proxy(value: &str) -> Result<Proxy, String> {
+    fn proxy(value: &str) -> Result<Proxy, ProxyError> {
         config(&[("https_proxy", value)])
             .proxy_for(true, "a.test", 443)
             .map(Option::unwrap)
@@ -520,23 +539,23 @@ mod tests {
             ("::1", "http://[::1]:3128")
         );
         assert_eq!(
-            proxy("https://proxy.test:443").unwrap_err(),
+            proxy("https://proxy.test:443").unwrap_err().to_string(),
             "https_proxy names a https:// proxy; formwork speaks to proxies over http:// only"
         );
         assert_eq!(
-            proxy("socks5h://proxy.test").unwrap_err(),
+            proxy("socks5h://proxy.test").unwrap_err().to_string(),
             "https_proxy names a socks5h:// proxy; formwork speaks to proxies over http:// only"
         );
         assert_eq!(
-            proxy("http://proxy.test:99999").unwrap_err(),
+            proxy("http://proxy.test:99999").unwrap_err().to_string(),
             "https_proxy is not a usable proxy URL: a bad port"
         );
         assert_eq!(
-            proxy("http://::1:3128").unwrap_err(),
+            proxy("http://::1:3128").unwrap_err().to_string(),
             "https_proxy is not a usable proxy URL: an IPv6 address must be in brackets"
         );
         assert_eq!(
-            proxy("http://:3128").unwrap_err(),
+            proxy("http://:3128").unwrap_err().to_string(),
             "https_proxy is not a usable proxy URL: no host"
         );
         // A host that bypasses the proxy never reads its URL.

@@ -21,16 +21,21 @@ use tokio_rustls::rustls::{
     self, CertificateError, DigitallySignedStruct, OtherError, RootCertStore, SignatureScheme,
 };
 
+/// TLS cannot be set up in this process (rustls's own words follow).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("TLS is not available: {0}")]
+pub(crate) struct TlsUnavailable(String);
+
 /// One TLS client configuration for the whole process, shared by every endpoint.
-pub(crate) fn client_config() -> Result<Arc<rustls::ClientConfig>, String> {
-    static CONFIG: OnceLock<Result<Arc<rustls::ClientConfig>, String>> = OnceLock::new();
+pub(crate) fn client_config() -> Result<Arc<rustls::ClientConfig>, TlsUnavailable> {
+    static CONFIG: OnceLock<Result<Arc<rustls::ClientConfig>, TlsUnavailable>> = OnceLock::new();
     CONFIG
         .get_or_init(|| config_trusting(trusted_roots()).map(Arc::new))
         .clone()
 }
 
 /// A connector on [`client_config`].
-pub(crate) fn connector() -> Result<TlsConnector, String> {
+pub(crate) fn connector() -> Result<TlsConnector, TlsUnavailable> {
     client_config().map(TlsConnector::from)
 }
 
@@ -168,12 +173,12 @@ fn platform_store() -> CertificateResult {
     rustls_native_certs::load_native_certs()
 }
 
-fn config_trusting(roots: RootCertStore) -> Result<rustls::ClientConfig, String> {
+fn config_trusting(roots: RootCertStore) -> Result<rustls::ClientConfig, TlsUnavailable> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let verifier = NamingVerifier::trusting(roots, Arc::clone(&provider))?;
     Ok(rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|err| format!("TLS is not available: {err}"))?
+        .map_err(|err| TlsUnavailable(err.to_string()))?
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(verifier))
         .with_no_client_auth())
@@ -202,10 +207,10 @@ impl NamingVerifier {
     fn trusting(
         roots: RootCertStore,
         provider: Arc<rustls::crypto::CryptoProvider>,
-    ) -> Result<NamingVerifier, String> {
+    ) -> Result<NamingVerifier, TlsUnavailable> {
         let inner = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
             .build()
-            .map_err(|err| format!("TLS is not available: {err}"))?;
+            .map_err(|err| TlsUnavailable(err.to_string()))?;
         Ok(NamingVerifier { inner })
     }
 }

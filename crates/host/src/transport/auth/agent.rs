@@ -99,7 +99,9 @@ impl PendingRedirect for HeadlessRedirect {
         state: String,
     ) -> BoxFuture<Result<String, String>> {
         Box::pin(async move {
-            let fetched = fetch::exchange("GET", &authorization_url, &[], b"").await?;
+            let fetched = fetch::exchange("GET", &authorization_url, &[], b"")
+                .await
+                .map_err(|err| err.to_string())?;
             let location = fetched
                 .location
                 .filter(|_| (300..400).contains(&fetched.status))

@@ -281,7 +281,8 @@ async fn fetch_document<T: serde::de::DeserializeOwned>(
     };
     let fetched = match fetch::get(url, &[ACCEPT_JSON, PROTOCOL_VERSION]).await {
         Ok(fetched) => fetched,
-        Err(reason) => {
+        Err(err) => {
+            let reason = err.to_string();
             step(reason.clone());
             return Err(reason);
         }

@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use super::super::http1::{Endpoint, Response};
+use crate::transport::http1::{Endpoint, EndpointError, Response, SendError};
 
 /// Metadata, registration and token answers larger than this are refused: they are small JSON
 /// documents, and a hostile server could send anything.
@@ -44,14 +44,14 @@ pub(crate) async fn exchange(
     url: &str,
     headers: &[(&str, &str)],
     body: &[u8],
-) -> Result<Fetched, String> {
+) -> Result<Fetched, FetchError> {
     tokio::time::timeout(EXCHANGE_TIMEOUT, exchange_whole(method, url, headers, body))
         .await
         .unwrap_or_else(|_| {
-            Err(format!(
-                "{method} {url} got no whole answer within {} s",
-                EXCHANGE_TIMEOUT.as_secs()
-            ))
+            Err(FetchError::TimedOut {
+                method: method.to_owned(),
+                url: url.to_owned(),
+            })
         })
 }
 
@@ -60,11 +60,15 @@ async fn exchange_whole(
     url: &str,
     headers: &[(&str, &str)],
     body: &[u8],
-) -> Result<Fetched, String> {
+) -> Result<Fetched, FetchError> {
     let endpoint = Endpoint::new(url)?;
     let response: Response = Box::pin(endpoint.send(method, headers, body))
         .await
-        .map_err(|err| format!("{method} {url} failed: {err}"))?;
+        .map_err(|source| FetchError::Send {
+            method: method.to_owned(),
+            url: url.to_owned(),
+            source,
+        })?;
     let status = response.status;
     let content_type = response.content_type.clone();
     let www_authenticate = response.www_authenticate.clone();
@@ -75,11 +79,8 @@ async fn exchange_whole(
         response
             .read_to_end(MAX_DOCUMENT_BYTES)
             .await
-            .map_err(|_| {
-                format!(
-                    "the answer of {url} is larger than {} KiB",
-                    MAX_DOCUMENT_BYTES / 1024
-                )
+            .map_err(|_| FetchError::TooLarge {
+                url: url.to_owned(),
             })?
     };
     Ok(Fetched {
@@ -92,26 +93,33 @@ async fn exchange_whole(
 }
 
 /// A GET of a metadata document, following same-origin redirects a few times.
-pub(crate) async fn get(url: &str, headers: &[(&str, &str)]) -> Result<Fetched, String> {
-    let mut current = url::Url::parse(url).map_err(|err| format!("`{url}` is not a URL: {err}"))?;
+pub(crate) async fn get(url: &str, headers: &[(&str, &str)]) -> Result<Fetched, FetchError> {
+    let mut current = url::Url::parse(url).map_err(|source| FetchError::NotAUrl {
+        url: url.to_owned(),
+        source,
+    })?;
     for _ in 0..=MAX_REDIRECTS {
         let fetched = exchange("GET", current.as_str(), headers, b"").await?;
         let redirect = matches!(fetched.status, 301 | 302 | 303 | 307 | 308);
         let Some(location) = fetched.location.as_deref().filter(|_| redirect) else {
             return Ok(fetched);
         };
-        let next = current.join(location).map_err(|err| {
-            format!("{current} redirects to `{location}`, which is not a URL: {err}")
-        })?;
+        let next = current
+            .join(location)
+            .map_err(|source| FetchError::RedirectNotAUrl {
+                from: current.to_string(),
+                location: location.to_owned(),
+                source,
+            })?;
         if next.origin() != current.origin() {
-            return Err(format!(
-                "{current} redirects to another origin ({}); formwork follows redirects of metadata only within one origin",
-                next.origin().ascii_serialization()
-            ));
+            return Err(FetchError::OtherOrigin {
+                from: current.to_string(),
+                origin: next.origin().ascii_serialization(),
+            });
         }
         current = next;
     }
-    Err(format!("{url} redirects more than {MAX_REDIRECTS} times"))
+    Err(FetchError::TooManyRedirects(url.to_owned()))
 }
 
 /// The HTTP client the `oauth2` crate sends its token requests with.
@@ -132,27 +140,48 @@ pub(crate) fn oauth_client(
             .iter()
             .map(|(n, v)| (n.as_str(), v.as_str()))
             .collect();
-        let fetched = exchange(&method, &url, &borrowed, request.body())
-            .await
-            .map_err(FetchError)?;
+        let fetched = exchange(&method, &url, &borrowed, request.body()).await?;
         let mut response = oauth2::http::Response::builder().status(fetched.status);
         if !fetched.content_type.is_empty() {
             response = response.header("content-type", fetched.content_type.as_str());
         }
-        response
-            .body(fetched.body)
-            .map_err(|err| FetchError(err.to_string()))
+        response.body(fetched.body).map_err(FetchError::Response)
     })
 }
 
-/// Why a request of the `oauth2` crate got no answer.
-#[derive(Debug)]
-pub(crate) struct FetchError(pub String);
-
-impl std::fmt::Display for FetchError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+/// Why an exchange of the authorization (ours or the `oauth2` crate's) got no whole answer.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum FetchError {
+    #[error("{method} {url} got no whole answer within {secs} s", secs = EXCHANGE_TIMEOUT.as_secs())]
+    TimedOut { method: String, url: String },
+    #[error(transparent)]
+    Endpoint(#[from] EndpointError),
+    #[error("{method} {url} failed: {source}")]
+    Send {
+        method: String,
+        url: String,
+        source: SendError,
+    },
+    #[error("the answer of {url} is larger than {kib} KiB", kib = MAX_DOCUMENT_BYTES / 1024)]
+    TooLarge { url: String },
+    #[error("`{url}` is not a URL: {source}")]
+    NotAUrl {
+        url: String,
+        source: url::ParseError,
+    },
+    #[error("{from} redirects to `{location}`, which is not a URL: {source}")]
+    RedirectNotAUrl {
+        from: String,
+        location: String,
+        source: url::ParseError,
+    },
+    #[error(
+        "{from} redirects to another origin ({origin}); formwork follows redirects of metadata only within one origin"
+    )]
+    OtherOrigin { from: String, origin: String },
+    #[error("{0} redirects more than {MAX_REDIRECTS} times")]
+    TooManyRedirects(String),
+    /// The answer could not be handed to the `oauth2` crate.
+    #[error("{0}")]
+    Response(oauth2::http::Error),
 }
-
-impl std::error::Error for FetchError {}

@@ -19,7 +19,7 @@ use super::listening::{listen, open_listener};
 use crate::HostError;
 use crate::jsonrpc;
 use crate::transport::auth::{self, Authorizer};
-use crate::transport::http1::{Endpoint, Response, SendError};
+use crate::transport::http1::{Endpoint, EndpointError, Response, SendError};
 use crate::transport::{Frame, Outgoing, Queued, Sent, Transport};
 
 /// How long after a broken stream the plugin's endpoint is tried, to tell a plugin gone.
@@ -62,9 +62,9 @@ pub(crate) fn connect(
         target: url.to_owned(),
         reason,
     };
-    let endpoint = Endpoint::shared(url).map_err(failed)?;
+    let endpoint = Endpoint::shared(url).map_err(|err| failed(err.to_string()))?;
     for (name, value) in &extra_headers {
-        check_header(name, value).map_err(failed)?;
+        check_header(name, value).map_err(|err| failed(err.to_string()))?;
     }
     // A configured Authorization header is the server's credential: OAuth stays out of its way.
     let auth = auth.filter(|_| {
@@ -264,21 +264,23 @@ impl Shared {
     /// redirect MCP requests may take: a message and its credentials are not resent elsewhere).
     /// A relative `location` is resolved against the URL of the request it answers: where an
     /// earlier redirect moved the connection, if one did.
-    pub(super) fn follow(&self, location: &str) -> Result<(), String> {
-        let base = url::Url::parse(&self.url).map_err(|err| err.to_string())?;
+    pub(super) fn follow(&self, location: &str) -> Result<(), RedirectError> {
+        let base = url::Url::parse(&self.url)?;
         let current = self
             .moved
             .lock()
             .ok()
             .and_then(|moved| moved.as_ref().map(|(url, _)| url.clone()))
             .unwrap_or_else(|| base.clone());
-        let next = current.join(location).map_err(|err| {
-            format!("the plugin redirected to `{location}`, which is not a URL: {err}")
-        })?;
+        let next = current
+            .join(location)
+            .map_err(|source| RedirectError::NotAUrl {
+                location: location.to_owned(),
+                source,
+            })?;
         if next.origin() != base.origin() {
-            return Err(format!(
-                "the plugin redirected to another origin ({}); formwork follows redirects of MCP requests only within the server's origin",
-                next.origin().ascii_serialization()
+            return Err(RedirectError::OtherOrigin(
+                next.origin().ascii_serialization(),
             ));
         }
         let endpoint = Endpoint::shared(next.as_str())?;
@@ -350,6 +352,25 @@ impl Shared {
             None => tracing::warn!(target: "formwork::transport", %reason, "HTTP delivery failed"),
         }
     }
+}
+
+/// Why a redirect was not followed.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum RedirectError {
+    /// The connection's own URL does not parse (it did when the connection was made).
+    #[error("{0}")]
+    OwnUrl(#[from] url::ParseError),
+    #[error("the plugin redirected to `{location}`, which is not a URL: {source}")]
+    NotAUrl {
+        location: String,
+        source: url::ParseError,
+    },
+    #[error(
+        "the plugin redirected to another origin ({0}); formwork follows redirects of MCP requests only within the server's origin"
+    )]
+    OtherOrigin(String),
+    #[error(transparent)]
+    Endpoint(#[from] EndpointError),
 }
 
 /// What became of a response that may have refused its request for want of a token.

@@ -8,7 +8,7 @@ use super::connection::{Refusal, Shared};
 use super::headers::ACCEPT_BOTH;
 use super::resume::resume;
 use super::sse::{SseEvent, SseParser};
-use crate::transport::http1::{Response, SendError};
+use crate::transport::http1::{ReadError, Response, SendError};
 use crate::transport::{self, Frame, MAX_FRAME_BYTES};
 
 /// The longest a request holds one of its endpoint's permits (see `Endpoint::opening`).
@@ -89,8 +89,8 @@ pub(super) async fn post(shared: &Shared, body: String, request_id: Option<u64>)
             let _ = response.read_to_end(64 * 1024).await;
             match shared.follow(&location) {
                 Ok(()) => continue,
-                Err(reason) => {
-                    shared.fail_request(request_id, reason);
+                Err(err) => {
+                    shared.fail_request(request_id, err.to_string());
                     return;
                 }
             }
@@ -163,8 +163,9 @@ pub(super) async fn post(shared: &Shared, body: String, request_id: Option<u64>)
         let read = read_sse(shared, response, request_id, &mut parser).await;
         if let Some(id) = request_id
             && !read.answered
-            && let Err(reason) = Box::pin(resume(shared, id, parser)).await
+            && let Err(err) = Box::pin(resume(shared, id, parser)).await
         {
+            let reason = err.to_string();
             shared.fail_request(request_id, reason.clone());
             Box::pin(shared.check_reachable(&reason)).await;
         }
@@ -174,7 +175,7 @@ pub(super) async fn post(shared: &Shared, body: String, request_id: Option<u64>)
                 transport::trace_in(&body);
                 let _ = shared.incoming.unbounded_send(Frame::Message(body, None));
             }
-            Err(reason) => shared.fail_request(request_id, reason),
+            Err(err) => shared.fail_request(request_id, err.to_string()),
         }
     } else {
         shared.fail_request(
@@ -184,9 +185,18 @@ pub(super) async fn post(shared: &Shared, body: String, request_id: Option<u64>)
     }
 }
 
-async fn read_limited(response: Response) -> Result<String, String> {
+/// Why a JSON answer could not be read.
+#[derive(Debug, thiserror::Error)]
+enum AnswerError {
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    #[error("the plugin's answer is not UTF-8")]
+    NotUtf8,
+}
+
+async fn read_limited(response: Response) -> Result<String, AnswerError> {
     let body = response.read_to_end(MAX_FRAME_BYTES).await?;
-    String::from_utf8(body).map_err(|_| "the plugin's answer is not UTF-8".to_owned())
+    String::from_utf8(body).map_err(|_| AnswerError::NotUtf8)
 }
 
 /// How reading one connection of an event stream went.

@@ -93,19 +93,28 @@ const OWN_HEADERS: [&str; 17] = [
     LAST_EVENT_ID_HEADER,
 ];
 
+/// Why a configured header cannot be sent; each names the header.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum HeaderError {
+    #[error("`{0}` is not a valid HTTP header name")]
+    InvalidName(String),
+    #[error("the header `{0}` is set by formwork itself")]
+    SetByFormwork(String),
+    #[error("the value of the header `{0}` has characters HTTP does not allow")]
+    InvalidValue(String),
+}
+
 /// A configured header must be a valid name and value, and not one the transport sets itself.
-pub(super) fn check_header(name: &str, value: &str) -> Result<(), String> {
+pub(super) fn check_header(name: &str, value: &str) -> Result<(), HeaderError> {
     let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
     if name.is_empty() || !name.bytes().all(token) {
-        return Err(format!("`{name}` is not a valid HTTP header name"));
+        return Err(HeaderError::InvalidName(name.to_owned()));
     }
     if OWN_HEADERS.iter().any(|own| own.eq_ignore_ascii_case(name)) {
-        return Err(format!("the header `{name}` is set by formwork itself"));
+        return Err(HeaderError::SetByFormwork(name.to_owned()));
     }
     if !valid_value(value) {
-        return Err(format!(
-            "the value of the header `{name}` has characters HTTP does not allow"
-        ));
+        return Err(HeaderError::InvalidValue(name.to_owned()));
     }
     Ok(())
 }
@@ -127,6 +136,7 @@ mod tests {
 
     #[test]
     fn refuses_headers_it_cannot_send_or_sets_itself() {
+        let check_header = |name, value| check_header(name, value).map_err(|err| err.to_string());
         assert_eq!(check_header("X-Team", "a b\tc"), Ok(()));
         assert_eq!(
             check_header("X Team", "a"),

@@ -5,6 +5,7 @@ use super::exchange::{OPENING_HOLD, read_sse};
 use super::headers::ACCEPT_EVENTS;
 use super::sse::SseParser;
 use crate::transport::Frame;
+use crate::transport::auth::AuthError;
 use crate::transport::http1::SendError;
 
 /// The pause before a call's event stream is resumed when the server never sent `retry`. The
@@ -18,6 +19,29 @@ pub(super) const MAX_FRUITLESS_RESUMPTIONS: u32 = 5;
 
 const ENDED_UNANSWERED: &str = "the plugin closed its event stream before answering";
 
+/// Why a call whose event stream the server ended gets no answer.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum ResumeError {
+    /// Its events carried no `id` to resume after.
+    #[error("{ENDED_UNANSWERED}")]
+    EndedUnanswered,
+    #[error(
+        "{ENDED_UNANSWERED}, and ended it again each of the {MAX_FRUITLESS_RESUMPTIONS} times it was resumed in a row, with nothing new"
+    )]
+    Fruitless,
+    #[error(
+        "{ENDED_UNANSWERED}, and its resumption failed {MAX_FRUITLESS_RESUMPTIONS} times in a row; the last time: {0}"
+    )]
+    FailedAgainAndAgain(String),
+    #[error("{ENDED_UNANSWERED}, and answered HTTP {0} to its resumption")]
+    Status(u16),
+    #[error("{ENDED_UNANSWERED}, and answered its resumption with content type `{0}`")]
+    NotAStream(String),
+    /// Signing in again, as the resumption was refused for want of a token, failed.
+    #[error(transparent)]
+    SignIn(AuthError),
+}
+
 /// Follows a call's event stream that the server ended before the response: while its events
 /// carried an `id`, waits the server's `retry` delay (exactly that) and resumes the stream with a
 /// GET bearing `Last-Event-ID`, on which the rest of the call comes (its forms, its response).
@@ -29,7 +53,7 @@ pub(super) async fn resume(
     shared: &Shared,
     request_id: u64,
     mut parser: SseParser,
-) -> Result<(), String> {
+) -> Result<(), ResumeError> {
     let mut fruitless = 0;
     let mut refusals = 0;
     // Why the last resumption failed, when it did.
@@ -41,18 +65,12 @@ pub(super) async fn resume(
             return Ok(());
         }
         let Some(last_id) = parser.last_id.clone() else {
-            return Err(ENDED_UNANSWERED.to_owned());
+            return Err(ResumeError::EndedUnanswered);
         };
         if fruitless == MAX_FRUITLESS_RESUMPTIONS {
             return match failure {
-                None => Err(format!(
-                    "{ENDED_UNANSWERED}, and ended it again each of the \
-                     {MAX_FRUITLESS_RESUMPTIONS} times it was resumed in a row, with nothing new"
-                )),
-                Some(SendError::Failed(reason)) => Err(format!(
-                    "{ENDED_UNANSWERED}, and its resumption failed {MAX_FRUITLESS_RESUMPTIONS} \
-                     times in a row; the last time: {reason}"
-                )),
+                None => Err(ResumeError::Fruitless),
+                Some(SendError::Failed(reason)) => Err(ResumeError::FailedAgainAndAgain(reason)),
                 Some(SendError::Unreachable(reason)) => {
                     let _ = shared
                         .incoming
@@ -93,7 +111,7 @@ pub(super) async fn resume(
                 pause = false;
                 continue;
             }
-            Refusal::Failed(err) => return Err(err.to_string()),
+            Refusal::Failed(err) => return Err(ResumeError::SignIn(err)),
         };
         let status = response.status;
         if status == 404 && shared.has_session() {
@@ -111,18 +129,13 @@ pub(super) async fn resume(
             continue;
         }
         if !(200..300).contains(&status) {
-            return Err(format!(
-                "{ENDED_UNANSWERED}, and answered HTTP {status} to its resumption"
-            ));
+            return Err(ResumeError::Status(status));
         }
         if let (Some(auth), Some(generation)) = (&shared.auth, generation) {
             auth.accepted(generation);
         }
         if !response.content_type.starts_with("text/event-stream") {
-            return Err(format!(
-                "{ENDED_UNANSWERED}, and answered its resumption with content type `{}`",
-                response.content_type
-            ));
+            return Err(ResumeError::NotAStream(response.content_type));
         }
         parser.resumed();
         let read = read_sse(shared, response, Some(request_id), &mut parser).await;

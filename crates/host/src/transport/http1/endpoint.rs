@@ -14,7 +14,7 @@ use tokio_rustls::rustls::pki_types::ServerName;
 
 use super::response::Response;
 use super::tunnel::open_through;
-use super::{Connection, Io, MAX_OPENING, SendError};
+use super::{ConnectError, Connection, EndpointError, Io, MAX_OPENING, ReadError, SendError};
 use crate::transport::buffered::Buffered;
 use crate::transport::proxy::{Proxy, ProxyConfig};
 use crate::transport::tls;
@@ -53,12 +53,10 @@ pub(crate) struct Endpoint {
 impl Endpoint {
     /// The endpoint of `url`, shared by every connection of the process to it while any is
     /// open, so that they draw on one pool of idle connections instead of each keeping its own.
-    pub(crate) fn shared(url: &str) -> Result<Arc<Endpoint>, String> {
+    pub(crate) fn shared(url: &str) -> Result<Arc<Endpoint>, EndpointError> {
         static ENDPOINTS: OnceLock<Mutex<HashMap<String, Weak<Endpoint>>>> = OnceLock::new();
         let endpoints = ENDPOINTS.get_or_init(Mutex::default);
-        let mut endpoints = endpoints
-            .lock()
-            .map_err(|_| "the endpoint table is poisoned")?;
+        let mut endpoints = endpoints.lock().map_err(|_| EndpointError::Poisoned)?;
         if let Some(endpoint) = endpoints.get(url).and_then(Weak::upgrade) {
             return Ok(endpoint);
         }
@@ -69,36 +67,33 @@ impl Endpoint {
     }
 
     /// The endpoint of `url`, through the proxy that the process's environment names for it.
-    pub(crate) fn new(url: &str) -> Result<Arc<Endpoint>, String> {
+    pub(crate) fn new(url: &str) -> Result<Arc<Endpoint>, EndpointError> {
         Endpoint::with_proxies(url, &ProxyConfig::from_process())
     }
 
-    fn with_proxies(url: &str, proxies: &ProxyConfig) -> Result<Arc<Endpoint>, String> {
-        let parsed = url::Url::parse(url).map_err(|err| format!("not a valid URL: {err}"))?;
+    fn with_proxies(url: &str, proxies: &ProxyConfig) -> Result<Arc<Endpoint>, EndpointError> {
+        let parsed = url::Url::parse(url)?;
         if !parsed.username().is_empty() || parsed.password().is_some() {
-            return Err(
-                "credentials in the URL are not sent; use `bearer_token_env_var` or `http_headers`"
-                    .to_owned(),
-            );
+            return Err(EndpointError::CredentialsInUrl);
         }
         let secure = match parsed.scheme() {
             "http" => false,
             "https" => true,
-            _ => return Err("the URL must use http or https".to_owned()),
+            _ => return Err(EndpointError::NotHttp),
         };
         let host = match parsed.host() {
             Some(url::Host::Domain(domain)) => domain.to_owned(),
             Some(url::Host::Ipv4(ip)) => ip.to_string(),
             Some(url::Host::Ipv6(ip)) => ip.to_string(),
-            None => return Err("the URL has no host".to_owned()),
+            None => return Err(EndpointError::NoHost),
         };
         let port = parsed
             .port_or_known_default()
-            .ok_or("the URL has no port")?;
+            .ok_or(EndpointError::NoPort)?;
         let authority = match (parsed.host_str(), parsed.port()) {
             (Some(name), Some(port)) => format!("{name}:{port}"),
             (Some(name), None) => name.to_owned(),
-            (None, _) => return Err("the URL has no host".to_owned()),
+            (None, _) => return Err(EndpointError::NoHost),
         };
         let proxy = proxies.proxy_for(secure, &host, port)?;
         let mut target = match &proxy {
@@ -110,8 +105,7 @@ impl Endpoint {
             target.push_str(query);
         }
         let tls = if secure {
-            let name = ServerName::try_from(host.clone())
-                .map_err(|err| format!("not a valid TLS server name: {err}"))?;
+            let name = ServerName::try_from(host.clone())?;
             Some((tls::connector()?, name))
         } else {
             None
@@ -143,18 +137,18 @@ impl Endpoint {
             && let Some(response) = self
                 .exchange(connection, &request)
                 .await
-                .map_err(SendError::Failed)?
+                .map_err(|err| SendError::Failed(err.to_string()))?
         {
             return self.past_the_proxy(response);
         }
         // Boxed: a connect (maybe a TLS handshake) needs a large state, briefly.
         let connection = Box::pin(self.connect())
             .await
-            .map_err(SendError::Unreachable)?;
+            .map_err(|err| SendError::Unreachable(err.to_string()))?;
         let response = self
             .exchange(connection, &request)
             .await
-            .map_err(SendError::Failed)?
+            .map_err(|err| SendError::Failed(err.to_string()))?
             .ok_or_else(|| {
                 SendError::Failed("the server closed the connection without answering".to_owned())
             })?;
@@ -176,7 +170,7 @@ impl Endpoint {
     }
 
     /// Whether a connection to the endpoint can be made now (it is dropped at once).
-    pub(crate) async fn reachable(&self) -> Result<(), String> {
+    pub(crate) async fn reachable(&self) -> Result<(), ConnectError> {
         Box::pin(self.connect()).await.map(drop)
     }
 
@@ -240,24 +234,27 @@ impl Endpoint {
         }
     }
 
-    async fn connect(&self) -> Result<Connection, String> {
+    async fn connect(&self) -> Result<Connection, ConnectError> {
         let tcp = match &self.proxy {
             None => {
                 let address = (self.host.as_str(), self.port);
                 tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(address))
                     .await
-                    .map_err(|_| format!("connecting to {}:{} timed out", self.host, self.port))?
-                    .map_err(|err| {
-                        format!("connecting to {}:{} failed: {err}", self.host, self.port)
+                    .map_err(|_| ConnectError::TimedOut {
+                        host: self.host.clone(),
+                        port: self.port,
+                    })?
+                    .map_err(|source| ConnectError::Failed {
+                        host: self.host.clone(),
+                        port: self.port,
+                        source,
                     })?
             }
             Some(proxy) => {
                 let through = self.tls.is_some().then(|| self.tunnel_authority());
                 tokio::time::timeout(CONNECT_TIMEOUT, open_through(proxy, through.as_deref()))
                     .await
-                    .map_err(|_| {
-                        format!("connecting through the proxy {} timed out", proxy.shown)
-                    })??
+                    .map_err(|_| ConnectError::ProxyTimedOut(proxy.shown.clone()))??
             }
         };
         let _ = tcp.set_nodelay(true);
@@ -266,8 +263,10 @@ impl Endpoint {
             Some((connector, name)) => Box::pin(
                 tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, connector.connect(name.clone(), tcp))
                     .await
-                    .map_err(|_| format!("the TLS handshake with {} timed out", self.host))?
-                    .map_err(|err| tls::handshake_failure(&self.host, &err))?,
+                    .map_err(|_| ConnectError::HandshakeTimedOut(self.host.clone()))?
+                    .map_err(|err| {
+                        ConnectError::Handshake(tls::handshake_failure(&self.host, &err))
+                    })?,
             ),
         };
         Ok(Buffered::new(io))
@@ -288,7 +287,7 @@ impl Endpoint {
         self: &Arc<Endpoint>,
         mut connection: Connection,
         request: &[u8],
-    ) -> Result<Option<Response>, String> {
+    ) -> Result<Option<Response>, ReadError> {
         let io = connection.get_mut();
         if io.write_all(request).await.is_err() || io.flush().await.is_err() {
             return Ok(None);
@@ -524,11 +523,14 @@ mod tests {
         );
         assert!(Endpoint::new("https://example.com").unwrap().tls.is_some());
         assert_eq!(
-            Endpoint::new("ftp://x").err().unwrap(),
+            Endpoint::new("ftp://x").err().unwrap().to_string(),
             "the URL must use http or https"
         );
         assert_eq!(
-            Endpoint::new("http://me:secret@x/mcp").err().unwrap(),
+            Endpoint::new("http://me:secret@x/mcp")
+                .err()
+                .unwrap()
+                .to_string(),
             "credentials in the URL are not sent; use `bearer_token_env_var` or `http_headers`"
         );
     }

@@ -12,8 +12,10 @@
 //! - `endpoint.rs`: one endpoint, its pool of idle connections, and sending a request on one.
 //! - `tunnel.rs`: a connection through an HTTP proxy (`CONNECT` for `https://`).
 //! - `response.rs`: reading a response: its head, then its body however it is framed.
+//! - `error.rs`: why each of those failed.
 
 mod endpoint;
+mod error;
 mod response;
 #[cfg(test)]
 mod test_server;
@@ -26,6 +28,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use super::buffered::Buffered;
 
 pub(crate) use endpoint::Endpoint;
+pub(crate) use error::{ConnectError, EndpointError, ProxyConnectError, ReadError, SendError};
 pub(crate) use response::Response;
 
 /// A response head larger than this is refused.
@@ -38,20 +41,3 @@ impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 
 /// Buffered only while unread bytes wait: an event stream may idle for as long as a form is open.
 type Connection = Buffered<Pin<Box<dyn Io>>>;
-
-/// Why a request got no response.
-#[derive(Debug)]
-pub(crate) enum SendError {
-    /// No connection could be made: nobody listens there (any more).
-    Unreachable(String),
-    /// The request may have gone out, but no response came back.
-    Failed(String),
-}
-
-impl std::fmt::Display for SendError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SendError::Unreachable(reason) | SendError::Failed(reason) => f.write_str(reason),
-        }
-    }
-}

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt};
 
 use super::endpoint::Endpoint;
-use super::{Connection, MAX_HEAD_BYTES};
+use super::{Connection, MAX_HEAD_BYTES, ReadError};
 
 /// A response whose head has been read; the body is read with [`Response::chunk`].
 pub(crate) struct Response {
@@ -61,11 +61,11 @@ struct Head {
 }
 
 impl Head {
-    fn parse(bytes: &[u8]) -> Result<Head, String> {
+    fn parse(bytes: &[u8]) -> Result<Head, ReadError> {
         let mut fields = [httparse::EMPTY_HEADER; 64];
         let mut parsed = httparse::Response::new(&mut fields);
         if !matches!(parsed.parse(bytes), Ok(httparse::Status::Complete(_))) {
-            return Err("the server sent a malformed HTTP response".to_owned());
+            return Err(ReadError::MalformedHead);
         }
         let mut head = Head {
             status: parsed.code.unwrap_or(0),
@@ -98,9 +98,7 @@ impl Head {
             } else if name.eq_ignore_ascii_case("retry-after") {
                 head.retry_after = Some(value);
             } else if name.eq_ignore_ascii_case("content-length") {
-                let length = value
-                    .parse::<u64>()
-                    .map_err(|_| "the server sent a bad Content-Length".to_owned())?;
+                let length = value.parse::<u64>().map_err(|_| ReadError::BadLength)?;
                 head.length = Some(length);
             } else if name.eq_ignore_ascii_case("transfer-encoding") {
                 head.encoded = true;
@@ -124,7 +122,7 @@ impl Response {
     pub(super) async fn read(
         mut connection: Connection,
         endpoint: Arc<Endpoint>,
-    ) -> Result<Option<Response>, String> {
+    ) -> Result<Option<Response>, ReadError> {
         let mut answered = false;
         // Interim answers (100 Continue, 103 Early Hints) come before the final one.
         let head = loop {
@@ -187,16 +185,16 @@ impl Response {
     }
 
     /// The next piece of the body; `None` at its end.
-    pub(crate) async fn chunk(&mut self) -> Result<Option<Vec<u8>>, String> {
+    pub(crate) async fn chunk(&mut self) -> Result<Option<Vec<u8>>, ReadError> {
         self.body.next().await
     }
 
     /// The whole body, refused past `limit` bytes.
-    pub(crate) async fn read_to_end(mut self, limit: usize) -> Result<Vec<u8>, String> {
+    pub(crate) async fn read_to_end(mut self, limit: usize) -> Result<Vec<u8>, ReadError> {
         let mut all = Vec::new();
         while let Some(piece) = self.chunk().await? {
             if all.len() + piece.len() > limit {
-                return Err(format!("the server's answer exceeds {limit} bytes"));
+                return Err(ReadError::TooLarge(limit));
             }
             all.extend_from_slice(&piece);
         }
@@ -205,7 +203,7 @@ impl Response {
 }
 
 impl Body {
-    async fn next(&mut self) -> Result<Option<Vec<u8>>, String> {
+    async fn next(&mut self) -> Result<Option<Vec<u8>>, ReadError> {
         loop {
             let Some(connection) = self.connection.as_mut() else {
                 return Ok(None);
@@ -215,7 +213,7 @@ impl Body {
                 Framing::Length(left) => {
                     let piece = read_some(connection, *left).await?;
                     if piece.is_empty() {
-                        return Err("the server closed the connection mid-body".to_owned());
+                        return Err(ReadError::ClosedMidBody);
                     }
                     *left -= piece.len() as u64;
                     if *left == 0 {
@@ -245,17 +243,14 @@ impl Body {
                 Framing::Chunked { left } => {
                     let piece = read_some(connection, *left).await?;
                     if piece.is_empty() {
-                        return Err("the server closed the connection mid-chunk".to_owned());
+                        return Err(ReadError::ClosedMidChunk);
                     }
                     *left -= piece.len() as u64;
                     if *left == 0 {
                         let mut crlf = [0; 2];
-                        connection
-                            .read_exact(&mut crlf)
-                            .await
-                            .map_err(|err| format!("reading the server's answer failed: {err}"))?;
+                        connection.read_exact(&mut crlf).await?;
                         if crlf != *b"\r\n" {
-                            return Err("the server sent a malformed chunk".to_owned());
+                            return Err(ReadError::MalformedChunk);
                         }
                         self.framing = Framing::Chunked { left: 0 };
                     }
@@ -282,42 +277,33 @@ impl Body {
 }
 
 /// Up to `limit` bytes, whatever has arrived (waits for at least one); empty at end of stream.
-async fn read_some(connection: &mut Connection, limit: u64) -> Result<Vec<u8>, String> {
-    connection
-        .fill_buf()
-        .await
-        .map_err(|err| format!("reading the server's answer failed: {err}"))?;
+async fn read_some(connection: &mut Connection, limit: u64) -> Result<Vec<u8>, ReadError> {
+    connection.fill_buf().await?;
     Ok(connection.take_buffered(usize::try_from(limit).unwrap_or(usize::MAX)))
 }
 
-async fn read_chunk_size(connection: &mut Connection) -> Result<u64, String> {
+async fn read_chunk_size(connection: &mut Connection) -> Result<u64, ReadError> {
     let mut line = Vec::new();
     let mut limited = (&mut *connection).take(1024);
-    limited
-        .read_until(b'\n', &mut line)
-        .await
-        .map_err(|err| format!("reading the server's answer failed: {err}"))?;
+    limited.read_until(b'\n', &mut line).await?;
     if line.is_empty() {
-        return Err("the server closed the connection mid-body".to_owned());
+        return Err(ReadError::ClosedMidBody);
     }
     if line.last() != Some(&b'\n') {
-        return Err("the server sent a malformed chunk".to_owned());
+        return Err(ReadError::MalformedChunk);
     }
     let text = String::from_utf8_lossy(&line);
     let size = text.trim().split(';').next().unwrap_or("").trim();
-    u64::from_str_radix(size, 16).map_err(|_| "the server sent a malformed chunk size".to_owned())
+    u64::from_str_radix(size, 16).map_err(|_| ReadError::MalformedChunkSize)
 }
 
 /// Reads the trailer section; whether it ended properly (else the connection is not reused).
-async fn skip_trailers(connection: &mut Connection) -> Result<bool, String> {
+async fn skip_trailers(connection: &mut Connection) -> Result<bool, ReadError> {
     let mut total = 0;
     loop {
         let mut line = Vec::new();
         let mut limited = (&mut *connection).take(MAX_HEAD_BYTES as u64);
-        let read = limited
-            .read_until(b'\n', &mut line)
-            .await
-            .map_err(|err| format!("reading the server's answer failed: {err}"))?;
+        let read = limited.read_until(b'\n', &mut line).await?;
         total += read;
         if read == 0 || line.last() != Some(&b'\n') || total > MAX_HEAD_BYTES {
             return Ok(false);
@@ -330,7 +316,10 @@ async fn skip_trailers(connection: &mut Connection) -> Result<bool, String> {
 
 /// One response head, up to its empty line, at most [`MAX_HEAD_BYTES`]. `None`: the connection
 /// ended before a byte of it (only allowed before the first head of an exchange).
-async fn read_head(connection: &mut Connection, answered: bool) -> Result<Option<Vec<u8>>, String> {
+async fn read_head(
+    connection: &mut Connection,
+    answered: bool,
+) -> Result<Option<Vec<u8>>, ReadError> {
     let mut head = Vec::new();
     loop {
         let before = head.len();
@@ -338,16 +327,15 @@ async fn read_head(connection: &mut Connection, answered: bool) -> Result<Option
         let read = (&mut *connection)
             .take(room)
             .read_until(b'\n', &mut head)
-            .await
-            .map_err(|err| format!("reading the server's answer failed: {err}"))?;
+            .await?;
         if head.len() > MAX_HEAD_BYTES {
-            return Err("the server's response head is too large".to_owned());
+            return Err(ReadError::HeadTooLarge);
         }
         if read == 0 {
             return if head.is_empty() && !answered {
                 Ok(None)
             } else {
-                Err("the server closed the connection mid-answer".to_owned())
+                Err(ReadError::ClosedMidAnswer)
             };
         }
         let line = &head[before..];
@@ -372,7 +360,7 @@ mod tests {
         let endpoint = Endpoint::new(&url).unwrap();
         let response = endpoint.send("POST", &[], b"{}").await.unwrap();
         assert_eq!(
-            response.read_to_end(4).await.unwrap_err(),
+            response.read_to_end(4).await.unwrap_err().to_string(),
             "the server's answer exceeds 4 bytes"
         );
         let (url, _) = serve(vec!["NOT HTTP\r\n\r\n"]).await;
@@ -415,7 +403,7 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(
-            response.read_to_end(100).await.unwrap_err(),
+            response.read_to_end(100).await.unwrap_err().to_string(),
             "the server sent a malformed chunk"
         );
     }
