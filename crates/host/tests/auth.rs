@@ -13,7 +13,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use formwork_host::auth::Authorizer;
-use formwork_host::auth::agent::{HeadlessSignIn, PendingRedirect, SignInAgent};
+use formwork_host::auth::agent::{HeadlessSignIn, PendingRedirect, SignInAgent, SignInError};
 use formwork_host::auth::settings::{AuthSettings, Grant, IdentityProvider};
 use formwork_host::auth::store::{CredentialsStoreMode, StoredTokens, TokenStore};
 use formwork_host::{
@@ -1078,7 +1078,7 @@ struct SlowRedirect {
 }
 
 impl SignInAgent for SlowSignIn {
-    fn start(&self) -> BoxFuture<Result<Box<dyn PendingRedirect>, String>> {
+    fn start(&self) -> BoxFuture<Result<Box<dyn PendingRedirect>, SignInError>> {
         let (delay, started) = (self.delay, self.inner.start());
         Box::pin(async move {
             let inner = started.await?;
@@ -1096,7 +1096,7 @@ impl PendingRedirect for SlowRedirect {
         self: Box<Self>,
         authorization_url: String,
         state: String,
-    ) -> BoxFuture<Result<String, String>> {
+    ) -> BoxFuture<Result<String, SignInError>> {
         Box::pin(async move {
             tokio::time::sleep(self.delay).await;
             self.inner.complete(authorization_url, state).await

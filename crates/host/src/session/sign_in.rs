@@ -11,7 +11,7 @@ use serde_json::json;
 use tokio::sync::{oneshot, watch};
 
 use super::wire::Event;
-use crate::auth::agent::{Loopback, PendingRedirect, SignInAgent};
+use crate::auth::agent::{Loopback, PendingRedirect, SignInAgent, SignInError};
 use crate::future::BoxFuture;
 use crate::responder::{FormAction, FormReply};
 
@@ -30,7 +30,7 @@ pub(super) struct SessionSignIn {
 }
 
 impl SignInAgent for SessionSignIn {
-    fn start(&self) -> BoxFuture<Result<Box<dyn PendingRedirect>, String>> {
+    fn start(&self) -> BoxFuture<Result<Box<dyn PendingRedirect>, SignInError>> {
         let session = self.session.clone();
         let server = self.server.clone();
         let port = self.port;
@@ -61,7 +61,7 @@ impl PendingRedirect for CardRedirect {
         self: Box<Self>,
         authorization_url: String,
         state: String,
-    ) -> BoxFuture<Result<String, String>> {
+    ) -> BoxFuture<Result<String, SignInError>> {
         Box::pin(async move {
             let session = self.session.upgrade().ok_or("the session is gone")?;
             let (done, completed) = watch::channel(false);
@@ -89,8 +89,8 @@ impl PendingRedirect for CardRedirect {
                     }
                     action = &mut answered, if !accepted => match action {
                         Ok(FormAction::Accept) => accepted = true,
-                        Ok(FormAction::Decline) => return Err("the person declined to sign in".to_owned()),
-                        _ => return Err("the sign-in was cancelled".to_owned()),
+                        Ok(FormAction::Decline) => return Err("the person declined to sign in".into()),
+                        _ => return Err("the sign-in was cancelled".into()),
                     },
                 }
             }

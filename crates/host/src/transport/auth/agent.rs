@@ -11,10 +11,70 @@ use tokio::net::TcpListener;
 use super::fetch;
 use crate::future::BoxFuture;
 
+/// Why a sign-in brought no authorization code.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SignInError {
+    #[error(
+        "the sign-in redirect carried another `state` than the one sent: refused (a stale or forged redirect)"
+    )]
+    ForeignState,
+    /// The redirect carried an `error`, and maybe its `error_description`.
+    #[error("the authorization server refused: {error}{}", described(description))]
+    Refused {
+        error: String,
+        description: Option<String>,
+    },
+    #[error("the sign-in redirect carried no code")]
+    NoCode,
+    #[error("cannot listen on 127.0.0.1:{port} for the sign-in redirect: {source}")]
+    Listen { port: u16, source: std::io::Error },
+    /// The loopback listener failed while it waited.
+    #[error("{0}")]
+    Loopback(std::io::Error),
+    #[error("no sign-in came back within {0} s")]
+    TimedOut(u64),
+    /// The headless visit of the authorization URL got no answer.
+    #[error("{0}")]
+    Visit(String),
+    #[error("the authorization endpoint answered HTTP {0} without a redirect")]
+    NoRedirect(u16),
+    #[error("{0}")]
+    AuthorizationUrl(url::ParseError),
+    #[error("the redirect `{location}` is not a URL: {source}")]
+    RedirectNotAUrl {
+        location: String,
+        source: url::ParseError,
+    },
+    /// Another agent's reason (the person declined, say), in its words.
+    #[error("{0}")]
+    Other(String),
+}
+
+impl From<String> for SignInError {
+    fn from(reason: String) -> Self {
+        SignInError::Other(reason)
+    }
+}
+
+impl From<&str> for SignInError {
+    fn from(reason: &str) -> Self {
+        SignInError::Other(reason.to_owned())
+    }
+}
+
+/// ` (description)`, or nothing.
+fn described(description: &Option<String>) -> String {
+    description
+        .as_ref()
+        .map(|description| format!(" ({description})"))
+        .unwrap_or_default()
+}
+
 /// Starts sign-ins for one authorization.
 pub trait SignInAgent: Send + Sync {
     /// Prepares to catch one redirect (a loopback listener, say) and says where it goes.
-    fn start(&self) -> BoxFuture<Result<Box<dyn PendingRedirect>, String>>;
+    fn start(&self) -> BoxFuture<Result<Box<dyn PendingRedirect>, SignInError>>;
 }
 
 /// One prepared sign-in.
@@ -27,7 +87,7 @@ pub trait PendingRedirect: Send {
         self: Box<Self>,
         authorization_url: String,
         state: String,
-    ) -> BoxFuture<Result<String, String>>;
+    ) -> BoxFuture<Result<String, SignInError>>;
 }
 
 /// The value of `name` in a redirect's query (the last one, if it names several).
@@ -43,25 +103,20 @@ fn query_value<'a>(pairs: &'a [(String, String)], name: &str) -> Option<&'a str>
 pub(crate) fn code_from_redirect(
     pairs: &[(String, String)],
     state: &str,
-) -> Result<String, String> {
+) -> Result<String, SignInError> {
     if query_value(pairs, "state") != Some(state) {
-        return Err(
-            "the sign-in redirect carried another `state` than the one sent: refused (a stale or forged redirect)"
-                .to_owned(),
-        );
+        return Err(SignInError::ForeignState);
     }
     if let Some(error) = query_value(pairs, "error") {
-        return Err(match query_value(pairs, "error_description") {
-            Some(description) => {
-                format!("the authorization server refused: {error} ({description})")
-            }
-            None => format!("the authorization server refused: {error}"),
+        return Err(SignInError::Refused {
+            error: error.to_owned(),
+            description: query_value(pairs, "error_description").map(str::to_owned),
         });
     }
     query_value(pairs, "code")
         .filter(|code| !code.is_empty())
         .map(str::to_owned)
-        .ok_or_else(|| "the sign-in redirect carried no code".to_owned())
+        .ok_or(SignInError::NoCode)
 }
 
 /// Visits the authorization URL itself, without following its redirect, and reads the code from
@@ -79,7 +134,7 @@ impl HeadlessSignIn {
 }
 
 impl SignInAgent for HeadlessSignIn {
-    fn start(&self) -> BoxFuture<Result<Box<dyn PendingRedirect>, String>> {
+    fn start(&self) -> BoxFuture<Result<Box<dyn PendingRedirect>, SignInError>> {
         let pending: Box<dyn PendingRedirect> =
             Box::new(HeadlessRedirect(self.redirect_uri.clone()));
         Box::pin(async move { Ok(pending) })
@@ -97,24 +152,23 @@ impl PendingRedirect for HeadlessRedirect {
         self: Box<Self>,
         authorization_url: String,
         state: String,
-    ) -> BoxFuture<Result<String, String>> {
+    ) -> BoxFuture<Result<String, SignInError>> {
         Box::pin(async move {
             let fetched = fetch::exchange("GET", &authorization_url, &[], b"")
                 .await
-                .map_err(|err| err.to_string())?;
+                .map_err(|err| SignInError::Visit(err.to_string()))?;
             let location = fetched
                 .location
                 .filter(|_| (300..400).contains(&fetched.status))
-                .ok_or_else(|| {
-                    format!(
-                        "the authorization endpoint answered HTTP {} without a redirect",
-                        fetched.status
-                    )
-                })?;
-            let base = url::Url::parse(&authorization_url).map_err(|err| err.to_string())?;
+                .ok_or(SignInError::NoRedirect(fetched.status))?;
+            let base =
+                url::Url::parse(&authorization_url).map_err(SignInError::AuthorizationUrl)?;
             let redirect = base
                 .join(&location)
-                .map_err(|err| format!("the redirect `{location}` is not a URL: {err}"))?;
+                .map_err(|source| SignInError::RedirectNotAUrl {
+                    location: location.clone(),
+                    source,
+                })?;
             let pairs: Vec<(String, String)> = redirect.query_pairs().into_owned().collect();
             code_from_redirect(&pairs, &state)
         })
@@ -143,7 +197,7 @@ pub struct BrowserSignIn {
 }
 
 impl SignInAgent for BrowserSignIn {
-    fn start(&self) -> BoxFuture<Result<Box<dyn PendingRedirect>, String>> {
+    fn start(&self) -> BoxFuture<Result<Box<dyn PendingRedirect>, SignInError>> {
         let port = self.port;
         let timeout = self.timeout;
         let show = Arc::clone(&self.show);
@@ -174,7 +228,7 @@ impl PendingRedirect for BrowserRedirect {
         self: Box<Self>,
         authorization_url: String,
         state: String,
-    ) -> BoxFuture<Result<String, String>> {
+    ) -> BoxFuture<Result<String, SignInError>> {
         Box::pin(async move {
             (self.show)(&authorization_url);
             self.loopback.wait(&state, self.timeout).await
@@ -192,14 +246,12 @@ pub struct Loopback {
 
 impl Loopback {
     /// Listens on `port` (`mcp_oauth_callback_port`), or on a free one.
-    pub async fn bind(port: Option<u16>) -> Result<Loopback, String> {
+    pub async fn bind(port: Option<u16>) -> Result<Loopback, SignInError> {
         let port = port.unwrap_or(0);
         let listener = TcpListener::bind(("127.0.0.1", port))
             .await
-            .map_err(|err| {
-                format!("cannot listen on 127.0.0.1:{port} for the sign-in redirect: {err}")
-            })?;
-        let port = listener.local_addr().map_err(|err| err.to_string())?.port();
+            .map_err(|source| SignInError::Listen { port, source })?;
+        let port = listener.local_addr().map_err(SignInError::Loopback)?.port();
         Ok(Loopback { listener, port })
     }
 
@@ -208,7 +260,7 @@ impl Loopback {
     }
 
     /// Waits for the callback that carries `state`, at most `timeout`; its code.
-    pub async fn wait(self, state: &str, timeout: Duration) -> Result<String, String> {
+    pub async fn wait(self, state: &str, timeout: Duration) -> Result<String, SignInError> {
         let waiting = async {
             // Each connection is read on its own, for a bounded time: one that is slow to send
             // its request (or sends none) holds up no other, the browser's included.
@@ -216,7 +268,7 @@ impl Loopback {
             loop {
                 tokio::select! {
                     accepted = self.listener.accept(), if reading.len() < MAX_READING => {
-                        let (mut socket, _) = accepted.map_err(|err| err.to_string())?;
+                        let (mut socket, _) = accepted.map_err(SignInError::Loopback)?;
                         reading.spawn(async move {
                             let target = tokio::time::timeout(REQUEST_READ_TIMEOUT, read_target(&mut socket))
                                 .await
@@ -238,7 +290,7 @@ impl Loopback {
         };
         tokio::time::timeout(timeout, waiting)
             .await
-            .map_err(|_| format!("no sign-in came back within {} s", timeout.as_secs()))?
+            .map_err(|_| SignInError::TimedOut(timeout.as_secs()))?
     }
 }
 
@@ -250,7 +302,7 @@ async fn answer(
     socket: &mut tokio::net::TcpStream,
     target: &str,
     state: &str,
-) -> Option<Result<String, String>> {
+) -> Option<Result<String, SignInError>> {
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
     if path != CALLBACK_PATH {
         // A browser may ask for a favicon first: that is not the redirect.
@@ -325,11 +377,13 @@ mod tests {
     #[test]
     fn the_redirect_must_carry_our_state() {
         assert_eq!(
-            code_from_redirect(&pairs("code=abc&state=s1"), "s1"),
-            Ok("abc".to_owned())
+            code_from_redirect(&pairs("code=abc&state=s1"), "s1").unwrap(),
+            "abc"
         );
         assert_eq!(
-            code_from_redirect(&pairs("code=abc&state=s2"), "s1").unwrap_err(),
+            code_from_redirect(&pairs("code=abc&state=s2"), "s1")
+                .unwrap_err()
+                .to_string(),
             "the sign-in redirect carried another `state` than the one sent: refused (a stale or forged redirect)"
         );
         assert!(code_from_redirect(&pairs("code=abc"), "s1").is_err());
@@ -338,7 +392,8 @@ mod tests {
                 &pairs("error=access_denied&error_description=no&state=s1"),
                 "s1"
             )
-            .unwrap_err(),
+            .unwrap_err()
+            .to_string(),
             "the authorization server refused: access_denied (no)"
         );
     }
@@ -402,7 +457,7 @@ mod tests {
             answer.starts_with("HTTP/1.1 200 OK\r\n") && answer.contains("Signed in."),
             "{answer}"
         );
-        assert_eq!(done.await.unwrap(), Ok("c1".to_owned()));
+        assert_eq!(done.await.unwrap().unwrap(), "c1");
         // The listener is gone with the sign-in's callback.
         assert!(tokio::net::TcpStream::connect(address).await.is_err());
     }
@@ -416,7 +471,7 @@ mod tests {
         let answer = get(&address, "/callback?code=forged&state=forged").await;
         assert!(answer.ends_with(FOREIGN_STATE_ANSWER_END), "{answer}");
         assert_eq!(
-            done.await.unwrap(),
+            done.await.unwrap().map_err(|err| err.to_string()),
             Err("no sign-in came back within 1 s".to_owned())
         );
     }
@@ -439,7 +494,7 @@ mod tests {
             .await
             .expect("the callback waited behind the silent connection")
             .unwrap();
-        assert_eq!(code, Ok("c1".to_owned()));
+        assert_eq!(code.unwrap(), "c1");
         drop(silent);
     }
 }

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use url::Url;
 
 use super::challenge::Challenge;
-use super::fetch;
+use super::fetch::{self, FetchError};
 
 /// What the protected resource says of itself.
 #[derive(Debug, Clone, Deserialize)]
@@ -99,7 +99,7 @@ fn resource_metadata_urls(
     let mut readable = candidate_resource_metadata_urls(server, challenge);
     readable.retain(|url| {
         let secure = Url::parse(url)
-            .map_err(|err| err.to_string())
+            .map_err(DiscoveryError::Root)
             .and_then(|url| check_secure(&url).and_then(|()| check_reach(server, &url)));
         if let Err(reason) = &secure {
             steps.push(AuthStep {
@@ -135,6 +135,86 @@ fn candidate_resource_metadata_urls(server: &Url, challenge: &Challenge) -> Vec<
     candidates
 }
 
+/// Why discovery found no authorization server to sign in at, or refused the one it found.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum DiscoveryError {
+    #[error("`{url}` is not a URL: {source}")]
+    ServerNotAUrl {
+        url: String,
+        source: url::ParseError,
+    },
+    /// The server's origin, as a URL of its own, does not parse.
+    #[error("{0}")]
+    Root(url::ParseError),
+    #[error("{0} is not https; formwork signs in only over https (or plain http to localhost)")]
+    NotSecure(Url),
+    #[error(
+        "{url} is on {kind}, and the server {server} is not on this machine or a private network: a remote server's metadata may not send formwork there"
+    )]
+    Reach {
+        url: Url,
+        kind: &'static str,
+        server: Url,
+    },
+    #[error(transparent)]
+    Fetch(#[from] FetchError),
+    #[error("{url} answered HTTP {status}")]
+    Status { url: String, status: u16 },
+    #[error("{url} answered `{content_type}`, not JSON")]
+    NotJson { url: String, content_type: String },
+    #[error("the metadata at {url} is malformed: {source}")]
+    Malformed {
+        url: String,
+        source: serde_json::Error,
+    },
+    #[error(
+        "the protected resource metadata is for `{resource}`, not for {server}; formwork does not sign in to it"
+    )]
+    OtherResource { resource: String, server: Url },
+    #[error("the protected resource metadata of {0} names no authorization server")]
+    NoAuthorizationServer(String),
+    #[error("the authorization server `{issuer}` is not a URL: {source}")]
+    AuthorizationServerNotAUrl {
+        issuer: String,
+        source: url::ParseError,
+    },
+    #[error("no metadata was found for the authorization server {0}")]
+    NoMetadata(String),
+    #[error("the metadata at {url} is for the issuer `{found}`, not `{issuer}`")]
+    OtherIssuer {
+        url: String,
+        found: String,
+        issuer: String,
+    },
+    #[error(
+        "the metadata at {url} names the issuer `{issuer}`, which is not on the server's origin ({origin}); without resource metadata the server's origin is its authorization server"
+    )]
+    IssuerOffOrigin {
+        url: String,
+        issuer: String,
+        origin: String,
+    },
+    #[error("the issuer `{issuer}` is not a URL: {source}")]
+    IssuerNotAUrl {
+        issuer: String,
+        source: url::ParseError,
+    },
+    #[error("the {key} `{endpoint}` is not a URL: {source}")]
+    EndpointNotAUrl {
+        key: &'static str,
+        endpoint: String,
+        source: url::ParseError,
+    },
+    #[error(
+        "the authorization server {issuer} names a {key} on another origin ({endpoint}); formwork sends credentials only to the issuer's origin"
+    )]
+    EndpointOffOrigin {
+        issuer: String,
+        key: &'static str,
+        endpoint: String,
+    },
+}
+
 /// Runs discovery for the MCP server at `server_url`, starting from its challenge, or from its
 /// resource metadata when that is `known` already.
 pub(crate) async fn discover(
@@ -142,9 +222,11 @@ pub(crate) async fn discover(
     challenge: &Challenge,
     known: Option<ResourceMetadata>,
     steps: &mut Vec<AuthStep>,
-) -> Result<Discovered, String> {
-    let server =
-        Url::parse(server_url).map_err(|err| format!("`{server_url}` is not a URL: {err}"))?;
+) -> Result<Discovered, DiscoveryError> {
+    let server = Url::parse(server_url).map_err(|source| DiscoveryError::ServerNotAUrl {
+        url: server_url.to_owned(),
+        source,
+    })?;
     check_secure(&server)?;
     let mut resource = known;
     if resource.is_none() {
@@ -163,12 +245,13 @@ pub(crate) async fn discover(
     };
     check_resource(&server, &resource.resource)?;
     let Some(issuer) = resource.authorization_servers.first() else {
-        return Err(format!(
-            "the protected resource metadata of {server_url} names no authorization server"
-        ));
+        return Err(DiscoveryError::NoAuthorizationServer(server_url.to_owned()));
     };
-    let issuer_url = Url::parse(issuer)
-        .map_err(|err| format!("the authorization server `{issuer}` is not a URL: {err}"))?;
+    let issuer_url =
+        Url::parse(issuer).map_err(|source| DiscoveryError::AuthorizationServerNotAUrl {
+            issuer: issuer.clone(),
+            source,
+        })?;
     check_secure(&issuer_url)?;
     check_reach(&server, &issuer_url)?;
     for url in server_metadata_urls(&issuer_url) {
@@ -178,10 +261,11 @@ pub(crate) async fn discover(
         };
         // RFC 8414 §3.3: the metadata must be the issuer's own, or anyone could stand in.
         if metadata.issuer.trim_end_matches('/') != issuer.trim_end_matches('/') {
-            return Err(format!(
-                "the metadata at {url} is for the issuer `{}`, not `{issuer}`",
-                metadata.issuer
-            ));
+            return Err(DiscoveryError::OtherIssuer {
+                url,
+                found: metadata.issuer,
+                issuer: issuer.clone(),
+            });
         }
         check_endpoints(&server, &metadata)?;
         return Ok(Discovered {
@@ -190,15 +274,13 @@ pub(crate) async fn discover(
             source: Source::ResourceMetadata,
         });
     }
-    Err(format!(
-        "no metadata was found for the authorization server {issuer}"
-    ))
+    Err(DiscoveryError::NoMetadata(issuer.clone()))
 }
 
 /// A 2025-03-26 server: the authorization server is its origin.
-async fn legacy(server: &Url, steps: &mut Vec<AuthStep>) -> Result<Discovered, String> {
+async fn legacy(server: &Url, steps: &mut Vec<AuthStep>) -> Result<Discovered, DiscoveryError> {
     let origin = server.origin().ascii_serialization();
-    let root = Url::parse(&origin).map_err(|err| err.to_string())?;
+    let root = Url::parse(&origin).map_err(DiscoveryError::Root)?;
     for url in server_metadata_urls(&root) {
         // The issuer need not equal the origin: servers of that era published metadata whose
         // issuer has a path (`<origin>/oauth`) at the root well-known URL. It must be on the
@@ -210,10 +292,11 @@ async fn legacy(server: &Url, steps: &mut Vec<AuthStep>) -> Result<Discovered, S
             let on_origin =
                 Url::parse(&metadata.issuer).is_ok_and(|issuer| issuer.origin() == server.origin());
             if !on_origin {
-                return Err(format!(
-                    "the metadata at {url} names the issuer `{}`, which is not on the server's origin ({origin}); without resource metadata the server's origin is its authorization server",
-                    metadata.issuer
-                ));
+                return Err(DiscoveryError::IssuerOffOrigin {
+                    url,
+                    issuer: metadata.issuer,
+                    origin,
+                });
             }
             check_endpoints(server, &metadata)?;
             return Ok(Discovered {
@@ -271,7 +354,7 @@ async fn fetch_document<T: serde::de::DeserializeOwned>(
     url: &str,
     kind: &'static str,
     steps: &mut Vec<AuthStep>,
-) -> Result<Option<T>, String> {
+) -> Result<Option<T>, DiscoveryError> {
     let mut step = |outcome: String| {
         steps.push(AuthStep {
             step: kind,
@@ -282,9 +365,8 @@ async fn fetch_document<T: serde::de::DeserializeOwned>(
     let fetched = match fetch::get(url, &[ACCEPT_JSON, PROTOCOL_VERSION]).await {
         Ok(fetched) => fetched,
         Err(err) => {
-            let reason = err.to_string();
-            step(reason.clone());
-            return Err(reason);
+            step(err.to_string());
+            return Err(err.into());
         }
     };
     if fetched.status != 200 {
@@ -292,33 +374,41 @@ async fn fetch_document<T: serde::de::DeserializeOwned>(
         if (400..500).contains(&fetched.status) {
             return Ok(None);
         }
-        return Err(format!("{url} answered HTTP {}", fetched.status));
+        return Err(DiscoveryError::Status {
+            url: url.to_owned(),
+            status: fetched.status,
+        });
     }
     if !fetched.is_json() {
-        let reason = format!("{url} answered `{}`, not JSON", fetched.content_type);
-        step(reason.clone());
-        return Err(reason);
+        let err = DiscoveryError::NotJson {
+            url: url.to_owned(),
+            content_type: fetched.content_type,
+        };
+        step(err.to_string());
+        return Err(err);
     }
     match serde_json::from_slice::<T>(&fetched.body) {
         Ok(document) => {
             step("found".to_owned());
             Ok(Some(document))
         }
-        Err(err) => {
-            let reason = format!("the metadata at {url} is malformed: {err}");
-            step(reason.clone());
-            Err(reason)
+        Err(source) => {
+            let err = DiscoveryError::Malformed {
+                url: url.to_owned(),
+                source,
+            };
+            step(err.to_string());
+            Err(err)
         }
     }
 }
 
 /// The resource metadata must describe the server asked (RFC 9728 §3.3): same origin, and the
 /// server's path at or under the resource's path. Else a token would be asked for someone else.
-fn check_resource(server: &Url, resource: &str) -> Result<(), String> {
-    let mismatch = || {
-        format!(
-            "the protected resource metadata is for `{resource}`, not for {server}; formwork does not sign in to it"
-        )
+fn check_resource(server: &Url, resource: &str) -> Result<(), DiscoveryError> {
+    let mismatch = || DiscoveryError::OtherResource {
+        resource: resource.to_owned(),
+        server: server.clone(),
     };
     let resource_url = Url::parse(resource).map_err(|_| mismatch())?;
     if resource_url.origin() != server.origin() {
@@ -338,9 +428,11 @@ fn check_resource(server: &Url, resource: &str) -> Result<(), String> {
 /// Tokens and client secrets go only to the issuer's own origin, and only over https (plain
 /// http only on this machine); no endpoint of a remote server's authorization server is on
 /// this machine or a private network.
-fn check_endpoints(server: &Url, metadata: &ServerMetadata) -> Result<(), String> {
-    let issuer = Url::parse(&metadata.issuer)
-        .map_err(|err| format!("the issuer `{}` is not a URL: {err}", metadata.issuer))?;
+fn check_endpoints(server: &Url, metadata: &ServerMetadata) -> Result<(), DiscoveryError> {
+    let issuer = Url::parse(&metadata.issuer).map_err(|source| DiscoveryError::IssuerNotAUrl {
+        issuer: metadata.issuer.clone(),
+        source,
+    })?;
     check_secure(&issuer)?;
     check_reach(server, &issuer)?;
     let endpoints = [
@@ -352,18 +444,24 @@ fn check_endpoints(server: &Url, metadata: &ServerMetadata) -> Result<(), String
     ];
     for (key, endpoint) in endpoints {
         let Some(endpoint) = endpoint else { continue };
-        let url = Url::parse(endpoint)
-            .map_err(|err| format!("the {key} `{endpoint}` is not a URL: {err}"))?;
+        let url = Url::parse(endpoint).map_err(|source| DiscoveryError::EndpointNotAUrl {
+            key,
+            endpoint: endpoint.clone(),
+            source,
+        })?;
         if url.origin() != issuer.origin() {
-            return Err(format!(
-                "the authorization server {} names a {key} on another origin ({endpoint}); formwork sends credentials only to the issuer's origin",
-                metadata.issuer
-            ));
+            return Err(DiscoveryError::EndpointOffOrigin {
+                issuer: metadata.issuer.clone(),
+                key,
+                endpoint: endpoint.clone(),
+            });
         }
     }
     if let Some(endpoint) = &metadata.authorization_endpoint {
-        let url = Url::parse(endpoint).map_err(|err| {
-            format!("the authorization_endpoint `{endpoint}` is not a URL: {err}")
+        let url = Url::parse(endpoint).map_err(|source| DiscoveryError::EndpointNotAUrl {
+            key: "authorization_endpoint",
+            endpoint: endpoint.clone(),
+            source,
         })?;
         check_secure(&url)?;
         check_reach(server, &url)?;
@@ -372,13 +470,11 @@ fn check_endpoints(server: &Url, metadata: &ServerMetadata) -> Result<(), String
 }
 
 /// https, or http to this machine (development servers).
-pub(crate) fn check_secure(url: &Url) -> Result<(), String> {
+pub(crate) fn check_secure(url: &Url) -> Result<(), DiscoveryError> {
     match url.scheme() {
         "https" => Ok(()),
         "http" if is_loopback(url) => Ok(()),
-        _ => Err(format!(
-            "{url} is not https; formwork signs in only over https (or plain http to localhost)"
-        )),
+        _ => Err(DiscoveryError::NotSecure(url.clone())),
     }
 }
 
@@ -395,16 +491,18 @@ fn is_loopback(url: &Url) -> bool {
 /// private network only when the server is too: a remote server must not turn formwork into
 /// its probe of the person's machine and network. The host is judged as written (an IP
 /// address, or a `localhost` name); a name that DNS resolves to a private address is not.
-fn check_reach(server: &Url, url: &Url) -> Result<(), String> {
+fn check_reach(server: &Url, url: &Url) -> Result<(), DiscoveryError> {
     let Some(kind) = local_host_kind(url) else {
         return Ok(());
     };
     if local_host_kind(server).is_some() {
         return Ok(());
     }
-    Err(format!(
-        "{url} is on {kind}, and the server {server} is not on this machine or a private network: a remote server's metadata may not send formwork there"
-    ))
+    Err(DiscoveryError::Reach {
+        url: url.clone(),
+        kind,
+        server: server.clone(),
+    })
 }
 
 /// What kind of local host `url` names, as its host is written: `None` for any other.
@@ -532,7 +630,9 @@ mod tests {
         assert!(check_resource(&server, "https://mcp.example/mc").is_err());
         assert!(check_resource(&server, "https://mcp.example/mcp/v2").is_err());
         assert_eq!(
-            check_resource(&server, "https://evil.example.com/mcp").unwrap_err(),
+            check_resource(&server, "https://evil.example.com/mcp")
+                .unwrap_err()
+                .to_string(),
             "the protected resource metadata is for `https://evil.example.com/mcp`, not for https://mcp.example/mcp; formwork does not sign in to it"
         );
     }
@@ -552,7 +652,9 @@ mod tests {
         let server = url("https://mcp.example/mcp");
         assert!(check_endpoints(&server, &metadata("https://as.example/token")).is_ok());
         assert_eq!(
-            check_endpoints(&server, &metadata("https://collector.example/token")).unwrap_err(),
+            check_endpoints(&server, &metadata("https://collector.example/token"))
+                .unwrap_err()
+                .to_string(),
             "the authorization server https://as.example names a token_endpoint on another origin (https://collector.example/token); formwork sends credentials only to the issuer's origin"
         );
         assert!(check_secure(&url("http://127.0.0.1:9/x")).is_ok());
@@ -567,7 +669,7 @@ mod tests {
     fn a_remote_servers_metadata_may_not_point_into_local_networks() {
         let check = |server: &str, target: &str, expected: Result<(), &str>| {
             assert_eq!(
-                check_reach(&url(server), &url(target)),
+                check_reach(&url(server), &url(target)).map_err(|err| err.to_string()),
                 expected.map_err(|kind| format!(
                     "{} is on {kind}, and the server {} is not on this machine or a private network: a remote server's metadata may not send formwork there",
                     url(target),
@@ -679,7 +781,7 @@ mod tests {
         )
         .await;
         assert_eq!(
-            discovered.unwrap_err(),
+            discovered.unwrap_err().to_string(),
             format!(
                 "{local}/ is on this machine (a loopback address), and the server https://mcp.example/mcp is not on this machine or a private network: a remote server's metadata may not send formwork there"
             )
@@ -705,7 +807,9 @@ mod tests {
             metadata
         };
         assert_eq!(
-            check_endpoints(&server, &metadata("https://192.168.0.1", "issuer")).unwrap_err(),
+            check_endpoints(&server, &metadata("https://192.168.0.1", "issuer"))
+                .unwrap_err()
+                .to_string(),
             "https://192.168.0.1/ is on a private network, and the server https://mcp.example/mcp is not on this machine or a private network: a remote server's metadata may not send formwork there"
         );
         assert_eq!(
@@ -713,7 +817,8 @@ mod tests {
                 &server,
                 &metadata("http://localhost:8080/authorize", "authorization_endpoint")
             )
-            .unwrap_err(),
+            .unwrap_err()
+            .to_string(),
             "http://localhost:8080/authorize is on this machine (localhost), and the server https://mcp.example/mcp is not on this machine or a private network: a remote server's metadata may not send formwork there"
         );
     }

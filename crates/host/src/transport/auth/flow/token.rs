@@ -170,7 +170,7 @@ pub(super) fn expiry(lifetime: Duration) -> u64 {
 /// An access token rides in an `Authorization` header: it must be RFC 6750's `b64token`
 /// (`A-Z a-z 0-9 - . _ ~ + /`, then `=` only), or the authorization server could write headers,
 /// or a whole request, into every request to the MCP server. Never quoted: it is a secret.
-pub(super) fn check_access_token(token: &str) -> Result<(), String> {
+pub(super) fn check_access_token(token: &str) -> Result<(), NotABearerToken> {
     let body = token.trim_end_matches('=');
     let b64token = !body.is_empty()
         && body
@@ -179,13 +179,16 @@ pub(super) fn check_access_token(token: &str) -> Result<(), String> {
     if b64token {
         Ok(())
     } else {
-        Err(
-            "the token answer's `access_token` is not a bearer token: RFC 6750 allows only \
-             letters, digits, `-._~+/` and a trailing `=`"
-                .to_owned(),
-        )
+        Err(NotABearerToken)
     }
 }
+
+/// A token answer's `access_token` that [`check_access_token`] refuses.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the token answer's `access_token` is not a bearer token: RFC 6750 allows only letters, digits, `-._~+/` and a trailing `=`"
+)]
+pub(super) struct NotABearerToken;
 
 #[cfg(test)]
 mod tests {
