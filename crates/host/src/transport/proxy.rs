@@ -135,15 +135,12 @@ impl Proxy {
             Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => rest,
             Some((scheme, _)) => {
                 return Err(ProxyError::NotHttp {
-                    variable: *variable,
+                    variable,
                     scheme: scheme.to_owned(),
                 });
             }
         };
-        let bad = |why| ProxyError::Unusable {
-            variable: *variable,
-            why,
-        };
+        let bad = |why| ProxyError::Unusable { variable, why };
         let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
         let (credentials, address) = match authority.rsplit_once('@') {
             Some((credentials, address)) => (Some(credentials), address),

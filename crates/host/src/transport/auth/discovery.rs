@@ -147,14 +147,14 @@ pub(crate) enum DiscoveryError {
     #[error("{0}")]
     Root(url::ParseError),
     #[error("{0} is not https; formwork signs in only over https (or plain http to localhost)")]
-    NotSecure(Url),
+    NotSecure(String),
     #[error(
         "{url} is on {kind}, and the server {server} is not on this machine or a private network: a remote server's metadata may not send formwork there"
     )]
     Reach {
-        url: Url,
+        url: String,
         kind: &'static str,
-        server: Url,
+        server: String,
     },
     #[error(transparent)]
     Fetch(#[from] FetchError),
@@ -170,7 +170,7 @@ pub(crate) enum DiscoveryError {
     #[error(
         "the protected resource metadata is for `{resource}`, not for {server}; formwork does not sign in to it"
     )]
-    OtherResource { resource: String, server: Url },
+    OtherResource { resource: String, server: String },
     #[error("the protected resource metadata of {0} names no authorization server")]
     NoAuthorizationServer(String),
     #[error("the authorization server `{issuer}` is not a URL: {source}")]
@@ -408,7 +408,7 @@ async fn fetch_document<T: serde::de::DeserializeOwned>(
 fn check_resource(server: &Url, resource: &str) -> Result<(), DiscoveryError> {
     let mismatch = || DiscoveryError::OtherResource {
         resource: resource.to_owned(),
-        server: server.clone(),
+        server: server.to_string(),
     };
     let resource_url = Url::parse(resource).map_err(|_| mismatch())?;
     if resource_url.origin() != server.origin() {
@@ -474,7 +474,7 @@ pub(crate) fn check_secure(url: &Url) -> Result<(), DiscoveryError> {
     match url.scheme() {
         "https" => Ok(()),
         "http" if is_loopback(url) => Ok(()),
-        _ => Err(DiscoveryError::NotSecure(url.clone())),
+        _ => Err(DiscoveryError::NotSecure(url.to_string())),
     }
 }
 
@@ -499,9 +499,9 @@ fn check_reach(server: &Url, url: &Url) -> Result<(), DiscoveryError> {
         return Ok(());
     }
     Err(DiscoveryError::Reach {
-        url: url.clone(),
+        url: url.to_string(),
         kind,
-        server: server.clone(),
+        server: server.to_string(),
     })
 }
 

@@ -1,5 +1,7 @@
 //! A scripted HTTP server for the transport's tests.
 
+#![allow(clippy::unwrap_used)]
+
 use std::sync::Arc;
 
 use futures::StreamExt;

@@ -1,5 +1,7 @@
 //! A raw HTTP server for the client's tests.
 
+#![allow(clippy::unwrap_used)]
+
 use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
