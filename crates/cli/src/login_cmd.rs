@@ -54,7 +54,7 @@ pub async fn run(args: &LoginArgs) -> anyhow::Result<Outcome> {
         None => Store::default_data_dir()?,
     };
     let store = Arc::new(TokenStore::new(
-        config.mcp_oauth_credentials_store.into(),
+        config.mcp_oauth_credentials_store,
         &data_dir,
     ));
     let server_name = name.clone();

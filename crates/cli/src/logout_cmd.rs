@@ -42,7 +42,7 @@ pub fn run(args: &LogoutArgs) -> anyhow::Result<Outcome> {
         Some(dir) => dir.clone(),
         None => Store::default_data_dir()?,
     };
-    let store = TokenStore::new(config.mcp_oauth_credentials_store.into(), &data_dir);
+    let store = TokenStore::new(config.mcp_oauth_credentials_store, &data_dir);
     let removed = store
         .delete(name, url)
         .map_err(|reason| anyhow::anyhow!("server `{name}`: {reason}"))?;

@@ -34,6 +34,7 @@ use crate::plugin::{
 };
 use crate::policy::{self, ApprovalNeed};
 use crate::responder::{DeclineNotice, FormPrompt, FormReply, FormResponder};
+use crate::sign_on;
 use crate::{HostError, ServerInfo};
 
 /// How long a plugin whose call failed gets to answer a `ping` before it is taken to be alive
@@ -414,8 +415,8 @@ pub async fn diagnose(target: &PluginTarget, config: &Config, options: DoctorOpt
             let store = options
                 .data_dir
                 .as_deref()
-                .map(|dir| crate::token_store(config, dir));
-            match crate::authorizer_for(config, &options.server, url, store, None) {
+                .map(|dir| sign_on::token_store(config, dir));
+            match sign_on::authorizer_for(config, &options.server, url, store, None) {
                 Ok(auth) => Some(auth),
                 Err(reason) => {
                     connection.error =

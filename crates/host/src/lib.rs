@@ -19,12 +19,14 @@ mod future;
 #[doc(hidden)]
 pub mod fuzzing;
 mod jsonrpc;
+mod oauth_choices;
 mod persist;
 mod plugin;
 pub mod policy;
 mod responder;
 pub mod runtime;
 mod session;
+mod sign_on;
 pub mod store;
 mod transport;
 
@@ -32,6 +34,7 @@ pub use error::HostError;
 pub use formwork_forms::{ElicitationRequest, FormRequest, UrlRequest};
 pub use future::BoxFuture;
 pub use jsonrpc::RpcError;
+pub use oauth_choices::{CredentialsStoreMode, Grant};
 pub use plugin::sign_in_probe;
 pub use plugin::{
     ClientExtensions, ConnectOptions, Era, InputRound, MAX_ROUNDS, MAX_TOOL_LIST_BYTES,
@@ -42,15 +45,15 @@ pub use plugin::{
 pub use responder::{DeclineNotice, FormAction, FormPrompt, FormReply, FormResponder};
 pub use session::{
     APPS_PROTOCOL_VERSION, AppAnswer, AppError, AppMessage, AppReply, AppRpc, CardAsks, Command,
-    CommandError, CommandErrorKind, DEFAULT_SIGNING_ALGORITHM, EndReason, Event, FormAnswer, Host,
-    HostOptions, MAX_APP_CARDS, MAX_APP_REQUESTS_IN_FLIGHT, MAX_APP_TEXT_BYTES, OpenedApp, Role,
-    SessionId, ShownCard, SocketMessage, TurnEndReason, UiGuard, UploadError, authorizer_for,
-    server_target, token_store,
+    CommandError, CommandErrorKind, EndReason, Event, FormAnswer, Host, HostOptions, MAX_APP_CARDS,
+    MAX_APP_REQUESTS_IN_FLIGHT, MAX_APP_TEXT_BYTES, OpenedApp, Role, SessionId, ShownCard,
+    SocketMessage, TurnEndReason, UiGuard, UploadError, server_target,
 };
+pub use sign_on::{DEFAULT_SIGNING_ALGORITHM, SignOnError, authorizer_for, token_store};
 pub use transport::MAX_FRAME_BYTES;
 pub use transport::auth;
-pub use transport::auth::settings::{AuthSettings, Grant};
+pub use transport::auth::settings::AuthSettings;
 pub use transport::auth::store::{
-    CREDENTIALS_FILE, CREDENTIALS_LOCK_FILE, CredentialsStoreMode, KEYRING_SERVICE, StoredTokens,
-    TokenPlace, TokenStore,
+    CREDENTIALS_FILE, CREDENTIALS_LOCK_FILE, KEYRING_SERVICE, StoredTokens, TokenPlace, TokenStore,
+    TokenStoreError,
 };

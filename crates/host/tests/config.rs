@@ -1591,7 +1591,7 @@ oauth = { grant = "cross_app_access", client_id = "app", client_secret_env_var =
     let config = Config::load(&path).expect("loads");
     assert_eq!(
         config.mcp_oauth_credentials_store,
-        config::CredentialsStore::File
+        formwork_host::CredentialsStoreMode::File
     );
     assert_eq!(config.mcp_oauth_callback_port, Some(8765));
     assert_eq!(config.ignored_keys, Vec::<String>::new());
@@ -1608,7 +1608,7 @@ oauth = { grant = "cross_app_access", client_id = "app", client_secret_env_var =
             oauth_resource: Some("https://docs.example.com/".to_owned()),
             oauth: Box::new(config::OAuthConfig {
                 client_id: Some("formwork-docs".to_owned()),
-                grant: config::OAuthGrant::ClientCredentials,
+                grant: formwork_host::Grant::ClientCredentials,
                 private_key_file: Some(root.join("keys/client.pem")),
                 issuer: Some("https://auth.example.com/tenant".to_owned()),
                 ..Default::default()
@@ -1682,7 +1682,7 @@ oauth = { grant = "cross_app_access", client_id = "app", client_secret_env_var =
     let config = load("");
     assert_eq!(
         config.mcp_oauth_credentials_store,
-        config::CredentialsStore::Auto
+        formwork_host::CredentialsStoreMode::Auto
     );
     assert_eq!(config.mcp_oauth_callback_port, None);
 }
@@ -1702,7 +1702,12 @@ fn oauth_secrets_and_keys_that_cannot_be_read_are_errors_naming_the_key() {
         let path = root.join("formwork.toml");
         std::fs::write(&path, text).expect("write");
         let config = Config::load(&path).expect("loads");
-        config.server("x").expect("x").transport.auth_settings()
+        config
+            .server("x")
+            .expect("x")
+            .transport
+            .auth_settings()
+            .map_err(|err| err.to_string())
     };
     assert_eq!(
         server(r#"client_id = "a", client_secret_env_var = "FORMWORK_TEST_UNSET_SECRET""#)
@@ -1889,9 +1894,9 @@ fn the_oauth_store_keys_are_checked() {
         );
     }
     for (text, mode) in [
-        ("auto", config::CredentialsStore::Auto),
-        ("keyring", config::CredentialsStore::Keyring),
-        ("file", config::CredentialsStore::File),
+        ("auto", formwork_host::CredentialsStoreMode::Auto),
+        ("keyring", formwork_host::CredentialsStoreMode::Keyring),
+        ("file", formwork_host::CredentialsStoreMode::File),
     ] {
         let config = load(&format!(
             "mcp_oauth_credentials_store = \"{text}\"\nmcp_oauth_callback_port = 65535\n"

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use formwork_host::{
     CREDENTIALS_FILE, CREDENTIALS_LOCK_FILE, CredentialsStoreMode, StoredTokens, TokenPlace,
-    TokenStore,
+    TokenStore, TokenStoreError,
 };
 
 fn tokens(server_name: &str, url: &str, access_token: &str) -> StoredTokens {
@@ -174,19 +174,28 @@ fn a_damaged_credentials_file_is_an_error_that_quotes_none_of_it() {
         "cannot read {}: not a formwork credentials file (cut short at line 1 column 50)",
         file.display()
     );
-    assert_eq!(store.load("docs", "https://d"), Err(expected.clone()));
+    let message = |err: TokenStoreError| err.to_string();
     assert_eq!(
-        store.save(&tokens("docs", "https://d", "new")),
+        store.load("docs", "https://d").map_err(message),
         Err(expected.clone())
     );
-    assert_eq!(store.delete("docs", "https://d"), Err(expected));
+    assert_eq!(
+        store
+            .save(&tokens("docs", "https://d", "new"))
+            .map_err(message),
+        Err(expected.clone())
+    );
+    assert_eq!(
+        store.delete("docs", "https://d").map_err(message),
+        Err(expected)
+    );
     std::fs::write(
         &file,
         "{\"docs https://d\": {\"access_token\": \"s3cret-token\"}}",
     )
     .expect("write");
     assert_eq!(
-        store.load("docs", "https://d"),
+        store.load("docs", "https://d").map_err(message),
         Err(format!(
             "cannot read {}: not a formwork credentials file (unexpected fields or values at line 1 column 51)",
             file.display()
@@ -314,7 +323,10 @@ fn the_keyring_keeps_a_sign_in_or_says_it_cannot() {
     let url = "https://keyring.example.com/mcp";
     match store.load(&name, url) {
         Err(reason) => {
-            assert!(reason.starts_with("cannot open the keyring: "), "{reason}");
+            assert!(
+                reason.to_string().starts_with("cannot open the keyring: "),
+                "{reason}"
+            );
             assert_eq!(store.save(&tokens(&name, url, "t")), Err(reason.clone()));
             assert_eq!(store.delete(&name, url), Err(reason));
             assert_eq!(names_in(dir.path()), Vec::<String>::new());

@@ -91,7 +91,10 @@ async fn fetch(
         .http_headers()
         .map_err(|err| (err, false))?;
     let auth = match &target {
-        PluginTarget::Url(url) => Some(host.authorizer(name, url).map_err(|err| (err, false))?),
+        PluginTarget::Url(url) => Some(
+            host.authorizer(name, url)
+                .map_err(|err| (err.to_string(), false))?,
+        ),
         PluginTarget::Command { .. } => None,
     };
     options.auth = auth.clone();

@@ -23,10 +23,12 @@ use toml_edit::{Document, TableLike};
 use super::builtin::builtin_server;
 use super::error::{ConfigError, dotted, key_segment};
 use super::providers::{self, RawProvider};
+use crate::oauth_choices::{CredentialsStoreMode, Grant};
+
 use super::types::{
-    ApprovalMode, ApprovalPolicy, Config, CredentialsStore, IdentityProviderConfig,
-    MAX_PENDING_FORMS_LIMIT, ModelProvider, OAuthConfig, OAuthGrant, Runtime, SensitiveFields,
-    ServerConfig, ToolConfig, Transport, TrustLevel,
+    ApprovalMode, ApprovalPolicy, Config, IdentityProviderConfig, MAX_PENDING_FORMS_LIMIT,
+    ModelProvider, OAuthConfig, Runtime, SensitiveFields, ServerConfig, ToolConfig, Transport,
+    TrustLevel,
 };
 
 /// Top-level keys formwork reads.
@@ -132,7 +134,7 @@ pub(crate) struct FileConfig {
     pub(crate) ignored_keys: Vec<String>,
     /// `[projects."<dir>"]`, validated; only the user config's counts.
     pub(crate) projects: Option<IndexMap<PathBuf, Option<TrustLevel>>>,
-    pub(crate) mcp_oauth_credentials_store: Option<CredentialsStore>,
+    pub(crate) mcp_oauth_credentials_store: Option<CredentialsStoreMode>,
     /// `mcp_oauth_callback_port`, checked.
     pub(crate) mcp_oauth_callback_port: Option<u16>,
     pub(crate) model: Option<String>,
@@ -320,7 +322,7 @@ struct RawConfig {
     projects: Option<IndexMap<String, RawProject>>,
     #[serde(default)]
     forms: RawForms,
-    mcp_oauth_credentials_store: Option<CredentialsStore>,
+    mcp_oauth_credentials_store: Option<CredentialsStoreMode>,
     mcp_oauth_callback_port: Option<i64>,
     model: Option<String>,
     model_provider: Option<String>,
@@ -735,8 +737,8 @@ fn http_keys(raw: &RawServer) -> [(&'static str, bool); 7] {
 fn build_oauth(ctx: &Ctx<'_>, name: &str, raw: RawOAuth) -> Result<OAuthConfig, ConfigError> {
     let at = |key: &'static str| ["mcp_servers", name, "oauth", key];
     let grant = match raw.grant.as_deref() {
-        None => OAuthGrant::default(),
-        Some(text) => OAuthGrant::parse(text).ok_or_else(|| {
+        None => Grant::default(),
+        Some(text) => Grant::parse(text).ok_or_else(|| {
             ctx.error(
                 &at("grant"),
                 format!(
@@ -757,7 +759,7 @@ fn build_oauth(ctx: &Ctx<'_>, name: &str, raw: RawOAuth) -> Result<OAuthConfig, 
             "a client secret needs the `client_id` it belongs to",
         ));
     }
-    if raw.private_key_file.is_some() && grant != OAuthGrant::ClientCredentials {
+    if raw.private_key_file.is_some() && grant != Grant::ClientCredentials {
         return Err(ctx.error(
             &at("private_key_file"),
             r#"a private key signs in with grant = "client_credentials" only"#,
@@ -769,7 +771,7 @@ fn build_oauth(ctx: &Ctx<'_>, name: &str, raw: RawOAuth) -> Result<OAuthConfig, 
             "the signing algorithm is for the key of `private_key_file`, which is not given",
         ));
     }
-    if grant == OAuthGrant::ClientCredentials {
+    if grant == Grant::ClientCredentials {
         if raw.client_id.is_none() {
             return Err(ctx.error(
                 &at("grant"),
@@ -817,7 +819,7 @@ fn build_oauth(ctx: &Ctx<'_>, name: &str, raw: RawOAuth) -> Result<OAuthConfig, 
 fn identity_provider(
     ctx: &Ctx<'_>,
     name: &str,
-    grant: OAuthGrant,
+    grant: Grant,
     raw: &RawOAuth,
 ) -> Result<Option<IdentityProviderConfig>, ConfigError> {
     let at = |key: &'static str| ["mcp_servers", name, "oauth", key];
@@ -827,7 +829,7 @@ fn identity_provider(
         ("idp_client_secret_env_var", &raw.idp_client_secret_env_var),
         ("id_token_env_var", &raw.id_token_env_var),
     ];
-    if grant != OAuthGrant::CrossAppAccess {
+    if grant != Grant::CrossAppAccess {
         return match keys.iter().find(|(_, value)| value.is_some()) {
             Some((key, _)) => Err(ctx.error(
                 &at(key),

@@ -95,10 +95,10 @@ pub use providers::{
     ModelChoiceError,
 };
 pub use types::{
-    ApprovalMode, ApprovalPolicy, CodexConfig, Config, ConfigSource, CredentialsStore,
-    DEFAULT_MAX_PENDING_FORMS, Features, FormsConfig, GranularApproval, IdentityProviderConfig,
-    Layer, MAX_PENDING_FORMS_LIMIT, ModelChoice, ModelProvider, OAuthConfig, OAuthGrant, Runtime,
-    SensitiveFields, ServerConfig, SourceStatus, ToolConfig, Transport, TrustLevel, WireApi,
+    ApprovalMode, ApprovalPolicy, CodexConfig, Config, ConfigSource, DEFAULT_MAX_PENDING_FORMS,
+    Features, FormsConfig, GranularApproval, IdentityProviderConfig, Layer,
+    MAX_PENDING_FORMS_LIMIT, ModelChoice, ModelProvider, OAuthConfig, Runtime, SensitiveFields,
+    ServerConfig, SourceStatus, ToolConfig, Transport, TrustLevel, WireApi,
 };
 
 /// The name of every configuration file: the user config's and a project's.

@@ -10,6 +10,8 @@ use indexmap::IndexMap;
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
+use crate::oauth_choices::{CredentialsStoreMode, Grant};
+
 /// The configuration in force: the layers that applied, merged (or the embedded default when
 /// no file applied). See the [module documentation](crate::config) for the layering rules.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,7 +34,7 @@ pub struct Config {
     pub mcp_servers: IndexMap<String, ServerConfig>,
     /// `mcp_oauth_credentials_store`: where the OAuth tokens of remote servers are kept.
     /// Default `auto`.
-    pub mcp_oauth_credentials_store: CredentialsStore,
+    pub mcp_oauth_credentials_store: CredentialsStoreMode,
     /// `mcp_oauth_callback_port`: the port on 127.0.0.1 that receives the browser's redirect
     /// after a sign-in; `None` (the default) picks a free one each time.
     pub mcp_oauth_callback_port: Option<u16>,
@@ -550,7 +552,7 @@ pub enum Transport {
 
 /// `[mcp_servers.<name>.oauth]`: how formwork presents itself to the server's authorization
 /// server. Names of variables and files only; the secrets are read by
-/// `Transport::auth_settings` (in the session layer, which hands them to the transport).
+/// `Transport::auth_settings` (in `crate::sign_on`, which hands them to the transport).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct OAuthConfig {
     /// `client_id`: a client registered with the authorization server beforehand.
@@ -563,7 +565,7 @@ pub struct OAuthConfig {
     /// sign-ins may use, and so the only one its client secret or key is ever sent to.
     pub issuer: Option<String>,
     /// `grant`: `"authorization_code"` (the default) or `"client_credentials"`.
-    pub grant: OAuthGrant,
+    pub grant: Grant,
     /// `private_key_file`: a PKCS#8 PEM key that signs the client's assertion
     /// (`private_key_jwt`, client credentials only); a relative path is relative to the
     /// directory of the file that names it.
@@ -587,53 +589,6 @@ pub struct IdentityProviderConfig {
     pub client_secret_env_var: Option<String>,
     /// `id_token_env_var`: the variable holding the person's ID token from the provider.
     pub id_token_env_var: String,
-}
-
-/// `oauth.grant`: how tokens are obtained.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum OAuthGrant {
-    /// `"authorization_code"`: the person signs in in a browser.
-    #[default]
-    AuthorizationCode,
-    /// `"client_credentials"`: the client signs in as itself, with a secret or a private key.
-    ClientCredentials,
-    /// `"cross_app_access"`: enterprise-managed authorization (SEP-990); the person's ID
-    /// token from the identity provider stands for a browser sign-in.
-    CrossAppAccess,
-}
-
-impl OAuthGrant {
-    /// The name used in the file.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OAuthGrant::AuthorizationCode => "authorization_code",
-            OAuthGrant::ClientCredentials => "client_credentials",
-            OAuthGrant::CrossAppAccess => "cross_app_access",
-        }
-    }
-
-    /// Parses the name used in the file.
-    pub fn parse(name: &str) -> Option<OAuthGrant> {
-        match name {
-            "authorization_code" => Some(OAuthGrant::AuthorizationCode),
-            "client_credentials" => Some(OAuthGrant::ClientCredentials),
-            "cross_app_access" => Some(OAuthGrant::CrossAppAccess),
-            _ => None,
-        }
-    }
-}
-
-/// `mcp_oauth_credentials_store`, with Codex's names: where OAuth tokens are kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CredentialsStore {
-    /// `"auto"`, the default: the system keyring when one is usable, else the file.
-    #[default]
-    Auto,
-    /// `"keyring"`: the system keyring only.
-    Keyring,
-    /// `"file"`: `mcp-credentials.json` in the data directory.
-    File,
 }
 
 impl Transport {

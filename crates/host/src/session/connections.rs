@@ -215,10 +215,10 @@ async fn connect(
             }) as Arc<dyn crate::auth::agent::SignInAgent>
         });
         options.auth = Some(
-            super::auth::authorizer_for(&config, name, url, store, agent).map_err(|reason| {
+            crate::sign_on::authorizer_for(&config, name, url, store, agent).map_err(|reason| {
                 crate::HostError::Connect {
                     target: target.to_string(),
-                    reason,
+                    reason: reason.to_string(),
                 }
             })?,
         );

@@ -25,7 +25,6 @@ pub use apps::{
     APPS_PROTOCOL_VERSION, AppError, AppReply, MAX_APP_CARDS, MAX_APP_REQUESTS_IN_FLIGHT,
     MAX_APP_TEXT_BYTES, OpenedApp,
 };
-pub use auth::{DEFAULT_SIGNING_ALGORITHM, authorizer_for, token_store};
 pub use calls::server_target;
 pub use wire::{
     AppAnswer, AppMessage, AppRpc, Command, CommandError, CommandErrorKind, EndReason, Event,

@@ -22,7 +22,7 @@ use super::challenge::{Challenge, split_scopes};
 use super::discovery::{self, AuthStep, Discovered, ResourceMetadata};
 use super::fetch;
 use super::settings::{AuthSettings, Grant};
-use super::store::{StoredTokens, TokenPlace, TokenStore};
+use super::store::{StoredTokens, TokenPlace, TokenStore, TokenStoreError};
 use token::unix_now;
 
 /// A token this close to its expiry is refreshed before it is sent.
@@ -141,7 +141,7 @@ struct State {
     failed: Option<(Challenge, AuthError, Instant)>,
     /// Where the last tokens were stored, or why they could not be (they last for this run
     /// only); none before any were kept or without a store.
-    kept_in: Option<Result<TokenPlace, String>>,
+    kept_in: Option<Result<TokenPlace, TokenStoreError>>,
 }
 
 impl Authorizer {
@@ -401,7 +401,12 @@ impl Authorizer {
         // the runtime's thread.
         let loaded = tokio::task::spawn_blocking(move || store.load(&name, &url))
             .await
-            .unwrap_or_else(|err| Err(format!("reading the store failed: {err}")));
+            .unwrap_or_else(|err| {
+                Err(TokenStoreError::Task {
+                    action: "reading",
+                    reason: err.to_string(),
+                })
+            });
         let stored = loaded.unwrap_or_else(|err| {
             tracing::warn!(target: "formwork::auth", server = %self.server_name, %err, "the stored sign-in could not be read");
             None
@@ -431,7 +436,12 @@ impl Authorizer {
             let (store, kept) = (Arc::clone(store), tokens.clone());
             let saved = tokio::task::spawn_blocking(move || store.save(&kept))
                 .await
-                .unwrap_or_else(|err| Err(format!("writing the store failed: {err}")));
+                .unwrap_or_else(|err| {
+                    Err(TokenStoreError::Task {
+                        action: "writing",
+                        reason: err.to_string(),
+                    })
+                });
             if let Err(err) = &saved {
                 tracing::warn!(target: "formwork::auth", server = %self.server_name, %err, "the sign-in could not be stored; it lasts for this run only");
             }

@@ -4,6 +4,8 @@
 
 use std::fmt;
 
+pub use crate::oauth_choices::Grant;
+
 /// How formwork signs in to one server.
 #[derive(Clone, Default)]
 pub struct AuthSettings {
@@ -53,19 +55,6 @@ impl fmt::Debug for IdentityProvider {
             .field("id_token", &redacted(Some(&self.id_token)))
             .finish()
     }
-}
-
-/// `oauth.grant`: how tokens are obtained.
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-pub enum Grant {
-    /// `"authorization_code"` (the default): the person signs in in a browser.
-    #[default]
-    AuthorizationCode,
-    /// `"client_credentials"`: the client signs in as itself, with a secret or a private key.
-    ClientCredentials,
-    /// `"cross_app_access"`: the identity provider trades the person's ID token for an ID-JAG
-    /// (RFC 8693), which the authorization server takes as a JWT bearer grant (RFC 7523).
-    CrossAppAccess,
 }
 
 impl fmt::Debug for AuthSettings {

@@ -31,6 +31,8 @@ use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 
+pub use crate::oauth_choices::CredentialsStoreMode;
+
 use super::settings::redacted;
 
 /// The keyring service every entry is filed under.
@@ -47,16 +49,97 @@ pub const CREDENTIALS_LOCK_FILE: &str = "mcp-credentials.json.lock";
 /// for a read and a write of a small file, so only a stuck process holds it this long.
 const LOCK_WAIT: Duration = Duration::from_secs(10);
 
-/// `mcp_oauth_credentials_store`: where tokens are kept.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum CredentialsStoreMode {
-    /// `"auto"` (the default): the keyring when one is usable, else the file.
-    #[default]
-    Auto,
-    /// `"keyring"`: the system keyring only; an unusable keyring is an error.
-    Keyring,
-    /// `"file"`: [`CREDENTIALS_FILE`] in the data directory.
-    File,
+/// Why the store cannot read, keep or forget a sign-in. No message holds a token, a secret
+/// or the text of an entry.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TokenStoreError {
+    /// The keyring refused an operation (or has no store at all).
+    #[error("cannot {action} the keyring: {reason}")]
+    Keyring {
+        /// `open`, `read`, `write` or `delete`.
+        action: &'static str,
+        /// The keyring's reason, which never holds the secret.
+        reason: String,
+    },
+    /// The keyring's entry for a server holds something formwork did not write.
+    #[error("the keyring entry for `{server_name}` is not a formwork sign-in ({kind})")]
+    NotASignIn {
+        /// The server the entry is filed under.
+        server_name: String,
+        /// What kind of JSON error, without the text it may quote.
+        kind: &'static str,
+    },
+    /// The sign-in cannot be written as JSON for the keyring.
+    #[error("cannot write the sign-in as JSON")]
+    SignInNotJson,
+    /// The lock file beside the credentials file cannot be made or locked.
+    #[error("cannot lock {}: {reason}", lock.display())]
+    Lock {
+        /// The lock file.
+        lock: PathBuf,
+        /// The system's reason.
+        reason: String,
+    },
+    /// Another process held the lock longer than a write may wait.
+    #[error(
+        "cannot write {}: another process has held its lock {} for {} s",
+        path.display(),
+        lock.display(),
+        LOCK_WAIT.as_secs()
+    )]
+    LockHeld {
+        /// The credentials file.
+        path: PathBuf,
+        /// Its lock file.
+        lock: PathBuf,
+    },
+    /// The credentials file cannot be read.
+    #[error("cannot read {}: {reason}", path.display())]
+    Read {
+        /// The credentials file.
+        path: PathBuf,
+        /// The system's reason.
+        reason: String,
+    },
+    /// The credentials file is not one formwork wrote; only the position is given, since
+    /// serde_json's message can quote the text it stopped at.
+    #[error(
+        "cannot read {}: not a formwork credentials file ({kind} at line {line} column {column})",
+        path.display()
+    )]
+    NotCredentialsFile {
+        /// The credentials file.
+        path: PathBuf,
+        /// What kind of JSON error.
+        kind: &'static str,
+        /// Where it stopped.
+        line: usize,
+        /// See `line`.
+        column: usize,
+    },
+    /// The entries cannot be written as JSON.
+    #[error("cannot write {}: not JSON", path.display())]
+    EntriesNotJson {
+        /// The credentials file.
+        path: PathBuf,
+    },
+    /// The credentials file cannot be written.
+    #[error("cannot write {}: {reason}", path.display())]
+    Write {
+        /// The credentials file.
+        path: PathBuf,
+        /// The system's reason.
+        reason: String,
+    },
+    /// The blocking task that used the store did not finish.
+    #[error("{action} the store failed: {reason}")]
+    Task {
+        /// `reading` or `writing`.
+        action: &'static str,
+        /// Why the task ended.
+        reason: String,
+    },
 }
 
 /// What is kept of one sign-in.
@@ -187,7 +270,11 @@ impl TokenStore {
     }
 
     /// The tokens of `server_name` at `url`, if any are kept.
-    pub fn load(&self, server_name: &str, url: &str) -> Result<Option<StoredTokens>, String> {
+    pub fn load(
+        &self,
+        server_name: &str,
+        url: &str,
+    ) -> Result<Option<StoredTokens>, TokenStoreError> {
         let key = entry_key(server_name, url);
         let tokens = match self.place() {
             TokenPlace::Keyring => match (load_keyring(&key, server_name), self.file_behind()) {
@@ -214,12 +301,12 @@ impl TokenStore {
 
     /// Keeps `tokens` for their server name and URL, replacing what was kept for them; where
     /// they went.
-    pub fn save(&self, tokens: &StoredTokens) -> Result<TokenPlace, String> {
+    pub fn save(&self, tokens: &StoredTokens) -> Result<TokenPlace, TokenStoreError> {
         let key = entry_key(&tokens.server_name, &tokens.url);
         match self.place() {
             TokenPlace::Keyring => {
-                let text = serde_json::to_string(tokens)
-                    .map_err(|_| "cannot write the sign-in as JSON".to_owned())?;
+                let text =
+                    serde_json::to_string(tokens).map_err(|_| TokenStoreError::SignInNotJson)?;
                 let written = keyring_entry(&key)?
                     .set_password(&text)
                     .map_err(|err| keyring_error("write", &err));
@@ -253,7 +340,7 @@ impl TokenStore {
     pub fn forget_refresh_token(
         &self,
         tokens: &StoredTokens,
-    ) -> Result<Option<StoredTokens>, String> {
+    ) -> Result<Option<StoredTokens>, TokenStoreError> {
         let key = entry_key(&tokens.server_name, &tokens.url);
         let mut spent = tokens.clone();
         spent.refresh_token = None;
@@ -291,7 +378,11 @@ impl TokenStore {
     /// Forgets the tokens of `server_name` at `url`.
     ///
     /// Where they were (the keyring when the file behind it had some too); none when nowhere.
-    pub fn delete(&self, server_name: &str, url: &str) -> Result<Option<TokenPlace>, String> {
+    pub fn delete(
+        &self,
+        server_name: &str,
+        url: &str,
+    ) -> Result<Option<TokenPlace>, TokenStoreError> {
         let key = entry_key(server_name, url);
         match self.place() {
             TokenPlace::Keyring => {
@@ -317,7 +408,7 @@ impl TokenStore {
 }
 
 /// The keyring's entry `key` of the server `server_name`, if it has one.
-fn load_keyring(key: &str, server_name: &str) -> Result<Option<StoredTokens>, String> {
+fn load_keyring(key: &str, server_name: &str) -> Result<Option<StoredTokens>, TokenStoreError> {
     let text = match keyring_entry(key)?.get_password() {
         Ok(text) => text,
         Err(keyring::Error::NoEntry) => return Ok(None),
@@ -325,15 +416,13 @@ fn load_keyring(key: &str, server_name: &str) -> Result<Option<StoredTokens>, St
     };
     serde_json::from_str::<StoredTokens>(&text)
         .map(Some)
-        .map_err(|err| {
-            format!(
-                "the keyring entry for `{server_name}` is not a formwork sign-in ({})",
-                json_error_kind(&err)
-            )
+        .map_err(|err| TokenStoreError::NotASignIn {
+            server_name: server_name.to_owned(),
+            kind: json_error_kind(&err),
         })
 }
 
-fn save_file(path: &Path, key: String, tokens: &StoredTokens) -> Result<(), String> {
+fn save_file(path: &Path, key: String, tokens: &StoredTokens) -> Result<(), TokenStoreError> {
     update_file(path, |entries| {
         entries.insert(key, tokens.clone());
         true
@@ -342,7 +431,7 @@ fn save_file(path: &Path, key: String, tokens: &StoredTokens) -> Result<(), Stri
 }
 
 /// Removes the entry `key` from the file; whether it was there.
-fn remove_from_file(path: &Path, key: &str) -> Result<bool, String> {
+fn remove_from_file(path: &Path, key: &str) -> Result<bool, TokenStoreError> {
     if !path.exists() {
         // Nothing to remove: no lock (nor directory) is made for nothing.
         return Ok(false);
@@ -356,7 +445,7 @@ fn remove_from_file(path: &Path, key: &str) -> Result<bool, String> {
 fn update_file(
     path: &Path,
     change: impl FnOnce(&mut IndexMap<String, StoredTokens>) -> bool,
-) -> Result<bool, String> {
+) -> Result<bool, TokenStoreError> {
     let _lock = lock_file(path)?;
     let mut entries = read_file(path)?;
     let changed = change(&mut entries);
@@ -369,10 +458,13 @@ fn update_file(
 /// Takes the exclusive lock of the credentials file `path` (on [`CREDENTIALS_LOCK_FILE`]
 /// beside it), waiting [`LOCK_WAIT`] at most; held until the returned value is dropped. The
 /// kernel releases it when the process ends, however it ends.
-fn lock_file(path: &Path) -> Result<Flock<File>, String> {
+fn lock_file(path: &Path) -> Result<Flock<File>, TokenStoreError> {
     let dir = parent_dir(path);
     let lock = dir.join(CREDENTIALS_LOCK_FILE);
-    let failed = |err: std::io::Error| format!("cannot lock {}: {err}", lock.display());
+    let failed = |err: std::io::Error| TokenStoreError::Lock {
+        lock: lock.clone(),
+        reason: err.to_string(),
+    };
     DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -394,12 +486,10 @@ fn lock_file(path: &Path) -> Result<Flock<File>, String> {
                 std::thread::sleep(Duration::from_millis(10));
             }
             Err((_, Errno::EWOULDBLOCK)) => {
-                return Err(format!(
-                    "cannot write {}: another process has held its lock {} for {} s",
-                    path.display(),
-                    lock.display(),
-                    LOCK_WAIT.as_secs()
-                ));
+                return Err(TokenStoreError::LockHeld {
+                    path: path.to_owned(),
+                    lock,
+                });
             }
             Err((_, errno)) => return Err(failed(errno.into())),
         }
@@ -422,20 +512,20 @@ fn entry_key(server_name: &str, url: &str) -> String {
 
 /// Whether the keyring can answer: the platform store opens, and reading an entry that does
 /// not exist says so (rather than failing).
-fn keyring_probe() -> Result<(), String> {
+fn keyring_probe() -> Result<(), TokenStoreError> {
     match keyring_entry("formwork probe")?.get_password() {
         Ok(_) | Err(keyring::Error::NoEntry) => Ok(()),
         Err(err) => Err(keyring_error("read", &err)),
     }
 }
 
-fn keyring_entry(account: &str) -> Result<keyring::Entry, String> {
+fn keyring_entry(account: &str) -> Result<keyring::Entry, TokenStoreError> {
     keyring::Entry::new(KEYRING_SERVICE, account).map_err(|err| keyring_error("open", &err))
 }
 
 /// A keyring failure in words. The error's own text never holds the secret: only
 /// `BadEncoding` and `BadDataFormat` carry the stored bytes, and they are named, not shown.
-fn keyring_error(action: &str, err: &keyring::Error) -> String {
+fn keyring_error(action: &'static str, err: &keyring::Error) -> TokenStoreError {
     let reason = match err {
         keyring::Error::BadEncoding(_) | keyring::Error::BadDataFormat(..) => {
             "the stored entry is not text formwork wrote".to_owned()
@@ -446,36 +536,45 @@ fn keyring_error(action: &str, err: &keyring::Error) -> String {
         },
         other => other.to_string(),
     };
-    format!("cannot {action} the keyring: {reason}")
+    TokenStoreError::Keyring { action, reason }
 }
 
 /// The file's entries; none when it does not exist.
-fn read_file(path: &Path) -> Result<IndexMap<String, StoredTokens>, String> {
+fn read_file(path: &Path) -> Result<IndexMap<String, StoredTokens>, TokenStoreError> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(IndexMap::new()),
-        Err(err) => return Err(format!("cannot read {}: {err}", path.display())),
+        Err(err) => {
+            return Err(TokenStoreError::Read {
+                path: path.to_owned(),
+                reason: err.to_string(),
+            });
+        }
     };
-    // serde_json's message can quote the text it stopped at: only its position is given.
-    serde_json::from_str(&text).map_err(|err| {
-        format!(
-            "cannot read {}: not a formwork credentials file ({} at line {} column {})",
-            path.display(),
-            json_error_kind(&err),
-            err.line(),
-            err.column()
-        )
+    serde_json::from_str(&text).map_err(|err| TokenStoreError::NotCredentialsFile {
+        path: path.to_owned(),
+        kind: json_error_kind(&err),
+        line: err.line(),
+        column: err.column(),
     })
 }
 
 /// Replaces the file with `entries`: a `0600` temporary file created exclusively beside it,
 /// fsynced and renamed over it, then the directory fsynced. The caller holds the lock, which
 /// made the directory (`0700`) if it was missing.
-fn write_file(path: &Path, entries: &IndexMap<String, StoredTokens>) -> Result<(), String> {
-    let failed = |err: std::io::Error| format!("cannot write {}: {err}", path.display());
+fn write_file(
+    path: &Path,
+    entries: &IndexMap<String, StoredTokens>,
+) -> Result<(), TokenStoreError> {
+    let failed = |err: std::io::Error| TokenStoreError::Write {
+        path: path.to_owned(),
+        reason: err.to_string(),
+    };
     let dir = parent_dir(path);
-    let text = serde_json::to_string_pretty(entries)
-        .map_err(|_| format!("cannot write {}: not JSON", path.display()))?;
+    let text =
+        serde_json::to_string_pretty(entries).map_err(|_| TokenStoreError::EntriesNotJson {
+            path: path.to_owned(),
+        })?;
     let (temp, file) = create_temp(dir).map_err(failed)?;
     let written = fill(file, &text).and_then(|()| std::fs::rename(&temp, path));
     if let Err(err) = written {

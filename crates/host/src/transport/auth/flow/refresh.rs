@@ -10,7 +10,7 @@ use oauth2::{
 use super::token::{check_access_token, expiry, token_error};
 use super::{AuthError, Authorizer, REFRESH_AHEAD, State, expires_within};
 use crate::transport::auth::fetch;
-use crate::transport::auth::store::StoredTokens;
+use crate::transport::auth::store::{StoredTokens, TokenStoreError};
 
 impl Authorizer {
     pub(super) async fn refresh(&self, state: &mut State) -> Result<(), AuthError> {
@@ -100,7 +100,12 @@ impl Authorizer {
                 let (store, spent) = (Arc::clone(store), tokens.clone());
                 tokio::task::spawn_blocking(move || store.forget_refresh_token(&spent))
                     .await
-                    .unwrap_or_else(|err| Err(format!("writing the store failed: {err}")))
+                    .unwrap_or_else(|err| {
+                        Err(TokenStoreError::Task {
+                            action: "writing",
+                            reason: err.to_string(),
+                        })
+                    })
                     .unwrap_or_else(|err| {
                         tracing::warn!(target: "formwork::auth", server = %self.server_name, %err, "the refused refresh token could not be forgotten in the store");
                         None
