@@ -9,6 +9,7 @@
 //! still provides the protocol vocabulary (versions) here and the server side elsewhere.
 
 mod agent;
+mod approval_choice;
 pub mod apps;
 mod budget;
 pub mod config;

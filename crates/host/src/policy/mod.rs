@@ -27,13 +27,13 @@ mod approval;
 mod card;
 mod gate;
 
+pub use crate::approval_choice::ApprovalChoice;
 pub use approval::{
     ApprovalNeed, ModeSource, RememberOffers, SessionApprovals, ToolApproval, app_tool_approval,
     approval_mode, requires_approval, server_default_mode, tool_approval,
 };
 pub use card::{
-    ApprovalAnswer, ApprovalCard, ApprovalChoice, ApprovalRequest, CardRendering, card_rendering,
-    normalize_choice,
+    ApprovalAnswer, ApprovalCard, ApprovalRequest, CardRendering, card_rendering, normalize_choice,
 };
 pub use gate::{ElicitationAllowed, ElicitationDeclined, FormRefused, elicitation_gate, form_gate};
 

@@ -141,8 +141,8 @@ stored_enum! {
     }
 }
 
-/// The user's answer to an approval card: the policy's choice, stored by its wire name.
-pub use crate::policy::ApprovalChoice;
+/// The user's answer to an approval card, stored by its wire name.
+pub use crate::approval_choice::ApprovalChoice;
 
 /// The reason given to forms, approvals and invocations found unfinished when the store opens.
 pub const HOST_STOPPED: &str = "host-stopped";
