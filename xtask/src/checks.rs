@@ -106,6 +106,8 @@ fn packages(metadata: &Value) -> impl Iterator<Item = &Value> {
 /// folder). A lower room exposes hooks instead: the connection offers an observer, it never
 /// imports the doctor.
 const HOST_ROOMS: &[(&str, &[&str])] = &[
+    // Moves frames and signs in; beyond the bottom modules (`jsonrpc`, `budget`, `error`,
+    // `oauth_choices`) it knows no room of the host.
     (
         "transport",
         &[
@@ -116,13 +118,20 @@ const HOST_ROOMS: &[(&str, &[&str])] = &[
             "store",
             "config",
             "persist",
+            "agent",
+            "apps",
+            "runtime",
+            "sign_on",
+            "approval_choice",
+            "fuzzing",
             "responder",
         ],
     ),
     (
         "plugin",
         &[
-            "session", "doctor", "policy", "store", "config", "persist", "broker",
+            "session", "doctor", "policy", "store", "config", "persist", "agent", "runtime",
+            "sign_on",
         ],
     ),
     (
@@ -134,21 +143,68 @@ const HOST_ROOMS: &[(&str, &[&str])] = &[
             "store",
             "transport",
             "persist",
+            "agent",
+            "runtime",
+            "sign_on",
+        ],
+    ),
+    // Persistence of what the session decided: the session's own vocabulary comes down to it
+    // through the bottom modules (`approval_choice`), never from the policy.
+    (
+        "store",
+        &[
+            "session",
+            "plugin",
+            "doctor",
+            "transport",
+            "config",
+            "policy",
+            "persist",
+            "responder",
+            "agent",
+            "apps",
+            "runtime",
+            "sign_on",
         ],
     ),
     (
-        "store",
-        &["session", "plugin", "doctor", "transport", "config"],
-    ),
-    (
         "config",
-        &["session", "plugin", "doctor", "store", "transport"],
+        &[
+            "session",
+            "plugin",
+            "doctor",
+            "store",
+            "transport",
+            "policy",
+            "persist",
+            "agent",
+            "apps",
+            "runtime",
+            "sign_on",
+        ],
+    ),
+    // A server's OAuth keys made into the transport's authorizer: above config and transport,
+    // below everything that connects.
+    (
+        "sign_on",
+        &[
+            "session", "plugin", "doctor", "policy", "store", "persist", "agent", "apps", "runtime",
+        ],
     ),
     // The model's side: providers, wires, names, history. The session runs the turn.
     (
         "agent",
         &[
-            "session", "plugin", "doctor", "store", "persist", "broker", "policy", "apps",
+            "session",
+            "plugin",
+            "doctor",
+            "store",
+            "persist",
+            "policy",
+            "apps",
+            "runtime",
+            "sign_on",
+            "responder",
         ],
     ),
     // Runtimes beside the model loop (Codex's app-server): their process and protocol; the
@@ -156,7 +212,7 @@ const HOST_ROOMS: &[(&str, &[&str])] = &[
     (
         "runtime",
         &[
-            "session", "plugin", "doctor", "store", "persist", "broker", "policy", "apps", "agent",
+            "session", "plugin", "doctor", "store", "persist", "policy", "apps", "agent", "sign_on",
         ],
     ),
     // MCP Apps' pure decisions: plugin JSON in, policy out; the session layer acts on them.
@@ -169,10 +225,18 @@ const HOST_ROOMS: &[(&str, &[&str])] = &[
             "store",
             "doctor",
             "persist",
-            "broker",
+            "agent",
+            "runtime",
+            "sign_on",
         ],
     ),
+    // The doctor judges a connection from plugin/ and config/, as a terminal command: the
+    // session and what only the session uses are not its business.
+    ("doctor", &["session", "persist", "store"]),
 ];
+
+/// Rooms no other room may use: the doctor watches through the hooks the lower rooms offer.
+const UNUSED_ROOMS: &[&str] = &["doctor"];
 
 /// Fails with one line per use of a higher room from a lower one in `crates/host/src`: a path
 /// `crate::<room>`, a `crate::{<room>::…}` group, or a name the crate root re-exports from it
@@ -180,20 +244,14 @@ const HOST_ROOMS: &[(&str, &[&str])] = &[
 pub fn room_direction(root: &Path) -> Result<()> {
     let src = root.join("crates/host/src");
     let lib = std::fs::read_to_string(src.join("lib.rs")).context("reading the host's lib.rs")?;
-    let exports = root_exports(&lib);
-    let mut bad = Vec::new();
-    for (room, forbidden) in HOST_ROOMS {
-        for file in room_files(&src, room)? {
-            let text = std::fs::read_to_string(&file)
-                .with_context(|| format!("reading {}", file.display()))?;
-            let shown = file
-                .strip_prefix(root)
-                .unwrap_or(&file)
-                .display()
-                .to_string();
-            bad.extend(forbidden_uses(&shown, &text, forbidden, &exports));
-        }
+    let mut files = Vec::new();
+    for file in rust_files(&src)? {
+        let text = std::fs::read_to_string(&file)
+            .with_context(|| format!("reading {}", file.display()))?;
+        let relative = file.strip_prefix(&src).unwrap_or(&file);
+        files.push((relative.display().to_string(), text));
     }
+    let bad = room_violations(&files, &lib);
     if bad.is_empty() {
         eprintln!("xtask: room direction ok");
         return Ok(());
@@ -201,19 +259,58 @@ pub fn room_direction(root: &Path) -> Result<()> {
     bail!("a lower room uses a higher one:\n{}", bad.join("\n"))
 }
 
-/// `<room>.rs` and every `.rs` file under `<room>/`.
-fn room_files(src: &Path, room: &str) -> Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
-    let single = src.join(format!("{room}.rs"));
-    if single.is_file() {
-        files.push(single);
-    }
-    let mut dirs = vec![src.join(room)];
-    while let Some(dir) = dirs.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
+/// One line per forbidden use in `files` (each a path under `crates/host/src` and its text);
+/// `lib` is the text of `lib.rs`, whose re-exports count as uses of the room they come from.
+fn room_violations(files: &[(String, String)], lib: &str) -> Vec<String> {
+    let exports = root_exports(lib);
+    let mut bad = Vec::new();
+    for (path, text) in files {
+        let Some(room) = room_of(path) else {
             continue;
         };
-        for entry in entries {
+        let shown = format!("crates/host/src/{path}");
+        bad.extend(forbidden_uses(
+            &shown,
+            text,
+            &forbidden_rooms(room),
+            &exports,
+        ));
+    }
+    bad
+}
+
+/// The room of a file under `crates/host/src`: `doctor` for `doctor.rs` and `doctor/…`; none
+/// for `lib.rs`, which declares and re-exports them all.
+fn room_of(path: &str) -> Option<&str> {
+    let first = path.split('/').next()?;
+    let room = first.strip_suffix(".rs").unwrap_or(first);
+    (room != "lib").then_some(room)
+}
+
+/// What `room` must not use: its row of [`HOST_ROOMS`], and every room of [`UNUSED_ROOMS`] but
+/// itself.
+fn forbidden_rooms(room: &str) -> Vec<&'static str> {
+    let mut forbidden = HOST_ROOMS
+        .iter()
+        .find(|(name, _)| *name == room)
+        .map(|(_, rooms)| rooms.to_vec())
+        .unwrap_or_default();
+    for unused in UNUSED_ROOMS {
+        if *unused != room && !forbidden.contains(unused) {
+            forbidden.push(unused);
+        }
+    }
+    forbidden
+}
+
+/// Every `.rs` file under `dir`, sorted.
+fn rust_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    let mut dirs = vec![dir.to_owned()];
+    while let Some(dir) = dirs.pop() {
+        for entry in
+            std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))?
+        {
             let path = entry?.path();
             if path.is_dir() {
                 dirs.push(path);
@@ -406,6 +503,81 @@ mod tests {
     #[test]
     fn the_host_rooms_keep_their_direction() {
         super::room_direction(&crate::repo_root()).expect("room direction");
+    }
+
+    /// The forbidden uses of one synthetic file, with lib.rs re-exporting `Host` from the
+    /// session.
+    fn room_check(path: &str, text: &str) -> Vec<String> {
+        let lib = "pub use session::{Host, authorizer_for};\npub use sign_on::token_store;\n";
+        super::room_violations(&[(path.to_owned(), text.to_owned())], lib)
+    }
+
+    #[test]
+    fn the_doctor_may_not_use_the_session_and_no_room_may_use_the_doctor() {
+        assert_eq!(
+            room_check(
+                "doctor.rs",
+                "use crate::plugin::Plugin;\nuse crate::session::Host;\n"
+            ),
+            ["  crates/host/src/doctor.rs:2: uses crate::session"]
+        );
+        assert_eq!(
+            room_check(
+                "doctor/codex.rs",
+                "let auth = crate::authorizer_for(config);\n"
+            ),
+            ["  crates/host/src/doctor/codex.rs:1: uses crate::session"]
+        );
+        assert_eq!(
+            room_check("session/mod.rs", "use crate::doctor::Report;\n"),
+            ["  crates/host/src/session/mod.rs:1: uses crate::doctor"]
+        );
+        assert!(
+            room_check(
+                "doctor.rs",
+                "let store = crate::token_store(config, dir);\n"
+            )
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn the_transport_uses_only_the_bottom_modules() {
+        assert_eq!(
+            room_check(
+                "transport/auth/store.rs",
+                "use crate::jsonrpc;\nuse crate::oauth_choices::CredentialsStoreMode;\nuse crate::config::Config;\nuse crate::sign_on;\n"
+            ),
+            [
+                "  crates/host/src/transport/auth/store.rs:3: uses crate::config",
+                "  crates/host/src/transport/auth/store.rs:4: uses crate::sign_on"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_store_may_not_use_the_policy() {
+        assert_eq!(
+            room_check(
+                "store/records.rs",
+                "pub use crate::approval_choice::ApprovalChoice;\npub use crate::policy::ApprovalChoice;\n"
+            ),
+            ["  crates/host/src/store/records.rs:2: uses crate::policy"]
+        );
+    }
+
+    #[test]
+    fn the_agent_may_not_use_the_runtime_or_the_sign_on() {
+        assert_eq!(
+            room_check(
+                "agent/provider.rs",
+                "use crate::transport::http1;\nuse crate::{config, runtime::codex};\nuse crate::token_store;\n"
+            ),
+            [
+                "  crates/host/src/agent/provider.rs:2: uses crate::runtime",
+                "  crates/host/src/agent/provider.rs:3: uses crate::sign_on"
+            ]
+        );
     }
 
     #[test]
