@@ -2,6 +2,7 @@
 //! why, and what to change. Pure: reads the config and the gathered [`Report`].
 
 use crate::config::{ApprovalMode, ApprovalPolicy, Config};
+use crate::jsonrpc::code;
 use crate::plugin::Era;
 use crate::policy;
 
@@ -203,7 +204,7 @@ fn openai_form(config: &Config, report: &Report) -> Symptom {
             .and_then(|message| message.as_str())
             .map_or_else(
                 || "no answer".to_owned(),
-                |message| format!("-32601 \"{message}\""),
+                |message| format!("{} \"{message}\"", code::METHOD_NOT_FOUND),
             );
         let cause = format!(
             "the plugin sent {} `{}` request(s); {declared}, and it answers methods it does not \
@@ -876,7 +877,7 @@ mod tests {
             request_id: json!(1),
             method: "openai/form".to_owned(),
             during_call: true,
-            answer: json!({"error": {"code": -32601, "message": "formwork does not handle `openai/form`"}}),
+            answer: json!({"error": {"code": code::METHOD_NOT_FOUND, "message": "formwork does not handle `openai/form`"}}),
         }];
         let rows = symptoms(&Config::embedded(), &report);
         assert_eq!(rows[0].applies, Some(true));
