@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::config::{Config, Transport};
+use crate::config::{Config, Transport, VariableUnset, read_variable};
 use crate::transport::auth::Authorizer;
 use crate::transport::auth::agent::SignInAgent;
 use crate::transport::auth::settings::{AuthSettings, IdentityProvider};
@@ -17,13 +17,8 @@ use crate::transport::auth::store::TokenStore;
 #[non_exhaustive]
 pub enum SignOnError {
     /// A variable the config names is unset or empty.
-    #[error("the environment variable `{variable}` ({key}) is not set")]
-    VariableUnset {
-        /// The variable.
-        variable: String,
-        /// The config key that names it.
-        key: &'static str,
-    },
+    #[error(transparent)]
+    VariableUnset(#[from] VariableUnset),
     /// `oauth.private_key_file` cannot be read.
     #[error("cannot read {} (oauth.private_key_file): {source}", path.display())]
     KeyUnreadable {
@@ -134,17 +129,6 @@ pub fn token_store(config: &Config, data_dir: &Path) -> Arc<TokenStore> {
 
 /// `oauth.signing_algorithm` when a key is given without one.
 pub const DEFAULT_SIGNING_ALGORITHM: &str = "ES256";
-
-/// The value of the environment variable the config key `key` names; set and not empty.
-fn read_variable(variable: &str, key: &'static str) -> Result<String, SignOnError> {
-    std::env::var(variable)
-        .ok()
-        .filter(|value| !value.is_empty())
-        .ok_or_else(|| SignOnError::VariableUnset {
-            variable: variable.to_owned(),
-            key,
-        })
-}
 
 /// The text of `oauth.private_key_file`, which must be a PKCS#8 PEM private key.
 fn read_private_key(path: &Path) -> Result<String, SignOnError> {

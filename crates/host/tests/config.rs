@@ -803,7 +803,12 @@ fn http_headers_and_the_bearer_token_from_the_environment() {
         ])
     );
     assert_eq!(
-        config.server("y").expect("server y").transport.http_headers(),
+        config
+            .server("y")
+            .expect("server y")
+            .transport
+            .http_headers()
+            .map_err(|err| err.to_string()),
         Err(
             "the environment variable `FORMWORK_TEST_UNSET_TOKEN` (bearer_token_env_var) is not set"
                 .to_owned()

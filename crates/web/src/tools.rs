@@ -89,7 +89,7 @@ async fn fetch(
     options.http_headers = server
         .transport
         .http_headers()
-        .map_err(|err| (err, false))?;
+        .map_err(|err| (err.to_string(), false))?;
     let auth = match &target {
         PluginTarget::Url(url) => Some(
             host.authorizer(name, url)

@@ -566,7 +566,7 @@ fn build_server(
     let protocol_version = match raw.protocol_version.as_deref() {
         None => None,
         Some(text) => parse_protocol_version(text)
-            .map_err(|reason| ctx.error(&at("protocol_version"), &reason))?,
+            .map_err(|reason| ctx.error(&at("protocol_version"), reason.to_string()))?,
     };
 
     let builtin = builtin_server(name);
@@ -656,7 +656,7 @@ fn build_server(
             }
             if let Some(resource) = &raw.oauth_resource {
                 check_resource(resource)
-                    .map_err(|reason| ctx.error(&at("oauth_resource"), reason))?;
+                    .map_err(|reason| ctx.error(&at("oauth_resource"), reason.to_string()))?;
             }
             let oauth = match raw.oauth {
                 Some(oauth) => Box::new(build_oauth(ctx, name, oauth)?),
@@ -748,10 +748,11 @@ fn build_oauth(ctx: &Ctx<'_>, name: &str, raw: RawOAuth) -> Result<OAuthConfig, 
         })?,
     };
     if let Some(url) = &raw.client_metadata_url {
-        check_metadata_url(url).map_err(|reason| ctx.error(&at("client_metadata_url"), reason))?;
+        check_metadata_url(url)
+            .map_err(|reason| ctx.error(&at("client_metadata_url"), reason.to_string()))?;
     }
     if let Some(issuer) = &raw.issuer {
-        check_issuer(issuer).map_err(|reason| ctx.error(&at("issuer"), reason))?;
+        check_issuer(issuer).map_err(|reason| ctx.error(&at("issuer"), reason.to_string()))?;
     }
     if raw.client_secret_env_var.is_some() && raw.client_id.is_none() {
         return Err(ctx.error(
@@ -883,68 +884,82 @@ fn https_or_local_http(url: &url::Url) -> bool {
 
 /// An issuer is an https URL without a query or fragment (RFC 8414 §2); plain http only to
 /// this machine.
-fn check_issuer(text: &str) -> Result<(), String> {
+fn check_issuer(text: &str) -> Result<(), UnusableUrl> {
     let usable = url::Url::parse(text).is_ok_and(|url| {
         https_or_local_http(&url) && url.query().is_none() && url.fragment().is_none()
     });
-    if usable {
-        Ok(())
-    } else {
-        Err(
-            "expected the authorization server's issuer, an https:// URL without a query or \
-             fragment (http:// only to localhost), such as https://auth.example.com"
-                .to_owned(),
-        )
-    }
+    usable.then_some(()).ok_or(UnusableUrl::Issuer)
+}
+
+/// An OAuth URL key whose value cannot be what the key names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+enum UnusableUrl {
+    #[error(
+        "expected the authorization server's issuer, an https:// URL without a query or \
+         fragment (http:// only to localhost), such as https://auth.example.com"
+    )]
+    Issuer,
+    #[error(
+        "expected an https URL with a path and no fragment (the client ID metadata \
+         document), such as https://example.com/formwork-client.json"
+    )]
+    MetadataUrl,
+    #[error(
+        "expected an http:// or https:// URL without a fragment (the resource to ask \
+         tokens for)"
+    )]
+    Resource,
 }
 
 /// A client ID metadata document is named by an https URL with a path.
-fn check_metadata_url(text: &str) -> Result<(), String> {
+fn check_metadata_url(text: &str) -> Result<(), UnusableUrl> {
     let usable = url::Url::parse(text)
         .is_ok_and(|url| url.scheme() == "https" && url.path() != "/" && url.fragment().is_none());
-    if usable {
-        Ok(())
-    } else {
-        Err(
-            "expected an https URL with a path and no fragment (the client ID metadata \
-             document), such as https://example.com/formwork-client.json"
-                .to_owned(),
-        )
-    }
+    usable.then_some(()).ok_or(UnusableUrl::MetadataUrl)
 }
 
 /// An RFC 8707 resource is an absolute URI without a fragment; formwork's are http(s) URLs.
-fn check_resource(text: &str) -> Result<(), String> {
+fn check_resource(text: &str) -> Result<(), UnusableUrl> {
     let usable = url::Url::parse(text)
         .is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.fragment().is_none());
-    if usable {
-        Ok(())
-    } else {
-        Err(
-            "expected an http:// or https:// URL without a fragment (the resource to ask \
-             tokens for)"
-                .to_owned(),
-        )
-    }
+    usable.then_some(()).ok_or(UnusableUrl::Resource)
 }
 
 /// Reads a `protocol_version`: `"auto"` (`None`: 2026-07-28 when the plugin offers it, else the
 /// handshake) or a version formwork knows.
-pub fn parse_protocol_version(text: &str) -> Result<Option<ProtocolVersion>, String> {
+pub fn parse_protocol_version(
+    text: &str,
+) -> Result<Option<ProtocolVersion>, UnknownProtocolVersion> {
     if text == "auto" {
         return Ok(None);
     }
     let known = ProtocolVersion::KNOWN_VERSIONS;
     match known.iter().find(|version| version.as_str() == text) {
         Some(version) => Ok(Some(version.clone())),
-        None => {
-            let names: Vec<&str> = known.iter().map(ProtocolVersion::as_str).collect();
-            Err(format!(
-                "`{text}` is not a protocol version formwork knows; use \"auto\" or one of {}",
-                names.join(", ")
-            ))
-        }
+        None => Err(UnknownProtocolVersion {
+            text: text.to_owned(),
+        }),
     }
+}
+
+/// A `protocol_version` that is neither `"auto"` nor a version formwork knows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{text}` is not a protocol version formwork knows; use \"auto\" or one of {}",
+    known_versions()
+)]
+pub struct UnknownProtocolVersion {
+    /// The value given.
+    pub text: String,
+}
+
+/// The versions formwork knows, for a message.
+fn known_versions() -> String {
+    let names: Vec<&str> = ProtocolVersion::KNOWN_VERSIONS
+        .iter()
+        .map(ProtocolVersion::as_str)
+        .collect();
+    names.join(", ")
 }
 
 /// Codex's rule for server names.

@@ -89,16 +89,17 @@ pub(crate) use error::dotted;
 pub use error::{ConfigError, Invalid, NO_FILE};
 pub use import::{ImportReport, ImportedServer, SkippedServer, import};
 pub use layers::{ConfigLocations, find_project_file, user_config_path};
-pub use load::{MAX_TIMEOUT_SECS, parse_protocol_version};
+pub use load::{MAX_TIMEOUT_SECS, UnknownProtocolVersion, parse_protocol_version};
 pub use providers::{
     BUILTIN_MODEL_PROVIDERS, DEFAULT_TOOL_OUTPUT_TOKEN_LIMIT, MAX_PROVIDER_RETRIES,
     ModelChoiceError,
 };
+pub(crate) use types::read_variable;
 pub use types::{
     ApprovalMode, ApprovalPolicy, CodexConfig, Config, ConfigSource, DEFAULT_MAX_PENDING_FORMS,
     Features, FormsConfig, GranularApproval, IdentityProviderConfig, Layer,
     MAX_PENDING_FORMS_LIMIT, ModelChoice, ModelProvider, OAuthConfig, Runtime, SensitiveFields,
-    ServerConfig, SourceStatus, ToolConfig, Transport, TrustLevel, WireApi,
+    ServerConfig, SourceStatus, ToolConfig, Transport, TrustLevel, VariableUnset, WireApi,
 };
 
 /// The name of every configuration file: the user config's and a project's.

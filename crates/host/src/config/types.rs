@@ -591,12 +591,34 @@ pub struct IdentityProviderConfig {
     pub id_token_env_var: String,
 }
 
+/// A variable a server's table names, unset or empty when a connection needs its value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the environment variable `{variable}` ({key}) is not set")]
+pub struct VariableUnset {
+    /// The variable.
+    pub variable: String,
+    /// The key that names it, e.g. `bearer_token_env_var`.
+    pub key: &'static str,
+}
+
+/// The value of the environment variable `variable`, which the key `key` names; set and not
+/// empty.
+pub(crate) fn read_variable(variable: &str, key: &'static str) -> Result<String, VariableUnset> {
+    std::env::var(variable)
+        .ok()
+        .filter(|value| !value.is_empty())
+        .ok_or_else(|| VariableUnset {
+            variable: variable.to_owned(),
+            key,
+        })
+}
+
 impl Transport {
     /// The headers sent with every HTTP request: `http_headers`, then each of
     /// `env_http_headers` with the value of its variable (left out while it is unset), then
     /// `Authorization: Bearer` with the value of `bearer_token_env_var` (which must be set).
     /// None for other transports.
-    pub fn http_headers(&self) -> Result<Vec<(String, String)>, String> {
+    pub fn http_headers(&self) -> Result<Vec<(String, String)>, VariableUnset> {
         let Transport::StreamableHttp {
             http_headers,
             env_http_headers,
@@ -626,14 +648,7 @@ impl Transport {
             }
         }
         if let Some(variable) = bearer_token_env_var {
-            let token = std::env::var(variable)
-                .ok()
-                .filter(|token| !token.is_empty())
-                .ok_or_else(|| {
-                    format!(
-                        "the environment variable `{variable}` (bearer_token_env_var) is not set"
-                    )
-                })?;
+            let token = read_variable(variable, "bearer_token_env_var")?;
             headers.push(("authorization".to_owned(), format!("Bearer {token}")));
         }
         Ok(headers)

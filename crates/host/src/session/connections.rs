@@ -231,7 +231,7 @@ async fn connect(
                 .http_headers()
                 .map_err(|reason| crate::HostError::Connect {
                     target: target.to_string(),
-                    reason,
+                    reason: reason.to_string(),
                 })?;
     }
     let plugin = Arc::new(Plugin::connect(target, options).await?);
