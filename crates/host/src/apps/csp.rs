@@ -306,32 +306,73 @@ fn read_permissions(
         .collect()
 }
 
+/// Why a declared CSP entry is dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+enum OriginRefused {
+    #[error("longer than {MAX_ENTRY_LEN} bytes")]
+    TooLong,
+    #[error("not ASCII (an international host name is written in punycode)")]
+    NotAscii,
+    #[error("contains whitespace or a control character")]
+    Whitespace,
+    #[error("contains a quote, a semicolon or a comma")]
+    Punctuation,
+    #[error("not an origin (scheme://host)")]
+    NotAnOrigin,
+    #[error("not an https or wss origin")]
+    Scheme,
+    #[error("has a query, a fragment or user info")]
+    QueryOrUserInfo,
+    #[error("plain http and ws are only for localhost, 127.0.0.1 and [::1]")]
+    PlainRemote,
+    #[error("a *.localhost name is where other apps' documents live")]
+    AppsHost,
+    #[error("a remote plugin's app may not reach this machine or its private network")]
+    RemoteReachesLocal,
+    #[error("an entry on this machine or its private network needs an explicit port")]
+    LocalWithoutPort,
+    #[error("the path has a `%` without two hex digits")]
+    BadEscape,
+    #[error("the path has a `{0}`")]
+    PathCharacter(char),
+    #[error("not a host name")]
+    NotAHost,
+    #[error("the port is not a number from 1 to 65535, nor `*`")]
+    BadPort,
+    #[error("an IPv6 host other than [::1]")]
+    OtherIpv6,
+    #[error("not a host name (letters, digits and hyphens between dots)")]
+    BadHostName,
+    #[error("a wildcard must cover a name of two labels or more")]
+    ShortWildcard,
+}
+
 /// One CSP origin source from a declared entry, normalised (lowercase scheme and host, no
 /// trailing `/`), or why it is refused.
-fn origin_source(entry: &str, place: PluginPlace) -> Result<String, String> {
+fn origin_source(entry: &str, place: PluginPlace) -> Result<String, OriginRefused> {
     if entry.len() > MAX_ENTRY_LEN {
-        return Err(format!("longer than {MAX_ENTRY_LEN} bytes"));
+        return Err(OriginRefused::TooLong);
     }
     if !entry.is_ascii() {
-        return Err("not ASCII (an international host name is written in punycode)".to_owned());
+        return Err(OriginRefused::NotAscii);
     }
     if entry.chars().any(|c| c.is_ascii_control() || c == ' ') {
-        return Err("contains whitespace or a control character".to_owned());
+        return Err(OriginRefused::Whitespace);
     }
     if entry.contains(['\'', '"', ';', ',']) {
-        return Err("contains a quote, a semicolon or a comma".to_owned());
+        return Err(OriginRefused::Punctuation);
     }
     let Some((scheme, rest)) = entry.split_once("://") else {
-        return Err("not an origin (scheme://host)".to_owned());
+        return Err(OriginRefused::NotAnOrigin);
     };
     let scheme = scheme.to_ascii_lowercase();
     let secure = match scheme.as_str() {
         "https" | "wss" => true,
         "http" | "ws" => false,
-        _ => return Err("not an https or wss origin".to_owned()),
+        _ => return Err(OriginRefused::Scheme),
     };
     if rest.contains(['?', '#', '@', '\\']) {
-        return Err("has a query, a fragment or user info".to_owned());
+        return Err(OriginRefused::QueryOrUserInfo);
     }
     let (authority, path) = match rest.find('/') {
         Some(slash) => rest.split_at(slash),
@@ -342,24 +383,18 @@ fn origin_source(entry: &str, place: PluginPlace) -> Result<String, String> {
     let host = host.to_ascii_lowercase();
     check_host(&host)?;
     if !secure && !LOCAL_HOSTS.contains(&host.as_str()) {
-        return Err("plain http and ws are only for localhost, 127.0.0.1 and [::1]".to_owned());
+        return Err(OriginRefused::PlainRemote);
     }
     if host.ends_with(".localhost") {
-        return Err("a *.localhost name is where other apps' documents live".to_owned());
+        return Err(OriginRefused::AppsHost);
     }
     if on_this_network(&host) {
         match (place, port.as_deref()) {
             (PluginPlace::Remote, _) => {
-                return Err(
-                    "a remote plugin's app may not reach this machine or its private network"
-                        .to_owned(),
-                );
+                return Err(OriginRefused::RemoteReachesLocal);
             }
             (PluginPlace::Local, None | Some("*")) => {
-                return Err(
-                    "an entry on this machine or its private network needs an explicit port"
-                        .to_owned(),
-                );
+                return Err(OriginRefused::LocalWithoutPort);
             }
             (PluginPlace::Local, Some(_)) => {}
         }
@@ -385,7 +420,7 @@ fn on_this_network(host: &str) -> bool {
 
 /// A source expression's path: empty, or `/` and URL path characters, `%` only before two hex
 /// digits, and no `*` (CSP paths have no wildcards).
-fn check_path(path: &str) -> Result<(), String> {
+fn check_path(path: &str) -> Result<(), OriginRefused> {
     let bytes = path.as_bytes();
     let mut at = 0;
     while at < bytes.len() {
@@ -393,13 +428,13 @@ fn check_path(path: &str) -> Result<(), String> {
         if byte == b'%' {
             let escaped = bytes.get(at + 1..at + 3);
             if !escaped.is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit)) {
-                return Err("the path has a `%` without two hex digits".to_owned());
+                return Err(OriginRefused::BadEscape);
             }
             at += 3;
             continue;
         }
         if !(byte.is_ascii_alphanumeric() || b"-._~!$&()+=:/".contains(&byte)) {
-            return Err(format!("the path has a `{}`", char::from(byte)));
+            return Err(OriginRefused::PathCharacter(char::from(byte)));
         }
         at += 1;
     }
@@ -407,14 +442,14 @@ fn check_path(path: &str) -> Result<(), String> {
 }
 
 /// `host[:port]` or `[::1][:port]`, with the port checked: a number, or `*` for any.
-fn split_port(authority: &str) -> Result<(&str, Option<String>), String> {
+fn split_port(authority: &str) -> Result<(&str, Option<String>), OriginRefused> {
     let (host, port) = match authority.find(']') {
         Some(end) if authority.starts_with('[') => {
             let (host, after) = authority.split_at(end + 1);
             match after.strip_prefix(':') {
                 Some(port) => (host, Some(port)),
                 None if after.is_empty() => (host, None),
-                None => return Err("not a host name".to_owned()),
+                None => return Err(OriginRefused::NotAHost),
             }
         }
         _ => match authority.split_once(':') {
@@ -434,17 +469,17 @@ fn split_port(authority: &str) -> Result<(&str, Option<String>), String> {
         .filter(|number| *number != 0);
     match number {
         Some(number) => Ok((host, Some(number.to_string()))),
-        None => Err("the port is not a number from 1 to 65535, nor `*`".to_owned()),
+        None => Err(OriginRefused::BadPort),
     }
 }
 
 /// A host name (with an optional leading `*.` over two labels or more) or `[::1]`.
-fn check_host(host: &str) -> Result<(), String> {
+fn check_host(host: &str) -> Result<(), OriginRefused> {
     if host.starts_with('[') {
         return if host == "[::1]" {
             Ok(())
         } else {
-            Err("an IPv6 host other than [::1]".to_owned())
+            Err(OriginRefused::OtherIpv6)
         };
     }
     let (wildcard, name) = match host.strip_prefix("*.") {
@@ -460,10 +495,10 @@ fn check_host(host: &str) -> Result<(), String> {
             && !label.ends_with('-')
     };
     if !name.split('.').all(label_ok) {
-        return Err("not a host name (letters, digits and hyphens between dots)".to_owned());
+        return Err(OriginRefused::BadHostName);
     }
     if wildcard && name.split('.').count() < 2 {
-        return Err("a wildcard must cover a name of two labels or more".to_owned());
+        return Err(OriginRefused::ShortWildcard);
     }
     Ok(())
 }

@@ -27,7 +27,9 @@ use crate::config::{Config, ModelChoice, ModelProvider, Transport, WireApi};
 use crate::jsonrpc::code;
 use crate::policy;
 use crate::runtime::codex::protocol::{self, ApprovalAskedAs, ServerRequest};
-use crate::runtime::codex::{AppServer, CodexOptions, Inbound, log::LogNotice};
+use crate::runtime::codex::{
+    AppServer, CodexError, CodexOptions, ConfigFileError, Inbound, TomlEditError, log::LogNotice,
+};
 
 /// The provider id of the doctor's model in the Codex config it writes.
 const DOCTOR_PROVIDER: &str = "formwork_doctor";
@@ -281,7 +283,7 @@ pub async fn diagnose(config: &Config, options: CodexDoctorOptions) -> CodexRepo
     }
     let observed = Arc::new(Mutex::new(Observed::default()));
     if let Err(err) = run(&config, &options, &policy, &observed, &mut report).await {
-        report.codex.error = Some(err);
+        report.codex.error = Some(err.to_string());
     }
     drop(model);
     let observed = std::mem::take(
@@ -323,18 +325,28 @@ fn write_doctor_config(
     config: &Config,
     options: &CodexDoctorOptions,
     choice: Option<&ModelChoice>,
-) -> Result<String, String> {
+) -> Result<String, DoctorConfigError> {
     let written = crate::runtime::codex::write_config(
         &options.codex.home,
         config,
         choice,
         &options.formwork_exe,
-    )
-    .map_err(|err| err.to_string())?;
-    let text = std::fs::read_to_string(&written.path).map_err(|err| err.to_string())?;
+    )?;
+    let text = std::fs::read_to_string(&written.path)?;
     let text = crate::runtime::codex::only_server(&text, &options.server)?;
-    std::fs::write(&written.path, &text).map_err(|err| err.to_string())?;
+    std::fs::write(&written.path, &text)?;
     Ok(text)
+}
+
+/// Why the doctor's Codex config could not be written.
+#[derive(Debug, thiserror::Error)]
+enum DoctorConfigError {
+    #[error(transparent)]
+    Write(#[from] ConfigFileError),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Edit(#[from] TomlEditError),
 }
 
 /// Starts Codex, lists the server's tools on a new thread, and runs the call in a turn.
@@ -344,11 +356,9 @@ async fn run(
     policy: &Value,
     observed: &Arc<Mutex<Observed>>,
     report: &mut CodexReport,
-) -> Result<(), String> {
+) -> Result<(), CodexError> {
     let (inbound, incoming) = mpsc::unbounded_channel();
-    let server = AppServer::start(&options.codex, inbound)
-        .await
-        .map_err(|err| err.to_string())?;
+    let server = AppServer::start(&options.codex, inbound).await?;
     let (ended_tx, ended) = watch::channel(false);
     let answering = tokio::spawn(answer_all(
         Arc::clone(&server),
@@ -373,20 +383,16 @@ async fn drive(
     observed: &Arc<Mutex<Observed>>,
     report: &mut CodexReport,
     mut ended: watch::Receiver<bool>,
-) -> Result<(), String> {
+) -> Result<(), CodexError> {
     let cwd = options.codex.cwd.display().to_string();
-    let thread = server
-        .start_thread(&cwd, policy, TURN_LIMIT)
-        .await
-        .map_err(|err| err.to_string())?;
+    let thread = server.start_thread(&cwd, policy, TURN_LIMIT).await?;
     let status = server
         .request_within(
             "mcpServerStatus/list",
             protocol::all_server_tools(&thread),
             TURN_LIMIT,
         )
-        .await
-        .map_err(|err| err.to_string())?;
+        .await?;
     let entry = status["data"]
         .as_array()
         .into_iter()
@@ -418,8 +424,7 @@ async fn drive(
                 policy,
                 TURN_LIMIT,
             )
-            .await
-            .map_err(|err| err.to_string())?;
+            .await?;
         let deadline = tokio::time::Instant::now() + TURN_LIMIT;
         loop {
             let stuck_at = {

@@ -133,21 +133,29 @@ pub(crate) fn with_envelope(params: Option<Value>, envelope: &Map<String, Value>
 
 /// What a `server/discover` answer says about the plugin's era: `Ok` with the reason when it
 /// offers 2026-07-28, `Err` with the reason when it does not.
-pub(crate) fn judge_discover(result: &str) -> Result<String, String> {
-    let result: Value = serde_json::from_str(result)
-        .map_err(|err| format!("its `server/discover` result could not be read ({err})"))?;
+pub(crate) fn judge_discover(result: &str) -> Result<String, NotModern> {
+    let result: Value = serde_json::from_str(result).map_err(NotModern::Unreadable)?;
     let Some(versions) = result.get("supportedVersions").and_then(Value::as_array) else {
-        return Err("its `server/discover` result has no `supportedVersions`".to_owned());
+        return Err(NotModern::NoVersions);
     };
     let versions: Vec<&str> = versions.iter().filter_map(Value::as_str).collect();
     if versions.contains(&MODERN_VERSION) {
         Ok(format!("`server/discover` offered {}", json!(versions)))
     } else {
-        Err(format!(
-            "`server/discover` offered only {}",
-            json!(versions)
-        ))
+        Err(NotModern::OlderOnly(json!(versions)))
     }
+}
+
+/// Why a `server/discover` answer does not make the connection 2026-07-28.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum NotModern {
+    #[error("its `server/discover` result could not be read ({0})")]
+    Unreadable(serde_json::Error),
+    #[error("its `server/discover` result has no `supportedVersions`")]
+    NoVersions,
+    /// The versions it offered, as a JSON array.
+    #[error("`server/discover` offered only {0}")]
+    OlderOnly(Value),
 }
 
 #[cfg(test)]
@@ -175,13 +183,18 @@ mod tests {
 
     #[test]
     fn discover_is_judged_by_its_versions() {
+        let judge = |result: &str| judge_discover(result).map_err(|err| err.to_string());
         assert_eq!(
-            judge_discover(r#"{"supportedVersions":["2026-07-28"],"capabilities":{}}"#),
+            judge(r#"{"supportedVersions":["2026-07-28"],"capabilities":{}}"#),
             Ok(r#"`server/discover` offered ["2026-07-28"]"#.to_owned())
         );
         assert_eq!(
-            judge_discover(r#"{"supportedVersions":["2025-11-25"]}"#),
+            judge(r#"{"supportedVersions":["2025-11-25"]}"#),
             Err(r#"`server/discover` offered only ["2025-11-25"]"#.to_owned())
+        );
+        assert_eq!(
+            judge(r#"{"capabilities":{}}"#),
+            Err("its `server/discover` result has no `supportedVersions`".to_owned())
         );
         assert!(judge_discover(r#"{"capabilities":{}}"#).is_err());
     }

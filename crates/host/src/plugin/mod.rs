@@ -291,7 +291,7 @@ async fn open(
         let reason = match discover(era::DISCOVER_TIMEOUT).await {
             Ok(result) => match era::judge_discover(result.get()) {
                 Ok(reason) => return Ok(modern(result, reason)),
-                Err(reason) => reason,
+                Err(reason) => reason.to_string(),
             },
             Err(HostError::Rpc { error, .. }) => {
                 if error.code == jsonrpc::code::UNSUPPORTED_PROTOCOL_VERSION
@@ -350,8 +350,8 @@ async fn open(
                     .is_some_and(|supported| supported.iter().any(|v| v == MODERN_VERSION)) =>
         {
             let result = discover(left()).await?;
-            let reason =
-                era::judge_discover(result.get()).map_err(HostError::UnsupportedVersion)?;
+            let reason = era::judge_discover(result.get())
+                .map_err(|reason| HostError::UnsupportedVersion(reason.to_string()))?;
             return Ok(modern(
                 result,
                 format!("{reason} (after its first answer came too late)"),

@@ -60,9 +60,9 @@ pub(super) async fn drive(
     params: Value,
     on_round: RoundObserver<'_>,
 ) -> Result<Value, HostError> {
-    let invalid = |reason: String| HostError::InvalidResponse {
+    let invalid = |reason: RoundError| HostError::InvalidResponse {
         method: method.to_owned(),
-        reason,
+        reason: reason.to_string(),
     };
     let mut id = first_id;
     let mut retry: Option<Retry> = None;
@@ -83,14 +83,12 @@ pub(super) async fn drive(
         let (requests, state) = match read_outcome(&mut result).map_err(invalid)? {
             Outcome::Complete => return Ok(result),
             Outcome::InputRequired { .. } if !may_ask(method) => {
-                return Err(invalid(format!(
-                    "the plugin answered `{method}` with `input_required`, which only tools/call, prompts/get and resources/read may do"
-                )));
+                return Err(invalid(RoundError::MayNotAsk {
+                    method: method.to_owned(),
+                }));
             }
             Outcome::InputRequired { .. } if round > MAX_ROUNDS => {
-                return Err(invalid(format!(
-                    "the plugin still asked for input after {MAX_ROUNDS} rounds; formwork stopped retrying"
-                )));
+                return Err(invalid(RoundError::TooManyRounds));
             }
             Outcome::InputRequired { requests, state } => (requests, state),
         };
@@ -121,8 +119,48 @@ pub(super) async fn drive(
     }
 }
 
+/// Why a round cannot go on: its result, or one of the requests in it, is not one formwork
+/// can carry out.
+#[derive(Debug, thiserror::Error)]
+enum RoundError {
+    #[error(
+        "the plugin answered `{method}` with `input_required`, which only tools/call, prompts/get and resources/read may do"
+    )]
+    MayNotAsk { method: String },
+    #[error(
+        "the plugin still asked for input after {MAX_ROUNDS} rounds; formwork stopped retrying"
+    )]
+    TooManyRounds,
+    /// The type, clipped.
+    #[error("the result type `{0}` is not one formwork handles")]
+    UnknownResultType(String),
+    #[error("`resultType` must be a string, not {0}")]
+    ResultTypeNotString(Value),
+    #[error("`requestState` must be a string")]
+    StateNotString,
+    #[error("`inputRequests` must be an object")]
+    RequestsNotObject,
+    #[error("an `input_required` result needs `inputRequests` or `requestState`")]
+    NothingAsked,
+    #[error("{place} has no `method`")]
+    NoMethod { place: String },
+    #[error(
+        "{place} asks for `{method}`, which formwork does not offer (it declares no {capability} capability)"
+    )]
+    NotOffered {
+        place: String,
+        method: String,
+        capability: &'static str,
+    },
+    /// The method, clipped.
+    #[error("{place} asks for `{method}`, which formwork does not know")]
+    UnknownMethod { place: String, method: String },
+    #[error("{place}: {reason}")]
+    Failed { place: String, reason: String },
+}
+
 /// Reads `resultType` (absent means `complete`) and, for `input_required`, what is asked.
-fn read_outcome(result: &mut Value) -> Result<Outcome, String> {
+fn read_outcome(result: &mut Value) -> Result<Outcome, RoundError> {
     let Some(object) = result.as_object_mut() else {
         return Ok(Outcome::Complete);
     };
@@ -131,27 +169,24 @@ fn read_outcome(result: &mut Value) -> Result<Outcome, String> {
         Some(Value::String(kind)) if kind == "complete" => return Ok(Outcome::Complete),
         Some(Value::String(kind)) if kind == "input_required" => {}
         Some(Value::String(kind)) => {
-            return Err(format!(
-                "the result type `{}` is not one formwork handles",
-                crate::budget::clipped(kind)
+            return Err(RoundError::UnknownResultType(
+                crate::budget::clipped(kind).to_string(),
             ));
         }
-        Some(other) => return Err(format!("`resultType` must be a string, not {other}")),
+        Some(other) => return Err(RoundError::ResultTypeNotString(other.clone())),
     }
     let state = match object.remove("requestState") {
         None => None,
         Some(Value::String(state)) => Some(state),
-        Some(_) => return Err("`requestState` must be a string".to_owned()),
+        Some(_) => return Err(RoundError::StateNotString),
     };
     let requests = match object.remove("inputRequests") {
         None => None,
         Some(Value::Object(requests)) => Some(requests.into_iter().collect::<Vec<_>>()),
-        Some(_) => return Err("`inputRequests` must be an object".to_owned()),
+        Some(_) => return Err(RoundError::RequestsNotObject),
     };
     if requests.is_none() && state.is_none() {
-        return Err(
-            "an `input_required` result needs `inputRequests` or `requestState`".to_owned(),
-        );
+        return Err(RoundError::NothingAsked);
     }
     Ok(Outcome::InputRequired {
         requests: requests.unwrap_or_default(),
@@ -162,35 +197,49 @@ fn read_outcome(result: &mut Value) -> Result<Outcome, String> {
 /// The answer to one entry of `inputRequests`. Forms go through the connection's responder,
 /// exactly as a pushed `elicitation/create` would; what formwork does not offer (sampling,
 /// roots: it declares neither) or cannot read fails the request.
-async fn answer(shared: &Shared, call: u64, key: &str, request: &Value) -> Result<Value, String> {
+async fn answer(
+    shared: &Shared,
+    call: u64,
+    key: &str,
+    request: &Value,
+) -> Result<Value, RoundError> {
     let place = format!("inputRequests[{}]", Value::from(key));
     let Some(method) = request.get("method").and_then(Value::as_str) else {
-        return Err(format!("{place} has no `method`"));
+        return Err(RoundError::NoMethod { place });
     };
     match method {
         "elicitation/create" => {}
         "sampling/createMessage" | "roots/list" => {
-            return Err(format!(
-                "{place} asks for `{method}`, which formwork does not offer (it declares no {} capability)",
-                if method == "roots/list" {
+            return Err(RoundError::NotOffered {
+                place,
+                method: method.to_owned(),
+                capability: if method == "roots/list" {
                     "roots"
                 } else {
                     "sampling"
-                }
-            ));
+                },
+            });
         }
         other => {
-            return Err(format!(
-                "{place} asks for `{}`, which formwork does not know",
-                crate::budget::clipped(other)
-            ));
+            return Err(RoundError::UnknownMethod {
+                place,
+                method: crate::budget::clipped(other).to_string(),
+            });
         }
     }
-    let params = request
+    let params = match request
         .get("params")
         .map(|params| RawValue::from_string(params.to_string()))
         .transpose()
-        .map_err(|err| format!("{place}: {err}"))?;
+    {
+        Ok(params) => params,
+        Err(err) => {
+            return Err(RoundError::Failed {
+                place,
+                reason: err.to_string(),
+            });
+        }
+    };
     let id = RawId::string(key);
     let observed = shared
         .on_request
@@ -208,9 +257,10 @@ async fn answer(shared: &Shared, call: u64, key: &str, request: &Value) -> Resul
             on_call_stream: true,
         });
     }
-    answer
-        .result
-        .map_err(|error| format!("{place}: {}", error.message))
+    answer.result.map_err(|error| RoundError::Failed {
+        place,
+        reason: error.message,
+    })
 }
 
 #[cfg(test)]
@@ -223,7 +273,7 @@ mod tests {
 
     fn outcome(result: Value) -> Result<(Vec<String>, Option<String>), String> {
         let mut result = result;
-        match read_outcome(&mut result)? {
+        match read_outcome(&mut result).map_err(|err| err.to_string())? {
             Outcome::Complete => Ok((vec!["<complete>".to_owned()], None)),
             Outcome::InputRequired { requests, state } => {
                 Ok((requests.into_iter().map(|(key, _)| key).collect(), state))

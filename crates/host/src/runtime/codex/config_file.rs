@@ -52,6 +52,18 @@ pub enum ConfigFileError {
     Write(#[from] crate::config::ConfigError),
 }
 
+/// Why the text of a Codex `config.toml` cannot be edited.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TomlEditError {
+    /// It is not TOML: the parser's message.
+    #[error("{0}")]
+    NotToml(String),
+    /// A key formwork writes lies under something that is not a table: its dotted path.
+    #[error("{0} is not a table")]
+    NotATable(String),
+}
+
 /// What [`write`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Written {
@@ -94,7 +106,7 @@ pub fn write(
     let (text, written) = refresh(old_text.as_deref().unwrap_or(""), &old_managed, &wanted)
         .map_err(|reason| ConfigFileError::Unreadable {
             path: path.clone(),
-            reason,
+            reason: reason.to_string(),
         })?;
     let changed = old_text.as_deref() != Some(text.as_str());
     if changed {
@@ -308,10 +320,10 @@ fn refresh(
     old: &str,
     previous: &[ManagedKey],
     wanted: &[ManagedKey],
-) -> Result<(String, Vec<ManagedKey>), String> {
+) -> Result<(String, Vec<ManagedKey>), TomlEditError> {
     let mut doc: DocumentMut = old
         .parse()
-        .map_err(|err: toml_edit::TomlError| err.message().to_owned())?;
+        .map_err(|err: toml_edit::TomlError| TomlEditError::NotToml(err.message().to_owned()))?;
     let before = |path: &[String]| {
         previous
             .iter()
@@ -430,10 +442,10 @@ pub fn tool_approval_mode(text: &str, server: &str, tool: &str) -> Option<(Strin
 }
 
 /// Codex's config `text` with every server but `keep` switched off (`enabled = false`).
-pub fn only_server(text: &str, keep: &str) -> Result<String, String> {
+pub fn only_server(text: &str, keep: &str) -> Result<String, TomlEditError> {
     let mut doc: DocumentMut = text
         .parse()
-        .map_err(|err: toml_edit::TomlError| err.message().to_owned())?;
+        .map_err(|err: toml_edit::TomlError| TomlEditError::NotToml(err.message().to_owned()))?;
     if let Some(servers) = doc.get_mut("mcp_servers").and_then(Item::as_table_like_mut) {
         for (name, server) in servers.iter_mut() {
             if name.get() == keep {
@@ -470,7 +482,7 @@ fn current(doc: &DocumentMut, path: &[String]) -> Option<Json> {
 
 /// Sets `path` to `value`, creating the tables on the way (`[a.b]` headers; a table that only
 /// holds tables gets no header of its own).
-fn set(doc: &mut DocumentMut, path: &[String], value: &Json) -> Result<(), String> {
+fn set(doc: &mut DocumentMut, path: &[String], value: &Json) -> Result<(), TomlEditError> {
     let Some((key, tables)) = path.split_last() else {
         return Ok(());
     };
@@ -479,15 +491,14 @@ fn set(doc: &mut DocumentMut, path: &[String], value: &Json) -> Result<(), Strin
         // `[mcp_servers]`, `[model_providers]` and a server's `[tools]` hold tables only.
         let implicit = (depth == 0 && tables.len() > 1) || (depth == 2 && name == "tools");
         item = crate::config::child_table(item, name, implicit).ok_or_else(|| {
-            format!(
-                "{} is not a table",
-                crate::config::dotted(tables[..=depth].iter().map(String::as_str))
-            )
+            TomlEditError::NotATable(crate::config::dotted(
+                tables[..=depth].iter().map(String::as_str),
+            ))
         })?;
     }
     let table = item
         .as_table_like_mut()
-        .ok_or_else(|| format!("{} is not a table", tables.join(".")))?;
+        .ok_or_else(|| TomlEditError::NotATable(tables.join(".")))?;
     crate::config::set_value(table, key, to_toml(value));
     Ok(())
 }

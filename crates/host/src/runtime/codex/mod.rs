@@ -12,6 +12,6 @@ pub mod protocol;
 
 pub use app_server::{AppServer, CodexError, CodexOptions, Inbound, LOG_FILE, SOCKET_FILE};
 pub use config_file::{
-    CONFIG_FILE, ConfigFileError, MANAGED_FILE, Written, approval_policy, only_server, redacted,
-    tool_approval_mode, write as write_config,
+    CONFIG_FILE, ConfigFileError, MANAGED_FILE, TomlEditError, Written, approval_policy,
+    only_server, redacted, tool_approval_mode, write as write_config,
 };
