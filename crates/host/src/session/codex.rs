@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use crate::jsonrpc::RawId;
 use crate::runtime::codex::log::LogNotice;
 use crate::runtime::codex::protocol;
-use crate::runtime::codex::{AppServer, CodexError, Inbound};
+use crate::runtime::codex::{AppServer, CodexError, ConfigFileError, Inbound};
 
 use super::model_turn::Outcome;
 use super::{EndReason, HostInner, Session};
@@ -102,14 +102,24 @@ impl super::Host {
     }
 }
 
+/// Why a session cannot reach Codex: the runtime is off, or its process or the session's
+/// thread did not start.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum CodexStartError {
+    #[error("the Codex runtime is not on")]
+    Off,
+    #[error("Codex's config could not be written: {0}")]
+    Config(#[from] ConfigFileError),
+    #[error(transparent)]
+    Codex(#[from] CodexError),
+    #[error("the thread's start failed: {0}")]
+    ThreadTask(#[from] tokio::task::JoinError),
+}
+
 impl HostInner {
     /// The app-server, started (config written first) on first use and again after it exited.
-    pub(super) async fn codex(self: &Arc<Self>) -> Result<Arc<CodexLink>, String> {
-        let options = self
-            .options
-            .codex
-            .as_ref()
-            .ok_or_else(|| "the Codex runtime is not on".to_owned())?;
+    pub(super) async fn codex(self: &Arc<Self>) -> Result<Arc<CodexLink>, CodexStartError> {
+        let options = self.options.codex.as_ref().ok_or(CodexStartError::Off)?;
         let mut slot = self.codex.lock().await;
         if let Some(link) = slot.as_ref().filter(|link| !link.server.is_gone()) {
             return Ok(Arc::clone(link));
@@ -125,13 +135,10 @@ impl HostInner {
             &self.config(),
             self.options.model.as_ref(),
             &exe,
-        )
-        .map_err(|err| format!("Codex's config could not be written: {err}"))?;
+        )?;
         tracing::info!(target: "formwork::codex", config = %written.path.display(), changed = written.changed, "codex config written");
         let (inbound, incoming) = mpsc::unbounded_channel();
-        let server = AppServer::start(options, inbound)
-            .await
-            .map_err(|err| err.to_string())?;
+        let server = AppServer::start(options, inbound).await?;
         tracing::info!(target: "formwork::codex", home = %options.home.display(), "codex app-server started");
         let link = Arc::new(CodexLink {
             server,
@@ -220,7 +227,7 @@ impl Session {
         let ready = async {
             let link = host.codex().await?;
             let thread = self.codex_thread(&host, &link).await?;
-            Ok::<_, String>((link, thread))
+            Ok::<_, CodexStartError>((link, thread))
         };
         let ready = tokio::select! {
             biased;
@@ -236,7 +243,7 @@ impl Session {
                 .start_turn(&thread, text, &policy, THREAD_TIMEOUT)
                 .await
                 .map(|turn| (link, thread, turn))
-                .map_err(|err| err.to_string()),
+                .map_err(CodexStartError::from),
             Err(err) => Err(err),
         };
         let (link, thread, turn) = match started {
@@ -328,18 +335,16 @@ impl Session {
         self: &Arc<Self>,
         host: &Arc<HostInner>,
         link: &Arc<CodexLink>,
-    ) -> Result<String, String> {
+    ) -> Result<String, CodexStartError> {
         let (session, host, link) = (Arc::clone(self), Arc::clone(host), Arc::clone(link));
-        tokio::spawn(async move { session.open_codex_thread(&host, &link).await })
-            .await
-            .map_err(|err| format!("the thread's start failed: {err}"))?
+        tokio::spawn(async move { session.open_codex_thread(&host, &link).await }).await?
     }
 
     async fn open_codex_thread(
         self: &Arc<Self>,
         host: &Arc<HostInner>,
         link: &Arc<CodexLink>,
-    ) -> Result<String, String> {
+    ) -> Result<String, CodexStartError> {
         let starting = Arc::clone(&self.lock().codex.starting);
         let _one_at_a_time = starting.lock().await;
         let (thread, loaded) = {
@@ -394,8 +399,7 @@ impl Session {
                 let thread = link
                     .server
                     .start_thread(&cwd, &policy, THREAD_TIMEOUT)
-                    .await
-                    .map_err(|err| err.to_string())?;
+                    .await?;
                 tracing::info!(target: "formwork::codex", session = %self.id, %thread, "codex thread started");
                 // Kept at once: whatever happens next, the session's next turn uses this thread.
                 self.lock().codex.thread = Some(thread.clone());
@@ -452,8 +456,12 @@ impl Session {
             .host
             .upgrade()
             .ok_or_else(|| "the host is shutting down".to_owned())?;
-        let link = host.codex().await?;
-        let thread = self.codex_thread(&host, &link).await?;
+        // The call's error is what the person and the model read: the reason in words.
+        let link = host.codex().await.map_err(|err| err.to_string())?;
+        let thread = self
+            .codex_thread(&host, &link)
+            .await
+            .map_err(|err| err.to_string())?;
         let listed = link
             .server
             .request_within(

@@ -6,7 +6,7 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use formwork_forms::{ElicitationRequest, parse_request};
+use formwork_forms::{Decline, ElicitationRequest, parse_request};
 use serde_json::json;
 use tokio::sync::{oneshot, watch};
 
@@ -65,8 +65,9 @@ impl PendingRedirect for CardRedirect {
         Box::pin(async move {
             let session = self.session.upgrade().ok_or("the session is gone")?;
             let (done, completed) = watch::channel(false);
-            let (card, answered) =
-                session.ask_sign_in(&self.server, &authorization_url, completed)?;
+            let (card, answered) = session
+                .ask_sign_in(&self.server, &authorization_url, completed)
+                .map_err(|err| err.to_string())?;
             // However the sign-in ends, its card does not stay open.
             let open_card = EndOnDrop {
                 session: Arc::clone(&session),
@@ -125,16 +126,15 @@ impl Session {
         server: &str,
         authorization_url: &str,
         mut completed: watch::Receiver<bool>,
-    ) -> Result<(String, oneshot::Receiver<FormAction>), String> {
+    ) -> Result<(String, oneshot::Receiver<FormAction>), SignInCardError> {
         let params = json!({
             "mode": "url",
             "message": format!("Sign in to {server}. It asks for your authorization before its tools can run; the call goes on once you have signed in."),
             "url": authorization_url,
         });
-        let body = parse_request(&params)
-            .map_err(|err| format!("the sign-in link cannot be shown: {err}"))?;
+        let body = parse_request(&params).map_err(SignInCardError::Unreadable)?;
         if !matches!(body, ElicitationRequest::Url(_)) {
-            return Err("the sign-in link cannot be shown".to_owned());
+            return Err(SignInCardError::NotALink);
         }
         let (action_tx, action) = oneshot::channel();
         let form_id = self.new_id("f");
@@ -163,6 +163,15 @@ impl Session {
         });
         Ok((card, action))
     }
+}
+
+/// Why a sign-in link cannot become a card.
+#[derive(Debug, thiserror::Error)]
+enum SignInCardError {
+    #[error("the sign-in link cannot be shown: {0}")]
+    Unreadable(Decline),
+    #[error("the sign-in link cannot be shown")]
+    NotALink,
 }
 
 /// Ends the sign-in card, if it is still open, when the sign-in is over.
