@@ -85,26 +85,20 @@ pub fn import(source: &Path, config: &Path) -> Result<ImportReport, ConfigError>
     let mut added = Vec::new();
     let mut skipped = Vec::new();
     for (name, server) in servers {
-        let skip = |reason: String| SkippedServer {
+        let skip = |reason: SkipReason| SkippedServer {
             name: name.clone(),
-            reason,
+            reason: reason.to_string(),
         };
         if builtin_server(&name).is_some() {
-            skipped.push(skip(
-                "the name is reserved for formwork's built-in server".into(),
-            ));
+            skipped.push(skip(SkipReason::Reserved));
             continue;
         }
         if file.config.mcp_servers.contains_key(&name) {
-            skipped.push(skip(
-                "already configured; the existing entry was kept".into(),
-            ));
+            skipped.push(skip(SkipReason::AlreadyConfigured));
             continue;
         }
         if !valid_server_name(&name) {
-            skipped.push(skip(format!(
-                "a server name may only use letters, digits, '_' and '-'; rename it in the {format}"
-            )));
+            skipped.push(skip(SkipReason::BadName { format }));
             continue;
         }
         let server = match server.and_then(|server| loads_alone(&name, server)) {
@@ -142,7 +136,60 @@ pub fn import(source: &Path, config: &Path) -> Result<ImportReport, ConfigError>
 }
 
 /// One server of the source by name, converted or with the reason it cannot be.
-type SourceServer = (String, Result<Converted, String>);
+type SourceServer = (String, Result<Converted, SkipReason>);
+
+/// Why `config import` leaves a server out.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum SkipReason {
+    #[error("the name is reserved for formwork's built-in server")]
+    Reserved,
+    #[error("already configured; the existing entry was kept")]
+    AlreadyConfigured,
+    /// The source's format, `JSON` or `TOML`.
+    #[error("a server name may only use letters, digits, '_' and '-'; rename it in the {format}")]
+    BadName { format: &'static str },
+    #[error("the entry is not an object")]
+    NotAnObject,
+    #[error("the entry is not a table")]
+    NotATable,
+    #[error("the entry has both `command` and `url`")]
+    CommandAndUrl,
+    #[error("the entry has neither `command` nor `url`")]
+    NoCommandNorUrl,
+    #[error("`startup_timeout_ms` is not a positive number of milliseconds")]
+    StartupTimeout,
+    /// The key.
+    #[error("`{0}` is not a value formwork can copy")]
+    NotCopyable(String),
+    #[error("`tools` is not a table of tools")]
+    ToolsNotATable,
+    /// The tool.
+    #[error("`tools.{0}` is not a table")]
+    ToolNotATable(String),
+    /// Where and why the config would refuse it.
+    #[error("it would not load: {0}")]
+    WouldNotLoad(String),
+    #[error("SSE servers are not supported; formwork speaks stdio and Streamable HTTP")]
+    Sse,
+    #[error("unknown server type {0:?}")]
+    UnknownType(String),
+    #[error("a `command` entry must have type \"stdio\"")]
+    CommandNotStdio,
+    #[error("a `url` entry cannot have type \"stdio\"")]
+    UrlWithStdio,
+    #[error("{0:?} is not an http:// or https:// URL")]
+    NotHttpUrl(String),
+    #[error("`args` must be a list of strings")]
+    ArgsNotStrings,
+    /// `env` or `headers`.
+    #[error("`{0}` must map names to strings")]
+    MapNotStrings(&'static str),
+    #[error("`disabled` must be true or false")]
+    DisabledNotBool,
+    /// The key.
+    #[error("`{0}` must be a string")]
+    NotAString(String),
+}
 
 /// The servers of another host's JSON file, in its order.
 fn json_servers(source: &Path, text: &str) -> Result<Vec<SourceServer>, ConfigError> {
@@ -235,7 +282,7 @@ fn codex_servers(source: &Path, text: &str) -> Result<Vec<SourceServer>, ConfigE
         .map(|(name, table)| {
             let server = table
                 .as_table_like()
-                .ok_or_else(|| "the entry is not a table".to_owned())
+                .ok_or(SkipReason::NotATable)
                 .and_then(convert_codex);
             (name.to_owned(), server)
         })
@@ -268,10 +315,10 @@ const CODEX_KEYS: &[&str] = &[
 /// `"prompt"` left behind would let a tool run without the card they asked for): the
 /// server's `default_tools_approval_mode`, and of `tools.<tool>` its `approval_mode`.
 /// `startup_timeout_ms` becomes `startup_timeout_sec` unless that is set too.
-fn convert_codex(table: &dyn toml_edit::TableLike) -> Result<Converted, String> {
+fn convert_codex(table: &dyn toml_edit::TableLike) -> Result<Converted, SkipReason> {
     let transport = match (table.contains_key("command"), table.contains_key("url")) {
-        (true, true) => return Err("the entry has both `command` and `url`".into()),
-        (false, false) => return Err("the entry has neither `command` nor `url`".into()),
+        (true, true) => return Err(SkipReason::CommandAndUrl),
+        (false, false) => return Err(SkipReason::NoCommandNorUrl),
         (true, false) => "stdio",
         (false, true) => "streamable_http",
     };
@@ -288,7 +335,7 @@ fn convert_codex(table: &dyn toml_edit::TableLike) -> Result<Converted, String> 
         }
         if key == "startup_timeout_ms" && !table.contains_key("startup_timeout_sec") {
             let Some(ms) = item.as_integer().filter(|ms| *ms > 0) else {
-                return Err("`startup_timeout_ms` is not a positive number of milliseconds".into());
+                return Err(SkipReason::StartupTimeout);
             };
             keys.push(("startup_timeout_sec", Value::from(ms as f64 / 1000.0)));
             continue;
@@ -300,7 +347,7 @@ fn convert_codex(table: &dyn toml_edit::TableLike) -> Result<Converted, String> 
         let mut value = match item {
             Item::Value(value) => value.clone(),
             Item::Table(table) => Value::InlineTable(table.clone().into_inline_table()),
-            _ => return Err(format!("`{key}` is not a value formwork can copy")),
+            _ => return Err(SkipReason::NotCopyable(key.to_owned())),
         };
         value.decor_mut().clear();
         keys.push((known, value));
@@ -316,16 +363,14 @@ fn convert_codex(table: &dyn toml_edit::TableLike) -> Result<Converted, String> 
 
 /// A Codex `tools` table as formwork writes it: each tool's `approval_mode`, as an inline table
 /// (`None` when no tool has one), and the keys left out, dotted (`tools.search.timeout`).
-fn codex_tool_modes(item: &Item) -> Result<(Option<Value>, Vec<String>), String> {
-    let tools = item
-        .as_table_like()
-        .ok_or_else(|| "`tools` is not a table of tools".to_owned())?;
+fn codex_tool_modes(item: &Item) -> Result<(Option<Value>, Vec<String>), SkipReason> {
+    let tools = item.as_table_like().ok_or(SkipReason::ToolsNotATable)?;
     let mut modes = toml_edit::InlineTable::new();
     let mut ignored = Vec::new();
     for (tool, settings) in tools.iter() {
         let settings = settings
             .as_table_like()
-            .ok_or_else(|| format!("`tools.{tool}` is not a table"))?;
+            .ok_or_else(|| SkipReason::ToolNotATable(tool.to_owned()))?;
         for (key, value) in settings.iter() {
             match (key, value.as_value()) {
                 ("approval_mode", Some(mode)) => {
@@ -346,7 +391,7 @@ fn codex_tool_modes(item: &Item) -> Result<(Option<Value>, Vec<String>), String>
 }
 
 /// The server as it would be written, if it loads by itself; else why not, naming the key.
-fn loads_alone(name: &str, server: Converted) -> Result<Converted, String> {
+fn loads_alone(name: &str, server: Converted) -> Result<Converted, SkipReason> {
     let mut doc = DocumentMut::new();
     let mut table = Table::new();
     for (key, value) in &server.keys {
@@ -358,17 +403,17 @@ fn loads_alone(name: &str, server: Converted) -> Result<Converted, String> {
     doc.insert("mcp_servers", Item::Table(servers));
     match load::parse(&doc.to_string(), None) {
         Ok(_) => Ok(server),
-        Err(ConfigError::Invalid(invalid)) => Err(format!(
-            "it would not load: {}: {}",
+        Err(ConfigError::Invalid(invalid)) => Err(SkipReason::WouldNotLoad(format!(
+            "{}: {}",
             invalid.key, invalid.message
-        )),
-        Err(other) => Err(format!("it would not load: {other}")),
+        ))),
+        Err(other) => Err(SkipReason::WouldNotLoad(other.to_string())),
     }
 }
 
-fn convert(entry: &Json) -> Result<Converted, String> {
+fn convert(entry: &Json) -> Result<Converted, SkipReason> {
     let Some(entry) = entry.as_object() else {
-        return Err("the entry is not an object".into());
+        return Err(SkipReason::NotAnObject);
     };
     let command = optional_string(entry, "command")?;
     let url = match optional_string(entry, "url")? {
@@ -380,29 +425,27 @@ fn convert(entry: &Json) -> Result<Converted, String> {
         None
         | Some("stdio" | "http" | "streamable-http" | "streamable_http" | "streamableHttp") => {}
         Some("sse") => {
-            return Err(
-                "SSE servers are not supported; formwork speaks stdio and Streamable HTTP".into(),
-            );
+            return Err(SkipReason::Sse);
         }
-        Some(other) => return Err(format!("unknown server type {other:?}")),
+        Some(other) => return Err(SkipReason::UnknownType(other.to_owned())),
     }
     let mut keys: Vec<(&'static str, Value)> = Vec::new();
     let transport = match (command, url) {
-        (Some(_), Some(_)) => return Err("the entry has both `command` and `url`".into()),
-        (None, None) => return Err("the entry has neither `command` nor `url`".into()),
+        (Some(_), Some(_)) => return Err(SkipReason::CommandAndUrl),
+        (None, None) => return Err(SkipReason::NoCommandNorUrl),
         (Some(command), None) => {
             if kind.as_deref().is_some_and(|kind| kind != "stdio") {
-                return Err("a `command` entry must have type \"stdio\"".into());
+                return Err(SkipReason::CommandNotStdio);
             }
             keys.push(("command", Value::from(command)));
             if let Some(args) = entry.get("args") {
-                let args = string_list(args).ok_or("`args` must be a list of strings")?;
+                let args = string_list(args).ok_or(SkipReason::ArgsNotStrings)?;
                 if !args.is_empty() {
                     keys.push(("args", Value::Array(args.into_iter().collect::<Array>())));
                 }
             }
             if let Some(env) = entry.get("env") {
-                let env = string_map(env).ok_or("`env` must map names to strings")?;
+                let env = string_map(env).ok_or(SkipReason::MapNotStrings("env"))?;
                 if !env.is_empty() {
                     keys.push(("env", Value::InlineTable(inline_table(env))));
                 }
@@ -414,14 +457,14 @@ fn convert(entry: &Json) -> Result<Converted, String> {
         }
         (None, Some(url)) => {
             if kind.as_deref() == Some("stdio") {
-                return Err("a `url` entry cannot have type \"stdio\"".into());
+                return Err(SkipReason::UrlWithStdio);
             }
             if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(format!("{url:?} is not an http:// or https:// URL"));
+                return Err(SkipReason::NotHttpUrl(url));
             }
             keys.push(("url", Value::from(url)));
             if let Some(headers) = entry.get("headers") {
-                let headers = string_map(headers).ok_or("`headers` must map names to strings")?;
+                let headers = string_map(headers).ok_or(SkipReason::MapNotStrings("headers"))?;
                 if !headers.is_empty() {
                     keys.push(("http_headers", Value::InlineTable(inline_table(headers))));
                 }
@@ -432,7 +475,7 @@ fn convert(entry: &Json) -> Result<Converted, String> {
     match entry.get("disabled") {
         None | Some(Json::Bool(false)) => {}
         Some(Json::Bool(true)) => keys.push(("enabled", Value::from(false))),
-        Some(_) => return Err("`disabled` must be true or false".into()),
+        Some(_) => return Err(SkipReason::DisabledNotBool),
     }
     let ignored_fields = entry
         .keys()
@@ -478,11 +521,11 @@ fn placeholder_notes(keys: &[(&'static str, Value)]) -> Vec<String> {
 fn optional_string(
     entry: &serde_json::Map<String, Json>,
     key: &str,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, SkipReason> {
     match entry.get(key) {
         None | Some(Json::Null) => Ok(None),
         Some(Json::String(value)) => Ok(Some(value.clone())),
-        Some(_) => Err(format!("`{key}` must be a string")),
+        Some(_) => Err(SkipReason::NotAString(key.to_owned())),
     }
 }
 
