@@ -2016,3 +2016,16 @@ default_tools_approval_mode = "prompt"
     };
     assert_eq!(env_vars, &["GITHUB_TOKEN"]);
 }
+
+#[test]
+fn an_unknown_protocol_version_names_the_known_ones() {
+    assert_eq!(
+        config::parse_protocol_version("2024-01-01").map_err(|err| err.to_string()),
+        Err(
+            "`2024-01-01` is not a protocol version formwork knows; use \"auto\" or one of \
+             2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28"
+                .to_owned()
+        )
+    );
+    assert_eq!(config::parse_protocol_version("auto"), Ok(None));
+}
