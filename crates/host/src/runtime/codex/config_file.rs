@@ -698,6 +698,21 @@ mod tests {
     }
 
     #[test]
+    fn text_that_cannot_take_the_keys_says_where() {
+        let wanted = [key(&["mcp_servers", "docs", "url"], json!("http://docs"))];
+        assert_eq!(
+            refresh("mcp_servers = 1\n", &[], &wanted)
+                .map_err(|err| err.to_string())
+                .map(|_| ()),
+            Err("mcp_servers.docs is not a table".to_owned())
+        );
+        assert!(matches!(
+            refresh("[mcp_servers", &[], &wanted),
+            Err(TomlEditError::NotToml(_))
+        ));
+    }
+
+    #[test]
     fn a_second_refresh_changes_nothing_and_keeps_the_persons_keys() {
         let old = "# mine\nsandbox_mode = \"read-only\"\n\n[mcp_servers.mine]\ncommand = \"x\"\n";
         let wanted = vec![
