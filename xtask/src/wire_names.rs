@@ -16,7 +16,7 @@ const PAGE: &str = "crates/web/assets/wire.js";
 /// Where `EndReason` is.
 const WIRE: &str = "crates/host/src/session/wire.rs";
 /// Where `ApprovalChoice` is.
-const APPROVAL: &str = "crates/host/src/policy/card.rs";
+const APPROVAL: &str = "crates/host/src/approval_choice.rs";
 
 /// Compares `wire.js` with the host's enums in the checkout at `root`.
 pub fn wire_names(root: &Path) -> Result<()> {
