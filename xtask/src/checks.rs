@@ -33,6 +33,9 @@ const RULES: &[(&str, Forbidden)] = &[
         "form-examples",
         Forbidden::These(&["formwork-host", "formwork-web", "formwork"]),
     ),
+    // The test kit is every crate's dev-dependency: depending on one of them would make a cycle, or bring the CLI
+    // into the host's tests.
+    ("formwork-testkit", Forbidden::AnyWorkspaceCrate),
 ];
 
 /// `cargo metadata --format-version 1 --no-deps` of the workspace.
@@ -632,6 +635,19 @@ mod tests {
             &[
                 "  form-examples must not depend on formwork-host (normal dependency in /form-examples/Cargo.toml)",
                 "  form-examples must not depend on formwork (normal dependency in /form-examples/Cargo.toml)",
+            ],
+        );
+    }
+
+    #[test]
+    fn the_test_kit_may_use_no_workspace_crate() {
+        check(
+            vec![
+                package("formwork-testkit", &["formwork-host", "serde_json"]),
+                package("formwork-host", &["formwork-testkit"]),
+            ],
+            &[
+                "  formwork-testkit must not depend on formwork-host (normal dependency in /formwork-testkit/Cargo.toml)",
             ],
         );
     }

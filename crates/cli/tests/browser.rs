@@ -12,13 +12,14 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read};
-use std::os::unix::process::CommandExt;
+use std::ffi::OsStr;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{kill_group, node_bin_dir, peers_dir, run};
+use common::{node_bin_dir, peers_dir, run};
+use formwork_testkit::{OAuthExample, Serve, SimProvider, repo_root};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 
@@ -36,119 +37,32 @@ fn one_run_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 /// (more while other tests build or run beside it).
 const RUN_TIMEOUT: Duration = Duration::from_secs(300);
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
+/// `formwork serve` on `config` and `data_dir` with these arguments and environment variables besides.
+fn start_serve(config: &Path, data_dir: &Path, extra: &[&OsStr], env: &[(&str, &str)]) -> Serve {
+    start_serve_in(config, data_dir, extra, env, None)
 }
 
-/// `formwork serve`, stopped (with its plugins) when dropped.
-struct Serve {
-    child: Child,
-    url: String,
-    stderr: std::sync::mpsc::Receiver<String>,
-}
-
-impl Serve {
-    /// `formwork serve` with these arguments and environment variables besides.
-    fn start_with(
-        config: &Path,
-        data_dir: &Path,
-        extra: &[&std::ffi::OsStr],
-        env: &[(&str, &str)],
-    ) -> Self {
-        Self::start_in(config, data_dir, extra, env, None)
+/// [`start_serve`], in the working directory `cwd` when given.
+fn start_serve_in(
+    config: &Path,
+    data_dir: &Path,
+    extra: &[&OsStr],
+    env: &[(&str, &str)],
+    cwd: Option<&Path>,
+) -> Serve {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_formwork"));
+    if let Some(cwd) = cwd {
+        command.current_dir(cwd);
     }
-
-    /// [`Serve::start_with`], in the working directory `cwd` when given.
-    fn start_in(
-        config: &Path,
-        data_dir: &Path,
-        extra: &[&std::ffi::OsStr],
-        env: &[(&str, &str)],
-        cwd: Option<&Path>,
-    ) -> Self {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_formwork"));
-        if let Some(cwd) = cwd {
-            command.current_dir(cwd);
-        }
-        let mut child = common::without_user_config(&mut command)
-            .arg("serve")
-            .arg("--data-dir")
-            .arg(data_dir)
-            .args(["--port", "0", "--config"])
-            .arg(config)
-            .args(extra)
-            .envs(env.iter().copied())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn()
-            .unwrap();
-        let (sender, stderr) = std::sync::mpsc::channel();
-        let mut pipe = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = pipe.read_to_string(&mut text);
-            let _ = sender.send(text);
-        });
-        let stdout = child.stdout.take().unwrap();
-        let (line_sender, line) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            let mut first = String::new();
-            let _ = reader.read_line(&mut first);
-            let _ = line_sender.send(first);
-            // Keep draining so the server never blocks on a full pipe.
-            let _ = std::io::copy(&mut reader, &mut std::io::sink());
-        });
-        let first = line
-            .recv_timeout(Duration::from_secs(30))
-            .unwrap_or_default();
-        let Some(url) = first.trim().strip_prefix("formwork serve: ") else {
-            kill_group(child.id());
-            let _ = child.wait();
-            let stderr = stderr
-                .recv_timeout(Duration::from_secs(5))
-                .unwrap_or_default();
-            panic!("formwork serve printed no URL (first line {first:?}); stderr:\n{stderr}");
-        };
-        let url = url.to_string();
-        Self { child, url, stderr }
-    }
-
-    /// SIGTERM, as Ctrl-C would; returns its stderr.
-    fn stop(mut self) -> String {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        for _ in 0..500 {
-            if self.child.try_wait().unwrap().is_some() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        // Whatever of its group is left (a plugin it did not stop), quietly: usually nothing is.
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{}", self.child.id())])
-            .stderr(Stdio::null())
-            .status();
-        let _ = self.child.wait();
-        self.stderr
-            .recv_timeout(Duration::from_secs(5))
-            .unwrap_or_default()
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        if self.child.try_wait().ok().flatten().is_none() {
-            kill_group(self.child.id());
-            let _ = self.child.wait();
-        }
-    }
+    command
+        .arg("serve")
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(["--port", "0", "--config"])
+        .arg(config)
+        .args(extra)
+        .envs(env.iter().copied());
+    Serve::start(&mut command)
 }
 
 /// tests/peers/video_cdn.mjs, the stand-in for the CDN that `server-video-resource` fetches its videos from
@@ -231,7 +145,7 @@ fn workbench_in_headless_chromium() {
         "playwright-core is not in {}: run `cargo xtask peers`",
         peers.display()
     );
-    let root = workspace_root();
+    let root = repo_root();
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("formwork.toml");
     let node = node_bin_dir().join("node").display().to_string();
@@ -240,7 +154,7 @@ fn workbench_in_headless_chromium() {
     // from the page (its tokens in the data directory's file); `py`: the Python SDK plugin, which pushes
     // its forms and so fails on 2026-07-28 until the page's offer pins 2025-11-25. None needs an
     // approval card.
-    let oauth = common::OAuthExample::start();
+    let oauth = OAuthExample::start();
     // OpenAI's form extension is on for the `openai-*` cases; the other cases send core forms only.
     std::fs::write(
         &config,
@@ -264,7 +178,7 @@ fn workbench_in_headless_chromium() {
     std::fs::create_dir_all(&data_dir).unwrap();
 
     // No keyring: the sign-in's tokens go to the data directory's file.
-    let serve = Serve::start_with(
+    let serve = start_serve(
         &config,
         &data_dir,
         &[],
@@ -291,11 +205,11 @@ fn run_some_cases(
     filter: Option<&str>,
     env: &[(&str, &Path)],
 ) -> String {
-    let root = workspace_root();
+    let root = repo_root();
     let screenshots = root.join("target/browser-failures");
     let mut node = Command::new(node_bin_dir().join("node"));
     node.arg(root.join("tests/browser").join(script))
-        .arg(&serve.url)
+        .arg(serve.url().unwrap())
         .args(filter)
         .env("FORMWORK_PEERS", peers_dir())
         .env("FORMWORK_BROWSER_SCREENSHOTS", &screenshots)
@@ -423,7 +337,7 @@ fn mcp_apps_in_headless_chromium() {
     std::fs::create_dir_all(&data_dir).unwrap();
 
     // The app log lines (notifications/message of the apps) on stderr, for the check below.
-    let serve = Serve::start_with(
+    let serve = start_serve(
         &config_file,
         &data_dir,
         &["--scripted-model".as_ref(), model.as_os_str()],
@@ -479,7 +393,7 @@ fn model_loop_in_headless_chromium() {
         {"match": "remember apples", "steps": [{"text": "Noted."}]},
         {"match": "what did I say", "steps": [{"recall": true}]}
     ]});
-    let sim = common::SimProvider::start(&rules);
+    let sim = SimProvider::start(&rules);
     let base_url = sim.url.as_str();
 
     let node = node_bin_dir().join("node").display().to_string();
@@ -500,7 +414,7 @@ fn model_loop_in_headless_chromium() {
     let data_dir = dir.path().join("data");
     std::fs::create_dir_all(&data_dir).unwrap();
     let key = [("FORMWORK_TEST_SIM_KEY", "sk-sim-test")];
-    let model = |provider: &'static str| -> Vec<&'static std::ffi::OsStr> {
+    let model = |provider: &'static str| -> Vec<&'static OsStr> {
         vec![
             "--model-provider".as_ref(),
             provider.as_ref(),
@@ -509,7 +423,7 @@ fn model_loop_in_headless_chromium() {
         ]
     };
 
-    let serve = Serve::start_with(&config, &data_dir, &model("simr"), &key);
+    let serve = start_serve(&config, &data_dir, &model("simr"), &key);
     run_some_cases(
         serve,
         "model.mjs",
@@ -518,7 +432,7 @@ fn model_loop_in_headless_chromium() {
         ),
         &[],
     );
-    let serve = Serve::start_with(&config, &data_dir, &model("simc"), &key);
+    let serve = start_serve(&config, &data_dir, &model("simc"), &key);
     run_some_cases(serve, "model.mjs", Some("restart-after,call-form"), &[]);
     // Both wires were used, and the key went to the provider as its bearer token.
     let requests = sim.requests();
@@ -583,7 +497,7 @@ fn codex_runtime_in_headless_chromium() {
         ]}),
     ])
     .collect();
-    let sim = common::SimProvider::start(&serde_json::json!({ "rules": rules }));
+    let sim = SimProvider::start(&serde_json::json!({ "rules": rules }));
 
     let home = dir.path().join("codex-home");
     let node = node_bin_dir().join("node").display().to_string();
@@ -610,7 +524,7 @@ fn codex_runtime_in_headless_chromium() {
     std::fs::create_dir_all(&work).unwrap();
 
     // Codex works in a directory of its own, not in this repository.
-    let serve = Serve::start_in(
+    let serve = start_serve_in(
         &config,
         &data_dir,
         &["--runtime".as_ref(), "codex".as_ref()],

@@ -8,7 +8,8 @@ mod common;
 
 use std::time::Duration;
 
-use common::{SimProvider, TempFile, node_bin_dir, peers_dir, run};
+use common::{TempFile, node_bin_dir, peers_dir, run};
+use formwork_testkit::SimProvider;
 use serde_json::{Value, json};
 
 fn config(sim: &SimProvider, approval: &str) -> TempFile {

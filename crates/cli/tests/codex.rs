@@ -13,7 +13,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{Output, SimProvider, TempFile, node_plugin, run};
+use common::{Output, TempFile, node_plugin, run};
+use formwork_testkit::SimProvider;
 use serde_json::{Value, json};
 
 /// The native binary of the pinned `@openai/codex`.

@@ -7,14 +7,14 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use common::{Output, TIMEOUT, run};
+use formwork_testkit::Serve;
 use serde_json::{Value, json};
 
 /// A temporary directory holding a user config directory (`xdg/`), a home (`home/`) and a cloned "project" whose
@@ -331,7 +331,7 @@ fn serve_in_an_untrusted_project_starts_none_of_its_servers() {
         &world.project,
         &["serve", "--port", "0", "--data-dir", data.to_str().unwrap()],
     );
-    let serve = Serving::start(&mut cmd);
+    let serve = Serve::spawn(&mut cmd);
     let first = &serve.first_line;
     let Some(url) = first.trim().strip_prefix("formwork serve: http://") else {
         panic!("no URL: {first:?}");
@@ -367,18 +367,6 @@ fn serve_in_an_untrusted_project_starts_none_of_its_servers() {
         "the notice is not the first line: {stderr}"
     );
     assert_eq!(stderr.matches("skipped").count(), 1, "{stderr}");
-}
-
-/// Ends the process group when dropped, quietly when it is already gone.
-struct KillOnDrop(u32);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{}", self.0)])
-            .stderr(Stdio::null())
-            .status();
-    }
 }
 
 #[test]
@@ -658,7 +646,7 @@ fn serve_names_its_model_and_the_scripted_model_puts_it_aside() {
 fn serve_until_url(world: &World, args: &[&str]) -> String {
     let mut all = vec!["serve", "--port", "0"];
     all.extend_from_slice(args);
-    let serve = Serving::start(
+    let serve = Serve::spawn(
         world
             .command(&world.root, &all)
             .env_remove("OPENAI_API_KEY"),
@@ -670,55 +658,4 @@ fn serve_until_url(world: &World, args: &[&str]) -> String {
         "no URL: {first:?}\nstderr: {stderr}"
     );
     stderr
-}
-
-/// A running `formwork serve`, its whole process group killed when dropped.
-struct Serving {
-    child: std::process::Child,
-    _guard: KillOnDrop,
-    /// The first line it printed on stdout (its URL, when it started).
-    first_line: String,
-    stderr: std::sync::mpsc::Receiver<String>,
-}
-
-impl Serving {
-    fn start(cmd: &mut Command) -> Serving {
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn()
-            .unwrap();
-        // Whatever happens in the test, nothing of this run outlives it.
-        let guard = KillOnDrop(child.id());
-        let mut stderr_pipe = child.stderr.take().unwrap();
-        let (stderr_tx, stderr) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = stderr_pipe.read_to_string(&mut text);
-            let _ = stderr_tx.send(text);
-        });
-        let mut first_line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut first_line)
-            .unwrap();
-        Serving {
-            child,
-            _guard: guard,
-            first_line,
-            stderr,
-        }
-    }
-
-    /// SIGTERM, as Ctrl-C would; returns its stderr.
-    fn stop(mut self) -> String {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let _ = self.child.wait();
-        self.stderr
-            .recv_timeout(Duration::from_secs(10))
-            .unwrap_or_default()
-    }
 }

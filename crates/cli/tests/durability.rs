@@ -20,11 +20,9 @@
 mod common;
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufRead, BufReader, Read};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 
 use common::{TIMEOUT, kill_group, node_bin_dir, peers_dir};
@@ -155,7 +153,7 @@ async fn play(serve: &mut Serve, round: u32, kill: Kill, random: &mut Random) ->
                 let id = event["approval_id"].as_str().unwrap().to_owned();
                 // The plugin is running by now (the tool list came from it), and maybe the
                 // one the workbench lists its palette with.
-                played.plugins = children(serve.child.id());
+                played.plugins = children(serve.process.id());
                 socket
                     .send(json!({"type": "answer_approval", "approval_id": id, "choice": "allow"}))
                     .await;
@@ -186,7 +184,7 @@ async fn play(serve: &mut Serve, round: u32, kill: Kill, random: &mut Random) ->
             && number == after
         {
             tokio::time::sleep(delay).await;
-            serve.child.kill().unwrap();
+            serve.process.kill();
             break;
         }
     }
@@ -603,12 +601,11 @@ fn mode(path: &Path) -> u32 {
 
 /// One `formwork serve` on the data directory, with the recording plugin as server `rec`.
 struct Serve {
-    child: Child,
+    process: formwork_testkit::Serve,
     port: u16,
     token: String,
     /// The file the plugin records into in this run.
     record: PathBuf,
-    stderr: Arc<Mutex<String>>,
 }
 
 impl Serve {
@@ -632,90 +629,32 @@ impl Serve {
             ),
         )
         .unwrap();
-        let mut child =
-            common::without_user_config(&mut Command::new(env!("CARGO_BIN_EXE_formwork")))
+        let process = formwork_testkit::Serve::start(
+            Command::new(env!("CARGO_BIN_EXE_formwork"))
                 .arg("serve")
                 .arg("--data-dir")
                 .arg(data)
                 .arg("--config")
-                .arg(&config)
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .process_group(0)
-                .spawn()
-                .unwrap();
-        let stderr = Arc::new(Mutex::new(String::new()));
-        {
-            let mut pipe = child.stderr.take().unwrap();
-            let stderr = Arc::clone(&stderr);
-            std::thread::spawn(move || {
-                let mut chunk = [0u8; 4096];
-                while let Ok(read) = pipe.read(&mut chunk) {
-                    if read == 0 {
-                        break;
-                    }
-                    stderr
-                        .lock()
-                        .unwrap()
-                        .push_str(&String::from_utf8_lossy(&chunk[..read]));
-                }
-            });
-        }
-        let (sender, first) = std::sync::mpsc::channel();
-        let stdout = child.stdout.take().unwrap();
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            let mut line = String::new();
-            let _ = reader.read_line(&mut line);
-            let _ = sender.send(line);
-            let _ = std::io::copy(&mut reader, &mut std::io::sink());
-        });
-        let line = first.recv_timeout(TIMEOUT).unwrap_or_default();
-        let url = line
-            .trim()
-            .strip_prefix("formwork serve: http://127.0.0.1:");
-        let Some((port, token)) = url.and_then(|rest| rest.split_once("/#token=")) else {
-            kill_group(child.id());
-            let _ = child.wait();
-            panic!(
-                "formwork serve printed no URL (first line {line:?}); stderr:\n{}",
-                stderr.lock().unwrap()
-            );
-        };
+                .arg(&config),
+        );
         Serve {
-            port: port.parse().unwrap(),
-            token: token.to_owned(),
-            child,
+            port: process.port(),
+            token: process.token().to_owned(),
+            process,
             record,
-            stderr,
         }
     }
 
     /// Waits for the killed server; its exit status.
     fn wait_dead(&mut self) -> std::process::ExitStatus {
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "formwork serve was not killed; stderr:\n{}",
-                self.stderr.lock().unwrap()
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        self.process.wait_dead()
     }
 
     /// SIGTERM, as Ctrl-C would; returns its stderr.
-    fn stop(mut self) -> String {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let status = self.wait_dead();
+    fn stop(self) -> String {
+        let (status, stderr) = self.process.stop_with_status();
         assert!(status.success(), "{status}");
-        self.stderr.lock().unwrap().clone()
+        stderr
     }
 
     /// Creates a session over the REST API.
@@ -753,15 +692,6 @@ impl Serve {
             .unwrap()
             .unwrap();
         Socket { ws }
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        if self.child.try_wait().ok().flatten().is_none() {
-            kill_group(self.child.id());
-            let _ = self.child.wait();
-        }
     }
 }
 

@@ -317,10 +317,7 @@ fn the_typescript_sdk_2_plugin_gets_every_round_answered() {
 /// `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers match each request's body.
 #[test]
 fn rounds_over_streamable_http() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|socket| socket.local_addr())
-        .unwrap()
-        .port();
+    let port = formwork_testkit::free_port();
     let mut server = Command::new(common::peers_dir().join("venv/bin/python"))
         .arg(common::peers_dir().join("npm").join(PLUGIN))
         .args(["--http", &port.to_string()])

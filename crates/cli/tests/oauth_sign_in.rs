@@ -15,7 +15,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::process::Command;
 
-use common::{OAuthExample, Output, TIMEOUT, run};
+use common::{Output, TIMEOUT, run};
+use formwork_testkit::OAuthExample;
 use serde_json::Value;
 
 const CHROMIUM: &str = "/usr/bin/chromium";

@@ -4,25 +4,19 @@
 //! What the app may do is decided here, in `Host::app_request`; the page only relays.
 #![allow(clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use formwork_host::config::{ApprovalMode, Config, ToolConfig};
 use formwork_host::policy::ApprovalChoice;
 use formwork_host::{AppError, Command, Event, FormAnswer, Host, HostOptions};
+use formwork_testkit::peers_dir;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
-fn peers() -> PathBuf {
-    PathBuf::from(
-        std::env::var_os("FORMWORK_PEERS")
-            .expect("FORMWORK_PEERS is not set: run `cargo xtask test` to install the test peers"),
-    )
-}
-
 fn node() -> String {
-    let node = peers().join("npm/node_modules/.bin/node");
+    let node = peers_dir().join("npm/node_modules/.bin/node");
     if node.exists() {
         node.display().to_string()
     } else {
@@ -33,7 +27,7 @@ fn node() -> String {
 /// The probe plugin as `probe` (logging what reaches it to `log`), the bystander as
 /// `bystander`, system-monitor as `monitor`; every tool approved.
 fn config(log: &Path, with_probe: bool) -> Config {
-    let npm = peers().join("npm");
+    let npm = peers_dir().join("npm");
     let mut text = String::new();
     if with_probe {
         text.push_str(&format!(

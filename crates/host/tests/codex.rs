@@ -11,17 +11,18 @@ mod common;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use common::{Sim, Watch, accept, assistant_texts, peers, repo_root};
+use common::{Watch, accept, assistant_texts};
 use formwork_host::config::Config;
 use formwork_host::runtime::codex::CodexOptions;
 use formwork_host::store::Store;
 use formwork_host::{Command, Event, FormAction, FormAnswer, Host, HostOptions, Role};
+use formwork_testkit::{SimProvider, peers_dir, repo_root};
 use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 
 /// The native binary of the pinned `@openai/codex` (its linux-x64 package).
 fn codex_binary() -> PathBuf {
-    let binary = peers().join(
+    let binary = peers_dir().join(
         "npm/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex",
     );
     assert!(
@@ -34,7 +35,7 @@ fn codex_binary() -> PathBuf {
 
 /// One test's Codex: a model script, a config, a `CODEX_HOME`, a data directory.
 struct Rig {
-    sim: Sim,
+    sim: SimProvider,
     dir: tempfile::TempDir,
     config: String,
 }
@@ -43,7 +44,7 @@ impl Rig {
     /// `servers` is TOML appended to the config (the plugins and their settings).
     fn new(script: Value, servers: &str) -> Rig {
         let dir = tempfile::tempdir().unwrap();
-        let sim = Sim::start(script);
+        let sim = SimProvider::start(&script);
         let config = format!(
             "model_provider = \"sim\"\nmodel = \"sim-model\"\n\n\
              [model_providers.sim]\nname = \"Sim\"\nbase_url = {:?}\nwire_api = \"responses\"\n\
@@ -96,8 +97,8 @@ impl Rig {
 }
 
 fn ts_server(approval: &str) -> String {
-    let node = peers().join("npm/node_modules/.bin/node");
-    let plugin = peers().join("npm/ts_plugin.mjs");
+    let node = peers_dir().join("npm/node_modules/.bin/node");
+    let plugin = peers_dir().join("npm/ts_plugin.mjs");
     format!(
         "[mcp_servers.ts]\ncommand = {:?}\nargs = [{:?}]\ndefault_tools_approval_mode = {approval:?}\n\
          enabled_tools = [\"ask_enum\", \"ask_boolean\", \"last_outcome\", \"ask_and_return\"]\n",
@@ -129,7 +130,7 @@ fn text_of(result: &Value) -> String {
 }
 
 /// The tool's output as Codex handed it to the model: the last request's `function_call_output`.
-fn tool_output(sim: &Sim) -> String {
+fn tool_output(sim: &SimProvider) -> String {
     let requests = sim.requests();
     let last = &requests.last().unwrap()["body"];
     let output = last["input"]
@@ -517,7 +518,7 @@ async fn a_restarted_host_resumes_the_sessions_thread() {
 /// the transcript. The same plugin's plain schema comes through as a card.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_python_sdk_plugins_forms_through_codex() {
-    let python = peers().join("venv/bin/python");
+    let python = peers_dir().join("venv/bin/python");
     let servers = format!(
         "[mcp_servers.py]\ncommand = {:?}\nargs = [{:?}]\n",
         python.display().to_string(),
@@ -622,11 +623,14 @@ async fn a_url_form_comes_through_codex() {
 /// the plugin and forwards its `openai/form` request; it is a card like any form.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_openai_form_comes_through_codex_once_declared() {
-    let node = peers().join("npm/node_modules/.bin/node");
+    let node = peers_dir().join("npm/node_modules/.bin/node");
     let servers = format!(
         "[features]\nopenai_elicitation = true\n\n[mcp_servers.doc]\ncommand = {:?}\nargs = [{:?}]\n",
         node.display().to_string(),
-        peers().join("npm/doctor_plugin.mjs").display().to_string()
+        peers_dir()
+            .join("npm/doctor_plugin.mjs")
+            .display()
+            .to_string()
     );
     let rig = Rig::new(call_script("mcp__doc", "ask_openai_form"), &servers);
     let mut options = rig.options();
@@ -827,8 +831,8 @@ async fn the_models_secret_question_is_not_a_card() {
 /// thread.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_while_the_thread_starts_keeps_the_thread() {
-    let node = peers().join("npm/node_modules/.bin/node");
-    let plugin = peers().join("npm/ts_plugin.mjs");
+    let node = peers_dir().join("npm/node_modules/.bin/node");
+    let plugin = peers_dir().join("npm/ts_plugin.mjs");
     let slow = format!(
         "[mcp_servers.ts]\ncommand = \"sh\"\nargs = [\"-c\", {:?}]\ndefault_tools_approval_mode = \"approve\"\n\
          enabled_tools = [\"ask_enum\"]\n",

@@ -8,7 +8,6 @@
 //! checks no real peer can make.
 #![allow(clippy::unwrap_used)]
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -16,16 +15,11 @@ use formwork_host::{
     BoxFuture, ConnectOptions, ElicitationRequest, FormPrompt, FormReply, FormResponder, HostError,
     Plugin, PluginTarget,
 };
+use formwork_testkit::peers_dir;
 use serde_json::{Value, json};
 
-fn peers() -> PathBuf {
-    let dir = std::env::var_os("FORMWORK_PEERS")
-        .expect("FORMWORK_PEERS is not set: run `cargo xtask test` to install the test peers");
-    PathBuf::from(dir)
-}
-
 fn node() -> String {
-    let node22 = peers().join("npm/node_modules/.bin/node");
+    let node22 = peers_dir().join("npm/node_modules/.bin/node");
     if node22.exists() {
         node22.display().to_string()
     } else {
@@ -37,22 +31,22 @@ fn ts_plugin() -> PluginTarget {
     PluginTarget::command(format!(
         "'{}' '{}'",
         node(),
-        peers().join("npm/ts_plugin.mjs").display()
+        peers_dir().join("npm/ts_plugin.mjs").display()
     ))
 }
 
 fn hostile(flag: &str) -> PluginTarget {
     PluginTarget::command(format!(
         "'{}' '{}' {flag}",
-        peers().join("venv/bin/python").display(),
-        peers().join("npm/hostile_plugin.py").display()
+        peers_dir().join("venv/bin/python").display(),
+        peers_dir().join("npm/hostile_plugin.py").display()
     ))
 }
 
 fn everything() -> PluginTarget {
     PluginTarget::command(format!(
         "'{}' stdio",
-        peers()
+        peers_dir()
             .join("npm/node_modules/.bin/mcp-server-everything")
             .display()
     ))
@@ -327,8 +321,8 @@ async fn a_plugin_that_never_answers_initialize_is_given_up() {
 async fn prompts_and_resources_get_their_rounds_served() {
     let target = PluginTarget::command(format!(
         "'{}' '{}'",
-        peers().join("venv/bin/python").display(),
-        peers().join("npm/py_mrtr_plugin.py").display()
+        peers_dir().join("venv/bin/python").display(),
+        peers_dir().join("npm/py_mrtr_plugin.py").display()
     ));
     let answer_seven = |prompt: FormPrompt| -> BoxFuture<FormReply> {
         Box::pin(async move {
@@ -366,7 +360,7 @@ impl ResumablePlugin {
     fn start() -> Self {
         use std::io::BufRead;
         let mut child = std::process::Command::new(node())
-            .arg(peers().join("npm/resumable_plugin.mjs"))
+            .arg(peers_dir().join("npm/resumable_plugin.mjs"))
             .stdout(std::process::Stdio::piped())
             .spawn()
             .expect("starting resumable_plugin.mjs");

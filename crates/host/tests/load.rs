@@ -13,16 +13,10 @@ use std::time::Duration;
 
 use formwork_host::config::Config;
 use formwork_host::{Command, Event, FormAnswer, Host, HostOptions};
+use formwork_testkit::peers_dir;
 use serde_json::json;
 
 const SESSIONS: usize = 1000;
-
-fn peers() -> PathBuf {
-    PathBuf::from(
-        std::env::var_os("FORMWORK_PEERS")
-            .expect("FORMWORK_PEERS is not set: run `cargo xtask test` to install the test peers"),
-    )
-}
 
 /// The plugin process; killed when dropped.
 struct HttpPlugin {
@@ -37,14 +31,14 @@ impl HttpPlugin {
 
     /// On `port` (`0`: any free one).
     fn start_on(port: &str, flags: &[&str]) -> HttpPlugin {
-        let node = peers().join("npm/node_modules/.bin/node");
+        let node = peers_dir().join("npm/node_modules/.bin/node");
         let node = if node.exists() {
             node
         } else {
             PathBuf::from("node")
         };
         let mut child = Process::new(node)
-            .arg(peers().join("npm/http_plugin.mjs"))
+            .arg(peers_dir().join("npm/http_plugin.mjs"))
             .arg(port)
             .args(flags)
             .stdout(Stdio::piped())

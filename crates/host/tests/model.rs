@@ -8,14 +8,15 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Sim, Watch, accept, assistant_texts, peers};
+use common::{Watch, accept, assistant_texts};
 use formwork_host::config::{Config, ModelChoice, ModelProvider, WireApi};
 use formwork_host::store::Store;
 use formwork_host::{Command, Event, FormAnswer, Host, HostOptions};
+use formwork_testkit::{SimProvider, peers_dir};
 use serde_json::{Value, json};
 
 /// The simulated provider as the session's model, on `wire`.
-fn choice(sim: &Sim, wire: WireApi) -> ModelChoice {
+fn choice(sim: &SimProvider, wire: WireApi) -> ModelChoice {
     ModelChoice {
         provider_id: "sim".to_owned(),
         provider: ModelProvider {
@@ -40,13 +41,13 @@ fn choice(sim: &Sim, wire: WireApi) -> ModelChoice {
 }
 
 fn ts_config() -> Config {
-    let node = peers().join("npm/node_modules/.bin/node");
+    let node = peers_dir().join("npm/node_modules/.bin/node");
     let node = if node.exists() {
         node.display().to_string()
     } else {
         "node".to_owned()
     };
-    let plugin = peers().join("npm/ts_plugin.mjs").display().to_string();
+    let plugin = peers_dir().join("npm/ts_plugin.mjs").display().to_string();
     let text = format!(
         "[mcp_servers.ts]\ncommand = {node:?}\nargs = [{plugin:?}]\n\
          default_tools_approval_mode = \"approve\"\n\
@@ -57,7 +58,7 @@ fn ts_config() -> Config {
 }
 
 /// A host of the servers in `text`, with the simulated provider on the Responses wire as its model.
-fn responses_host(text: &str, sim: &Sim) -> Host {
+fn responses_host(text: &str, sim: &SimProvider) -> Host {
     Host::new(
         Config::from_toml(text, None).unwrap(),
         HostOptions {
@@ -70,9 +71,9 @@ fn responses_host(text: &str, sim: &Sim) -> Host {
 /// `[mcp_servers.everything]`: server-everything over stdio, `auto` (its `echo` says
 /// `readOnlyHint: true`), offering `echo` only.
 fn everything_table() -> String {
-    let node = peers().join("npm/node_modules/.bin/node");
+    let node = peers_dir().join("npm/node_modules/.bin/node");
     let everything =
-        peers().join("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+        peers_dir().join("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     format!(
         "[mcp_servers.everything]\ncommand = {:?}\nargs = [{:?}, \"stdio\"]\nenabled_tools = [\"echo\"]\n",
         node.display().to_string(),
@@ -128,8 +129,8 @@ fn color_script() -> Value {
 }
 
 /// One message, one call with its form, the output back to the model, its final text.
-async fn one_call_round_trip(wire: WireApi) -> (Sim, Vec<Event>) {
-    let sim = Sim::start(color_script());
+async fn one_call_round_trip(wire: WireApi) -> (SimProvider, Vec<Event>) {
+    let sim = SimProvider::start(&color_script());
     let host = host(choice(&sim, wire));
     let mut s = Watch::open(&host);
     s.say("pick a color");
@@ -156,7 +157,7 @@ async fn a_message_runs_a_call_and_its_form_over_the_responses_wire() {
     assert_eq!(requests[0]["client_port"], requests[1]["client_port"]);
     let first = &requests[0];
     assert_eq!(first["path"], "/v1/responses?api-version=7");
-    let peers = peers().display().to_string();
+    let peers = peers_dir().display().to_string();
     assert_eq!(first["headers"]["authorization"], format!("Bearer {peers}"));
     assert_eq!(first["headers"]["x-team"], "forms");
     let body = &first["body"];
@@ -224,7 +225,7 @@ async fn a_message_runs_a_call_and_its_form_over_the_chat_wire() {
 
 #[tokio::test]
 async fn decline_and_cancel_reach_the_model_as_such() {
-    let sim = Sim::start(color_script());
+    let sim = SimProvider::start(&color_script());
     let host = host(choice(&sim, WireApi::Responses));
     let mut s = Watch::open(&host);
     s.say("a color please");
@@ -248,7 +249,7 @@ async fn decline_and_cancel_reach_the_model_as_such() {
 
 #[tokio::test]
 async fn parallel_calls_run_at_once_and_both_outputs_go_back() {
-    let sim = Sim::start(json!({"rules": [{"match": "both", "steps": [
+    let sim = SimProvider::start(&json!({"rules": [{"match": "both", "steps": [
         {"calls": [{"name": "ts__ask_enum", "arguments": {}}, {"name": "ts__ask_boolean", "arguments": {}}]},
         {"echo": true}
     ]}]}));
@@ -284,7 +285,7 @@ async fn parallel_calls_run_at_once_and_both_outputs_go_back() {
 
 #[tokio::test]
 async fn stop_cancels_the_call_and_its_form_and_a_new_message_the_turn() {
-    let sim = Sim::start(json!({"rules": [
+    let sim = SimProvider::start(&json!({"rules": [
         {"match": "wait", "steps": [{"calls": [{"name": "ts__ask_then_hold", "arguments": {}}]}, {"echo": true}]},
         {"match": "hold", "steps": [{"calls": [{"name": "ts__hold", "arguments": {}}]}, {"echo": true}]},
         {"match": "abort", "steps": [{"calls": [{"name": "ts__last_abort", "arguments": {}}]}, {"echo": true}]}
@@ -345,7 +346,7 @@ async fn provider_errors_end_the_turn_with_a_clear_entry() {
     let greedy: Vec<Value> = (0..17)
         .map(|_| json!({"name": "ts__fail", "arguments": {}}))
         .collect();
-    let sim = Sim::start(json!({"rules": [
+    let sim = SimProvider::start(&json!({"rules": [
         {"match": "greedy", "steps": [{"calls": greedy}]},
         {"match": "refused", "steps": [{"status": 401, "message": "Incorrect API key provided"}]},
         {"match": "limited", "steps": [{"text": "made it", "first": [{"status": 429, "retry_after": 1, "message": "slow down"}]}]},
@@ -452,7 +453,8 @@ async fn provider_errors_end_the_turn_with_a_clear_entry() {
 
 #[tokio::test]
 async fn a_missing_key_and_a_stalled_stream_end_the_turn() {
-    let sim = Sim::start(json!({"rules": [{"match": "stall", "steps": [{"stall": true}]}]}));
+    let sim =
+        SimProvider::start(&json!({"rules": [{"match": "stall", "steps": [{"stall": true}]}]}));
     let mut choice = choice(&sim, WireApi::Chat);
     choice.provider.env_key = Some("FORMWORK_TEST_KEY_THAT_IS_NOT_SET".to_owned());
     let host = host(choice.clone());
@@ -491,7 +493,7 @@ async fn a_missing_key_and_a_stalled_stream_end_the_turn() {
 
 #[tokio::test]
 async fn a_long_output_is_cut_before_the_model_and_the_transcript_says_so() {
-    let sim = Sim::start(color_script());
+    let sim = SimProvider::start(&color_script());
     let mut choice = choice(&sim, WireApi::Responses);
     choice.tool_output_max_bytes = 20;
     let host = host(choice);
@@ -521,7 +523,7 @@ async fn a_long_output_is_cut_before_the_model_and_the_transcript_says_so() {
 
 #[tokio::test]
 async fn the_conversation_continues_after_a_restart() {
-    let sim = Sim::start(json!({"rules": [
+    let sim = SimProvider::start(&json!({"rules": [
         {"match": "first", "steps": [{"text": "One."}]},
         {"match": "second", "steps": [{"text": "Two."}]}
     ]}));
@@ -569,7 +571,7 @@ async fn the_conversation_continues_after_a_restart() {
 /// server asks, naming the app's server.
 #[tokio::test]
 async fn app_model_context_reaches_the_model_as_untrusted_app_data() {
-    let sim = Sim::start(json!({"rules": [
+    let sim = SimProvider::start(&json!({"rules": [
         {"match": "what now", "steps": [{"text": "ok"}]},
         {"match": "pass it on", "steps": [
             {"calls": [{"name": "everything__echo", "arguments": {"message": "zeta"}}]},
@@ -577,12 +579,12 @@ async fn app_model_context_reaches_the_model_as_untrusted_app_data() {
         ]}
     ]}));
     let dir = tempfile::tempdir().unwrap();
-    let node = peers().join("npm/node_modules/.bin/node");
+    let node = peers_dir().join("npm/node_modules/.bin/node");
     let text = format!(
         "[mcp_servers.probe]\ncommand = {:?}\nargs = [{:?}]\ndefault_tools_approval_mode = \"approve\"\n\
          [mcp_servers.probe.env]\nPROBE_LOG = {:?}\n\n[mcp_servers.demo]\nenabled = false\n\n{}",
         node.display().to_string(),
-        peers()
+        peers_dir()
             .join("npm/app_probe_plugin.mjs")
             .display()
             .to_string(),
@@ -666,7 +668,7 @@ async fn app_model_context_reaches_the_model_as_untrusted_app_data() {
 /// read nothing, and a call the person allowed for the session, run without a card.
 #[tokio::test]
 async fn a_call_after_reading_another_servers_output_asks() {
-    let sim = Sim::start(json!({"rules": [
+    let sim = SimProvider::start(&json!({"rules": [
         {"match": "direct", "steps": [
             {"calls": [{"name": "everything__echo", "arguments": {"message": "plain"}}]},
             {"echo": true}
@@ -677,7 +679,7 @@ async fn a_call_after_reading_another_servers_output_asks() {
             {"echo": true}
         ]}
     ]}));
-    let node = peers()
+    let node = peers_dir()
         .join("npm/node_modules/.bin/node")
         .display()
         .to_string();
@@ -685,7 +687,7 @@ async fn a_call_after_reading_another_servers_output_asks() {
         "[mcp_servers.ts]\ncommand = {node:?}\nargs = [{ts:?}]\ndefault_tools_approval_mode = \"approve\"\n\
          enabled_tools = [\"last_abort\"]\n\
          [mcp_servers.demo]\nenabled = false\n{everything}",
-        ts = peers().join("npm/ts_plugin.mjs").display().to_string(),
+        ts = peers_dir().join("npm/ts_plugin.mjs").display().to_string(),
         everything = everything_table(),
     );
     let host = responses_host(&text, &sim);
@@ -736,7 +738,7 @@ async fn a_model_that_keeps_calling_tools_is_stopped_after_32_requests() {
     let steps: Vec<Value> = (0..40)
         .map(|_| json!({"calls": [{"name": "ts__fail", "arguments": {}}]}))
         .collect();
-    let sim = Sim::start(json!({"rules": [{"match": "forever", "steps": steps}]}));
+    let sim = SimProvider::start(&json!({"rules": [{"match": "forever", "steps": steps}]}));
     let host = host(choice(&sim, WireApi::Chat));
     let mut s = Watch::open(&host);
     s.say("forever");
@@ -757,7 +759,8 @@ async fn a_model_that_keeps_calling_tools_is_stopped_after_32_requests() {
 /// its own.
 #[tokio::test]
 async fn a_message_during_a_palette_call_stops_it_and_runs_its_own_turn() {
-    let sim = Sim::start(json!({"rules": [{"match": "hello", "steps": [{"text": "Hi."}]}]}));
+    let sim =
+        SimProvider::start(&json!({"rules": [{"match": "hello", "steps": [{"text": "Hi."}]}]}));
     let host = host(choice(&sim, WireApi::Responses));
     let mut s = Watch::open(&host);
     s.send(Command::CallTool {

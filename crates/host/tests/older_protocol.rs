@@ -7,9 +7,10 @@
 
 mod common;
 
-use common::{Watch, accept, peers};
+use common::{Watch, accept};
 use formwork_host::config::Config;
 use formwork_host::{Command, Event, Host, HostOptions};
+use formwork_testkit::peers_dir;
 use serde_json::json;
 
 /// A config file holding `server` as the Python plugin `script`, loaded as a `--config` file.
@@ -18,8 +19,8 @@ fn config_file(dir: &std::path::Path, server: &str, script: &str) -> (std::path:
     let text = format!(
         "# the person's own comment\n[mcp_servers.{server}]\ncommand = {python:?}\nargs = [{script:?}]\n\
          default_tools_approval_mode = \"approve\"\n\n[mcp_servers.demo]\nenabled = false\n",
-        python = peers().join("venv/bin/python").display().to_string(),
-        script = peers().join("npm").join(script).display().to_string(),
+        python = peers_dir().join("venv/bin/python").display().to_string(),
+        script = peers_dir().join("npm").join(script).display().to_string(),
     );
     std::fs::write(&path, text).unwrap();
     let config = Config::load(&path).unwrap();

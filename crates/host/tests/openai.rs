@@ -5,7 +5,6 @@
 //! the wire, and each handled exactly as before when the feature is off.
 #![allow(clippy::unwrap_used)]
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,16 +13,11 @@ use formwork_host::{
     BoxFuture, ClientExtensions, ConnectOptions, DeclineNotice, FormPrompt, FormReply,
     FormResponder, Plugin, PluginTarget, client_capabilities,
 };
+use formwork_testkit::peers_dir;
 use serde_json::{Value, json};
 
-fn peers() -> PathBuf {
-    let dir = std::env::var_os("FORMWORK_PEERS")
-        .expect("FORMWORK_PEERS is not set: run `cargo xtask test` to install the test peers");
-    PathBuf::from(dir)
-}
-
 fn ts_plugin() -> PluginTarget {
-    let node22 = peers().join("npm/node_modules/.bin/node");
+    let node22 = peers_dir().join("npm/node_modules/.bin/node");
     let node = if node22.exists() {
         node22.display().to_string()
     } else {
@@ -31,15 +25,15 @@ fn ts_plugin() -> PluginTarget {
     };
     PluginTarget::command(format!(
         "'{node}' '{}'",
-        peers().join("npm/ts_plugin.mjs").display()
+        peers_dir().join("npm/ts_plugin.mjs").display()
     ))
 }
 
 fn py_plugin() -> PluginTarget {
     PluginTarget::command(format!(
         "'{}' '{}'",
-        peers().join("venv/bin/python").display(),
-        peers().join("npm/py_plugin.py").display()
+        peers_dir().join("venv/bin/python").display(),
+        peers_dir().join("npm/py_plugin.py").display()
     ))
 }
 

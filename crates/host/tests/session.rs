@@ -2,7 +2,6 @@
 //! trigger, routing outside a turn, each policy row, and the approval card in both renderings.
 #![allow(clippy::unwrap_used)]
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,25 +10,19 @@ use formwork_host::{
     Command, ElicitationRequest, EndReason, Event, FormAnswer, FormRequest, Host, HostOptions,
     TurnEndReason,
 };
+use formwork_testkit::peers_dir;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
-fn peers() -> PathBuf {
-    PathBuf::from(
-        std::env::var_os("FORMWORK_PEERS")
-            .expect("FORMWORK_PEERS is not set: run `cargo xtask test` to install the test peers"),
-    )
-}
-
 /// The `[mcp_servers.<name>]` table of the TS SDK plugin.
 fn ts_table(name: &str) -> String {
-    let node = peers().join("npm/node_modules/.bin/node");
+    let node = peers_dir().join("npm/node_modules/.bin/node");
     let node = if node.exists() {
         node.display().to_string()
     } else {
         "node".to_owned()
     };
-    let plugin = peers().join("npm/ts_plugin.mjs").display().to_string();
+    let plugin = peers_dir().join("npm/ts_plugin.mjs").display().to_string();
     format!("[mcp_servers.{name}]\ncommand = {node:?}\nargs = [{plugin:?}]\n")
 }
 
@@ -1175,8 +1168,11 @@ fn mrtr_config(log: &std::path::Path) -> Config {
 
 /// [`mrtr_config`] under the top-level keys `top`.
 fn mrtr_config_with(top: &str, log: &std::path::Path) -> Config {
-    let python = peers().join("venv/bin/python").display().to_string();
-    let plugin = peers().join("npm/py_mrtr_plugin.py").display().to_string();
+    let python = peers_dir().join("venv/bin/python").display().to_string();
+    let plugin = peers_dir()
+        .join("npm/py_mrtr_plugin.py")
+        .display()
+        .to_string();
     let log = log.display().to_string();
     let text = format!(
         "{top}\n[mcp_servers.py]\ncommand = {python:?}\nargs = [{plugin:?}]\nenv = {{ PY_MRTR_LOG = {log:?} }}\n{}\n",

@@ -5,75 +5,17 @@
 //! would) and the call goes on; a declined card fails the call, saying so.
 #![allow(clippy::unwrap_used)]
 
-use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
 use std::process::{Command as Process, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use formwork_host::config::Config;
 use formwork_host::{Command, ElicitationRequest, Event, FormAnswer, Host, HostOptions};
+use formwork_testkit::OAuthExample;
 use serde_json::json;
 use tokio::sync::broadcast;
 
 const CHROMIUM: &str = "/usr/bin/chromium";
-
-fn peers() -> PathBuf {
-    PathBuf::from(
-        std::env::var_os("FORMWORK_PEERS")
-            .expect("FORMWORK_PEERS is not set: run `cargo xtask test` to install the test peers"),
-    )
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|socket| socket.local_addr())
-        .unwrap()
-        .port()
-}
-
-struct OAuthExample {
-    child: std::process::Child,
-    url: String,
-}
-
-impl OAuthExample {
-    fn start() -> OAuthExample {
-        let (mcp, auth) = (free_port(), free_port());
-        let npm = peers().join("npm");
-        let child = Process::new(npm.join("node_modules/.bin/node"))
-            .arg(npm.join(
-                "node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js",
-            ))
-            .arg("--oauth")
-            .env("MCP_PORT", mcp.to_string())
-            .env("MCP_AUTH_PORT", auth.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .unwrap();
-        let started = Instant::now();
-        for port in [mcp, auth] {
-            while std::net::TcpStream::connect(("localhost", port)).is_err() {
-                assert!(started.elapsed() < Duration::from_secs(30));
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
-        OAuthExample {
-            child,
-            url: format!("http://localhost:{mcp}/mcp"),
-        }
-    }
-}
-
-impl Drop for OAuthExample {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 struct Watch {
     host: Host,

@@ -9,15 +9,9 @@ mod support;
 use std::path::PathBuf;
 use std::process::Command;
 
+use formwork_testkit::peers_dir;
 use serde_json::{Value, json};
 use support::{Output, bin, run};
-
-fn peers_dir() -> PathBuf {
-    let Some(dir) = std::env::var_os("FORMWORK_PEERS") else {
-        panic!("FORMWORK_PEERS is not set: run `cargo xtask test` to install the test peers");
-    };
-    PathBuf::from(dir)
-}
 
 /// What one client run saw: its report and the messages the plugin sent.
 struct Run {

@@ -1,5 +1,6 @@
 //! Shared helpers of the black-box tests: the real `formwork` binary against real peers installed by
-//! `cargo xtask peers` under `$FORMWORK_PEERS`.
+//! `cargo xtask peers` under `$FORMWORK_PEERS`. What every crate's tests share (the peers, `formwork serve`, the
+//! OAuth example, the simulated provider) is formwork-testkit's; what this module uses of it is re-exported.
 //!
 //! Every run of the binary is bounded by a timeout, so a hang fails the test instead of blocking CI, and it must
 //! leave nothing running behind it (a plugin that outlives `formwork` fails the test too).
@@ -13,29 +14,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+pub use formwork_testkit::{TIMEOUT, kill_group, node_bin_dir, peers_dir, without_user_config};
+use formwork_testkit::{free_port, wait_listening};
 use serde_json::Value;
-
-/// Long enough for a cold node or Python start on a busy 2-core machine; short enough to fail a hang quickly.
-pub const TIMEOUT: Duration = Duration::from_secs(60);
-
-/// The directory `cargo xtask peers` installed the peers into.
-pub fn peers_dir() -> PathBuf {
-    let Some(dir) = std::env::var_os("FORMWORK_PEERS") else {
-        panic!("FORMWORK_PEERS is not set: run `cargo xtask test` to install the test peers");
-    };
-    let dir = PathBuf::from(dir);
-    assert!(
-        dir.join("npm/node_modules").is_dir() && dir.join("venv").is_dir(),
-        "{} holds no peers: run `cargo xtask test` to install the test peers",
-        dir.display()
-    );
-    dir
-}
-
-/// Node 22 from the `node` npm package (the conformance suite crashes on older ones).
-pub fn node_bin_dir() -> PathBuf {
-    peers_dir().join("npm/node_modules/.bin")
-}
 
 /// `sh -c` command line of a node script: `name` is relative to `$FORMWORK_PEERS/npm`.
 pub fn node_plugin(name: &str) -> String {
@@ -229,20 +210,6 @@ pub fn formwork<S: AsRef<str>>(args: &[S], stdin: Option<&[u8]>) -> Output {
     )
 }
 
-/// The home and config directory every `formwork` run gets unless its test names its own: a path that does not
-/// exist, so no user config applies (the person's own `~/.config/formwork/formwork.toml` never leaks into a test).
-pub const NO_HOME: &str = "/nonexistent/formwork-test-home";
-
-/// Points `HOME` and `XDG_CONFIG_HOME` at [`NO_HOME`], each unless the command already sets it.
-pub fn without_user_config(cmd: &mut Command) -> &mut Command {
-    for var in ["HOME", "XDG_CONFIG_HOME"] {
-        if !cmd.get_envs().any(|(name, _)| name == var) {
-            cmd.env(var, NO_HOME);
-        }
-    }
-    cmd
-}
-
 /// Runs `cmd` in its own process group with piped output, killing the whole group when it outlives `timeout`. A run
 /// of the `formwork` binary gets no user config ([`without_user_config`]).
 pub fn run(cmd: &mut Command, stdin: Option<&[u8]>, timeout: Duration) -> Output {
@@ -320,13 +287,6 @@ fn read_all(pipe: Option<impl Read + Send + 'static>) -> mpsc::Receiver<String> 
     receiver
 }
 
-/// Ends every process of a group this test started.
-pub fn kill_group(group: u32) {
-    let _ = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{group}")])
-        .status();
-}
-
 /// A file in the temp dir, removed on drop.
 pub struct TempFile {
     pub path: PathBuf,
@@ -366,10 +326,7 @@ pub struct EverythingHttp {
 
 impl EverythingHttp {
     pub fn start() -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|socket| socket.local_addr())
-            .expect("a free port")
-            .port();
+        let port = free_port();
         let script = peers_dir()
             .join("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
         let child = Command::new(node_bin_dir().join("node"))
@@ -387,14 +344,7 @@ impl EverythingHttp {
             child,
             port,
         };
-        let started = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(30),
-                "server-everything did not listen on {port}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_listening("server-everything", "127.0.0.1", port);
         server
     }
 }
@@ -402,122 +352,6 @@ impl EverythingHttp {
 impl Drop for EverythingHttp {
     fn drop(&mut self) {
         kill_group(self.group);
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|socket| socket.local_addr())
-        .expect("a free port")
-        .port()
-}
-
-/// The official TS SDK's example server with `--oauth` (`simpleStreamableHttp.js`,
-/// @modelcontextprotocol/sdk 1.32.2) and its demo authorization server on a port of its own,
-/// which approves every sign-in at once. Stopped when dropped.
-pub struct OAuthExample {
-    group: u32,
-    child: std::process::Child,
-    pub url: String,
-}
-
-impl OAuthExample {
-    pub fn start() -> OAuthExample {
-        let (mcp, auth) = (free_port(), free_port());
-        let script = peers_dir().join(
-            "npm/node_modules/@modelcontextprotocol/sdk/dist/esm/examples/server/simpleStreamableHttp.js",
-        );
-        let child = Command::new(node_bin_dir().join("node"))
-            .arg(script)
-            .arg("--oauth")
-            .env("MCP_PORT", mcp.to_string())
-            .env("MCP_AUTH_PORT", auth.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .expect("starting the TS SDK's OAuth example");
-        let server = OAuthExample {
-            group: child.id(),
-            child,
-            url: format!("http://localhost:{mcp}/mcp"),
-        };
-        let started = Instant::now();
-        for port in [mcp, auth] {
-            while std::net::TcpStream::connect(("localhost", port)).is_err() {
-                assert!(
-                    started.elapsed() < Duration::from_secs(30),
-                    "the example did not listen on {port}"
-                );
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
-        server
-    }
-}
-
-impl Drop for OAuthExample {
-    fn drop(&mut self) {
-        kill_group(self.group);
-        let _ = self.child.wait();
-    }
-}
-
-/// The simulated model provider (tests/peers/sim_provider.py, the one hand-written fake) running
-/// `script`; it exits with the test, however the test ends (it watches its stdin).
-pub struct SimProvider {
-    child: std::process::Child,
-    /// Its base URL, `http://127.0.0.1:PORT/v1`.
-    pub url: String,
-    log: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl SimProvider {
-    pub fn start(script: &Value) -> SimProvider {
-        let dir = tempfile::tempdir().expect("a temp dir");
-        let script_file = dir.path().join("script.json");
-        std::fs::write(&script_file, script.to_string()).expect("writing the script");
-        let log = dir.path().join("requests.jsonl");
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let mut child = Command::new("python3")
-            .arg(root.join("tests/peers/sim_provider.py"))
-            .arg(&script_file)
-            .arg(&log)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("starting tests/peers/sim_provider.py");
-        let mut url = String::new();
-        std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(child.stdout.take().expect("its stdout")),
-            &mut url,
-        )
-        .expect("its URL");
-        SimProvider {
-            child,
-            url: url.trim().to_owned(),
-            log,
-            _dir: dir,
-        }
-    }
-
-    /// The requests it received (`{"path", "headers", "body", "received_ns"}`), in order.
-    pub fn requests(&self) -> Vec<Value> {
-        std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-            .filter(|entry| entry.get("body").is_some())
-            .collect()
-    }
-}
-
-impl Drop for SimProvider {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
         let _ = self.child.wait();
     }
 }

@@ -1,88 +1,13 @@
-//! Helpers shared by the host's conversation tests (`model.rs`, `codex.rs`): where the test peers
-//! are, the simulated model provider (`tests/peers/sim_provider.py`, the one hand-written fake),
-//! and a session watched through its events as a UI watches it.
+//! Helpers shared by the host's conversation tests (`model.rs`, `codex.rs`, `older_protocol.rs`):
+//! a session watched through its events as a UI watches it.
 #![allow(dead_code, clippy::unwrap_used)] // each test binary uses its own subset
 
-use std::io::BufRead;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use formwork_host::{Command, Event, FormAnswer, Host, Role};
 use serde_json::Value;
 use tokio::sync::broadcast;
-
-/// The directory `cargo xtask peers` installed the peers into.
-pub fn peers() -> PathBuf {
-    PathBuf::from(
-        std::env::var_os("FORMWORK_PEERS")
-            .expect("FORMWORK_PEERS is not set: run `cargo xtask test` to install the test peers"),
-    )
-}
-
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The simulated provider, running a script; its request log is read back.
-pub struct Sim {
-    child: std::process::Child,
-    /// Its base URL, `http://127.0.0.1:PORT/v1`.
-    pub url: String,
-    log: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Sim {
-    pub fn start(script: Value) -> Sim {
-        let dir = tempfile::tempdir().unwrap();
-        let script_file = dir.path().join("script.json");
-        std::fs::write(&script_file, script.to_string()).unwrap();
-        let log = dir.path().join("requests.jsonl");
-        let mut child = std::process::Command::new("python3")
-            .arg(repo_root().join("tests/peers/sim_provider.py"))
-            .arg(&script_file)
-            .arg(&log)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("starting tests/peers/sim_provider.py");
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        Sim {
-            child,
-            url: line.trim().to_owned(),
-            log,
-            _dir: dir,
-        }
-    }
-
-    /// The requests the provider received (`{"path", "headers", "body", ...}`), in order.
-    pub fn requests(&self) -> Vec<Value> {
-        self.entries()
-            .into_iter()
-            .filter(|entry| entry.get("body").is_some())
-            .collect()
-    }
-
-    /// Every line of its log.
-    pub fn entries(&self) -> Vec<Value> {
-        std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .map(|line| serde_json::from_str(line).unwrap())
-            .collect()
-    }
-}
-
-impl Drop for Sim {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// A session and the live stream of its events, as a UI has them.
 pub struct Watch {

@@ -1,20 +1,9 @@
-//! What the peer test binaries share: the test plugin, where the peers are, and a small harness.
+//! What the peer test binaries share: the test plugin and a small harness (where the peers are is
+//! formwork-testkit's, re-exported here).
 
 pub mod plugin;
 
-use std::path::PathBuf;
-
-/// `target/peers`, from `FORMWORK_PEERS` (set by `cargo xtask test`).
-pub fn peers_dir() -> PathBuf {
-    let Some(dir) = std::env::var_os("FORMWORK_PEERS") else {
-        panic!("FORMWORK_PEERS is not set: run `cargo xtask test` to install the test peers");
-    };
-    PathBuf::from(dir)
-}
-
-pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+pub use formwork_testkit::{peers_dir, repo_root};
 
 pub type Case = (&'static str, fn());
 

@@ -7,12 +7,12 @@
 #![allow(dead_code)] // each test binary uses its own subset
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use formwork_host::config::Config;
 use formwork_host::store::Store;
 use formwork_host::{Host, HostOptions};
+pub use formwork_testkit::peers_dir;
 use formwork_web::{ScriptedModel, WebOptions, Workbench};
 use futures::{SinkExt, StreamExt};
 use serde_json::Value;
@@ -25,20 +25,6 @@ use tokio_tungstenite::tungstenite::http::HeaderValue;
 
 /// Long enough for a cold node start on a busy 2-core machine; short enough to fail a hang.
 pub const TIMEOUT: Duration = Duration::from_secs(60);
-
-/// The directory `cargo xtask peers` installed the peers into.
-pub fn peers_dir() -> PathBuf {
-    let Some(dir) = std::env::var_os("FORMWORK_PEERS") else {
-        panic!("FORMWORK_PEERS is not set: run `cargo xtask test` to install the test peers");
-    };
-    let dir = PathBuf::from(dir);
-    assert!(
-        dir.join("npm/node_modules").is_dir(),
-        "{} holds no peers: run `cargo xtask test` to install the test peers",
-        dir.display()
-    );
-    dir
-}
 
 /// A `[mcp_servers.NAME]` table that runs the TS SDK plugin with node 22 from the peers.
 pub fn ts_server(name: &str, approval_mode: &str) -> String {

@@ -161,10 +161,7 @@ pub fn wait_bounded_output(mut child: Child, timeout: Duration) -> (ExitStatus, 
 
 /// `$FORMWORK_PEERS/npm`: the npm test peers and, beside their `node_modules`, the fixture scripts.
 pub fn npm_peers_dir() -> PathBuf {
-    let Some(peers) = std::env::var_os("FORMWORK_PEERS") else {
-        panic!("FORMWORK_PEERS is not set: run `cargo xtask test` to install the test peers");
-    };
-    PathBuf::from(peers).join("npm")
+    formwork_testkit::peers_dir().join("npm")
 }
 
 /// Node 22 and the suite, from the `node` and conformance npm packages of the test peers.
