@@ -19,23 +19,18 @@
 // <screenshots> is $FORMWORK_BROWSER_SCREENSHOTS, else target/browser-failures of this checkout. With
 // $FORMWORK_README_SCREENSHOT set, the budget allocator case also saves the whole page there (the README's picture).
 
-import { createRequire } from "node:module";
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import http from "node:http";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import assert from "node:assert/strict";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const peers = process.env.FORMWORK_PEERS;
+import { callTool, exitWhenDone, launch, newSession, say, screenshots, sleep, tid } from "./lib.mjs";
+
 const logs = process.env.FORMWORK_APPS_LOGS;
-if (!peers || !logs) {
-  console.error("apps.mjs: FORMWORK_PEERS and FORMWORK_APPS_LOGS must be set (crates/cli/tests/browser.rs sets both)");
+if (!logs) {
+  console.error("apps.mjs: FORMWORK_APPS_LOGS must be set (crates/cli/tests/browser.rs sets it)");
   process.exit(2);
 }
-const require = createRequire(path.join(peers, "npm", "node_modules", "noop.js"));
-process.env.PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD = "1";
-const { chromium } = require("playwright-core");
 
 const [url, filter] = process.argv.slice(2);
 if (!url) {
@@ -43,15 +38,12 @@ if (!url) {
   process.exit(2);
 }
 const token = new URL(url).hash.replace(/^#token=/, "");
-const screenshots = process.env.FORMWORK_BROWSER_SCREENSHOTS ?? path.resolve(here, "../../target/browser-failures");
 const WAIT = 15_000;
 const LINK = "https://modelcontextprotocol.io/";
 const RESULT_META = '{"zeta":1,"alpha":{"y":2,"b":3},"mid":[1]}';
 const APP_ORIGIN = /^http:\/\/[0-9a-f]{32}\.localhost:(\d+)$/;
 const APP_ONLY_REFUSAL = '`poll-system-stats` is a tool for the plugin\'s app only (its `_meta.ui.visibility` lacks "model")';
 
-const tid = (id) => `[data-testid="${id}"]`;
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // ---- waiting and reading ----
 
@@ -91,30 +83,7 @@ function lines(file) {
 
 // ---- what a person does ----
 
-async function newSession(page) {
-  const before = page.url();
-  await page.locator(tid("new-session")).click();
-  await page.waitForURL((u) => u.toString() !== before && /#\/sessions\//.test(u.toString()));
-  await page.locator(`${tid("connection-status")}[data-state="connected"]`).waitFor();
-  await page.locator(tid("transcript-empty")).waitFor();
-}
-
-// Picks `tool` of `server` in the palette, presses Call, and returns the call's node in the transcript.
-async function callTool(page, server, tool) {
-  const before = await calls(page, tool).count();
-  await page.locator(`${tid("palette-tool")}[data-server="${server}"][data-tool="${tool}"]`).click();
-  await page.locator(`${tid("palette-panel")}[data-tool="${tool}"]`).waitFor();
-  await page.locator(tid("palette-call")).click();
-  await until(`a new call of ${tool}`, async () => (await calls(page, tool).count()) === before + 1);
-  return calls(page, tool).last();
-}
-
 const calls = (page, tool) => page.locator(`${tid("tool-call")}[data-tool="${tool}"]`);
-
-async function say(page, text) {
-  await page.locator(tid("message-input")).fill(text);
-  await page.locator(tid("message-input")).press("Enter");
-}
 
 // The card of the call, once its app is `ready` (initialised).
 async function readyApp(call) {
@@ -1286,12 +1255,7 @@ async function screenshot(page, name) {
 }
 
 async function main() {
-  const browser = await chromium.launch({
-    executablePath: process.env.FORMWORK_CHROMIUM ?? "/usr/bin/chromium",
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
-  });
-  const context = await browser.newContext({ timezoneId: "Europe/Berlin", locale: "en-GB", viewport: { width: 1400, height: 900 } });
-  context.setDefaultTimeout(WAIT);
+  const { browser, context } = await launch({ timezoneId: "Europe/Berlin", locale: "en-GB", viewport: { width: 1400, height: 900 } }, WAIT);
   // Links the apps open never leave the machine.
   for (const link of [LINK, "https://example.com/"]) {
     await context.route(`${link}**`, (route) => route.fulfill({ status: 200, contentType: "text/plain", body: "opened" }));
@@ -1339,11 +1303,4 @@ async function main() {
   return failed === 0 && passed > 0;
 }
 
-main().then(
-  (ok) => process.exit(ok ? 0 : 1),
-  (error) => {
-    console.log(`FAIL setup: ${error?.stack ?? error}`);
-    console.log("0 passed, 1 failed");
-    process.exit(1);
-  },
-);
+exitWhenDone(main);

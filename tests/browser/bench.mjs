@@ -45,23 +45,17 @@
 // with the launch flags of run.mjs.
 
 import { spawn } from "node:child_process";
-import { createRequire } from "node:module";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
+import { callTool, launch, newSession, tid } from "./lib.mjs";
+
 const here = path.dirname(fileURLToPath(import.meta.url));
-const peers = process.env.FORMWORK_PEERS;
-if (!peers) {
-  console.error("bench.mjs: FORMWORK_PEERS is not set: run `cargo xtask peers` and point it at target/peers");
-  process.exit(2);
-}
-const modules = path.join(peers, "npm", "node_modules");
-const require = createRequire(path.join(modules, "noop.js"));
-process.env.PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD = "1";
-const { chromium } = require("playwright-core");
+// lib.mjs has checked that FORMWORK_PEERS is set.
+const modules = path.join(process.env.FORMWORK_PEERS, "npm", "node_modules");
 
 const TARGET_CARD_MS = 50;
 const TARGET_RESULT_MS = 20;
@@ -88,7 +82,6 @@ const direct = option("--direct", null);
 const TARGET_APP_RESULT_MS = 100;
 const TARGET_BRIDGE_RATIO = 2;
 
-const tid = (id) => `[data-testid="${id}"]`;
 const now = () => performance.timeOrigin + performance.now();
 
 // ---- formwork serve ----
@@ -179,15 +172,7 @@ async function startOnce(cwd) {
 
 // ---- the page ----
 
-async function launch(contextOptions = {}) {
-  const browser = await chromium.launch({
-    executablePath: process.env.FORMWORK_CHROMIUM ?? "/usr/bin/chromium",
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
-  });
-  const context = await browser.newContext({ locale: "en-GB", ...contextOptions });
-  context.setDefaultTimeout(WAIT);
-  return { browser, context };
-}
+const launchPage = (contextOptions = {}) => launch({ locale: "en-GB", ...contextOptions }, WAIT);
 
 // Installed before the page's own scripts: stamps each form card's arrival in the DOM and its next frame.
 function installObserver() {
@@ -222,21 +207,6 @@ function installObserver() {
   }).observe(document, { childList: true, subtree: true });
 }
 
-async function newSession(page) {
-  const before = page.url();
-  await page.locator(tid("new-session")).click();
-  await page.waitForURL((u) => u.toString() !== before && /#\/sessions\//.test(u.toString()));
-  await page.locator(`${tid("connection-status")}[data-state="connected"]`).waitFor();
-  await page.locator(tid("transcript-empty")).waitFor();
-}
-
-async function callTool(page, server, tool) {
-  await page.locator(`${tid("palette-tool")}[data-server="${server}"][data-tool="${tool}"]`).click();
-  await page.locator(`${tid("palette-panel")}[data-tool="${tool}"]`).waitFor();
-  await page.locator(tid("palette-call")).click();
-  await page.locator(`${tid("tool-call")}[data-tool="${tool}"]`).waitFor();
-}
-
 // ---- 1. forms ----
 
 async function formsBench() {
@@ -252,7 +222,7 @@ async function formsBench() {
     rmSync(dir, { recursive: true, force: true });
     throw error;
   });
-  const { browser, context } = await launch({ viewport: { width: 1200, height: 800 } });
+  const { browser, context } = await launchPage({ viewport: { width: 1200, height: 800 } });
   try {
     await context.addInitScript(installObserver);
     const page = await context.newPage();
@@ -533,7 +503,7 @@ async function appsBench() {
     rmSync(dir, { recursive: true, force: true });
     throw error;
   });
-  const { browser, context } = await launch({ viewport: { width: 1200, height: 800 } });
+  const { browser, context } = await launchPage({ viewport: { width: 1200, height: 800 } });
   try {
     await context.addInitScript(installAppsObserver);
     const page = await context.newPage();
@@ -609,7 +579,7 @@ async function takeScreenshot(file) {
   // An empty directory: no ./formwork.toml, so serve runs on the built-in default with the demo plugin.
   const dir = mkdtempSync(path.join(os.tmpdir(), "formwork-shot-"));
   const server = await serve([], dir);
-  const { browser, context } = await launch({ viewport: { width: 1200, height: 800 }, colorScheme: "light", deviceScaleFactor: 1 });
+  const { browser, context } = await launchPage({ viewport: { width: 1200, height: 800 }, colorScheme: "light", deviceScaleFactor: 1 });
   try {
     const page = await context.newPage();
     await page.goto(server.url);

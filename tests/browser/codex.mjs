@@ -20,7 +20,8 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import assert from "node:assert/strict";
 
-import { newSession, runCases, say, tid, turnOver } from "./conversation.mjs";
+import { runCases, turnOver } from "./conversation.mjs";
+import { newSession, say, tid } from "./lib.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const [url, filter] = process.argv.slice(2);

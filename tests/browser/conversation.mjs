@@ -1,36 +1,13 @@
 // What the conversation tests of the workbench share (model.mjs, the model loop; codex.mjs, the Codex runtime):
-// the steps of a person in a conversation, and the runner that opens the page and runs the cases in order,
+// the end of a turn, and the runner that opens the page and runs the cases in order,
 // printing `ok <case>` / `FAIL <case>: <why>` lines and `N passed, M failed`, like run.mjs. A failed case leaves
 // a screenshot `<prefix>-<case>.png` in FORMWORK_BROWSER_SCREENSHOTS (else target/browser-failures).
 
-import { createRequire } from "node:module";
 import { mkdirSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import assert from "node:assert/strict";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const require = createRequire(path.join(process.env.FORMWORK_PEERS, "npm", "node_modules", "noop.js"));
-process.env.PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD = "1";
-const { chromium } = require("playwright-core");
-
-const screenshots = process.env.FORMWORK_BROWSER_SCREENSHOTS ?? path.resolve(here, "../../target/browser-failures");
-
-export const tid = (id) => `[data-testid="${id}"]`;
-
-// Opens a new session and waits until its socket has delivered the (empty) snapshot.
-export async function newSession(page) {
-  const before = page.url();
-  await page.locator(tid("new-session")).click();
-  await page.waitForURL((u) => u.toString() !== before && /#\/sessions\//.test(u.toString()));
-  await page.locator(`${tid("connection-status")}[data-state="connected"]`).waitFor();
-  await page.locator(tid("transcript-empty")).waitFor();
-}
-
-export async function say(page, text) {
-  await page.locator(tid("message-input")).fill(text);
-  await page.locator(tid("message-input")).press("Enter");
-}
+import { exitWhenDone, launch, screenshots, tid } from "./lib.mjs";
 
 export async function turnOver(page) {
   await page.locator(tid("stop-turn")).waitFor({ state: "hidden" });
@@ -39,22 +16,10 @@ export async function turnOver(page) {
 // Opens `url` in headless Chromium (each wait up to `wait` ms), runs `ready(page)` once connected, then each of
 // `cases` ({name, body(page)}) whose name `filter` (comma-separated) lets through; then exits 0 when all passed.
 export function runCases({ url, filter, cases, prefix, wait, ready = async () => {} }) {
-  main().then(
-    (ok) => process.exit(ok ? 0 : 1),
-    (error) => {
-      console.log(`FAIL setup: ${error?.stack ?? error}`);
-      console.log("0 passed, 1 failed");
-      process.exit(1);
-    },
-  );
+  exitWhenDone(main);
 
   async function main() {
-    const browser = await chromium.launch({
-      executablePath: process.env.FORMWORK_CHROMIUM ?? "/usr/bin/chromium",
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
-    });
-    const context = await browser.newContext();
-    context.setDefaultTimeout(wait);
+    const { browser, context } = await launch({}, wait);
     const page = await context.newPage();
     const pageErrors = [];
     page.on("pageerror", (error) => pageErrors.push(error.message));

@@ -11,7 +11,8 @@
 
 import assert from "node:assert/strict";
 
-import { newSession, runCases, say, tid, turnOver } from "./conversation.mjs";
+import { runCases, turnOver } from "./conversation.mjs";
+import { newSession, say, tid } from "./lib.mjs";
 
 const [url, filter] = process.argv.slice(2);
 

@@ -15,22 +15,13 @@
 // playwright-core is loaded from $FORMWORK_PEERS/npm/node_modules (installed by `cargo xtask peers`); it never
 // downloads a browser: Chromium is /usr/bin/chromium, or $FORMWORK_CHROMIUM.
 
-import { createRequire } from "node:module";
 import { mkdirSync, readFileSync } from "node:fs";
 import http from "node:http";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import assert from "node:assert/strict";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const peers = process.env.FORMWORK_PEERS;
-if (!peers) {
-  console.error("run.mjs: FORMWORK_PEERS is not set: run `cargo xtask test` to install the test peers");
-  process.exit(2);
-}
-const require = createRequire(path.join(peers, "npm", "node_modules", "noop.js"));
-process.env.PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD = "1";
-const { chromium } = require("playwright-core");
+import { callTool, exitWhenDone, launch, newSession, screenshots, tid } from "./lib.mjs";
 
 const [url, filter] = process.argv.slice(2);
 if (!url) {
@@ -40,31 +31,12 @@ if (!url) {
 // The access token, from the fragment of the printed URL (or its query, as older builds printed it, so that
 // the credential case can judge those too).
 const token = new URL(url).hash.replace(/^#token=/, "") || new URL(url).searchParams.get("token") || "";
-const screenshots = process.env.FORMWORK_BROWSER_SCREENSHOTS ?? path.resolve(here, "../../target/browser-failures");
 const SERVER = "ts";
 // Long enough for a cold plugin start on a busy machine, short enough to keep a hang from eating the run.
 const WAIT = 15_000;
 
-const tid = (id) => `[data-testid="${id}"]`;
 
 // ---- what a person does ----
-
-// Opens a new session and waits until its socket has delivered the (empty) snapshot.
-async function newSession(page) {
-  const before = page.url();
-  await page.locator(tid("new-session")).click();
-  await page.waitForURL((u) => u.toString() !== before && /#\/sessions\//.test(u.toString()));
-  await page.locator(`${tid("connection-status")}[data-state="connected"]`).waitFor();
-  await page.locator(tid("transcript-empty")).waitFor();
-}
-
-// Picks `tool` in the palette and presses Call.
-async function callTool(page, tool, server = SERVER) {
-  await page.locator(`${tid("palette-tool")}[data-server="${server}"][data-tool="${tool}"]`).click();
-  await page.locator(`${tid("palette-panel")}[data-tool="${tool}"]`).waitFor();
-  await page.locator(tid("palette-call")).click();
-  await page.locator(`${tid("tool-call")}[data-tool="${tool}"]`).waitFor();
-}
 
 // The card that is open for an answer (there is one per case), located by its form id so that the locator
 // still finds it once it is resolved.
@@ -110,7 +82,7 @@ async function outcome(card) {
 // Calls `tool`, lets `answer(card)` answer its one form, and checks that the plugin received `expected`.
 async function answered(page, tool, answer, expected) {
   await newSession(page);
-  await callTool(page, tool);
+  await callTool(page, SERVER, tool);
   const card = await openCard(page);
   await answer(card);
   assert.deepEqual(await pluginResult(page, tool), expected);
@@ -186,7 +158,7 @@ test("kind-boolean", (page) =>
 // A 2026-07-28 call: each round's form is a card of the call, which shows the round it is in.
 test("rounds-2026", async (page) => {
   await newSession(page);
-  await callTool(page, "deploy", "ts2");
+  await callTool(page, "ts2", "deploy");
   const call = page.locator(`${tid("tool-call")}[data-server="ts2"][data-tool="deploy"]`);
   let card = await openCard(page);
   assert.equal(await call.getAttribute("data-round"), "1");
@@ -297,7 +269,7 @@ test("new-message-cancels-card", async (page) => {
 // crash_mid_form exits 200 ms after its form came up: the card ends as cancelled, plugin gone.
 test("plugin-killed-with-card-open", async (page) => {
   await newSession(page);
-  await callTool(page, "crash_mid_form");
+  await callTool(page, SERVER, "crash_mid_form");
   const card = page.locator(tid("form-card")).last();
   await card.waitFor();
   const { action, reason } = await outcome(card);
@@ -319,7 +291,7 @@ test("markup-typed-by-the-person-stays-inert", async (page) => {
   await page.locator(`${tid("message")}[data-role="user"]`).waitFor();
   assert.equal(await page.locator(`${tid("message")} ${tid("message-text")}`).textContent(), markup);
   const name = "<b>x</b><i>y</i>"; // within the 20 code points of `name`
-  await callTool(page, "ask_form");
+  await callTool(page, SERVER, "ask_form");
   const card = await openCard(page);
   await typeInto(card, "name", name);
   await typeInto(card, "email", "ada@example.com");
@@ -342,7 +314,7 @@ test("markup-from-the-plugin-stays-inert", async (page) => {
   const entry = page.locator(`${tid("palette-tool")}[data-server="markup"][data-tool="ask_markup"]`);
   assert.equal(await entry.locator(".palette-tool-name").textContent(), markup("tool-title"));
   assert.equal(await entry.locator(".palette-tool-description").textContent(), markup("tool-description"));
-  await callTool(page, "ask_markup", "markup");
+  await callTool(page, "markup", "ask_markup");
   const card = await openCard(page);
   assert.equal(await card.locator(tid("card-header")).textContent(), markup("form-message"));
   const note = question(card, "note");
@@ -389,7 +361,7 @@ test("reload-restores-transcript-and-pending-card", async (page) => {
   await page.locator(tid("message-input")).fill("before the form");
   await page.locator(tid("message-input")).press("Enter");
   await page.locator(`${tid("message")}[data-role="user"]`).waitFor();
-  await callTool(page, "ask_titled");
+  await callTool(page, SERVER, "ask_titled");
   await openCard(page);
   const address = page.url();
   await page.reload();
@@ -527,7 +499,7 @@ test("no-token-shows-the-way", async (page) => {
 // field, and Cancel works at once.
 test("hostile-pattern-never-runs-in-the-page", async (page) => {
   await newSession(page);
-  await callTool(page, "ask_hostile_pattern");
+  await callTool(page, SERVER, "ask_hostile_pattern");
   const card = await openCard(page);
   const word = question(card, "word");
   assert.equal(await word.locator(tid("question-hint")).textContent(), "Must match ^(a+)+$");
@@ -547,7 +519,7 @@ test("hostile-pattern-never-runs-in-the-page", async (page) => {
 // A host error for a key that holds ": " lands under that field, not split at the separator.
 test("an-error-lands-under-its-field-whatever-the-key", async (page) => {
   await newSession(page);
-  await callTool(page, "ask_colon_key");
+  await callTool(page, SERVER, "ask_colon_key");
   const card = await openCard(page);
   await typeInto(card, "code: id", "12a");
   await submit(card);
@@ -565,7 +537,7 @@ test("an-error-lands-under-its-field-whatever-the-key", async (page) => {
 // A form that asks for a password says plainly that it asks for a secret, and marks the field.
 test("a-form-asking-for-a-secret-warns", async (page) => {
   await newSession(page);
-  await callTool(page, "ask_password");
+  await callTool(page, SERVER, "ask_password");
   const card = await openCard(page);
   const warning = card.locator(tid("secret-warning"));
   assert.match(await warning.textContent(), /^Warning: this plugin asks for something secret \(Password\)\./);
@@ -582,7 +554,7 @@ test("a-form-asking-for-a-secret-warns", async (page) => {
 // URI of the host's copy.
 test("openai-picker-images-list-upload", async (page) => {
   await newSession(page);
-  await callTool(page, "ask_openai_part");
+  await callTool(page, SERVER, "ask_openai_part");
   const card = await openCard(page);
   const part = question(card, "part");
   assert.equal(await part.getAttribute("data-input"), "resource");
@@ -656,7 +628,7 @@ test("delete-session", async (page) => {
 // form is then a card.
 test("a-pushed-form-gets-the-older-protocol-offer", async (page) => {
   await newSession(page);
-  await callTool(page, "ask", "py");
+  await callTool(page, "py", "ask");
   const failed = page.locator(`${tid("tool-call")}[data-tool="ask"]`).first();
   await failed.locator(':scope[data-state="error"]').waitFor();
   assert.match(
@@ -678,12 +650,7 @@ test("a-pushed-form-gets-the-older-protocol-offer", async (page) => {
 });
 
 async function main() {
-  const browser = await chromium.launch({
-    executablePath: process.env.FORMWORK_CHROMIUM ?? "/usr/bin/chromium",
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
-  });
-  const context = await browser.newContext({ timezoneId: "Europe/Berlin", locale: "en-GB" });
-  context.setDefaultTimeout(WAIT);
+  const { browser, context } = await launch({ timezoneId: "Europe/Berlin", locale: "en-GB" }, WAIT);
   const page = await context.newPage();
   const pageErrors = [];
   page.on("pageerror", (error) => pageErrors.push(error.message));
@@ -720,11 +687,4 @@ async function main() {
   return failed === 0 && passed > 0;
 }
 
-main().then(
-  (ok) => process.exit(ok ? 0 : 1),
-  (error) => {
-    console.log(`FAIL setup: ${error?.stack ?? error}`);
-    console.log("0 passed, 1 failed");
-    process.exit(1);
-  },
-);
+exitWhenDone(main);
