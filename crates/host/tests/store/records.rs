@@ -1,0 +1,373 @@
+//! What the store keeps: JSON byte for byte, an app's caller, the transcript in order, typed
+//! errors.
+
+use super::*;
+
+#[tokio::test]
+async fn json_round_trips_byte_for_byte_with_result_parts_apart() {
+    let store = Store::open_in_memory().unwrap();
+    store.create_session("s1", Some("First")).await.unwrap();
+
+    let message = raw(r#"{"text":"hello","attachments":[],"at":"2025-01-01"}"#);
+    store
+        .append_entry("s1", PlainEntryKind::UserMessage, &message)
+        .await
+        .unwrap();
+
+    let arguments = raw(ARGUMENTS);
+    store
+        .begin_invocation(NewInvocation {
+            id: "i1",
+            session: "s1",
+            server: "files",
+            tool: "read",
+            arguments: Some(&arguments),
+            asked_by: None,
+        })
+        .await
+        .unwrap();
+    let result = format!(
+        r#"{{"_meta":{META},"isError":true,"content":{CONTENT},"structuredContent":{STRUCTURED},"extra":1}}"#
+    );
+    let parts = ToolResult::from_json(&result).unwrap();
+    store
+        .finish_invocation("i1", InvocationOutcome::Completed(parts))
+        .await
+        .unwrap();
+
+    let invocation = store.invocation("i1").await.unwrap().unwrap();
+    assert_eq!(invocation.arguments.unwrap().get(), ARGUMENTS);
+    assert_eq!(invocation.content.unwrap().get(), CONTENT);
+    assert_eq!(invocation.structured_content.unwrap().get(), STRUCTURED);
+    assert_eq!(invocation.meta.unwrap().get(), META);
+    assert!(invocation.is_error);
+    assert_eq!(invocation.status, InvocationStatus::Completed);
+    assert!(invocation.finished_at.is_some());
+
+    let (request, render, answer) = (raw(REQUEST), raw(RENDER), raw(ANSWER));
+    store
+        .insert_form(NewForm {
+            id: "f1",
+            session: "s1",
+            invocation: Some("i1"),
+            plugin: "files",
+            request: &request,
+            render: Some(&render),
+        })
+        .await
+        .unwrap();
+    store
+        .resolve_form(
+            "f1",
+            FormResolution::Accepted {
+                content: Some(&answer),
+            },
+        )
+        .await
+        .unwrap();
+    let form = store.form("f1").await.unwrap().unwrap();
+    assert_eq!(form.request.get(), REQUEST);
+    assert_eq!(form.render.unwrap().get(), RENDER);
+    assert_eq!(form.content.unwrap().get(), ANSWER);
+    assert_eq!(form.status, FormStatus::Accepted);
+    assert_eq!(form.invocation.as_deref(), Some("i1"));
+
+    let rendering = raw(RENDERING);
+    store
+        .insert_approval(NewApproval {
+            id: "a1",
+            session: "s1",
+            invocation: Some("i1"),
+            server: "files",
+            tool: "rm",
+            rendering: &rendering,
+        })
+        .await
+        .unwrap();
+    store
+        .resolve_approval(
+            "a1",
+            ApprovalResolution::Answered {
+                choice: ApprovalChoice::AllowForSession,
+                reason: None,
+            },
+        )
+        .await
+        .unwrap();
+    let approval = store.approval("a1").await.unwrap().unwrap();
+    assert_eq!(approval.rendering.get(), RENDERING);
+    assert_eq!(approval.status, ApprovalStatus::Answered);
+    assert_eq!(approval.choice, Some(ApprovalChoice::AllowForSession));
+
+    let transcript = store.transcript("s1").await.unwrap();
+    assert_eq!(transcript[0].payload.get(), message.get());
+}
+
+/// A call an app made keeps the invocation whose app asked.
+#[tokio::test]
+async fn an_apps_call_keeps_who_asked() {
+    let store = Store::open_in_memory().unwrap();
+    store.create_session("s1", None).await.unwrap();
+    for (id, asked_by) in [("i1", None), ("i2", Some("i1"))] {
+        store
+            .begin_invocation(NewInvocation {
+                id,
+                session: "s1",
+                server: "p",
+                tool: "t",
+                arguments: None,
+                asked_by,
+            })
+            .await
+            .unwrap();
+    }
+    let asked = |id: &'static str| {
+        let store = &store;
+        async move { store.invocation(id).await.unwrap().unwrap().asked_by }
+    };
+    assert_eq!(asked("i1").await, None);
+    assert_eq!(asked("i2").await.as_deref(), Some("i1"));
+}
+
+#[tokio::test]
+async fn transcript_is_ordered_and_joined_with_its_rows() {
+    let store = Store::open_in_memory().unwrap();
+    store.create_session("s", None).await.unwrap();
+    let other = store.create_session("other", None).await.unwrap();
+    assert_eq!(other.title, None);
+
+    let user = raw(r#"{"text":"list files"}"#);
+    let assistant = raw(r#"{"text":"done"}"#);
+    let diagnostic = raw(r#"{"message":"form declined: no active turn"}"#);
+    let (request, rendering) = (raw(REQUEST), raw(RENDERING));
+    let mut seqs = Vec::new();
+    seqs.push(
+        store
+            .append_entry("s", PlainEntryKind::UserMessage, &user)
+            .await
+            .unwrap(),
+    );
+    seqs.push(
+        store
+            .begin_invocation(NewInvocation {
+                id: "call",
+                session: "s",
+                server: "fs",
+                tool: "ls",
+                arguments: None,
+                asked_by: None,
+            })
+            .await
+            .unwrap(),
+    );
+    seqs.push(
+        store
+            .insert_approval(NewApproval {
+                id: "card",
+                session: "s",
+                invocation: Some("call"),
+                server: "fs",
+                tool: "ls",
+                rendering: &rendering,
+            })
+            .await
+            .unwrap(),
+    );
+    seqs.push(
+        store
+            .insert_form(NewForm {
+                id: "form",
+                session: "s",
+                invocation: None,
+                plugin: "fs",
+                request: &request,
+                render: None,
+            })
+            .await
+            .unwrap(),
+    );
+    seqs.push(
+        store
+            .append_entry("s", PlainEntryKind::Diagnostic, &diagnostic)
+            .await
+            .unwrap(),
+    );
+    seqs.push(
+        store
+            .append_entry("s", PlainEntryKind::AssistantMessage, &assistant)
+            .await
+            .unwrap(),
+    );
+    // Another session's entries do not take this session's numbers.
+    assert_eq!(
+        store
+            .append_entry("other", PlainEntryKind::UserMessage, &user)
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(seqs, [1, 2, 3, 4, 5, 6]);
+
+    store
+        .finish_invocation(
+            "call",
+            InvocationOutcome::Failed {
+                error: "plugin went away",
+            },
+        )
+        .await
+        .unwrap();
+
+    let transcript = store.transcript("s").await.unwrap();
+    let kinds: Vec<EntryKind> = transcript.iter().map(|entry| entry.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            EntryKind::UserMessage,
+            EntryKind::Invocation,
+            EntryKind::Approval,
+            EntryKind::Form,
+            EntryKind::Diagnostic,
+            EntryKind::AssistantMessage,
+            EntryKind::InvocationEnd,
+        ]
+    );
+    assert_eq!(transcript[1].payload.get(), r#"{"id":"call"}"#);
+    match &transcript[1].detail {
+        Some(EntryDetail::Invocation(call)) => {
+            assert_eq!(call.status, InvocationStatus::Failed);
+            assert_eq!(call.error.as_deref(), Some("plugin went away"));
+            assert!(call.arguments.is_none());
+        }
+        other => panic!("expected the invocation, got {other:?}"),
+    }
+    assert!(
+        matches!(&transcript[2].detail, Some(EntryDetail::Approval(card)) if card.id == "card")
+    );
+    assert!(
+        matches!(&transcript[3].detail, Some(EntryDetail::Form(form)) if form.render.is_none())
+    );
+    assert!(transcript[4].detail.is_none());
+    assert_eq!(transcript[5].payload.get(), assistant.get());
+
+    let sessions = store.list_sessions().await.unwrap();
+    assert_eq!(sessions.len(), 2);
+    store.set_session_title("s", Some("Files")).await.unwrap();
+    let session = store.session("s").await.unwrap().unwrap();
+    assert_eq!(session.title.as_deref(), Some("Files"));
+    assert!(session.updated_at >= session.created_at);
+}
+
+#[tokio::test]
+async fn wrong_ids_and_second_endings_are_typed_errors() {
+    let store = Store::open_in_memory().unwrap();
+    store.create_session("s", None).await.unwrap();
+    let payload = raw("{}");
+
+    let duplicate = store.create_session("s", None).await.unwrap_err();
+    assert!(matches!(
+        duplicate,
+        StoreError::AlreadyExists {
+            kind: "session",
+            ..
+        }
+    ));
+    let missing = store
+        .append_entry("nope", PlainEntryKind::UserMessage, &payload)
+        .await
+        .unwrap_err();
+    assert!(matches!(
+        missing,
+        StoreError::NotFound {
+            kind: "session",
+            ..
+        }
+    ));
+    let missing = store.transcript("nope").await.unwrap_err();
+    assert!(matches!(
+        missing,
+        StoreError::NotFound {
+            kind: "session",
+            ..
+        }
+    ));
+    let missing = store
+        .insert_form(NewForm {
+            id: "f",
+            session: "s",
+            invocation: Some("no-such-call"),
+            plugin: "p",
+            request: &payload,
+            render: None,
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(
+        missing,
+        StoreError::NotFound {
+            kind: "invocation",
+            ..
+        }
+    ));
+    let missing = store
+        .resolve_form("nope", FormResolution::Declined { reason: None })
+        .await
+        .unwrap_err();
+    assert!(matches!(missing, StoreError::NotFound { kind: "form", .. }));
+
+    // A failed write undoes only itself: the form above left no row and no transcript entry.
+    assert!(store.form("f").await.unwrap().is_none());
+    assert!(store.transcript("s").await.unwrap().is_empty());
+
+    store
+        .insert_form(NewForm {
+            id: "f",
+            session: "s",
+            invocation: None,
+            plugin: "p",
+            request: &payload,
+            render: None,
+        })
+        .await
+        .unwrap();
+    store
+        .resolve_form("f", FormResolution::Cancelled { reason: "timeout" })
+        .await
+        .unwrap();
+    let late = store
+        .resolve_form("f", FormResolution::Accepted { content: None })
+        .await
+        .unwrap_err();
+    assert!(matches!(
+        late,
+        StoreError::AlreadyResolved {
+            kind: "form",
+            status: "cancelled",
+            ..
+        }
+    ));
+    let form = store.form("f").await.unwrap().unwrap();
+    assert_eq!(form.status, FormStatus::Cancelled);
+    assert_eq!(form.reason.as_deref(), Some("timeout"));
+
+    let again = store
+        .insert_form(NewForm {
+            id: "f",
+            session: "s",
+            invocation: None,
+            plugin: "p",
+            request: &payload,
+            render: None,
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(
+        again,
+        StoreError::AlreadyExists { kind: "form", .. }
+    ));
+
+    assert!(matches!(
+        ToolResult::from_json("[1]").unwrap_err(),
+        StoreError::ToolResult(_)
+    ));
+}
