@@ -74,6 +74,7 @@ mod error;
 mod import;
 mod layers;
 mod load;
+mod oauth;
 mod providers;
 mod types;
 
