@@ -99,8 +99,9 @@ export class Transcript {
 
   cardUp(card) {
     if (!this.live) return;
-    this.hooks.announce(`${card.element.querySelector("[data-testid=card-source]")?.textContent ?? "A card"}: ${card.titleNode.textContent}`);
+    // Focus first: it reuses the layout `add` made; the announcement's new text would make it lay out again.
     if (this.mayTakeFocus()) card.focus();
+    this.hooks.announce(`${card.element.querySelector("[data-testid=card-source]")?.textContent ?? "A card"}: ${card.titleNode.textContent}`);
   }
 
   apply(message) {

@@ -25,9 +25,10 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use formwork_host::{Command, CommandError, Event, SocketMessage};
+use futures::SinkExt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 
 use crate::AppState;
 
@@ -92,7 +93,7 @@ async fn bridge(state: AppState, session: String, mut socket: WebSocket) {
             }
             Some(answer) = answers.recv() => send_json(&mut socket, &answer).await,
             event = feed.live.recv() => match event {
-                Ok(event) => send_event(&mut socket, &event).await,
+                Ok(event) => send_live(&state, &session, &mut socket, &mut feed, &event).await,
                 Err(RecvError::Lagged(_)) => resync(&state, &session, &mut socket, &mut feed).await,
                 Err(RecvError::Closed) => Err(Closed),
             },
@@ -127,23 +128,54 @@ async fn resync(
     send_snapshot(socket, feed).await
 }
 
+/// The snapshot in as few writes as the socket's buffer allows: a long transcript is not one
+/// write per event.
 async fn send_snapshot(socket: &mut WebSocket, feed: &mut Feed) -> Result<(), Closed> {
     for event in std::mem::take(&mut feed.snapshot) {
-        send_event(socket, &event).await?;
+        feed_json(socket, &*event).await?;
     }
     send_json(socket, &SocketMessage::SnapshotDone).await
 }
 
-async fn send_event(socket: &mut WebSocket, event: &Event) -> Result<(), Closed> {
-    send_json(socket, event).await
+/// Sends `first` and the live events already queued behind it in one write: the events a step
+/// emits together (a call's start and its turn's, a call's end and its turn's) reach the page
+/// together.
+async fn send_live(
+    state: &AppState,
+    session: &str,
+    socket: &mut WebSocket,
+    feed: &mut Feed,
+    first: &Event,
+) -> Result<(), Closed> {
+    feed_json(socket, first).await?;
+    loop {
+        match feed.live.try_recv() {
+            Ok(event) => feed_json(socket, &*event).await?,
+            Err(TryRecvError::Lagged(_)) => {
+                flush(socket).await?;
+                return resync(state, session, socket, feed).await;
+            }
+            Err(TryRecvError::Empty | TryRecvError::Closed) => return flush(socket).await,
+        }
+    }
 }
 
 async fn send_json(socket: &mut WebSocket, message: &impl Serialize) -> Result<(), Closed> {
+    feed_json(socket, message).await?;
+    flush(socket).await
+}
+
+/// Queues `message` in the socket's buffer, which is written out when full or flushed.
+async fn feed_json(socket: &mut WebSocket, message: &impl Serialize) -> Result<(), Closed> {
     let text = serde_json::to_string(message).map_err(|_| Closed)?;
     socket
-        .send(Message::Text(text.into()))
+        .feed(Message::Text(text.into()))
         .await
         .map_err(|_| Closed)
+}
+
+async fn flush(socket: &mut WebSocket) -> Result<(), Closed> {
+    socket.flush().await.map_err(|_| Closed)
 }
 
 /// Carries out one command, or starts serving an app's message (its answer goes to
