@@ -31,13 +31,19 @@
 //    as many `ping`s
 //    from the app, which the host answers itself: the relay's own cost; and as many plain messages from the app to
 //    the page and back that the bench's listener in the page echoes (no host at all): the browser's own frame hop,
-//    the floor under every bridge message. For `show`, the page's receipt of `tool_call_app`, the app's frame
+//    the floor under every bridge message; and as many round trips of a WebSocket message from a page of a plain
+//    local server to that server, which echoes it (a few lines of Node, no formwork): the browser's own socket hop,
+//    the floor under every call the page makes. For `show`, the page's receipt of `tool_call_app`, the app's frame
 //    element going in (the document minted), its navigation start, its script's start and its `ui/initialize`
 //    answer are given from the same origin (the result leaving the plugin), to show where the first tool-result's
 //    time goes; and, for the browser alone (a plain local server, no formwork), N frames on a site of their own
 //    and N on a site whose process is up, each timed from being asked to load until its first script runs.
 //
-// Prints a table of medians against the issue's targets (PASS/MISS). A miss still exits 0: this is a report; only
+// Prints a table of medians against the issue's targets (PASS/MISS): the card visible within 50 ms (median) and
+// within one frame, 16.7 ms (p90; the row "card in the DOM -> its frame" is the wait for the next frame, which no
+// host can shorten); a page's call_tool within 3x the host's direct call (median; printed beside the floor, the
+// browser's socket echo plus the direct call); an app's bridge call within the frame echo plus the page's call
+// plus 0.2 ms, and within 2x the direct call. A miss still exits 0: this is a report; only
 // a failure (a wrong answer at the plugin, a timeout, a crash) exits 1. --screenshot instead saves a 1200x800 light
 // theme picture of the built-in demo's `deploy` form card (docs/form-card.png in the README).
 //
@@ -45,6 +51,7 @@
 // with the launch flags of run.mjs.
 
 import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import os from "node:os";
@@ -60,6 +67,7 @@ const modules = path.join(process.env.FORMWORK_PEERS, "npm", "node_modules");
 const TARGET_CARD_MS = 50;
 const TARGET_RESULT_MS = 20;
 const TARGET_START_MS = 100;
+const TARGET_CARD_P90_MS = 16.7;
 const WAIT = 15_000;
 
 const args = process.argv.slice(2);
@@ -81,6 +89,8 @@ const appRounds = Number(option("--apps-rounds", 3));
 const direct = option("--direct", null);
 const TARGET_APP_RESULT_MS = 100;
 const TARGET_BRIDGE_RATIO = 2;
+const TARGET_PAGE_CALL_RATIO = 3;
+const TARGET_BRIDGE_OVER_MS = 0.2;
 
 const now = () => performance.timeOrigin + performance.now();
 
@@ -438,6 +448,81 @@ function directCalls(command, count) {
   });
 }
 
+// The browser alone, no formwork: a WebSocket round trip from a page to a plain local server that echoes each text
+// message (a few lines of Node below, no library), the floor under every call the page makes over its socket.
+// Resolves with `{ time(count) -> ms[], close() }`; the page stays open so that rounds interleave with the host's.
+async function webSocketEchoFloor(context) {
+  const server = http.createServer((request, response) => {
+    response.writeHead(200, { "Content-Type": "text/html" }).end("<!doctype html><title>echo</title>");
+  });
+  server.on("upgrade", (request, socket) => {
+    const accept = createHash("sha1")
+      .update(`${request.headers["sec-websocket-key"]}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`)
+      .digest("base64");
+    socket.setNoDelay(true);
+    socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`);
+    let buffered = Buffer.alloc(0);
+    socket.on("error", () => {});
+    socket.on("data", (chunk) => {
+      buffered = Buffer.concat([buffered, chunk]);
+      // Whole frames only; the page's messages are short (under 64 KiB) and always masked.
+      while (buffered.length >= 2) {
+        const opcode = buffered[0] & 0x0f;
+        let length = buffered[1] & 0x7f;
+        let at = 2;
+        if (length === 126) {
+          if (buffered.length < 4) return;
+          length = buffered.readUInt16BE(2);
+          at = 4;
+        } else if (length === 127) return socket.destroy();
+        if (buffered.length < at + 4 + length) return;
+        const mask = buffered.subarray(at, at + 4);
+        const payload = Buffer.from(buffered.subarray(at + 4, at + 4 + length));
+        for (let i = 0; i < length; i++) payload[i] ^= mask[i % 4];
+        buffered = buffered.subarray(at + 4 + length);
+        if (opcode === 0x8) return socket.end();
+        if (opcode !== 0x1) continue;
+        const header = length < 126 ? Buffer.from([0x81, length]) : Buffer.from([0x81, 126, length >> 8, length & 0xff]);
+        socket.write(Buffer.concat([header, payload]));
+      }
+    });
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const page = await context.newPage();
+  const port = server.address().port;
+  await page.goto(`http://127.0.0.1:${port}/`);
+  await page.evaluate(async (port) => {
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/`);
+    await new Promise((resolve, reject) => {
+      ws.onopen = resolve;
+      ws.onerror = () => reject(new Error("the echo socket did not open"));
+    });
+    window.__echo = ws;
+  }, port);
+  const time = (count) =>
+    page.evaluate(async (count) => {
+      const ws = window.__echo;
+      // The size of the page's call_tool command.
+      const message = JSON.stringify({ type: "call_tool", server: "apps", tool: "echo-page", arguments: { text: "bench" } });
+      const samples = [];
+      for (let n = 0; n < count; n++) {
+        const start = performance.now();
+        await new Promise((resolve) => {
+          ws.onmessage = resolve;
+          ws.send(message);
+        });
+        samples.push(performance.now() - start);
+      }
+      return samples;
+    }, count);
+  const close = async () => {
+    await page.close();
+    server.closeAllConnections();
+    server.close();
+  };
+  return { time, close };
+}
+
 const quoted = (word) => `'${word.replaceAll("'", "'\\''")}'`;
 
 // The browser alone, no formwork: how long a new frame takes from being asked to load until its first script runs,
@@ -552,7 +637,9 @@ async function appsBench() {
     const pings = [];
     const frameEchoes = [];
     const pageCalls = [];
+    const socketEchoes = [];
     const host = [];
+    const echoFloor = await webSocketEchoFloor(context);
     const command = [process.execPath, plugin, modules].map(quoted).join(" ");
     const echoes = 5 * appCalls;
     for (let round = 0; round < appRounds; round++) {
@@ -561,11 +648,13 @@ async function appsBench() {
       pings.push(...(await last.frame.evaluate((count) => window.benchPings(count), warmup + echoes)).slice(warmup));
       frameEchoes.push(...(await last.frame.evaluate((count) => window.benchFrameEchoes(count), warmup + echoes)).slice(warmup));
       pageCalls.push(...(await page.evaluate(timePageCalls, warmup + echoes)).slice(warmup));
+      socketEchoes.push(...(await echoFloor.time(warmup + echoes)).slice(warmup));
       if (direct) host.push(...(await directCalls(command, warmup + echoes)).slice(warmup));
     }
+    await echoFloor.close();
     if (pageErrors.length) throw new Error(`errors in the page: ${pageErrors.join("; ")}`);
     const floor = await frameStartFloor(context, appCalls);
-    return { spans, floor, bridge, pings, frameEchoes, pageCalls, host: direct ? host : null, echoes };
+    return { spans, floor, bridge, pings, frameEchoes, pageCalls, socketEchoes, host: direct ? host : null, echoes };
   } finally {
     await browser.close();
     await server.stop();
@@ -620,7 +709,7 @@ function appsRow(what, values, verdict = "") {
   return s;
 }
 
-function appsReport({ spans, floor, bridge, pings, frameEchoes, pageCalls, host, echoes }) {
+function appsReport({ spans, floor, bridge, pings, frameEchoes, pageCalls, socketEchoes, host, echoes }) {
   console.log(
     `MCP Apps in headless Chromium: ${appCalls} calls of each tool (+${warmup} warm-up) in one session, the app's ` +
       `document cached after the first; ${appRounds} rounds x ${echoes} bridge calls (+${warmup} warm-up)` +
@@ -658,20 +747,26 @@ function appsReport({ spans, floor, bridge, pings, frameEchoes, pageCalls, host,
   console.log("the browser alone (a plain local server, no formwork): a frame asked to load -> its first script");
   appsRow("  on a site of its own (a new process, as each app)", floor.fresh);
   appsRow("  on a site whose process is up", floor.warm);
-  const echoFloor = appsRow("frame echo (app -> page -> app, no host: the browser)", frameEchoes);
+  const frameEcho = appsRow("frame echo (app -> page -> app, no host: the browser)", frameEchoes);
+  const socketEcho = appsRow("socket echo (page -> plain server -> page, no host)", socketEchoes);
   appsRow("bridge ping (app -> host, no plugin)", pings);
   const b = appsRow("bridge tools/call echo (app -> host -> plugin)", bridge);
   const p = appsRow("page's call_tool echo-page (page -> host -> plugin)", pageCalls);
   console.log(`${"bridge / page's call_tool, median (context)".padEnd(54)} ${(b.median / p.median).toFixed(2)}x`);
+  // The bridge adds the frame hop to the page's call, and no more than 0.2 ms of its own.
+  const bridgeLimit = frameEcho.median + p.median + TARGET_BRIDGE_OVER_MS;
+  console.log(`${"bridge, median, <= frame echo + page's call + 0.2 ms".padEnd(54)} ${verdict(b.median, Number(bridgeLimit.toFixed(2)), " ms")}`);
   if (!host) return;
   const h = appsRow("direct tools/call echo (host -> plugin)", host);
+  console.log(`${"page's call_tool / direct, median".padEnd(54)} ${verdict(p.median / h.median, TARGET_PAGE_CALL_RATIO, "x")}`);
+  // No host can answer the page faster than the browser's own socket round trip plus the plugin's call.
+  const floorRatio = (socketEcho.median + h.median) / h.median;
+  console.log(
+    `${"  floor: (socket echo + direct) / direct, median".padEnd(54)} ${floorRatio.toFixed(2)}x ` +
+      `(the host's own share: ${(p.median - socketEcho.median - h.median).toFixed(2)} ms)`,
+  );
   console.log(`${"bridge / direct, median".padEnd(54)} ${verdict(b.median / h.median, TARGET_BRIDGE_RATIO, "x")}`);
   console.log(`${"bridge / direct, p99".padEnd(54)} ${(b.p99 / h.p99).toFixed(2)}x`);
-  // What the 2x target leaves for the browser, against what the browser alone takes.
-  console.log(
-    `${"browser's frame echo / direct, median (context)".padEnd(54)} ${(echoFloor.median / h.median).toFixed(2)}x ` +
-      `(2x the direct call leaves ${(2 * h.median - h.median).toFixed(2)} ms for everything beyond the plugin call)`,
-  );
 }
 
 function row(what, values, target) {
@@ -713,7 +808,11 @@ async function formsAndStartup() {
   console.log(`${"span".padEnd(42)} ${"samples".padStart(7)} ${"median".padStart(10)} ${"p90".padStart(10)} ${"max".padStart(10)}  target (median)`);
   if (times.socket) row("request -> its event at the page's socket", times.socket, null);
   row("request -> card in the DOM", times.dom, null);
-  row("request -> card's frame (visible)", times.frame, TARGET_CARD_MS);
+  const visible = row("request -> card's frame (visible)", times.frame, TARGET_CARD_MS);
+  // The frame is the next vsync after the card is in the DOM: up to one frame (16.7 ms at 60 Hz) of wait.
+  row("card in the DOM -> its frame (vsync)", times.frame.map((frame, i) => frame - times.dom[i]), null);
+  const p90 = visible.p90 <= TARGET_CARD_P90_MS ? "PASS" : "MISS";
+  console.log(`${"request -> card's frame, p90".padEnd(42)} ${visible.p90.toFixed(1)} ms, target <= ${TARGET_CARD_P90_MS} ms  ${p90}`);
   row("click -> result at the plugin", times.result, TARGET_RESULT_MS);
   row("start -> first page (200)", startup, TARGET_START_MS);
   const negative = [...times.dom, ...times.result].some((v) => v < 0);

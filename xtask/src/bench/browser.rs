@@ -4,14 +4,16 @@
 //! Forms: the medians of a plugin's `elicitation/create` to the form card being in the page (and painted, the
 //! next frame), the click on the card to the result at the plugin (over `--forms` one-click forms from
 //! `tests/browser/bench_plugin.mjs`, a TS SDK plugin), and `formwork serve`'s start to its first page. Targets: card
-//! visible within 50 ms, result within 20 ms, first page within 100 ms.
+//! visible within 50 ms (and within one frame, 16.7 ms, at p90), result within 20 ms, first page within 100 ms.
 //!
 //! MCP Apps (`tests/browser/apps_bench_plugin.mjs`, a TS SDK plugin with an app): median and p99 of a tool's result
 //! leaving the plugin to the app's first `ui/notifications/tool-result` (the app's document cached), beside the
 //! same result reaching the page's transcript; and of a bridge `tools/call` from the app to the plugin and back,
 //! against the same call made directly by the host's plugin connection (`load-bench --direct-calls`, built here).
-//! Targets: first tool-result within 100 ms (median), bridge call at most 2x the direct one. A miss is reported,
-//! not failed.
+//! Targets: first tool-result within 100 ms (median), bridge call at most 2x the direct one and at most the
+//! browser's own frame echo + the page's call + 0.2 ms, the page's `call_tool` at most 3x the direct call (beside
+//! its floor: the browser's WebSocket echo on a plain local server + the direct call). A miss is reported, not
+//! failed.
 
 use std::path::Path;
 use std::process::Command;
