@@ -17,13 +17,35 @@ use anyhow::Context;
 use clap::Args;
 use formwork_host::config::Runtime;
 use formwork_host::store::Store;
-use formwork_host::{Host, HostOptions};
+use formwork_host::{ACCESS_TOKEN_ENV as TOKEN_ENV, Host, HostOptions};
 use formwork_web::{ScriptedModel, WebOptions, Workbench};
 
 use crate::Outcome;
 use crate::config_cmd::ConfigArgs;
 use crate::runtime::RuntimeArgs;
 use crate::terminal::inert;
+
+/// The access token the person chose in [`TOKEN_ENV`], so that several `formwork serve`
+/// processes (replicas of one deployment) accept the same one; `None` (mint one) when it is
+/// unset or empty. One the page could not carry is refused before anything starts, naming the
+/// variable, never its value.
+fn shared_token() -> anyhow::Result<Option<String>> {
+    let token = match std::env::var(TOKEN_ENV) {
+        Ok(token) => token,
+        Err(std::env::VarError::NotPresent) => return Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => anyhow::bail!("{TOKEN_ENV} is not UTF-8 text"),
+    };
+    if token.is_empty() {
+        return Ok(None);
+    }
+    if !formwork_web::usable_token(&token) {
+        anyhow::bail!(
+            "{TOKEN_ENV} must be 32 to 128 letters, digits, `-`, `.`, `_` or `~` (it has {} characters)",
+            token.chars().count()
+        );
+    }
+    Ok(Some(token))
+}
 
 /// Serve the web workbench on 127.0.0.1.
 #[derive(Args, Debug)]
@@ -56,6 +78,7 @@ pub struct ServeArgs {
 /// (`host-stopped`) and the store is flushed.
 pub async fn run(args: &ServeArgs) -> anyhow::Result<Outcome> {
     raise_open_files_limit();
+    let token = shared_token()?;
     let config = args.config.load()?;
     let codex = args.runtime.runtime(&config) == Runtime::Codex;
     if codex && args.scripted_model.is_some() {
@@ -120,7 +143,7 @@ pub async fn run(args: &ServeArgs) -> anyhow::Result<Outcome> {
         WebOptions {
             port: args.port,
             model: scripted_model,
-            token: None,
+            token,
         },
     )
     .await?;

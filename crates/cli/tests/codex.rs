@@ -496,3 +496,40 @@ fn codex_does_not_outlive_a_killed_formwork() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// Codex runs commands its model chose: it gets formwork's environment, but never the
+/// workbench's access token (`FORMWORK_TOKEN`), so nothing it runs can reach the workbench.
+#[test]
+fn codex_gets_formworks_environment_but_not_the_access_token() {
+    let sim = SimProvider::start(&json!({"rules": [{"match": ".", "steps": [{"text": "hello"}]}]}));
+    let dir = tempfile::tempdir().unwrap();
+    let seen = dir.path().join("seen-env");
+    let codex = dir.path().join("codex");
+    // A stand-in that writes down its environment and stops: no Codex speaks to formwork here.
+    std::fs::write(&codex, format!("#!/bin/sh\nenv > '{}'\n", seen.display())).unwrap();
+    std::fs::set_permissions(&codex, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let config = TempFile::new(&format!(
+        "{}\n[codex]\ncommand = {:?}\nhome = {:?}\n",
+        model_config(&sim),
+        codex.display().to_string(),
+        dir.path().join("home").display().to_string(),
+    ));
+    let answers = TempFile::new("[]");
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_formwork"));
+    command
+        .args(["chat", "--config"])
+        .arg(&config.path)
+        .arg("--answers")
+        .arg(&answers.path)
+        .arg("hi")
+        .env("FORMWORK_TOKEN", "t".repeat(40))
+        .env("FORMWORK_SEEN_BY_CODEX", "yes");
+    let output = run(&mut command, None, Duration::from_secs(90));
+    assert_ne!(output.code, 0, "{output}");
+    let env = std::fs::read_to_string(&seen).unwrap_or_else(|err| panic!("{err}: {output}"));
+    assert!(
+        env.lines().any(|line| line == "FORMWORK_SEEN_BY_CODEX=yes"),
+        "{env}"
+    );
+    assert!(!env.contains("FORMWORK_TOKEN"), "{env}");
+}

@@ -659,3 +659,78 @@ fn serve_until_url(world: &World, args: &[&str]) -> String {
     );
     stderr
 }
+
+#[test]
+fn serve_takes_its_access_token_from_formwork_token() {
+    let world = World::new();
+    let data = world.root.join("data");
+    let token = "replica-token_0123456789.abcdefghijklmnopqrstuvwxyz~";
+    let mut cmd = world.command(
+        &world.root,
+        &["serve", "--port", "0", "--data-dir", data.to_str().unwrap()],
+    );
+    let serve = Serve::start(cmd.env("FORMWORK_TOKEN", token));
+    let url = serve.url().unwrap().to_owned();
+    let address = url
+        .strip_prefix("http://")
+        .and_then(|rest| rest.split_once('/'))
+        .map(|(address, _)| address.to_owned())
+        .unwrap();
+    let status = |bearer: &str| {
+        let mut stream = std::net::TcpStream::connect(&address).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        write!(
+            stream,
+            "GET /api/info HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {bearer}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut response = String::new();
+        let _ = stream.read_to_string(&mut response);
+        response.lines().next().unwrap_or_default().to_owned()
+    };
+    let chosen = status(token);
+    let other = status(&"f".repeat(64));
+    let stderr = serve.stop();
+
+    assert!(url.ends_with(&format!("/#token={token}")), "{url}");
+    assert_eq!(chosen, "HTTP/1.1 200 OK", "{stderr}");
+    assert_eq!(other, "HTTP/1.1 401 Unauthorized", "{stderr}");
+    assert!(!stderr.contains(token), "the token was logged: {stderr}");
+}
+
+#[test]
+fn serve_refuses_a_formwork_token_the_page_cannot_carry() {
+    let world = World::new();
+    let data = world.root.join("data");
+    for bad in [
+        "short-but-secret",
+        "a token with spaces in it, long enough to count",
+    ] {
+        let output = run(
+            world
+                .command(
+                    &world.root,
+                    &["serve", "--port", "0", "--data-dir", data.to_str().unwrap()],
+                )
+                .env("FORMWORK_TOKEN", bad),
+            None,
+            TIMEOUT,
+        );
+        assert_eq!(output.code, 2, "{bad}: {}", output.stderr);
+        assert_eq!(output.stdout, "", "{bad}: nothing served");
+        let length = bad.chars().count();
+        assert_eq!(
+            output.stderr.trim_end(),
+            format!(
+                "formwork: FORMWORK_TOKEN must be 32 to 128 letters, digits, `-`, `.`, `_` or `~` (it has {length} characters)"
+            ),
+            "{bad}"
+        );
+        assert!(
+            !data.exists(),
+            "{bad}: nothing was created before the refusal"
+        );
+    }
+}

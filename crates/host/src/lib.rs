@@ -58,3 +58,4 @@ pub use transport::auth::store::{
     CREDENTIALS_FILE, CREDENTIALS_LOCK_FILE, KEYRING_SERVICE, StoredTokens, TokenPlace, TokenStore,
     TokenStoreError,
 };
+pub use transport::stdio::ACCESS_TOKEN_ENV;

@@ -191,7 +191,7 @@ pub(crate) fn mint_token() -> Result<String, WebError> {
 
 /// Whether a chosen token can travel in the URL's fragment and as a WebSocket subprotocol (the
 /// page accepts exactly these).
-pub(crate) fn usable_token(token: &str) -> bool {
+pub fn usable_token(token: &str) -> bool {
     (32..=128).contains(&token.len())
         && token
             .bytes()

@@ -41,6 +41,7 @@ use formwork_host::store::MAX_UPLOAD_BYTES;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+pub use access::usable_token;
 pub use error::WebError;
 pub use model::{ModelError, ScriptedModel};
 

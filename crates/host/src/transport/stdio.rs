@@ -31,10 +31,15 @@ const READ_BUFFER: usize = 8 * 1024;
 pub(crate) enum ChildEnv {
     /// These variables and nothing else (a plugin's).
     Only(Vec<(String, OsString)>),
-    /// formwork's own, whole (a runtime formwork runs for the person, such as Codex, which
-    /// reads its model provider's key there).
+    /// formwork's own but for the workbench's access token (a runtime formwork runs for the
+    /// person, such as Codex, which reads its model provider's key there; the commands its model
+    /// runs must not reach the workbench).
     Inherit,
 }
+
+/// The variable holding the workbench's access token when the person chose one (`formwork
+/// serve`); no child process of formwork's sees it.
+pub const ACCESS_TOKEN_ENV: &str = "FORMWORK_TOKEN";
 
 /// Spawns `command` with `sh -c` in its own process group and connects to its stdio.
 pub(crate) fn spawn(
@@ -43,9 +48,10 @@ pub(crate) fn spawn(
     inherit_stderr: bool,
 ) -> Result<Transport, HostError> {
     let mut child = Command::new("sh");
-    if let ChildEnv::Only(variables) = env {
-        child.env_clear().envs(variables);
-    }
+    match env {
+        ChildEnv::Only(variables) => child.env_clear().envs(variables),
+        ChildEnv::Inherit => child.env_remove(ACCESS_TOKEN_ENV),
+    };
     let mut child = child
         .arg("-c")
         .arg(command)
