@@ -1,5 +1,7 @@
-//! The persistence layer at its boundary: a real SQLite file on disk, reopened as a restarted
-//! host would, written by a thousand tasks at once, and killed with SIGKILL mid-write.
+//! The persistence layer at its boundary: a real SQLite file on disk and a real PostgreSQL
+//! database (a throwaway cluster of this test binary), reopened as a restarted host would,
+//! written by a thousand tasks at once, and (SQLite) killed with SIGKILL mid-write. The tests of
+//! the contract run on both engines (`on_both_engines!`), named `sqlite::*` and `postgres::*`.
 //!
 //! The kill test re-executes this test binary as a child (`STORE_CHILD` selects what it does);
 //! the child's functions are ordinary tests that return at once when the variable is unset.
@@ -14,14 +16,63 @@ use std::time::{Duration, Instant, SystemTime};
 use formwork_host::store::{
     ApprovalChoice, ApprovalResolution, ApprovalStatus, EntryDetail, EntryKind, FormResolution,
     FormStatus, HOST_STOPPED, InvocationOutcome, InvocationStatus, NewApproval, NewForm,
-    NewInvocation, PlainEntryKind, Recovery, Store, StoreError, ToolResult,
+    NewInvocation, PlainEntryKind, Recovery, Store, StoreError, StoreUrl, ToolResult,
 };
+use formwork_testkit::postgres::Cluster;
 use serde_json::value::RawValue;
+
+/// Instantiates each `async fn NAME(engine: Engine)` listed as two tests, `sqlite::NAME` and
+/// `postgres::NAME`.
+macro_rules! on_both_engines {
+    ($($name:ident),+ $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name(crate::Engine::Sqlite).await;
+                }
+            )+
+        }
+        mod postgres {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name(crate::Engine::Postgres).await;
+                }
+            )+
+        }
+    };
+}
 
 mod files;
 mod older_schema;
+mod postgres;
 mod records;
 mod reopening;
+
+/// The engine a test of the contract runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Engine {
+    Sqlite,
+    Postgres,
+}
+
+/// Where a fresh, empty store lives: a SQLite file in a new directory, or a new database of
+/// this binary's PostgreSQL cluster.
+fn fresh_url(engine: Engine, dir: &Path) -> StoreUrl {
+    match engine {
+        Engine::Sqlite => StoreUrl::Sqlite(dir.join("data").join("formwork.db")),
+        Engine::Postgres => StoreUrl::parse(&Cluster::shared().new_database()).unwrap(),
+    }
+}
+
+/// A fresh, empty store on `engine`; the directory holds its files (SQLite) or uploads.
+async fn fresh(engine: Engine) -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = fresh_url(engine, dir.path());
+    let store = Store::connect(&url, dir.path()).await.unwrap();
+    (dir, store)
+}
 
 /// Selects a child mode when this binary is re-executed by a test.
 const CHILD_ENV: &str = "STORE_CHILD";
@@ -85,11 +136,21 @@ fn default_path_child() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_thousand_concurrent_writers_are_all_acknowledged() {
+async fn a_thousand_concurrent_writers_are_all_acknowledged_on_sqlite() {
+    a_thousand_concurrent_writers_are_all_acknowledged(Engine::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_concurrent_writers_are_all_acknowledged_on_postgres() {
+    a_thousand_concurrent_writers_are_all_acknowledged(Engine::Postgres).await;
+}
+
+async fn a_thousand_concurrent_writers_are_all_acknowledged(engine: Engine) {
     const SESSIONS: usize = 1000;
     const MESSAGES: usize = 3;
-    let (_dir, path) = temp_db();
-    let store = Store::open(&path).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let url = fresh_url(engine, dir.path());
+    let store = Store::connect(&url, dir.path()).await.unwrap();
     let started = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
     for idx in 0..SESSIONS {
@@ -126,17 +187,21 @@ async fn a_thousand_concurrent_writers_are_all_acknowledged() {
     let writes = SESSIONS * (2 + MESSAGES);
     let stats = store.stats();
     eprintln!(
-        "{writes} acknowledged writes from {SESSIONS} concurrent tasks in {elapsed:?} \
+        "{engine:?}: {writes} acknowledged writes from {SESSIONS} concurrent tasks in {elapsed:?} \
          ({:.0} writes/s) in {} transactions",
         writes as f64 / elapsed.as_secs_f64(),
         stats.transactions
     );
     assert_eq!(stats.writes, writes as u64);
-    // Group commit: far fewer transactions (and WAL syncs) than writes.
-    assert!(
-        stats.transactions * 5 < stats.writes,
-        "{stats:?}: writes were not grouped"
-    );
+    match engine {
+        // Group commit: far fewer transactions (and WAL syncs) than writes.
+        Engine::Sqlite => assert!(
+            stats.transactions * 5 < stats.writes,
+            "{stats:?}: writes were not grouped"
+        ),
+        // A transaction per write, each committed before it is answered.
+        Engine::Postgres => assert_eq!(stats.transactions, stats.writes),
+    }
 
     let sessions = store.list_sessions().await.unwrap();
     assert_eq!(sessions.len(), SESSIONS);
@@ -147,10 +212,16 @@ async fn a_thousand_concurrent_writers_are_all_acknowledged() {
             Some(EntryDetail::Form(form)) if form.status == FormStatus::Pending));
     }
     store.close().await;
-    assert_eq!(
-        Store::open(&path).unwrap().recovery().forms_cancelled,
-        SESSIONS as u64
-    );
+    let reopened = Store::connect(&url, dir.path()).await.unwrap();
+    match engine {
+        Engine::Sqlite => assert_eq!(reopened.recovery().forms_cancelled, SESSIONS as u64),
+        // Other hosts may share a PostgreSQL database: opening it cancels nothing.
+        Engine::Postgres => {
+            assert_eq!(reopened.recovery(), Recovery::default());
+            let form = reopened.form("f0").await.unwrap().unwrap();
+            assert_eq!(form.status, FormStatus::Pending);
+        }
+    }
 }
 
 /// Several rounds of: start a child that writes as fast as it can and prints every id the store

@@ -1,11 +1,17 @@
 //! What the store keeps: JSON byte for byte, an app's caller, the transcript in order, typed
-//! errors.
+//! errors; each test on both engines.
 
 use super::*;
 
-#[tokio::test]
-async fn json_round_trips_byte_for_byte_with_result_parts_apart() {
-    let store = Store::open_in_memory().unwrap();
+on_both_engines!(
+    json_round_trips_byte_for_byte_with_result_parts_apart,
+    an_apps_call_keeps_who_asked,
+    transcript_is_ordered_and_joined_with_its_rows,
+    wrong_ids_and_second_endings_are_typed_errors,
+);
+
+async fn json_round_trips_byte_for_byte_with_result_parts_apart(engine: Engine) {
+    let (_dir, store) = fresh(engine).await;
     store.create_session("s1", Some("First")).await.unwrap();
 
     let message = raw(r#"{"text":"hello","attachments":[],"at":"2025-01-01"}"#);
@@ -104,9 +110,8 @@ async fn json_round_trips_byte_for_byte_with_result_parts_apart() {
 }
 
 /// A call an app made keeps the invocation whose app asked.
-#[tokio::test]
-async fn an_apps_call_keeps_who_asked() {
-    let store = Store::open_in_memory().unwrap();
+async fn an_apps_call_keeps_who_asked(engine: Engine) {
+    let (_dir, store) = fresh(engine).await;
     store.create_session("s1", None).await.unwrap();
     for (id, asked_by) in [("i1", None), ("i2", Some("i1"))] {
         store
@@ -129,9 +134,8 @@ async fn an_apps_call_keeps_who_asked() {
     assert_eq!(asked("i2").await.as_deref(), Some("i1"));
 }
 
-#[tokio::test]
-async fn transcript_is_ordered_and_joined_with_its_rows() {
-    let store = Store::open_in_memory().unwrap();
+async fn transcript_is_ordered_and_joined_with_its_rows(engine: Engine) {
+    let (_dir, store) = fresh(engine).await;
     store.create_session("s", None).await.unwrap();
     let other = store.create_session("other", None).await.unwrap();
     assert_eq!(other.title, None);
@@ -258,9 +262,8 @@ async fn transcript_is_ordered_and_joined_with_its_rows() {
     assert!(session.updated_at >= session.created_at);
 }
 
-#[tokio::test]
-async fn wrong_ids_and_second_endings_are_typed_errors() {
-    let store = Store::open_in_memory().unwrap();
+async fn wrong_ids_and_second_endings_are_typed_errors(engine: Engine) {
+    let (_dir, store) = fresh(engine).await;
     store.create_session("s", None).await.unwrap();
     let payload = raw("{}");
 
