@@ -126,7 +126,7 @@ pub enum StoreError {
     Commit(String),
     /// The store location does not parse.
     #[error(transparent)]
-    Url(#[from] super::url::StoreUrlError),
+    Url(#[from] crate::store_url::StoreUrlError),
     /// The PostgreSQL server could not be reached or refused the connection.
     #[error("cannot connect to the formwork database {database}: {source}")]
     Connect {

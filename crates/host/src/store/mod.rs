@@ -24,13 +24,13 @@ mod postgres;
 mod records;
 mod sqlite;
 mod uploads;
-mod url;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::value::RawValue;
 
+pub use crate::store_url::{DEFAULT_PG_PORT, PgUrl, StoreUrl, StoreUrlError};
 pub use error::StoreError;
 pub use records::{
     AppRecord, AppStatePart, AppStateRecord, ApprovalChoice, ApprovalRecord, ApprovalResolution,
@@ -44,7 +44,6 @@ pub use uploads::{
     MAX_UPLOAD_BYTES, UPLOAD_KEPT_FOR, UPLOADS_DIR, Upload, mark_upload_used, remove_stale_uploads,
     save_upload,
 };
-pub use url::{DEFAULT_PG_PORT, PgUrl, StoreUrl, StoreUrlError};
 
 use inputs::{ApprovalEnd, ApprovalInput, FormEnd, FormInput, InvocationEnd, InvocationInput};
 use postgres::Postgres;

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::store::url::PgUrl;
+use crate::store_url::PgUrl;
 
 /// The password to connect to `url` with, if any is known. `env` reads an environment variable
 /// (a parameter so tests need not change the process's environment).
@@ -73,7 +73,7 @@ fn fields(line: &str) -> Option<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::url::StoreUrl;
+    use crate::store_url::StoreUrl;
 
     fn url(text: &str) -> PgUrl {
         match StoreUrl::parse(text) {

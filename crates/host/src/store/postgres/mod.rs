@@ -24,7 +24,7 @@ use tokio_postgres::config::Config;
 
 use super::error::StoreError;
 use super::records::Stats;
-use super::url::PgUrl;
+use crate::store_url::PgUrl;
 
 /// Connections a store keeps open at most.
 const POOL_SIZE: usize = 16;

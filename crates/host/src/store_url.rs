@@ -1,5 +1,6 @@
-//! Where the store lives, as the person names it: a SQLite file's path, or a PostgreSQL URL
-//! (`postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE`).
+//! Where the store lives, as the person names it (`--store`, `[store] url`): a SQLite file's
+//! path, or a PostgreSQL URL (`postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE`). A bottom
+//! module, so that both `config/` and `store/` may use it.
 //!
 //! **Invariant:** a password never leaves this type as text except to the connection itself;
 //! `Display` and `Debug` leave it out, so logs and error messages cannot carry it.
