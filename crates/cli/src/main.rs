@@ -15,6 +15,7 @@ mod logout_cmd;
 mod policy_report;
 mod runtime;
 mod serve_cmd;
+mod store_args;
 mod terminal;
 
 use std::path::PathBuf;
