@@ -175,16 +175,16 @@ impl Cluster {
             std::process::id(),
             dir.display()
         );
-        std::os::unix::process::CommandExt::process_group(
-            Command::new("sh")
-                .args(["-c", &watchdog])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null()),
-            0,
-        )
-        .spawn()
-        .expect("starting the cluster's watchdog");
+        // Started in the background of a shell that returns at once, in a process group of its own, so it outlives
+        // this process and no signal meant for the tests' groups reaches it.
+        run(
+            std::os::unix::process::CommandExt::process_group(
+                Command::new("sh")
+                    .args(["-c", &format!("({watchdog}) </dev/null >/dev/null 2>&1 &")]),
+                0,
+            ),
+            "starting the cluster's watchdog",
+        );
         Cluster {
             bin,
             dir,

@@ -16,7 +16,7 @@ pub(crate) mod schema;
 pub(crate) mod sql;
 mod writer;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rusqlite::Connection;
@@ -73,7 +73,7 @@ impl Sqlite {
     ) -> Result<Sqlite, StoreError> {
         let (sender, _thread) =
             writer::spawn(writer, lock, stats).map_err(|source| StoreError::Io {
-                path: path.map(Path::to_path_buf).unwrap_or_else(PathBuf::new),
+                path: path.map(Path::to_path_buf).unwrap_or_default(),
                 source,
             })?;
         Ok(Sqlite {
