@@ -213,7 +213,8 @@ async fn passwords_come_from_the_url_pgpassword_or_a_pgpass_file_and_never_show(
         "postgres://ada:s3cret-pw@127.0.0.1:{port}/{database}"
     ))
     .unwrap();
-    Store::connect(&with, Path::new("/unused")).await.unwrap();
+    let store = Store::connect(&with, Path::new("/unused")).await.unwrap();
+    assert!(!format!("{store:?}").contains("s3cret-pw"));
     // A wrong one is refused, and the error does not repeat it.
     let wrong = StoreUrl::parse(&format!(
         "postgres://ada:wrong-pw@127.0.0.1:{port}/{database}"

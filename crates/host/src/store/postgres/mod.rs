@@ -16,6 +16,7 @@ pub(crate) mod schema;
 pub(crate) mod sql;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, Transaction};
 use futures::future::BoxFuture;
@@ -28,6 +29,10 @@ use crate::store_url::PgUrl;
 
 /// Connections a store keeps open at most.
 const POOL_SIZE: usize = 16;
+
+/// How long a new connection may take, so an unreachable server fails the start instead of
+/// hanging it for the system's TCP timeout.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// An open PostgreSQL database: its connection pool.
 #[derive(Debug)]
@@ -48,6 +53,7 @@ impl Postgres {
             .port(url.port)
             .dbname(&url.database)
             .application_name("formwork")
+            .connect_timeout(CONNECT_TIMEOUT)
             .options("-c synchronous_commit=on");
         if let Some(password) = credentials::password(url, |name| std::env::var(name).ok()) {
             config.password(password);
