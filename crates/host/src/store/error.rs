@@ -124,9 +124,6 @@ pub enum StoreError {
     /// The transaction carrying this write did not commit, so the write is not stored.
     #[error("the write was not committed: {0}")]
     Commit(String),
-    /// The store location does not parse.
-    #[error(transparent)]
-    Url(#[from] crate::store_url::StoreUrlError),
     /// The PostgreSQL server could not be reached or refused the connection.
     #[error("cannot connect to the formwork database {database}: {source}")]
     Connect {

@@ -536,7 +536,8 @@ pub struct Recovery {
 pub struct StoreStats {
     /// Writes carried out (committed or failed).
     pub writes: u64,
-    /// Transactions committed; each is one WAL sync under `synchronous = FULL`.
+    /// Transactions committed: on SQLite one per batch, each one WAL sync under
+    /// `synchronous = FULL`; on PostgreSQL one per write.
     pub transactions: u64,
 }
 

@@ -7,7 +7,7 @@
 //!   if the caller stops waiting (it runs on a task of its own).
 //! - **No sweep at open.** Unlike SQLite, opening cancels nothing: other hosts may be serving
 //!   the same database, and their pending forms are alive. Who may end what a dead host left
-//!   needs leases (issue 32, point 4); until then such rows stay pending.
+//!   needs leases, which this engine does not have yet; until then such rows stay pending.
 //! - **No lock file, no files.** Uploads stay in the local data directory given at connect.
 //! - **Plain TCP.** The connection has no TLS yet: use it on a trusted network or a local host.
 

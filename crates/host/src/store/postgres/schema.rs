@@ -3,7 +3,8 @@
 //! The version lives in the one-row table `formwork_schema`. Migrating holds a transaction-level
 //! advisory lock, so several hosts starting at once against one database migrate it once, one
 //! after the other: the second finds the version the first committed. Each entry of
-//! [`MIGRATIONS`] moves the database one version up; released ones are never edited.
+//! [`MIGRATIONS`] moves the database one version up, all that are missing in one transaction;
+//! released ones are never edited.
 //!
 //! The versions count on their own (PostgreSQL's 1 is SQLite's 6): the first PostgreSQL schema
 //! is the SQLite schema as it stood then, with the same tables, columns, checks and cascades.
