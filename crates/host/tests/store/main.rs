@@ -14,9 +14,10 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime};
 
 use formwork_host::store::{
-    ApprovalChoice, ApprovalResolution, ApprovalStatus, EntryDetail, EntryKind, FormResolution,
-    FormStatus, HOST_STOPPED, InvocationOutcome, InvocationStatus, NewApproval, NewForm,
-    NewInvocation, PlainEntryKind, Recovery, Store, StoreError, StoreUrl, ToolResult,
+    AppRecord, AppStatePart, ApprovalChoice, ApprovalResolution, ApprovalStatus, EntryDetail,
+    EntryKind, FormResolution, FormStatus, HOST_STOPPED, InvocationOutcome, InvocationStatus,
+    NewApproval, NewForm, NewInvocation, PlainEntryKind, Recovery, Store, StoreError, StoreUrl,
+    ToolResult,
 };
 use formwork_testkit::postgres::Cluster;
 use serde_json::value::RawValue;
