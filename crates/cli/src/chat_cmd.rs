@@ -200,7 +200,7 @@ async fn converse(host: &Host, responder: &CliResponder, message: &str) -> anyho
 }
 
 /// Answers the card on screen with the responder `formwork call` uses.
-async fn answer_shown(host: &Host, session: &str, responder: &CliResponder) {
+pub(crate) async fn answer_shown(host: &Host, session: &str, responder: &CliResponder) {
     let Ok(Some(card)) = host.shown_card(session) else {
         return;
     };

@@ -1,6 +1,6 @@
-//! `--store` of `serve` and `chat`: where sessions are kept, a SQLite file's path or a
-//! `postgres://USER@HOST:PORT/DATABASE` URL (password from the URL, `PGPASSWORD` or `.pgpass`).
-//! The flag wins over `[store] url` in the config.
+//! `--store` of `serve`, `chat`, `call` and `demo`: where sessions are kept, a SQLite file's
+//! path or a `postgres://USER@HOST:PORT/DATABASE` URL (password from the URL, `PGPASSWORD` or
+//! `.pgpass`). The flag wins over `[store] url` in the config.
 
 use std::path::Path;
 

@@ -7,20 +7,29 @@ mod common;
 
 use std::path::Path;
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use common::formwork;
 use formwork_testkit::Serve;
 use formwork_testkit::postgres::Cluster;
 
-/// Starts `formwork serve` with `args`, stops it (which stores what it holds) and returns its
-/// stderr.
-fn serve_once(data: &Path, args: &[&str]) -> String {
+/// Starts `formwork serve` with `args`, waits until it says where sessions are kept and `stored`
+/// (a condition on the store) holds, stops it and returns its stderr. The wait matters: a
+/// SIGTERM that comes before serve has set up its signal handling ends it at once.
+fn serve_once(data: &Path, args: &[&str], stored: impl Fn() -> bool) -> String {
     let serve = Serve::start(
         Command::new(env!("CARGO_BIN_EXE_formwork"))
             .args(["serve", "--port", "0", "--data-dir"])
             .arg(data)
             .args(args),
     );
+    let deadline = Instant::now() + formwork_testkit::TIMEOUT;
+    while !(serve.stderr().contains("press Ctrl-C to stop") && stored()) {
+        assert!(Instant::now() < deadline, "{}", serve.stderr());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The handler is set up just after that line.
+    std::thread::sleep(Duration::from_millis(200));
     serve.stop()
 }
 
@@ -41,7 +50,8 @@ fn serve_keeps_its_sessions_where_the_flag_or_else_the_config_says() {
     std::fs::write(&config, format!("[store]\nurl = \"{by_config}\"\n")).unwrap();
     let config = config.to_str().unwrap();
 
-    let stderr = serve_once(&data, &["--config", config]);
+    let one_session = |url: &str| sessions_in(cluster, url) == "1\n";
+    let stderr = serve_once(&data, &["--config", config], || one_session(&by_config));
     assert!(
         stderr.contains(&format!("sessions are kept in {by_config};")),
         "{stderr}"
@@ -50,7 +60,9 @@ fn serve_keeps_its_sessions_where_the_flag_or_else_the_config_says() {
     assert_eq!(sessions_in(cluster, &by_config), "1\n");
     assert!(!data.join("formwork.db").exists());
 
-    let stderr = serve_once(&data, &["--config", config, "--store", &by_flag]);
+    let stderr = serve_once(&data, &["--config", config, "--store", &by_flag], || {
+        one_session(&by_flag)
+    });
     assert!(
         stderr.contains(&format!("sessions are kept in {by_flag};")),
         "{stderr}"
@@ -58,12 +70,14 @@ fn serve_keeps_its_sessions_where_the_flag_or_else_the_config_says() {
     assert_eq!(sessions_in(cluster, &by_flag), "1\n");
     // The config's database was left alone, and is found again with its session.
     assert_eq!(sessions_in(cluster, &by_config), "1\n");
-    serve_once(&data, &["--config", config]);
+    serve_once(&data, &["--config", config], || true);
     assert_eq!(sessions_in(cluster, &by_config), "1\n");
 
     // A path picks SQLite again.
     let file = dir.path().join("elsewhere.db");
-    let stderr = serve_once(&data, &["--store", file.to_str().unwrap()]);
+    let stderr = serve_once(&data, &["--store", file.to_str().unwrap()], || {
+        file.exists()
+    });
     assert!(
         stderr.contains(&format!("sessions are kept in {};", file.display())),
         "{stderr}"
@@ -100,4 +114,53 @@ fn a_bad_or_unreachable_store_is_refused_without_showing_the_password() {
         "{stderr}"
     );
     assert!(!stderr.contains("s3cret"), "{stderr}");
+}
+
+/// `demo --store` (and so `call --server NAME --store`): the call runs in a session kept in the
+/// store, with its round, form and ending, and prints what a call without a store prints.
+#[test]
+fn a_call_with_a_store_is_kept_as_a_session_with_its_forms() {
+    let cluster = Cluster::shared();
+    let url = cluster.new_database();
+    let name = url.rsplit('/').next().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        common::run(
+            Command::new(env!("CARGO_BIN_EXE_formwork"))
+                .args(args)
+                .env("FORMWORK_DATA_DIR", data.path()),
+            None,
+            common::TIMEOUT,
+        )
+    };
+    let kept = run(&["demo", "--accept-defaults", "--store", &url]);
+    kept.assert_code(0);
+    let plain = run(&["demo", "--accept-defaults"]);
+    plain.assert_code(0);
+    assert_eq!(kept.stdout, plain.stdout);
+    assert!(
+        kept.stdout.contains("Deployed web to staging"),
+        "{}",
+        kept.stdout
+    );
+
+    let query = |sql: &str| cluster.psql(name, sql);
+    assert_eq!(
+        query("SELECT server || '.' || tool || ':' || status FROM invocations"),
+        "demo.deploy:completed\n"
+    );
+    assert_eq!(
+        query("SELECT plugin || ':' || status FROM forms"),
+        "demo:accepted\n"
+    );
+    assert_eq!(
+        query("SELECT string_agg(kind, ',' ORDER BY seq) FROM transcript"),
+        "invocation,invocation_round,form,form_end,invocation_end\n"
+    );
+
+    let output = run(&["call", "--plugin", "true", "tool", "--store", &url]);
+    output.assert_code(2);
+    output.assert_stderr_mentions(
+        "--store keeps a call as a session, which needs a configured server: use --server NAME",
+    );
 }
