@@ -1,7 +1,8 @@
 //! A throwaway PostgreSQL cluster for the tests of one test binary, and a fresh database per test.
 //!
-//! The cluster lives under `target/pg-clusters/<pid>`, listens on 127.0.0.1 at a free port (its socket in its own
-//! directory), trusts local connections, and stops when the test process ends: a static is never dropped, so a small
+//! The cluster lives under `target/pg-clusters/<pid>` (or the temporary directory, when the `postgres` user cannot
+//! reach `target/`), listens on 127.0.0.1 at a free port (its socket in its own directory), trusts local connections,
+//! and stops when the test process ends: a static is never dropped, so a small
 //! watchdog shell waits for the process to go, then stops the cluster and removes its directory. `initdb` and
 //! `postgres` refuse to run as root, so as root (as CI is) the cluster runs as the `postgres` user Debian's package
 //! creates. Missing binaries fail the test with what to run: `cargo xtask peers` installs them.
@@ -128,20 +129,35 @@ impl Cluster {
                  Debian's postgresql package, or run `apt-get install -y postgresql`"
             )
         });
-        let dir = crate::repo_root()
-            .join("target/pg-clusters")
-            .join(std::process::id().to_string());
-        // A cluster of an earlier process with this pid is long gone; start afresh.
-        let _ = std::fs::remove_dir_all(&dir);
-        let data = dir.join("data");
-        std::fs::create_dir_all(&data).expect("creating the cluster's directory");
         let root = is_root();
-        if root {
-            run(
-                Command::new("chown").args(["-R", "postgres:"]).arg(&dir),
-                "chown",
-            );
-        }
+        let dir = cluster_dir(root);
+        let data = dir.join("data");
+        let stop = format!(
+            "{} -D {} -m immediate stop",
+            bin.join("pg_ctl").display(),
+            data.display()
+        );
+        let stop = if root {
+            format!("su postgres -s /bin/sh -c \"{stop}\"")
+        } else {
+            stop
+        };
+        let watchdog = format!(
+            "while kill -0 {} 2>/dev/null; do sleep 1; done; {stop} >/dev/null 2>&1; rm -rf {}",
+            std::process::id(),
+            dir.display()
+        );
+        // Started first, so that whatever happens next the cluster goes with this process. Started in the
+        // background of a shell that returns at once, in a process group of its own, so it outlives
+        // this process and no signal meant for the tests' groups reaches it.
+        run(
+            std::os::unix::process::CommandExt::process_group(
+                Command::new("sh")
+                    .args(["-c", &format!("({watchdog}) </dev/null >/dev/null 2>&1 &")]),
+                0,
+            ),
+            "starting the cluster's watchdog",
+        );
         let port = crate::free_port();
         let initdb = format!(
             "{} -D {} -A trust -U postgres --no-sync",
@@ -160,31 +176,6 @@ impl Cluster {
             dir.join("log").display()
         );
         run(&mut as_cluster_user(root, &start, &dir), "pg_ctl start");
-        let stop = format!(
-            "{} -D {} -m immediate stop",
-            bin.join("pg_ctl").display(),
-            data.display()
-        );
-        let stop = if root {
-            format!("su postgres -s /bin/sh -c \"{stop}\"")
-        } else {
-            stop
-        };
-        let watchdog = format!(
-            "while kill -0 {} 2>/dev/null; do sleep 1; done; {stop} >/dev/null 2>&1; rm -rf {}",
-            std::process::id(),
-            dir.display()
-        );
-        // Started in the background of a shell that returns at once, in a process group of its own, so it outlives
-        // this process and no signal meant for the tests' groups reaches it.
-        run(
-            std::os::unix::process::CommandExt::process_group(
-                Command::new("sh")
-                    .args(["-c", &format!("({watchdog}) </dev/null >/dev/null 2>&1 &")]),
-                0,
-            ),
-            "starting the cluster's watchdog",
-        );
         Cluster {
             bin,
             dir,
@@ -207,6 +198,37 @@ pub fn postgres_bin() -> Option<PathBuf> {
         .collect();
     versions.sort();
     versions.pop().map(|(_, bin)| bin)
+}
+
+/// `target/pg-clusters/<pid>`, fresh; or, when we are root and the `postgres` user cannot write there (a checkout
+/// under a private home), the same under the system's temporary directory.
+fn cluster_dir(root: bool) -> PathBuf {
+    let pid = std::process::id().to_string();
+    let candidates = [
+        crate::repo_root().join("target/pg-clusters").join(&pid),
+        std::env::temp_dir().join("formwork-pg-clusters").join(&pid),
+    ];
+    for dir in candidates {
+        // A cluster of an earlier process with this pid is long gone; start afresh.
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("data")).expect("creating the cluster's directory");
+        if !root {
+            return dir;
+        }
+        run(
+            Command::new("chown").args(["-R", "postgres:"]).arg(&dir),
+            "chown",
+        );
+        let check = format!("test -w {}", dir.join("data").display());
+        if as_cluster_user(true, &check, Path::new("/"))
+            .status()
+            .is_ok_and(|status| status.success())
+        {
+            return dir;
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    panic!("the postgres user can write neither under target/ nor under the temporary directory");
 }
 
 fn is_root() -> bool {
