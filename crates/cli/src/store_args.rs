@@ -2,6 +2,7 @@
 //! path or a `postgres://USER@HOST:PORT/DATABASE` URL (password from the URL, `PGPASSWORD` or
 //! `.pgpass`). The flag wins over `[store] url` in the config.
 
+use std::fmt;
 use std::path::Path;
 
 use clap::Args;
@@ -9,13 +10,27 @@ use formwork_host::config::Config;
 use formwork_host::store::{Store, StoreUrl};
 
 /// `--store`.
-#[derive(Args, Debug, Clone, Default)]
+#[derive(Args, Clone, Default)]
 pub struct StoreArgs {
     /// Where sessions are kept: a SQLite file, or postgres://USER@HOST:PORT/DATABASE (the
     /// password from PGPASSWORD or ~/.pgpass; no TLS yet). Overrides `[store] url`.
     // Parsed here rather than by clap, whose error would repeat the value, password and all.
     #[arg(long, value_name = "URL_OR_PATH")]
     pub store: Option<String>,
+}
+
+/// Shows the URL without its password (or that it does not parse), never the text as given.
+impl fmt::Debug for StoreArgs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let shown = self
+            .store
+            .as_deref()
+            .map(|text| match StoreUrl::parse(text) {
+                Ok(url) => url.to_string(),
+                Err(_) => "<invalid>".to_owned(),
+            });
+        f.debug_struct("StoreArgs").field("store", &shown).finish()
+    }
 }
 
 impl StoreArgs {
@@ -32,5 +47,30 @@ impl StoreArgs {
         Ok(self
             .named(config)?
             .unwrap_or_else(|| StoreUrl::Sqlite(Store::path_in(data_dir))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StoreArgs;
+
+    #[test]
+    fn debug_shows_no_password() {
+        let shown = |text: &str| {
+            format!(
+                "{:?}",
+                StoreArgs {
+                    store: Some(text.to_owned())
+                }
+            )
+        };
+        assert_eq!(
+            shown("postgres://ada:s3cret@db/formwork"),
+            r#"StoreArgs { store: Some("postgres://ada@db:5432/formwork") }"#
+        );
+        assert_eq!(
+            shown("postgres://ada:s3cret@db/formwork?sslmode=require"),
+            r#"StoreArgs { store: Some("<invalid>") }"#
+        );
     }
 }
