@@ -234,60 +234,69 @@ fn kill_nine_loses_no_acknowledged_write() {
     let mut random = Random::seeded();
     let mut total = 0;
     for round in 0..ROUNDS {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "kill_nine_child",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(CHILD_ENV, format!("kill-nine:{round}"))
-            .env(CHILD_DB_ENV, &path)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (lines, received) = mpsc::channel();
-        let reader = std::thread::spawn(move || {
-            let mut stdout = BufReader::new(stdout);
-            let mut line = Vec::new();
-            // Only whole lines count: the kill may cut the last one short.
-            while stdout.read_until(b'\n', &mut line).unwrap_or(0) > 0 {
-                if line.ends_with(b"\n") {
-                    let text = String::from_utf8_lossy(&line).trim_end().to_owned();
-                    if lines.send(text).is_err() {
-                        break;
-                    }
-                }
-                line.clear();
-            }
-        });
-        // Kill only once writes are flowing, then at a random moment within them.
-        let mut acknowledged = Vec::new();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !acknowledged
-            .iter()
-            .any(|line: &String| line.starts_with("ack "))
-        {
-            let line = received
-                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                .expect("the child acknowledged no write in time");
-            acknowledged.push(line);
-        }
-        std::thread::sleep(Duration::from_millis(random.below(400) + 20));
-        child.kill().unwrap(); // SIGKILL on Unix.
-        child.wait().unwrap();
-        reader.join().unwrap();
-        acknowledged.extend(received.try_iter());
-        let acks: Vec<&str> = acknowledged
-            .iter()
-            .filter_map(|line| line.strip_prefix("ack "))
-            .collect();
+        let acknowledged = write_until_killed(round, path.as_os_str(), &mut random);
+        let acks: Vec<&str> = acknowledged.iter().map(String::as_str).collect();
         total += acks.len();
         check_after_kill(&path, &acks);
     }
     eprintln!("{total} acknowledged writes checked over {ROUNDS} kills");
+}
+
+/// Runs the child of round `round` on the store `database` (a path or a URL), SIGKILLs it at a
+/// random moment once writes flow, and returns what it acknowledged (`ack` lines, without
+/// the prefix).
+fn write_until_killed(round: u32, database: &std::ffi::OsStr, random: &mut Random) -> Vec<String> {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "kill_nine_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, format!("kill-nine:{round}"))
+        .env(CHILD_DB_ENV, database)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (lines, received) = mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut stdout = BufReader::new(stdout);
+        let mut line = Vec::new();
+        // Only whole lines count: the kill may cut the last one short.
+        while stdout.read_until(b'\n', &mut line).unwrap_or(0) > 0 {
+            if line.ends_with(b"\n") {
+                let text = String::from_utf8_lossy(&line).trim_end().to_owned();
+                if lines.send(text).is_err() {
+                    break;
+                }
+            }
+            line.clear();
+        }
+    });
+    // Kill only once writes are flowing, then at a random moment within them.
+    let mut acknowledged = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !acknowledged
+        .iter()
+        .any(|line: &String| line.starts_with("ack "))
+    {
+        let line = received
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .expect("the child acknowledged no write in time");
+        acknowledged.push(line);
+    }
+    std::thread::sleep(Duration::from_millis(random.below(400) + 20));
+    child.kill().unwrap(); // SIGKILL on Unix.
+    child.wait().unwrap();
+    reader.join().unwrap();
+    acknowledged.extend(received.try_iter());
+    acknowledged
+        .iter()
+        .filter_map(|line| line.strip_prefix("ack "))
+        .map(str::to_owned)
+        .collect()
 }
 
 /// The file is intact and holds every acknowledged write.
@@ -368,14 +377,15 @@ fn kill_nine_child() {
     else {
         return;
     };
-    let path = std::env::var_os(CHILD_DB_ENV).unwrap();
+    let database = StoreUrl::parse(&std::env::var(CHILD_DB_ENV).unwrap()).unwrap();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
     runtime.block_on(async move {
-        let store = Store::open(Path::new(&path)).unwrap();
+        let uploads = tempfile::tempdir().unwrap();
+        let store = Store::connect(&database, uploads.path()).await.unwrap();
         let mut tasks = tokio::task::JoinSet::new();
         for task in 0..32 {
             let store = store.clone();

@@ -264,3 +264,67 @@ async fn password_child() {
         Err(error) => println!("refused: {error}"),
     }
 }
+
+/// The durability invariant on PostgreSQL: a child writing as fast as it can is SIGKILLed at
+/// random moments, and every write it was told had committed is in the database. What it left
+/// pending stays pending (opening cancels nothing on PostgreSQL).
+#[test]
+fn kill_nine_loses_no_acknowledged_write_on_postgres() {
+    const ROUNDS: u32 = 4;
+    let url = Cluster::shared().new_database();
+    let mut random = Random::seeded();
+    let mut total = 0;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    for round in 0..ROUNDS {
+        let acks = write_until_killed(round, url.as_ref(), &mut random);
+        total += acks.len();
+        runtime.block_on(check_acknowledged(&url, &acks));
+    }
+    eprintln!("{total} acknowledged writes checked over {ROUNDS} kills");
+}
+
+/// Every acknowledged write is in the database at `url`, read through a new store.
+async fn check_acknowledged(url: &str, acks: &[String]) {
+    let store = Store::connect(&StoreUrl::parse(url).unwrap(), Path::new("/unused"))
+        .await
+        .unwrap();
+    let mut transcripts = std::collections::HashMap::new();
+    for ack in acks {
+        let fields: Vec<&str> = ack.split(' ').collect();
+        match fields.as_slice() {
+            ["session", id] => assert!(store.session(id).await.unwrap().is_some(), "{ack}"),
+            ["form", id] => {
+                let form = store.form(id).await.unwrap().expect(ack);
+                assert!(
+                    matches!(form.status, FormStatus::Pending | FormStatus::Accepted),
+                    "{ack}: {}",
+                    form.status
+                );
+            }
+            ["resolved", id] => {
+                let form = store.form(id).await.unwrap().expect(ack);
+                assert_eq!(form.status, FormStatus::Accepted, "{ack}");
+                assert_eq!(form.content.unwrap().get(), ANSWER);
+            }
+            ["entry", session, seq] => {
+                if !transcripts.contains_key(*session) {
+                    let seqs: Vec<u64> = store
+                        .transcript(session)
+                        .await
+                        .unwrap()
+                        .iter()
+                        .map(|entry| entry.seq)
+                        .collect();
+                    transcripts.insert(session.to_string(), seqs);
+                }
+                let seq: u64 = seq.parse().unwrap();
+                assert!(transcripts[*session].contains(&seq), "{ack}");
+            }
+            _ => panic!("unexpected line from the child: {ack}"),
+        }
+    }
+    store.close().await;
+}
