@@ -8,10 +8,11 @@
 //!
 //! Outside `target/`, from Debian's packages ([`DEBIAN_PACKAGES`]): `chromium` at `/usr/bin/chromium` for the
 //! browser tests (`crates/cli/tests/browser.rs`, driven by `playwright-core`, which never downloads a browser of its
-//! own), and `dbus-daemon`, `dbus-bin` and `gnome-keyring` for the keyring test of `formwork login`
-//! (`crates/cli/tests/oauth_sign_in.rs`, a Secret Service on a session bus of its own). Each is installed with apt
-//! only when missing, and only as root; when that cannot be done the other peers still install and the tests that
-//! need it fail saying why.
+//! own), `dbus-daemon`, `dbus-bin` and `gnome-keyring` for the keyring test of `formwork login`
+//! (`crates/cli/tests/oauth_sign_in.rs`, a Secret Service on a session bus of its own), and `postgresql` for the
+//! store's PostgreSQL engine (testkit's `postgres::Cluster` runs a throwaway cluster of it under `target/`). Each is
+//! installed with apt only when missing, and only as root; when that cannot be done the other peers still install
+//! and the tests that need it fail saying why.
 //!
 //! Each install is skipped when its stamp file holds the fingerprint of the manifests it was made from. The stamps
 //! live inside the directories they describe, so deleting `node_modules` or the venv forces a reinstall.
@@ -42,20 +43,34 @@ pub fn install(root: &Path) -> Result<PathBuf> {
 /// The browser the browser tests drive, from Debian's packages.
 pub(crate) const CHROMIUM: &str = "/usr/bin/chromium";
 
-/// The programs the tests run from Debian's packages, and the package of each.
-const DEBIAN_PACKAGES: [(&str, &str); 4] = [
+/// The programs the tests run from Debian's packages, and the package of each. A `*` stands for one directory
+/// level, any name (PostgreSQL's binaries sit under its major version).
+const DEBIAN_PACKAGES: [(&str, &str); 5] = [
     (CHROMIUM, "chromium"),
     ("/usr/bin/dbus-daemon", "dbus-daemon"),
     ("/usr/bin/dbus-send", "dbus-bin"),
     ("/usr/bin/gnome-keyring-daemon", "gnome-keyring"),
+    ("/usr/lib/postgresql/*/bin/initdb", "postgresql"),
 ];
+
+/// Whether `program` exists, a `*` in it matching any one directory.
+fn installed(program: &str) -> bool {
+    let Some((parent, rest)) = program.split_once("/*/") else {
+        return Path::new(program).exists();
+    };
+    std::fs::read_dir(parent).is_ok_and(|entries| {
+        entries
+            .filter_map(Result::ok)
+            .any(|entry| entry.path().join(rest).exists())
+    })
+}
 
 /// `apt-get install` of the [`DEBIAN_PACKAGES`] whose program is missing: as root, without
 /// questions.
 fn install_debian_packages() -> Result<()> {
     let missing: Vec<&str> = DEBIAN_PACKAGES
         .iter()
-        .filter(|(program, _)| !Path::new(program).exists())
+        .filter(|(program, _)| !installed(program))
         .map(|(_, package)| *package)
         .collect();
     if missing.is_empty() {

@@ -3,6 +3,9 @@
 //! forms and approval cards are asked on the terminal, or answered from `--answers` or
 //! `--accept-defaults`, exactly as `formwork call` answers them; notes go to stderr.
 //!
+//! With `--store` (or `[store] url`) the conversation is kept there like a workbench session;
+//! without, nothing is kept.
+//!
 //! Exit codes are those of `formwork call`: 0 when the turn completed; 1 when it completed but
 //! a tool reported an error; 2 when the model failed, the turn was stopped, or a scripted answer
 //! could not be given.
@@ -24,6 +27,7 @@ use crate::Outcome;
 use crate::answers::CliResponder;
 use crate::config_cmd::ConfigArgs;
 use crate::runtime::RuntimeArgs;
+use crate::store_args::StoreArgs;
 use crate::terminal::{inert, inert_message, inert_text};
 
 /// Send one message to the model and let it use the plugins' tools.
@@ -50,6 +54,9 @@ pub struct ChatArgs {
     pub accept_defaults: bool,
     #[command(flatten)]
     pub runtime: RuntimeArgs,
+    /// Keep the conversation in this store (default: `[store] url`, else nothing is kept).
+    #[command(flatten)]
+    pub store: StoreArgs,
     /// The message.
     pub message: String,
 }
@@ -92,7 +99,14 @@ pub async fn run(args: &ChatArgs) -> anyhow::Result<Outcome> {
         shows_apps: false,
         ..HostOptions::default()
     };
-    let host = Host::new(config, options);
+    let host = match args.store.named(&config)? {
+        Some(url) => {
+            let data_dir = formwork_host::store::Store::default_data_dir()?;
+            let store = formwork_host::store::Store::connect(&url, &data_dir).await?;
+            Host::with_store(config, options, store).await?
+        }
+        None => Host::new(config, options),
+    };
     let outcome = converse(&host, &responder, &args.message).await;
     host.shutdown().await;
     let outcome = outcome?;
@@ -186,7 +200,7 @@ async fn converse(host: &Host, responder: &CliResponder, message: &str) -> anyho
 }
 
 /// Answers the card on screen with the responder `formwork call` uses.
-async fn answer_shown(host: &Host, session: &str, responder: &CliResponder) {
+pub(crate) async fn answer_shown(host: &Host, session: &str, responder: &CliResponder) {
     let Ok(Some(card)) = host.shown_card(session) else {
         return;
     };

@@ -9,7 +9,7 @@ use anyhow::Context;
 use formwork_host::auth::Authorizer;
 use formwork_host::config::{ApprovalMode, Config, ServerConfig};
 use formwork_host::policy::{self, ApprovalNeed, ApprovalRequest};
-use formwork_host::store::Store;
+use formwork_host::store::{Store, StoreUrl};
 use formwork_host::{ClientExtensions, ConnectOptions, Plugin, PluginTarget};
 use rmcp::model::ProtocolVersion;
 use serde_json::{Value, json};
@@ -140,6 +140,10 @@ pub async fn call(
     is_demo: bool,
 ) -> anyhow::Result<Outcome> {
     let config = config.load()?;
+    let store = args.store.named(&config)?;
+    if let Some(url) = store {
+        return stored(config, &url, choice, protocol, tool, args, is_demo).await;
+    }
     let resolved = resolve(choice, protocol, &config)?;
     let arguments = tool_arguments(args.args.as_deref())?;
     let source = answer_source(args.answers.as_deref(), args.accept_defaults, is_demo)?;
@@ -190,11 +194,7 @@ pub async fn call(
             formwork_host::push_fix(&resolved.name, resolved.configured)
         );
     }
-    if crate::human::for_people() {
-        print!("{}", crate::human::call_result(&result));
-    } else {
-        print_json(&result)?;
-    }
+    print_call_result(&result)?;
     Ok(if responder.failed() {
         Outcome::Failure
     } else if result.get("isError") == Some(&Value::Bool(true)) {
@@ -202,6 +202,48 @@ pub async fn call(
     } else {
         Outcome::Success
     })
+}
+
+/// `formwork call --store`: the call in a session of the host, kept in the store. The session
+/// applies the config's policy; the session layer (not this command) stores every step.
+async fn stored(
+    config: Config,
+    url: &StoreUrl,
+    choice: Choice,
+    protocol: Protocol,
+    tool: &str,
+    args: &CallArgs,
+    is_demo: bool,
+) -> anyhow::Result<Outcome> {
+    let Choice::Configured(server) = choice else {
+        anyhow::bail!(
+            "--store keeps a call as a session, which needs a configured server: use --server NAME"
+        );
+    };
+    if protocol.is_some() {
+        anyhow::bail!("--protocol does not go with --store: set the server's protocol_version");
+    }
+    let arguments = tool_arguments(args.args.as_deref())?;
+    let source = answer_source(args.answers.as_deref(), args.accept_defaults, is_demo)?;
+    // The session applies the elicitation gate and the form limits; the responder only answers.
+    let responder = CliResponder::new(source, None, config.forms);
+    let outcome =
+        crate::stored_call::call(config, url, &server, tool, arguments, &responder).await?;
+    Ok(if responder.failed() {
+        Outcome::Failure
+    } else {
+        outcome
+    })
+}
+
+/// Prints a `CallToolResult`: for people as text, else as JSON.
+pub(crate) fn print_call_result(result: &Value) -> anyhow::Result<()> {
+    if crate::human::for_people() {
+        print!("{}", crate::human::call_result(result));
+        Ok(())
+    } else {
+        print_json(result)
+    }
 }
 
 /// Applies the config's approval settings to a call of a configured server: runs it, asks

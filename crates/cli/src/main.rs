@@ -15,6 +15,8 @@ mod logout_cmd;
 mod policy_report;
 mod runtime;
 mod serve_cmd;
+mod store_args;
+mod stored_call;
 mod terminal;
 
 use std::path::PathBuf;
@@ -204,9 +206,14 @@ struct CallArgs {
     /// Accept every form with its defaults.
     #[arg(long)]
     accept_defaults: bool,
-    /// Seconds a tool call may run, not counting time a form is open.
+    /// Seconds a tool call may run, not counting time a form is open (with --store, the
+    /// server's tool_timeout_sec applies instead).
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     timeout: u64,
+    /// Keep the call as a session in this store (default: `[store] url`, else nothing is
+    /// kept); needs a configured server (--server).
+    #[command(flatten)]
+    store: store_args::StoreArgs,
 }
 
 /// How a command ended; the only place exit codes are chosen.

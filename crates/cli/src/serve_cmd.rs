@@ -23,6 +23,7 @@ use formwork_web::{ScriptedModel, WebOptions, Workbench};
 use crate::Outcome;
 use crate::config_cmd::ConfigArgs;
 use crate::runtime::RuntimeArgs;
+use crate::store_args::StoreArgs;
 use crate::terminal::inert;
 
 /// The access token the person chose in [`TOKEN_ENV`], so that several `formwork serve`
@@ -55,7 +56,8 @@ pub struct ServeArgs {
     /// The port on 127.0.0.1 (0 picks a free one; the URL is printed either way).
     #[arg(long, value_name = "PORT", default_value_t = 0)]
     pub port: u16,
-    /// Where sessions are kept (default: $FORMWORK_DATA_DIR, else the user's data directory).
+    /// Where sessions (unless --store names another place) and uploads are kept (default:
+    /// $FORMWORK_DATA_DIR, else the user's data directory).
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
     /// The model provider: `openai`, `oss` or the ID of a [model_providers.ID] table
@@ -72,6 +74,8 @@ pub struct ServeArgs {
     pub scripted_model: Option<PathBuf>,
     #[command(flatten)]
     pub runtime: RuntimeArgs,
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 /// Runs the workbench until Ctrl-C or SIGTERM; open forms then end as cancelled
@@ -121,11 +125,8 @@ pub async fn run(args: &ServeArgs) -> anyhow::Result<Outcome> {
         ),
         (None, None) => {}
     }
-    let database = Store::path_in(&data_dir);
-    let store = {
-        let database = database.clone();
-        tokio::task::spawn_blocking(move || Store::open(database)).await??
-    };
+    let database = args.store.url(&config, &data_dir)?;
+    let store = Store::connect(&database, &data_dir).await?;
     let exe = std::env::current_exe().context("cannot find formwork's own path")?;
     let options = HostOptions {
         builtin_exe: Some(exe),
@@ -154,7 +155,7 @@ pub async fn run(args: &ServeArgs) -> anyhow::Result<Outcome> {
     }
     eprintln!(
         "formwork: sessions are kept in {}; press Ctrl-C to stop",
-        database.display()
+        inert(&database.to_string())
     );
     workbench.serve(stop_signal()).await?;
     host.shutdown().await;

@@ -236,3 +236,30 @@ fn chat_does_not_declare_the_apps_extension() {
         "{capabilities}"
     );
 }
+
+/// With `--store`, the conversation is kept there as a session: the person's message and the
+/// model's answer, in order (here in a PostgreSQL database of the test's throwaway cluster).
+#[test]
+fn a_chat_with_a_store_keeps_its_conversation_there() {
+    let cluster = formwork_testkit::postgres::Cluster::shared();
+    let url = cluster.new_database();
+    let sim = SimProvider::start(&json!({"rules": [{"match": "hello", "steps": [
+        {"text": "Hi there."}
+    ]}]}));
+    let config = config(&sim, "approve");
+    let data = tempfile::tempdir().unwrap();
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_formwork"));
+    command
+        .args(["chat", "--config"])
+        .arg(&config.path)
+        .args(["--store", &url, "hello"])
+        .env("FORMWORK_DATA_DIR", data.path());
+    let output = run(&mut command, None, Duration::from_secs(60));
+    output.assert_code(0);
+    assert_eq!(output.stdout, "Hi there.\n");
+    let kinds = cluster.psql(
+        url.rsplit('/').next().unwrap(),
+        "SELECT string_agg(kind, ',' ORDER BY seq) FROM transcript",
+    );
+    assert_eq!(kinds, "user_message,assistant_message\n");
+}

@@ -29,6 +29,7 @@ pub mod runtime;
 mod session;
 mod sign_on;
 pub mod store;
+mod store_url;
 mod transport;
 
 pub use error::HostError;

@@ -1,11 +1,12 @@
 //! What formwork's tests share, a dev-dependency only: where the test peers are (`cargo xtask peers` installs them
 //! under `$FORMWORK_PEERS`), free ports, process groups, one launcher of `formwork serve`, the TS SDK's OAuth example
-//! and the simulated model provider (tests/peers/sim_provider.py).
+//! the simulated model provider (tests/peers/sim_provider.py) and a throwaway PostgreSQL cluster (`postgres`).
 //!
 //! It depends on no formwork crate, so every crate's tests may use it (`cargo xtask`'s dependency-direction check
 //! keeps it so).
 
 mod oauth;
+pub mod postgres;
 mod serve;
 mod sim;
 

@@ -11,7 +11,8 @@ use super::builtin::BUILTIN_SERVERS;
 use super::error::ConfigError;
 use super::load::{self, FileConfig};
 use super::types::{
-    CodexConfig, Config, ConfigSource, Features, FormsConfig, Layer, SourceStatus, TrustLevel,
+    CodexConfig, Config, ConfigSource, Features, FormsConfig, Layer, SourceStatus, StoreConfig,
+    TrustLevel,
 };
 
 /// Where a command looks for its configuration.
@@ -175,6 +176,7 @@ pub(crate) fn assemble(sources: Vec<ConfigSource>, files: Vec<(Layer, FileConfig
     let mut tool_output_token_limit = None;
     let mut runtime = None;
     let mut codex = CodexConfig::default();
+    let mut store = StoreConfig::default();
     let mut ignored_keys: Vec<String> = Vec::new();
     for (layer, file) in files {
         approval_policy = file.approval_policy.or(approval_policy);
@@ -196,6 +198,7 @@ pub(crate) fn assemble(sources: Vec<ConfigSource>, files: Vec<(Layer, FileConfig
         runtime = file.runtime.or(runtime);
         codex.command = file.codex_command.or(codex.command);
         codex.home = file.codex_home.or(codex.home);
+        store.url = file.store_url.or(store.url);
         let mut ignored = file.ignored_keys;
         if layer != Layer::User && file.projects.is_some() {
             // Trust is only ever read from the user config.
@@ -231,6 +234,7 @@ pub(crate) fn assemble(sources: Vec<ConfigSource>, files: Vec<(Layer, FileConfig
             .unwrap_or(super::providers::DEFAULT_TOOL_OUTPUT_TOKEN_LIMIT),
         runtime: runtime.unwrap_or_default(),
         codex,
+        store,
         ignored_keys,
     }
 }

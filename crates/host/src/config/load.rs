@@ -25,6 +25,7 @@ use super::error::{ConfigError, dotted, key_segment};
 use super::oauth::{build_oauth, check_resource};
 use super::providers::{self, RawProvider};
 use crate::oauth_choices::CredentialsStoreMode;
+use crate::store_url::StoreUrl;
 
 use super::types::{
     ApprovalMode, ApprovalPolicy, Config, MAX_PENDING_FORMS_LIMIT, ModelProvider, Runtime,
@@ -46,6 +47,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "model_providers",
     "projects",
     "runtime",
+    "store",
     "tool_output_token_limit",
 ];
 
@@ -148,6 +150,8 @@ pub(crate) struct FileConfig {
     pub(crate) codex_command: Option<String>,
     /// `[codex] home`, made absolute against the file's directory.
     pub(crate) codex_home: Option<PathBuf>,
+    /// `[store] url`, parsed; a SQLite path made absolute against the file's directory.
+    pub(crate) store_url: Option<StoreUrl>,
 }
 
 /// Parses one file by itself: its settings over the embedded default, as if it were the only
@@ -266,6 +270,20 @@ pub(crate) fn parse_file(text: &str, path: Option<&Path>) -> Result<FileConfig, 
             _ => home,
         });
 
+    let store_url = match raw.store.url {
+        None => None,
+        Some(text) => match StoreUrl::parse(&text) {
+            Ok(StoreUrl::Sqlite(database)) => {
+                Some(StoreUrl::Sqlite(match path.and_then(Path::parent) {
+                    Some(dir) if database.is_relative() => dir.join(database),
+                    _ => database,
+                }))
+            }
+            Ok(url) => Some(url),
+            Err(error) => return Err(ctx.error(&["store", "url"], error.to_string())),
+        },
+    };
+
     Ok(FileConfig {
         approval_policy: raw.approval_policy,
         elicitations_auto_deny: raw.elicitations_auto_deny,
@@ -285,6 +303,7 @@ pub(crate) fn parse_file(text: &str, path: Option<&Path>) -> Result<FileConfig, 
         runtime: raw.runtime,
         codex_command: raw.codex.command,
         codex_home,
+        store_url,
     })
 }
 
@@ -332,6 +351,15 @@ struct RawConfig {
     runtime: Option<Runtime>,
     #[serde(default)]
     codex: RawCodex,
+    #[serde(default)]
+    store: RawStore,
+}
+
+/// The `[store]` table.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawStore {
+    url: Option<String>,
 }
 
 /// The `[codex]` table.

@@ -100,7 +100,8 @@ pub use types::{
     ApprovalMode, ApprovalPolicy, CodexConfig, Config, ConfigSource, DEFAULT_MAX_PENDING_FORMS,
     Features, FormsConfig, GranularApproval, IdentityProviderConfig, Layer,
     MAX_PENDING_FORMS_LIMIT, ModelChoice, ModelProvider, OAuthConfig, Runtime, SensitiveFields,
-    ServerConfig, SourceStatus, ToolConfig, Transport, TrustLevel, VariableUnset, WireApi,
+    ServerConfig, SourceStatus, StoreConfig, ToolConfig, Transport, TrustLevel, VariableUnset,
+    WireApi,
 };
 
 /// The name of every configuration file: the user config's and a project's.

@@ -11,6 +11,7 @@ use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::oauth_choices::{CredentialsStoreMode, Grant};
+use crate::store_url::StoreUrl;
 
 /// The configuration in force: the layers that applied, merged (or the embedded default when
 /// no file applied). See the [module documentation](crate::config) for the layering rules.
@@ -56,6 +57,8 @@ pub struct Config {
     pub runtime: Runtime,
     /// `[codex]`: how formwork runs Codex when `runtime = "codex"`.
     pub codex: CodexConfig,
+    /// `[store]`: where sessions and transcripts are kept.
+    pub store: StoreConfig,
     /// Dotted keys that Codex knows and formwork accepts without using, in file order, lowest
     /// layer first (a key two layers set is listed once).
     pub ignored_keys: Vec<String>,
@@ -108,6 +111,15 @@ pub struct CodexConfig {
     /// `None`: `codex` in formwork's data directory, so a person's `~/.codex` is never
     /// touched unless named here. A relative path is relative to the file that names it.
     pub home: Option<PathBuf>,
+}
+
+/// `[store]`: where formwork keeps sessions, transcripts, forms and approvals.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StoreConfig {
+    /// `url`: a SQLite file's path (relative to the file that names it) or a
+    /// `postgres://USER@HOST:PORT/DATABASE` URL; `None`: `formwork.db` in the data directory.
+    /// `--store` on the command line wins over it.
+    pub url: Option<StoreUrl>,
 }
 
 /// Which layer a configuration file is.

@@ -1,4 +1,4 @@
-//! Errors of the persistence layer.
+//! Errors of the persistence layer, of both engines.
 
 use std::path::PathBuf;
 
@@ -124,6 +124,33 @@ pub enum StoreError {
     /// The transaction carrying this write did not commit, so the write is not stored.
     #[error("the write was not committed: {0}")]
     Commit(String),
+    /// The PostgreSQL server could not be reached or refused the connection.
+    #[error("cannot connect to the formwork database {database}: {source}")]
+    Connect {
+        /// The database's URL, without its password.
+        database: String,
+        /// The client's word.
+        source: tokio_postgres::Error,
+    },
+    /// The PostgreSQL database was migrated by a newer formwork.
+    #[error(
+        "the formwork database {database} has schema version {found}, newer than the {supported} \
+         this formwork understands on PostgreSQL; upgrade formwork"
+    )]
+    PostgresSchemaTooNew {
+        /// The database's URL, without its password.
+        database: String,
+        /// The version in the database.
+        found: i64,
+        /// The newest version this build knows.
+        supported: i64,
+    },
+    /// The PostgreSQL connection pool failed.
+    #[error("database connection pool: {0}")]
+    Pool(String),
+    /// Any other PostgreSQL error.
+    #[error("database error: {0}")]
+    Postgres(#[from] tokio_postgres::Error),
     /// Any other SQLite error.
     #[error("database error: {0}")]
     Sqlite(#[from] rusqlite::Error),

@@ -1,42 +1,36 @@
-//! Persistence: sessions, transcripts, tool invocations, forms and approvals in an embedded
-//! SQLite database, so a conversation survives a restart of the host.
+//! Persistence: sessions, transcripts, tool invocations, forms and approvals, so a conversation
+//! survives a restart of the host. One contract, [`Store`], on two engines: an embedded SQLite
+//! file (`sqlite/`, the default) and a PostgreSQL database that several hosts can share
+//! (`postgres/`). Nothing outside this module knows which engine a store has.
 //!
-//! - **One writer.** A single thread owns the writing connection and groups whatever is queued
-//!   into one transaction (group commit); every async write returns only after its transaction
-//!   committed. Reads use a second connection, which WAL lets run beside the writer.
-//! - **Durable.** WAL with `synchronous = FULL`: an acknowledged write survives `kill -9` at any
-//!   moment (tested) and a power loss. A process kill alone would not need FULL, since the OS
-//!   keeps written pages; FULL costs one WAL sync per batch, not per write.
+//! - **Committed before answered.** Every async write returns only after its transaction
+//!   committed durably, on either engine: nothing reaches a plugin before its commit.
 //! - **Verbatim JSON.** JSON goes in as [`RawValue`] and is stored as that text, so key order
 //!   and spelling come back byte for byte; `content`, `structuredContent` and `_meta` of a tool
 //!   result are separate columns.
 //! - **Nothing per session in memory.** Every write is a short job; nothing is cached between
 //!   them, so ten thousand pending forms cost the host no memory here.
-//! - **Restart.** Opening the store cancels, with reason [`HOST_STOPPED`], every form and
-//!   approval still pending and every invocation still running: their host is gone. A lock
-//!   file beside the database's canonical path keeps a second host process from opening (and
-//!   so cancelling) a live database, however it names the file.
 //! - **Private.** Directories the store creates are 0700, its files 0600; an existing database
 //!   readable by others is narrowed at open (`files.rs`).
 //!
 //! **Invariant:** no table holds re-serialised JSON; every JSON column is the caller's text.
+//! **Invariant:** both engines pass the same store test suite (`tests/store/`), with the same
+//! ids, order and errors.
 
 mod error;
 mod files;
-mod lock;
+mod inputs;
+mod postgres;
 mod records;
-mod schema;
-mod sql;
+mod sqlite;
 mod uploads;
-mod writer;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
-use rusqlite::Connection;
 use serde_json::value::RawValue;
-use tokio::sync::{mpsc, oneshot};
 
+pub use crate::store_url::{DEFAULT_PG_PORT, PgUrl, StoreUrl, StoreUrlError};
 pub use error::StoreError;
 pub use records::{
     AppRecord, AppStatePart, AppStateRecord, ApprovalChoice, ApprovalRecord, ApprovalResolution,
@@ -45,13 +39,37 @@ pub use records::{
     PlainEntryKind, Recovery, RoundRecord, SessionRecord, StoreStats, ToolResult, TranscriptEntry,
     UnixMillis,
 };
-pub use schema::SCHEMA_VERSION;
+pub use sqlite::schema::SCHEMA_VERSION;
 pub use uploads::{
     MAX_UPLOAD_BYTES, UPLOAD_KEPT_FOR, UPLOADS_DIR, Upload, mark_upload_used, remove_stale_uploads,
     save_upload,
 };
 
-use writer::{ClosureJob, Message, Stats};
+use inputs::{ApprovalEnd, ApprovalInput, FormEnd, FormInput, InvocationEnd, InvocationInput};
+use postgres::Postgres;
+use records::Stats;
+use sqlite::Sqlite;
+
+/// Runs one statement function of the same name on whichever engine the store has: `write`
+/// commits before it returns, `read` sees a consistent snapshot.
+macro_rules! on_engine {
+    ($store:ident.$mode:ident($op:ident($($arg:expr),*))) => {
+        match &$store.inner.engine {
+            Engine::Sqlite(db) => db.$mode(move |conn| sqlite::sql::$op(conn, $($arg),*)).await,
+            Engine::Postgres(db) => {
+                on_engine!(@postgres $store, db, $mode, move |tx| Box::pin(async move {
+                    postgres::sql::$op(tx, $($arg),*).await
+                }))
+            }
+        }
+    };
+    (@postgres $store:ident, $db:ident, write, $op:expr) => {
+        $db.write(&$store.inner.stats, $op).await
+    };
+    (@postgres $store:ident, $db:ident, read, $op:expr) => {
+        $db.read($op).await
+    };
+}
 
 /// The environment variable naming the data directory, overriding the user's data dir.
 pub const DATA_DIR_ENV: &str = "FORMWORK_DATA_DIR";
@@ -59,7 +77,8 @@ pub const DATA_DIR_ENV: &str = "FORMWORK_DATA_DIR";
 /// The database's file name inside the data directory.
 pub const DATABASE_FILE: &str = "formwork.db";
 
-/// A handle to the database; clones share the same writer thread and reader connection.
+/// A handle to the database; clones share the same engine (writer thread and reader
+/// connection, or connection pool).
 #[derive(Clone, Debug)]
 pub struct Store {
     inner: Arc<Inner>,
@@ -67,13 +86,19 @@ pub struct Store {
 
 #[derive(Debug)]
 struct Inner {
+    engine: Engine,
+    /// The SQLite file; `None` in memory and on PostgreSQL.
     path: Option<PathBuf>,
-    sender: mpsc::Sender<Message>,
-    /// `None` for in-memory stores, whose reads go through the writer (a second connection
-    /// would see a different database).
-    reader: Option<Arc<Mutex<Option<Connection>>>>,
+    /// Where added files are copied; `None` for an in-memory store.
+    uploads: Option<PathBuf>,
     recovery: Recovery,
     stats: Arc<Stats>,
+}
+
+#[derive(Debug)]
+enum Engine {
+    Sqlite(Sqlite),
+    Postgres(Postgres),
 }
 
 impl Store {
@@ -85,21 +110,50 @@ impl Store {
     /// Blocking: call it at startup or from `spawn_blocking`.
     pub fn open(path: impl AsRef<Path>) -> Result<Store, StoreError> {
         let path = path.as_ref().to_path_buf();
-        let database = files::prepare(&path)?;
-        let lock = lock::acquire(&database, &path)?;
-        let opening = |source| StoreError::opening(path.clone(), source);
-        let mut writer = Connection::open(&database).map_err(opening)?;
-        schema::configure_writer(&writer, Some(&path))?;
-        schema::migrate(&mut writer, &path)?;
-        let recovery = schema::recover(&mut writer, sql::now()).map_err(opening)?;
-        let reader = Connection::open(&database).map_err(opening)?;
-        schema::configure_reader(&reader).map_err(opening)?;
-        if recovery != Recovery::default() {
-            tracing::info!(?recovery, path = %path.display(), "cancelled what the last host left pending");
-        }
-        let store = Self::start(Some(path), writer, Some(lock), Some(reader), recovery)?;
+        let stats = Arc::new(Stats::default());
+        let (sqlite, recovery) = Sqlite::open(&path, Arc::clone(&stats))?;
+        let uploads = path.parent().unwrap_or(Path::new("")).join(UPLOADS_DIR);
+        let store = Store {
+            inner: Arc::new(Inner {
+                engine: Engine::Sqlite(sqlite),
+                path: Some(path),
+                uploads: Some(uploads),
+                recovery,
+                stats,
+            }),
+        };
         store.sweep_uploads_while_open();
         Ok(store)
+    }
+
+    /// Opens the store at `url`: a SQLite file as [`Store::open`] does (off the async
+    /// threads), or a PostgreSQL database, migrated if needed, whose added files go to
+    /// `uploads/` under `data_dir`. On PostgreSQL nothing is cancelled at open (other hosts may
+    /// share the database) and no lock file is taken.
+    pub async fn connect(url: &StoreUrl, data_dir: &Path) -> Result<Store, StoreError> {
+        match url {
+            StoreUrl::Sqlite(path) => {
+                let path = path.clone();
+                tokio::task::spawn_blocking(move || Store::open(path))
+                    .await
+                    .map_err(|_| StoreError::Closed)?
+            }
+            StoreUrl::Postgres(url) => {
+                let postgres = Postgres::connect(url).await?;
+                tracing::info!(database = %postgres.shown(), "the store is on PostgreSQL");
+                let store = Store {
+                    inner: Arc::new(Inner {
+                        engine: Engine::Postgres(postgres),
+                        path: None,
+                        uploads: Some(data_dir.join(UPLOADS_DIR)),
+                        recovery: Recovery::default(),
+                        stats: Arc::default(),
+                    }),
+                };
+                store.sweep_uploads_while_open();
+                Ok(store)
+            }
+        }
     }
 
     /// Removes stale uploads now, and every hour while the store is open (a workbench may run
@@ -131,31 +185,14 @@ impl Store {
 
     /// A private database that lives as long as the store; for tests.
     pub fn open_in_memory() -> Result<Store, StoreError> {
-        let mut writer = Connection::open_in_memory()?;
-        schema::configure_writer(&writer, None)?;
-        schema::migrate(&mut writer, Path::new(":memory:"))?;
-        Self::start(None, writer, None, None, Recovery::default())
-    }
-
-    fn start(
-        path: Option<PathBuf>,
-        writer: Connection,
-        lock: Option<lock::InstanceLock>,
-        reader: Option<Connection>,
-        recovery: Recovery,
-    ) -> Result<Store, StoreError> {
         let stats = Arc::new(Stats::default());
-        let (sender, _thread) =
-            writer::spawn(writer, lock, Arc::clone(&stats)).map_err(|source| StoreError::Io {
-                path: path.clone().unwrap_or_default(),
-                source,
-            })?;
+        let sqlite = Sqlite::open_in_memory(Arc::clone(&stats))?;
         Ok(Store {
             inner: Arc::new(Inner {
-                path,
-                sender,
-                reader: reader.map(|reader| Arc::new(Mutex::new(Some(reader)))),
-                recovery,
+                engine: Engine::Sqlite(sqlite),
+                path: None,
+                uploads: None,
+                recovery: Recovery::default(),
                 stats,
             }),
         })
@@ -184,38 +221,35 @@ impl Store {
         data_dir.join(DATABASE_FILE)
     }
 
-    /// The database file; `None` for an in-memory store.
+    /// The SQLite database file; `None` for an in-memory store and on PostgreSQL.
     pub fn path(&self) -> Option<&Path> {
         self.inner.path.as_deref()
     }
 
-    /// Where the person's added files are copied: `uploads/` beside the database; `None` for
-    /// an in-memory store, which keeps no files.
+    /// Where the person's added files are copied: `uploads/` beside a SQLite database, or under
+    /// the data directory given to [`Store::connect`] on PostgreSQL; `None` for an in-memory
+    /// store, which keeps no files.
     pub fn uploads_dir(&self) -> Option<PathBuf> {
-        let database = self.path()?;
-        Some(database.parent().unwrap_or(Path::new("")).join(UPLOADS_DIR))
+        self.inner.uploads.clone()
     }
 
-    /// What opening found unfinished and cancelled.
+    /// What opening found unfinished and cancelled (always nothing on PostgreSQL).
     pub fn recovery(&self) -> Recovery {
         self.inner.recovery
     }
 
-    /// How many writes and transactions the writer has carried out.
+    /// How many writes and transactions the store has carried out.
     pub fn stats(&self) -> StoreStats {
         self.inner.stats.snapshot()
     }
 
-    /// Commits what is queued, closes the database and releases its lock file; later calls on
-    /// any clone fail with [`StoreError::Closed`]. Waits until the file is free to reopen.
+    /// Commits what is queued, closes the database (SQLite: and releases its lock file; waits
+    /// until the file is free to reopen) or its connections; later calls on any clone fail
+    /// with [`StoreError::Closed`].
     pub async fn close(&self) {
-        if let Some(reader) = &self.inner.reader {
-            reader.lock().unwrap_or_else(PoisonError::into_inner).take();
-        }
-        let (done, closed) = oneshot::channel();
-        if self.inner.sender.send(Message::Close(done)).await.is_ok() {
-            // An error means the writer is gone already, which is what we wait for.
-            let _ = closed.await;
+        match &self.inner.engine {
+            Engine::Sqlite(db) => db.close().await,
+            Engine::Postgres(db) => db.close(),
         }
     }
 
@@ -228,33 +262,31 @@ impl Store {
         title: Option<&str>,
     ) -> Result<SessionRecord, StoreError> {
         let (id, title) = (id.to_owned(), title.map(str::to_owned));
-        self.write(move |conn| sql::insert_session(conn, &id, title.as_deref()))
-            .await
+        on_engine!(self.write(insert_session(&id, title.as_deref())))
     }
 
     /// Deletes a session and everything stored of it: transcript, calls, forms, approvals, app
     /// state and the model's items. Deleting one that is not there does nothing.
     pub async fn delete_session(&self, id: &str) -> Result<(), StoreError> {
         let id = id.to_owned();
-        self.write(move |conn| sql::delete_session(conn, &id)).await
+        on_engine!(self.write(delete_session(&id)))
     }
 
     /// Renames a session.
     pub async fn set_session_title(&self, id: &str, title: Option<&str>) -> Result<(), StoreError> {
         let (id, title) = (id.to_owned(), title.map(str::to_owned));
-        self.write(move |conn| sql::set_session_title(conn, &id, title.as_deref()))
-            .await
+        on_engine!(self.write(set_session_title(&id, title.as_deref())))
     }
 
     /// All sessions, most recently written first.
     pub async fn list_sessions(&self) -> Result<Vec<SessionRecord>, StoreError> {
-        self.read(sql::list_sessions).await
+        on_engine!(self.read(list_sessions()))
     }
 
     /// One session.
     pub async fn session(&self, id: &str) -> Result<Option<SessionRecord>, StoreError> {
         let id = id.to_owned();
-        self.read(move |conn| sql::session(conn, &id)).await
+        on_engine!(self.read(session(&id)))
     }
 
     // ---- transcript ----
@@ -267,21 +299,21 @@ impl Store {
         payload: &RawValue,
     ) -> Result<u64, StoreError> {
         let (session, payload) = (session.to_owned(), payload.get().to_owned());
-        self.write(move |conn| sql::append_entry(conn, &session, kind.into(), None, &payload))
-            .await
+        on_engine!(self.write(append_entry(&session, kind.into(), None, &payload)))
     }
 
     /// The session's transcript in order, each reference entry joined with its invocation, form
     /// or approval as it stands now; [`StoreError::NotFound`] if there is no such session.
     pub async fn transcript(&self, session: &str) -> Result<Vec<TranscriptEntry>, StoreError> {
         let session = session.to_owned();
-        self.read(move |conn| {
-            sql::transcript(conn, &session)?.ok_or(StoreError::NotFound {
-                kind: "session",
-                id: session,
-            })
+        let found = {
+            let session = session.clone();
+            on_engine!(self.read(transcript(&session)))?
+        };
+        found.ok_or(StoreError::NotFound {
+            kind: "session",
+            id: session,
         })
-        .await
     }
 
     // ---- invocations ----
@@ -289,7 +321,7 @@ impl Store {
     /// Records a tool call as `running` and appends its transcript entry; returns the entry's
     /// `seq`.
     pub async fn begin_invocation(&self, invocation: NewInvocation<'_>) -> Result<u64, StoreError> {
-        let input = sql::InvocationInput {
+        let input = InvocationInput {
             id: invocation.id.to_owned(),
             session: invocation.session.to_owned(),
             server: invocation.server.to_owned(),
@@ -297,8 +329,7 @@ impl Store {
             arguments: invocation.arguments.map(|raw| raw.get().to_owned()),
             asked_by: invocation.asked_by.map(str::to_owned),
         };
-        self.write(move |conn| sql::begin_invocation(conn, &input))
-            .await
+        on_engine!(self.write(begin_invocation(&input)))
     }
 
     /// Records how a running tool call ended; [`StoreError::AlreadyResolved`] if it had ended.
@@ -309,7 +340,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let text = |raw: Option<&RawValue>| raw.map(|raw| raw.get().to_owned());
         let end = match outcome {
-            InvocationOutcome::Completed(result) => sql::InvocationEnd {
+            InvocationOutcome::Completed(result) => InvocationEnd {
                 status: InvocationStatus::Completed,
                 content: text(result.content),
                 structured_content: text(result.structured_content),
@@ -317,7 +348,7 @@ impl Store {
                 is_error: result.is_error,
                 error: None,
             },
-            InvocationOutcome::Failed { error } => sql::InvocationEnd {
+            InvocationOutcome::Failed { error } => InvocationEnd {
                 status: InvocationStatus::Failed,
                 content: None,
                 structured_content: None,
@@ -325,7 +356,7 @@ impl Store {
                 is_error: false,
                 error: Some(error.to_owned()),
             },
-            InvocationOutcome::Cancelled { reason } => sql::InvocationEnd {
+            InvocationOutcome::Cancelled { reason } => InvocationEnd {
                 status: InvocationStatus::Cancelled,
                 content: None,
                 structured_content: None,
@@ -335,14 +366,13 @@ impl Store {
             },
         };
         let id = id.to_owned();
-        self.write(move |conn| sql::finish_invocation(conn, &id, &end))
-            .await
+        on_engine!(self.write(finish_invocation(&id, &end)))
     }
 
     /// One invocation.
     pub async fn invocation(&self, id: &str) -> Result<Option<InvocationRecord>, StoreError> {
         let id = id.to_owned();
-        self.read(move |conn| sql::invocation(conn, &id)).await
+        on_engine!(self.read(invocation(&id)))
     }
 
     /// Records an `input_required` round of a running tool call: a transcript entry of kind
@@ -356,16 +386,14 @@ impl Store {
     ) -> Result<(), StoreError> {
         let invocation = invocation.to_owned();
         let asked = asked.to_vec();
-        self.write(move |conn| sql::record_round(conn, &invocation, round, &asked, request_state))
-            .await
+        on_engine!(self.write(record_round(&invocation, round, &asked, request_state)))
     }
 
     /// Records the UI resource (MCP App) a tool call declared: a transcript entry of kind
     /// [`EntryKind::InvocationApp`] referring to the call.
     pub async fn record_app(&self, invocation: &str, app: AppRecord) -> Result<(), StoreError> {
         let invocation = invocation.to_owned();
-        self.write(move |conn| sql::record_app(conn, &invocation, &app))
-            .await
+        on_engine!(self.write(record_app(&invocation, &app)))
     }
 
     /// Replaces one part of the state an invocation's app left behind (`value`: JSON text,
@@ -377,22 +405,20 @@ impl Store {
         value: String,
     ) -> Result<(), StoreError> {
         let invocation = invocation.to_owned();
-        self.write(move |conn| sql::save_app_state(conn, &invocation, part, &value))
-            .await
+        on_engine!(self.write(save_app_state(&invocation, part, &value)))
     }
 
     /// The states the apps of a session's invocations left behind.
     pub async fn app_states(&self, session: &str) -> Result<Vec<AppStateRecord>, StoreError> {
         let session = session.to_owned();
-        self.read(move |conn| sql::app_states(conn, &session)).await
+        on_engine!(self.read(app_states(&session)))
     }
 
     /// Records the Codex thread `session` runs in.
     pub async fn set_codex_thread(&self, session: &str, thread: &str) -> Result<(), StoreError> {
         let session = session.to_owned();
         let thread = thread.to_owned();
-        self.write(move |conn| sql::set_codex_thread(conn, &session, &thread))
-            .await
+        on_engine!(self.write(set_codex_thread(&session, &thread)))
     }
 
     /// Appends items of the model's conversation of `session` (each JSON text, kept as is).
@@ -402,28 +428,26 @@ impl Store {
         items: Vec<String>,
     ) -> Result<(), StoreError> {
         let session = session.to_owned();
-        self.write(move |conn| sql::append_model_items(conn, &session, &items))
-            .await
+        on_engine!(self.write(append_model_items(&session, &items)))
     }
 
     /// The items of the model's conversation of `session`, in order.
     pub async fn model_items(&self, session: &str) -> Result<Vec<String>, StoreError> {
         let session = session.to_owned();
-        self.read(move |conn| sql::model_items(conn, &session))
-            .await
+        on_engine!(self.read(model_items(&session)))
     }
 
     /// The `input_required` rounds of a tool call, in order.
     pub async fn rounds(&self, invocation: &str) -> Result<Vec<RoundRecord>, StoreError> {
         let invocation = invocation.to_owned();
-        self.read(move |conn| sql::rounds(conn, &invocation)).await
+        on_engine!(self.read(rounds(&invocation)))
     }
 
     // ---- forms ----
 
     /// Records a form as `pending` and appends its transcript entry; returns the entry's `seq`.
     pub async fn insert_form(&self, form: NewForm<'_>) -> Result<u64, StoreError> {
-        let input = sql::FormInput {
+        let input = FormInput {
             id: form.id.to_owned(),
             session: form.session.to_owned(),
             invocation: form.invocation.map(str::to_owned),
@@ -431,7 +455,7 @@ impl Store {
             request: form.request.get().to_owned(),
             render: form.render.map(|raw| raw.get().to_owned()),
         };
-        self.write(move |conn| sql::insert_form(conn, &input)).await
+        on_engine!(self.write(insert_form(&input)))
     }
 
     /// Records how a pending form ended; [`StoreError::AlreadyResolved`] if it had ended (the
@@ -442,31 +466,30 @@ impl Store {
         resolution: FormResolution<'_>,
     ) -> Result<(), StoreError> {
         let end = match resolution {
-            FormResolution::Accepted { content } => sql::FormEnd {
+            FormResolution::Accepted { content } => FormEnd {
                 status: FormStatus::Accepted,
                 content: content.map(|raw| raw.get().to_owned()),
                 reason: None,
             },
-            FormResolution::Declined { reason } => sql::FormEnd {
+            FormResolution::Declined { reason } => FormEnd {
                 status: FormStatus::Declined,
                 content: None,
                 reason: reason.map(str::to_owned),
             },
-            FormResolution::Cancelled { reason } => sql::FormEnd {
+            FormResolution::Cancelled { reason } => FormEnd {
                 status: FormStatus::Cancelled,
                 content: None,
                 reason: Some(reason.to_owned()),
             },
         };
         let id = id.to_owned();
-        self.write(move |conn| sql::resolve_form(conn, &id, &end))
-            .await
+        on_engine!(self.write(resolve_form(&id, &end)))
     }
 
     /// One form.
     pub async fn form(&self, id: &str) -> Result<Option<FormRecord>, StoreError> {
         let id = id.to_owned();
-        self.read(move |conn| sql::form(conn, &id)).await
+        on_engine!(self.read(form(&id)))
     }
 
     // ---- approvals ----
@@ -474,7 +497,7 @@ impl Store {
     /// Records an approval card as `pending` and appends its transcript entry; returns the
     /// entry's `seq`.
     pub async fn insert_approval(&self, approval: NewApproval<'_>) -> Result<u64, StoreError> {
-        let input = sql::ApprovalInput {
+        let input = ApprovalInput {
             id: approval.id.to_owned(),
             session: approval.session.to_owned(),
             invocation: approval.invocation.map(str::to_owned),
@@ -482,8 +505,7 @@ impl Store {
             tool: approval.tool.to_owned(),
             rendering: approval.rendering.get().to_owned(),
         };
-        self.write(move |conn| sql::insert_approval(conn, &input))
-            .await
+        on_engine!(self.write(insert_approval(&input)))
     }
 
     /// Records how a pending approval ended; [`StoreError::AlreadyResolved`] if it had ended.
@@ -493,65 +515,24 @@ impl Store {
         resolution: ApprovalResolution<'_>,
     ) -> Result<(), StoreError> {
         let end = match resolution {
-            ApprovalResolution::Answered { choice, reason } => sql::ApprovalEnd {
+            ApprovalResolution::Answered { choice, reason } => ApprovalEnd {
                 status: ApprovalStatus::Answered,
                 choice: Some(choice),
                 reason: reason.map(str::to_owned),
             },
-            ApprovalResolution::Cancelled { reason } => sql::ApprovalEnd {
+            ApprovalResolution::Cancelled { reason } => ApprovalEnd {
                 status: ApprovalStatus::Cancelled,
                 choice: None,
                 reason: Some(reason.to_owned()),
             },
         };
         let id = id.to_owned();
-        self.write(move |conn| sql::resolve_approval(conn, &id, &end))
-            .await
+        on_engine!(self.write(resolve_approval(&id, &end)))
     }
 
     /// One approval card.
     pub async fn approval(&self, id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
         let id = id.to_owned();
-        self.read(move |conn| sql::approval(conn, &id)).await
-    }
-
-    // ---- plumbing ----
-
-    /// Queues `op` for the writer and waits until its transaction committed. A write once
-    /// queued is carried out even if the caller stops waiting.
-    async fn write<T, F>(&self, op: F) -> Result<T, StoreError>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
-    {
-        let (reply, answer) = oneshot::channel();
-        self.inner
-            .sender
-            .send(Message::Job(Box::new(ClosureJob { op, reply })))
-            .await
-            .map_err(|_| StoreError::Closed)?;
-        answer.await.map_err(|_| StoreError::Closed)?
-    }
-
-    /// Runs `op` on a consistent snapshot, off the async threads.
-    async fn read<T, F>(&self, op: F) -> Result<T, StoreError>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
-    {
-        let Some(reader) = &self.inner.reader else {
-            return self.write(op).await;
-        };
-        let reader = Arc::clone(reader);
-        tokio::task::spawn_blocking(move || {
-            let guard = reader.lock().unwrap_or_else(PoisonError::into_inner);
-            let conn = guard.as_ref().ok_or(StoreError::Closed)?;
-            let snapshot = conn.unchecked_transaction()?;
-            let value = op(&snapshot)?;
-            snapshot.commit()?;
-            Ok(value)
-        })
-        .await
-        .map_err(|_| StoreError::Closed)?
+        on_engine!(self.read(approval(&id)))
     }
 }

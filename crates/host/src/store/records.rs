@@ -5,6 +5,8 @@
 //! number spelling and whitespace survive a round trip byte for byte. Times are Unix milliseconds
 //! taken by the store when the write is carried out.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
@@ -534,6 +536,43 @@ pub struct Recovery {
 pub struct StoreStats {
     /// Writes carried out (committed or failed).
     pub writes: u64,
-    /// Transactions committed; each is one WAL sync under `synchronous = FULL`.
+    /// Transactions committed: on SQLite one per batch, each one WAL sync under
+    /// `synchronous = FULL`; on PostgreSQL one per write.
     pub transactions: u64,
+}
+
+/// The counters behind [`StoreStats`], shared by an engine and its store's handles.
+#[derive(Debug, Default)]
+pub(crate) struct Stats {
+    writes: AtomicU64,
+    transactions: AtomicU64,
+}
+
+impl Stats {
+    /// Counts `writes` carried out in one transaction, which committed or not.
+    pub(crate) fn record(&self, writes: u64, committed: bool) {
+        self.writes.fetch_add(writes, Ordering::Relaxed);
+        if committed {
+            self.transactions.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn snapshot(&self) -> StoreStats {
+        StoreStats {
+            writes: self.writes.load(Ordering::Relaxed),
+            transactions: self.transactions.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Wraps stored JSON text without touching it (it is validated, not re-serialised).
+pub(crate) fn json(column: &'static str, text: String) -> Result<Box<RawValue>, StoreError> {
+    RawValue::from_string(text).map_err(|source| StoreError::StoredJson { column, source })
+}
+
+pub(crate) fn optional_json(
+    column: &'static str,
+    text: Option<String>,
+) -> Result<Option<Box<RawValue>>, StoreError> {
+    text.map(|text| json(column, text)).transpose()
 }

@@ -36,7 +36,7 @@ fn unknown_keys_in_server_and_tool_tables() {
 fn unknown_top_level_key() {
     check_error(
         "# typo below\naproval_policy = \"never\"\n",
-        "formwork.toml:2:1: aproval_policy: unknown key; formwork reads approval_policy, codex, elicitations_auto_deny, features, forms, mcp_oauth_callback_port, mcp_oauth_credentials_store, mcp_servers, model, model_provider, model_providers, projects, runtime, tool_output_token_limit, and accepts Codex's other settings (sandbox_mode, profiles, ...) without using them",
+        "formwork.toml:2:1: aproval_policy: unknown key; formwork reads approval_policy, codex, elicitations_auto_deny, features, forms, mcp_oauth_callback_port, mcp_oauth_credentials_store, mcp_servers, model, model_provider, model_providers, projects, runtime, store, tool_output_token_limit, and accepts Codex's other settings (sandbox_mode, profiles, ...) without using them",
     );
 }
 

@@ -223,6 +223,42 @@ fn the_runtime_and_how_codex_runs() {
     );
 }
 
+/// `[store] url`: a SQLite path (relative to the file's directory) or a PostgreSQL URL, whose
+/// password no error or debug output shows.
+#[test]
+fn where_the_store_lives() {
+    assert_eq!(load("").store, config::StoreConfig::default());
+    let config = load("[store]\nurl = \"postgres://ada:s3cret@db.local:6543/formwork\"\n");
+    let url = config.store.url.as_ref().expect("a url");
+    assert_eq!(url.to_string(), "postgres://ada@db.local:6543/formwork");
+    assert!(!format!("{config:?}").contains("s3cret"));
+    let nested = Config::from_toml(
+        "[store]\nurl = \"data/formwork.db\"\n",
+        Some(Path::new("/etc/formwork/formwork.toml")),
+    )
+    .expect("loads");
+    assert_eq!(
+        nested.store.url,
+        Some(StoreUrl::Sqlite(PathBuf::from(
+            "/etc/formwork/data/formwork.db"
+        )))
+    );
+    check_error(
+        "[store]\nurl = \"postgres://ada:s3cret@db.local/formwork?sslmode=require\"\n",
+        "formwork.toml:2:1: store.url: the store URL postgres://ada@db.local/formwork?sslmode=require \
+         is invalid: query parameters are not supported (TLS and other options are not yet either)",
+    );
+    check_error(
+        "[store]\nurl = \"mysql://db/formwork\"\n",
+        "formwork.toml:2:1: store.url: the store URL scheme \"mysql\" is not supported: use \
+         postgres:// or a file path",
+    );
+    check_error(
+        "[store]\npath = \"formwork.db\"\n",
+        "formwork.toml:2:1: store.path: unknown field `path`, expected `url`",
+    );
+}
+
 #[test]
 fn codex_keys_formwork_does_not_use_are_accepted_and_listed() {
     let config = load(

@@ -14,6 +14,7 @@ use formwork_host::config::{
     GranularApproval, Layer, RememberOutcome, SourceStatus, SyncAction, Transport,
 };
 use formwork_host::policy::{self, ModeSource};
+use formwork_host::store::StoreUrl;
 use serde_json::{Value, json};
 
 mod bad;

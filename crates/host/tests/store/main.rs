@@ -1,5 +1,7 @@
-//! The persistence layer at its boundary: a real SQLite file on disk, reopened as a restarted
-//! host would, written by a thousand tasks at once, and killed with SIGKILL mid-write.
+//! The persistence layer at its boundary: a real SQLite file on disk and a real PostgreSQL
+//! database (a throwaway cluster of this test binary), reopened as a restarted host would,
+//! written by a thousand tasks at once, and (SQLite) killed with SIGKILL mid-write. The tests of
+//! the contract run on both engines (`on_both_engines!`), named `sqlite::*` and `postgres::*`.
 //!
 //! The kill test re-executes this test binary as a child (`STORE_CHILD` selects what it does);
 //! the child's functions are ordinary tests that return at once when the variable is unset.
@@ -12,16 +14,66 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime};
 
 use formwork_host::store::{
-    ApprovalChoice, ApprovalResolution, ApprovalStatus, EntryDetail, EntryKind, FormResolution,
-    FormStatus, HOST_STOPPED, InvocationOutcome, InvocationStatus, NewApproval, NewForm,
-    NewInvocation, PlainEntryKind, Recovery, Store, StoreError, ToolResult,
+    AppRecord, AppStatePart, ApprovalChoice, ApprovalResolution, ApprovalStatus, EntryDetail,
+    EntryKind, FormResolution, FormStatus, HOST_STOPPED, InvocationOutcome, InvocationStatus,
+    NewApproval, NewForm, NewInvocation, PlainEntryKind, Recovery, Store, StoreError, StoreUrl,
+    ToolResult,
 };
+use formwork_testkit::postgres::Cluster;
 use serde_json::value::RawValue;
+
+/// Instantiates each `async fn NAME(engine: Engine)` listed as two tests, `sqlite::NAME` and
+/// `postgres::NAME`.
+macro_rules! on_both_engines {
+    ($($name:ident),+ $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name(crate::Engine::Sqlite).await;
+                }
+            )+
+        }
+        mod postgres {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name(crate::Engine::Postgres).await;
+                }
+            )+
+        }
+    };
+}
 
 mod files;
 mod older_schema;
+mod postgres;
 mod records;
 mod reopening;
+
+/// The engine a test of the contract runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Engine {
+    Sqlite,
+    Postgres,
+}
+
+/// Where a fresh, empty store lives: a SQLite file in a new directory, or a new database of
+/// this binary's PostgreSQL cluster.
+fn fresh_url(engine: Engine, dir: &Path) -> StoreUrl {
+    match engine {
+        Engine::Sqlite => StoreUrl::Sqlite(dir.join("data").join("formwork.db")),
+        Engine::Postgres => StoreUrl::parse(&Cluster::shared().new_database()).unwrap(),
+    }
+}
+
+/// A fresh, empty store on `engine`; the directory holds its files (SQLite) or uploads.
+async fn fresh(engine: Engine) -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = fresh_url(engine, dir.path());
+    let store = Store::connect(&url, dir.path()).await.unwrap();
+    (dir, store)
+}
 
 /// Selects a child mode when this binary is re-executed by a test.
 const CHILD_ENV: &str = "STORE_CHILD";
@@ -85,11 +137,21 @@ fn default_path_child() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_thousand_concurrent_writers_are_all_acknowledged() {
+async fn a_thousand_concurrent_writers_are_all_acknowledged_on_sqlite() {
+    a_thousand_concurrent_writers_are_all_acknowledged(Engine::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_concurrent_writers_are_all_acknowledged_on_postgres() {
+    a_thousand_concurrent_writers_are_all_acknowledged(Engine::Postgres).await;
+}
+
+async fn a_thousand_concurrent_writers_are_all_acknowledged(engine: Engine) {
     const SESSIONS: usize = 1000;
     const MESSAGES: usize = 3;
-    let (_dir, path) = temp_db();
-    let store = Store::open(&path).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let url = fresh_url(engine, dir.path());
+    let store = Store::connect(&url, dir.path()).await.unwrap();
     let started = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
     for idx in 0..SESSIONS {
@@ -126,17 +188,21 @@ async fn a_thousand_concurrent_writers_are_all_acknowledged() {
     let writes = SESSIONS * (2 + MESSAGES);
     let stats = store.stats();
     eprintln!(
-        "{writes} acknowledged writes from {SESSIONS} concurrent tasks in {elapsed:?} \
+        "{engine:?}: {writes} acknowledged writes from {SESSIONS} concurrent tasks in {elapsed:?} \
          ({:.0} writes/s) in {} transactions",
         writes as f64 / elapsed.as_secs_f64(),
         stats.transactions
     );
     assert_eq!(stats.writes, writes as u64);
-    // Group commit: far fewer transactions (and WAL syncs) than writes.
-    assert!(
-        stats.transactions * 5 < stats.writes,
-        "{stats:?}: writes were not grouped"
-    );
+    match engine {
+        // Group commit: far fewer transactions (and WAL syncs) than writes.
+        Engine::Sqlite => assert!(
+            stats.transactions * 5 < stats.writes,
+            "{stats:?}: writes were not grouped"
+        ),
+        // A transaction per write, each committed before it is answered.
+        Engine::Postgres => assert_eq!(stats.transactions, stats.writes),
+    }
 
     let sessions = store.list_sessions().await.unwrap();
     assert_eq!(sessions.len(), SESSIONS);
@@ -147,10 +213,16 @@ async fn a_thousand_concurrent_writers_are_all_acknowledged() {
             Some(EntryDetail::Form(form)) if form.status == FormStatus::Pending));
     }
     store.close().await;
-    assert_eq!(
-        Store::open(&path).unwrap().recovery().forms_cancelled,
-        SESSIONS as u64
-    );
+    let reopened = Store::connect(&url, dir.path()).await.unwrap();
+    match engine {
+        Engine::Sqlite => assert_eq!(reopened.recovery().forms_cancelled, SESSIONS as u64),
+        // Other hosts may share a PostgreSQL database: opening it cancels nothing.
+        Engine::Postgres => {
+            assert_eq!(reopened.recovery(), Recovery::default());
+            let form = reopened.form("f0").await.unwrap().unwrap();
+            assert_eq!(form.status, FormStatus::Pending);
+        }
+    }
 }
 
 /// Several rounds of: start a child that writes as fast as it can and prints every id the store
@@ -162,60 +234,69 @@ fn kill_nine_loses_no_acknowledged_write() {
     let mut random = Random::seeded();
     let mut total = 0;
     for round in 0..ROUNDS {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "kill_nine_child",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(CHILD_ENV, format!("kill-nine:{round}"))
-            .env(CHILD_DB_ENV, &path)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (lines, received) = mpsc::channel();
-        let reader = std::thread::spawn(move || {
-            let mut stdout = BufReader::new(stdout);
-            let mut line = Vec::new();
-            // Only whole lines count: the kill may cut the last one short.
-            while stdout.read_until(b'\n', &mut line).unwrap_or(0) > 0 {
-                if line.ends_with(b"\n") {
-                    let text = String::from_utf8_lossy(&line).trim_end().to_owned();
-                    if lines.send(text).is_err() {
-                        break;
-                    }
-                }
-                line.clear();
-            }
-        });
-        // Kill only once writes are flowing, then at a random moment within them.
-        let mut acknowledged = Vec::new();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !acknowledged
-            .iter()
-            .any(|line: &String| line.starts_with("ack "))
-        {
-            let line = received
-                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                .expect("the child acknowledged no write in time");
-            acknowledged.push(line);
-        }
-        std::thread::sleep(Duration::from_millis(random.below(400) + 20));
-        child.kill().unwrap(); // SIGKILL on Unix.
-        child.wait().unwrap();
-        reader.join().unwrap();
-        acknowledged.extend(received.try_iter());
-        let acks: Vec<&str> = acknowledged
-            .iter()
-            .filter_map(|line| line.strip_prefix("ack "))
-            .collect();
+        let acknowledged = write_until_killed(round, path.as_os_str(), &mut random);
+        let acks: Vec<&str> = acknowledged.iter().map(String::as_str).collect();
         total += acks.len();
         check_after_kill(&path, &acks);
     }
     eprintln!("{total} acknowledged writes checked over {ROUNDS} kills");
+}
+
+/// Runs the child of round `round` on the store `database` (a path or a URL), SIGKILLs it at a
+/// random moment once writes flow, and returns what it acknowledged (`ack` lines, without
+/// the prefix).
+fn write_until_killed(round: u32, database: &std::ffi::OsStr, random: &mut Random) -> Vec<String> {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "kill_nine_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, format!("kill-nine:{round}"))
+        .env(CHILD_DB_ENV, database)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (lines, received) = mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut stdout = BufReader::new(stdout);
+        let mut line = Vec::new();
+        // Only whole lines count: the kill may cut the last one short.
+        while stdout.read_until(b'\n', &mut line).unwrap_or(0) > 0 {
+            if line.ends_with(b"\n") {
+                let text = String::from_utf8_lossy(&line).trim_end().to_owned();
+                if lines.send(text).is_err() {
+                    break;
+                }
+            }
+            line.clear();
+        }
+    });
+    // Kill only once writes are flowing, then at a random moment within them.
+    let mut acknowledged = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !acknowledged
+        .iter()
+        .any(|line: &String| line.starts_with("ack "))
+    {
+        let line = received
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .expect("the child acknowledged no write in time");
+        acknowledged.push(line);
+    }
+    std::thread::sleep(Duration::from_millis(random.below(400) + 20));
+    child.kill().unwrap(); // SIGKILL on Unix.
+    child.wait().unwrap();
+    reader.join().unwrap();
+    acknowledged.extend(received.try_iter());
+    acknowledged
+        .iter()
+        .filter_map(|line| line.strip_prefix("ack "))
+        .map(str::to_owned)
+        .collect()
 }
 
 /// The file is intact and holds every acknowledged write.
@@ -296,14 +377,15 @@ fn kill_nine_child() {
     else {
         return;
     };
-    let path = std::env::var_os(CHILD_DB_ENV).unwrap();
+    let database = StoreUrl::parse(&std::env::var(CHILD_DB_ENV).unwrap()).unwrap();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
     runtime.block_on(async move {
-        let store = Store::open(Path::new(&path)).unwrap();
+        let uploads = tempfile::tempdir().unwrap();
+        let store = Store::connect(&database, uploads.path()).await.unwrap();
         let mut tasks = tokio::task::JoinSet::new();
         for task in 0..32 {
             let store = store.clone();

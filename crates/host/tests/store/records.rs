@@ -1,11 +1,19 @@
 //! What the store keeps: JSON byte for byte, an app's caller, the transcript in order, typed
-//! errors.
+//! errors; each test on both engines.
 
 use super::*;
 
-#[tokio::test]
-async fn json_round_trips_byte_for_byte_with_result_parts_apart() {
-    let store = Store::open_in_memory().unwrap();
+on_both_engines!(
+    json_round_trips_byte_for_byte_with_result_parts_apart,
+    an_apps_call_keeps_who_asked,
+    transcript_is_ordered_and_joined_with_its_rows,
+    wrong_ids_and_second_endings_are_typed_errors,
+    rounds_apps_model_items_and_deletion,
+    concurrent_appends_to_one_session_take_consecutive_seqs,
+);
+
+async fn json_round_trips_byte_for_byte_with_result_parts_apart(engine: Engine) {
+    let (_dir, store) = fresh(engine).await;
     store.create_session("s1", Some("First")).await.unwrap();
 
     let message = raw(r#"{"text":"hello","attachments":[],"at":"2025-01-01"}"#);
@@ -104,9 +112,8 @@ async fn json_round_trips_byte_for_byte_with_result_parts_apart() {
 }
 
 /// A call an app made keeps the invocation whose app asked.
-#[tokio::test]
-async fn an_apps_call_keeps_who_asked() {
-    let store = Store::open_in_memory().unwrap();
+async fn an_apps_call_keeps_who_asked(engine: Engine) {
+    let (_dir, store) = fresh(engine).await;
     store.create_session("s1", None).await.unwrap();
     for (id, asked_by) in [("i1", None), ("i2", Some("i1"))] {
         store
@@ -129,9 +136,8 @@ async fn an_apps_call_keeps_who_asked() {
     assert_eq!(asked("i2").await.as_deref(), Some("i1"));
 }
 
-#[tokio::test]
-async fn transcript_is_ordered_and_joined_with_its_rows() {
-    let store = Store::open_in_memory().unwrap();
+async fn transcript_is_ordered_and_joined_with_its_rows(engine: Engine) {
+    let (_dir, store) = fresh(engine).await;
     store.create_session("s", None).await.unwrap();
     let other = store.create_session("other", None).await.unwrap();
     assert_eq!(other.title, None);
@@ -258,9 +264,8 @@ async fn transcript_is_ordered_and_joined_with_its_rows() {
     assert!(session.updated_at >= session.created_at);
 }
 
-#[tokio::test]
-async fn wrong_ids_and_second_endings_are_typed_errors() {
-    let store = Store::open_in_memory().unwrap();
+async fn wrong_ids_and_second_endings_are_typed_errors(engine: Engine) {
+    let (_dir, store) = fresh(engine).await;
     store.create_session("s", None).await.unwrap();
     let payload = raw("{}");
 
@@ -370,4 +375,176 @@ async fn wrong_ids_and_second_endings_are_typed_errors() {
         ToolResult::from_json("[1]").unwrap_err(),
         StoreError::ToolResult(_)
     ));
+}
+
+/// The rest of the contract: a call's rounds and app, the app's state, the model's items, the
+/// Codex thread, and deleting a session with all of it.
+async fn rounds_apps_model_items_and_deletion(engine: Engine) {
+    let (_dir, store) = fresh(engine).await;
+    for session in ["s", "other"] {
+        store.create_session(session, None).await.unwrap();
+    }
+    store
+        .begin_invocation(NewInvocation {
+            id: "i",
+            session: "s",
+            server: "p",
+            tool: "t",
+            arguments: None,
+            asked_by: None,
+        })
+        .await
+        .unwrap();
+    let asked = ["b".to_owned(), "a".to_owned()];
+    store.record_round("i", 1, &asked, true).await.unwrap();
+    store
+        .record_round("i", 2, &asked[..1], false)
+        .await
+        .unwrap();
+    let app = AppRecord {
+        resource_uri: "ui://p/app.html".to_owned(),
+    };
+    store.record_app("i", app).await.unwrap();
+    let rounds: Vec<(u32, Vec<String>, bool)> = store
+        .rounds("i")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|round| (round.round, round.asked, round.request_state))
+        .collect();
+    assert_eq!(
+        rounds,
+        [(1, asked.to_vec(), true), (2, vec!["b".to_owned()], false)]
+    );
+
+    const CONTEXT: &str = r#"{"z":1,"a":[2.50]}"#;
+    store
+        .save_app_state("i", AppStatePart::WidgetState, r#"{"old":true}"#.to_owned())
+        .await
+        .unwrap();
+    store
+        .save_app_state("i", AppStatePart::WidgetState, r#"{"n":1}"#.to_owned())
+        .await
+        .unwrap();
+    store
+        .save_app_state("i", AppStatePart::ModelContext, CONTEXT.to_owned())
+        .await
+        .unwrap();
+    let states = store.app_states("s").await.unwrap();
+    assert_eq!(states.len(), 1);
+    assert_eq!(states[0].invocation, "i");
+    assert_eq!(states[0].model_context.as_ref().unwrap().get(), CONTEXT);
+    assert_eq!(states[0].widget_state.as_ref().unwrap().get(), r#"{"n":1}"#);
+    let missing = store
+        .save_app_state("nope", AppStatePart::WidgetState, "{}".to_owned())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            missing,
+            StoreError::NotFound {
+                kind: "invocation",
+                ..
+            }
+        ),
+        "{missing}"
+    );
+
+    let items = |texts: &[&str]| {
+        texts
+            .iter()
+            .map(|text| (*text).to_owned())
+            .collect::<Vec<_>>()
+    };
+    store
+        .append_model_items("s", items(&[r#"{"b":1,"a":2}"#, "[1]"]))
+        .await
+        .unwrap();
+    store.append_model_items("s", items(&["3"])).await.unwrap();
+    store
+        .append_model_items("other", items(&["x"]))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.model_items("s").await.unwrap(),
+        items(&[r#"{"b":1,"a":2}"#, "[1]", "3"])
+    );
+
+    store.set_codex_thread("s", "thread-1").await.unwrap();
+    let session = store.session("s").await.unwrap().unwrap();
+    assert_eq!(session.codex_thread.as_deref(), Some("thread-1"));
+    let kinds: Vec<EntryKind> = store
+        .transcript("s")
+        .await
+        .unwrap()
+        .iter()
+        .map(|entry| entry.kind)
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            EntryKind::Invocation,
+            EntryKind::InvocationRound,
+            EntryKind::InvocationRound,
+            EntryKind::InvocationApp
+        ]
+    );
+
+    store.delete_session("s").await.unwrap();
+    store.delete_session("s").await.unwrap();
+    assert!(store.session("s").await.unwrap().is_none());
+    assert!(store.invocation("i").await.unwrap().is_none());
+    assert!(store.app_states("s").await.unwrap().is_empty());
+    assert!(store.model_items("s").await.unwrap().is_empty());
+    assert!(store.rounds("i").await.unwrap().is_empty());
+    assert_eq!(store.model_items("other").await.unwrap(), items(&["x"]));
+    let ids: Vec<String> = store
+        .list_sessions()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|session| session.id)
+        .collect();
+    assert_eq!(ids, ["other"]);
+}
+
+/// Writers of one session at once: each append gets its own `seq`, with none skipped, and each
+/// model item its own place.
+async fn concurrent_appends_to_one_session_take_consecutive_seqs(engine: Engine) {
+    const WRITERS: u64 = 50;
+    let (_dir, store) = fresh(engine).await;
+    store.create_session("s", None).await.unwrap();
+    let mut tasks = tokio::task::JoinSet::new();
+    for idx in 0..WRITERS {
+        let store = store.clone();
+        tasks.spawn(async move {
+            let message = raw(&format!(r#"{{"n":{idx}}}"#));
+            let seq = store
+                .append_entry("s", PlainEntryKind::UserMessage, &message)
+                .await
+                .unwrap();
+            store
+                .append_model_items("s", vec![idx.to_string()])
+                .await
+                .unwrap();
+            seq
+        });
+    }
+    let mut seqs = Vec::new();
+    while let Some(seq) = tasks.join_next().await {
+        seqs.push(seq.unwrap());
+    }
+    seqs.sort_unstable();
+    assert_eq!(seqs, (1..=WRITERS).collect::<Vec<_>>());
+    let transcript = store.transcript("s").await.unwrap();
+    assert_eq!(transcript.len() as u64, WRITERS);
+    let mut items: Vec<u64> = store
+        .model_items("s")
+        .await
+        .unwrap()
+        .iter()
+        .map(|item| item.parse().unwrap())
+        .collect();
+    items.sort_unstable();
+    assert_eq!(items, (0..WRITERS).collect::<Vec<_>>());
 }

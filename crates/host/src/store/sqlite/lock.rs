@@ -13,18 +13,18 @@ use std::path::Path;
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 
-use super::error::StoreError;
-use super::files;
+use crate::store::error::StoreError;
+use crate::store::files;
 
 /// Held for as long as the store is open.
 #[derive(Debug)]
-pub(super) struct InstanceLock {
+pub(crate) struct InstanceLock {
     _file: Flock<File>,
 }
 
 /// Takes the lock for the database at the canonical path `database`, or says which lock file
 /// is taken; `shown` is the database as the caller named it, for the error.
-pub(super) fn acquire(database: &Path, shown: &Path) -> Result<InstanceLock, StoreError> {
+pub(crate) fn acquire(database: &Path, shown: &Path) -> Result<InstanceLock, StoreError> {
     let lock = files::with_suffix(database, ".lock");
     let file = OpenOptions::new()
         .create(true)

@@ -8,8 +8,8 @@ use std::path::Path;
 
 use rusqlite::{Connection, params};
 
-use super::error::StoreError;
-use super::records::{HOST_STOPPED, Recovery, UnixMillis};
+use crate::store::error::StoreError;
+use crate::store::records::{HOST_STOPPED, Recovery, UnixMillis};
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -173,7 +173,7 @@ const MIGRATIONS: &[&str] = &[
 /// so an acknowledged write survives a power loss too, not only a killed process; group commit
 /// keeps that to one sync per batch. After a checkpoint the WAL file shrinks back to 64 MiB at
 /// most, so one burst does not leave a large file behind.
-pub(super) fn configure_writer(conn: &Connection, path: Option<&Path>) -> Result<(), StoreError> {
+pub(crate) fn configure_writer(conn: &Connection, path: Option<&Path>) -> Result<(), StoreError> {
     let fail = |source| match path {
         Some(path) => StoreError::opening(path.to_path_buf(), source),
         None => StoreError::Sqlite(source),
@@ -200,13 +200,13 @@ pub(super) fn configure_writer(conn: &Connection, path: Option<&Path>) -> Result
 }
 
 /// Settings of the reading connection.
-pub(super) fn configure_reader(conn: &Connection) -> rusqlite::Result<()> {
+pub(crate) fn configure_reader(conn: &Connection) -> rusqlite::Result<()> {
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     conn.execute_batch("PRAGMA query_only = ON;")
 }
 
 /// Brings the database up to [`SCHEMA_VERSION`].
-pub(super) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
+pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
     let opening = |source| StoreError::opening(path.to_path_buf(), source);
     let found: i64 = conn
         .query_row("PRAGMA user_version", [], |row| row.get(0))
@@ -233,7 +233,7 @@ pub(super) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreErr
 
 /// Ends everything the previous host left unfinished: pending forms and approvals and running
 /// invocations become `cancelled` with reason [`HOST_STOPPED`].
-pub(super) fn recover(conn: &mut Connection, now: UnixMillis) -> rusqlite::Result<Recovery> {
+pub(crate) fn recover(conn: &mut Connection, now: UnixMillis) -> rusqlite::Result<Recovery> {
     let tx = conn.transaction()?;
     // Each ending also goes into its session's transcript, after everything already there.
     for (table, kind) in [

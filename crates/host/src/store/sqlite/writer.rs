@@ -8,24 +8,23 @@
 //! sessions or pending forms.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
 
 use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
-use super::error::StoreError;
 use super::lock::InstanceLock;
-use super::records::StoreStats;
+use crate::store::error::StoreError;
+use crate::store::records::Stats;
 
 /// Most jobs committed in one transaction; bounds the time the first job of a batch waits.
 const MAX_BATCH: usize = 1024;
 
 /// Jobs that may wait in the queue before callers wait to enqueue.
-pub(super) const QUEUE_CAPACITY: usize = 4096;
+pub(crate) const QUEUE_CAPACITY: usize = 4096;
 
 /// A unit of work queued for the writer thread.
-pub(super) enum Message {
+pub(crate) enum Message {
     /// Run in the next transaction.
     Job(Box<dyn Job>),
     /// Commit what came before, close the connection, release the lock, then answer.
@@ -33,7 +32,7 @@ pub(super) enum Message {
 }
 
 /// A write (or, for in-memory stores, a read) run by the writer thread.
-pub(super) trait Job: Send {
+pub(crate) trait Job: Send {
     /// Runs inside the open transaction; the returned answer is sent once the outcome of the
     /// commit is known.
     fn run(self: Box<Self>, conn: &Connection) -> Box<dyn Answer>;
@@ -42,15 +41,15 @@ pub(super) trait Job: Send {
 }
 
 /// The pending answer of a job that ran.
-pub(super) trait Answer: Send {
+pub(crate) trait Answer: Send {
     /// Sends the job's own result if the commit succeeded, else the commit's error.
     fn send(self: Box<Self>, commit: Result<(), &str>);
 }
 
 /// A job made of a closure and the channel its result goes back on.
-pub(super) struct ClosureJob<T, F> {
-    pub(super) op: F,
-    pub(super) reply: oneshot::Sender<Result<T, StoreError>>,
+pub(crate) struct ClosureJob<T, F> {
+    pub(crate) op: F,
+    pub(crate) reply: oneshot::Sender<Result<T, StoreError>>,
 }
 
 impl<T, F> Job for ClosureJob<T, F>
@@ -89,24 +88,8 @@ impl<T: Send> Answer for ClosureAnswer<T> {
     }
 }
 
-/// Counters shared between the writer thread and [`Store::stats`](super::Store::stats).
-#[derive(Debug, Default)]
-pub(super) struct Stats {
-    writes: AtomicU64,
-    transactions: AtomicU64,
-}
-
-impl Stats {
-    pub(super) fn snapshot(&self) -> StoreStats {
-        StoreStats {
-            writes: self.writes.load(Ordering::Relaxed),
-            transactions: self.transactions.load(Ordering::Relaxed),
-        }
-    }
-}
-
 /// Starts the writer thread, which owns `conn` and `lock` until it ends.
-pub(super) fn spawn(
+pub(crate) fn spawn(
     conn: Connection,
     lock: Option<InstanceLock>,
     stats: Arc<Stats>,
@@ -187,10 +170,7 @@ fn commit_batch(conn: &Connection, batch: Vec<Box<dyn Job>>, stats: &Stats) {
             error.to_string()
         }),
     };
-    stats.writes.fetch_add(count, Ordering::Relaxed);
-    if commit.is_ok() {
-        stats.transactions.fetch_add(1, Ordering::Relaxed);
-    }
+    stats.record(count, commit.is_ok());
     for answer in answers {
         answer.send(commit.as_ref().map(|_| ()).map_err(String::as_str));
     }

@@ -4,34 +4,28 @@
 use std::collections::HashMap;
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
-use serde_json::value::RawValue;
 
-use super::error::{StoreError, is_duplicate};
-use super::records::{
+use crate::store::error::{StoreError, is_duplicate};
+use crate::store::inputs::{
+    ApprovalEnd, ApprovalInput, FormEnd, FormInput, InvocationEnd, InvocationInput, now,
+    ref_payload,
+};
+use crate::store::records::{
     AppRecord, AppStatePart, AppStateRecord, ApprovalChoice, ApprovalRecord, ApprovalStatus,
     EntryDetail, EntryKind, FormRecord, FormStatus, InvocationRecord, InvocationStatus,
-    RoundRecord, SessionRecord, TranscriptEntry, UnixMillis,
+    RoundRecord, SessionRecord, TranscriptEntry, json, optional_json,
 };
-
-/// The current time in Unix milliseconds.
-pub(super) fn now() -> UnixMillis {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| {
-            i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX)
-        })
-}
 
 // ---- sessions ----
 
 /// Deletes the session and, through the schema's cascades, everything of it.
-pub(super) fn delete_session(conn: &Connection, id: &str) -> Result<(), StoreError> {
+pub(crate) fn delete_session(conn: &Connection, id: &str) -> Result<(), StoreError> {
     conn.prepare_cached("DELETE FROM sessions WHERE id = ?1")?
         .execute(params![id])?;
     Ok(())
 }
 
-pub(super) fn insert_session(
+pub(crate) fn insert_session(
     conn: &Connection,
     id: &str,
     title: Option<&str>,
@@ -51,7 +45,7 @@ pub(super) fn insert_session(
     })
 }
 
-pub(super) fn set_session_title(
+pub(crate) fn set_session_title(
     conn: &Connection,
     id: &str,
     title: Option<&str>,
@@ -64,7 +58,7 @@ pub(super) fn set_session_title(
 
 const SESSION_COLUMNS: &str = "id, title, created_at, updated_at, codex_thread";
 
-pub(super) fn set_codex_thread(
+pub(crate) fn set_codex_thread(
     conn: &Connection,
     id: &str,
     thread: &str,
@@ -75,7 +69,7 @@ pub(super) fn set_codex_thread(
     found(changed, "session", id)
 }
 
-pub(super) fn list_sessions(conn: &Connection) -> Result<Vec<SessionRecord>, StoreError> {
+pub(crate) fn list_sessions(conn: &Connection) -> Result<Vec<SessionRecord>, StoreError> {
     let mut statement = conn.prepare_cached(&format!(
         "SELECT {SESSION_COLUMNS} FROM sessions ORDER BY updated_at DESC, id"
     ))?;
@@ -83,7 +77,7 @@ pub(super) fn list_sessions(conn: &Connection) -> Result<Vec<SessionRecord>, Sto
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
-pub(super) fn session(conn: &Connection, id: &str) -> Result<Option<SessionRecord>, StoreError> {
+pub(crate) fn session(conn: &Connection, id: &str) -> Result<Option<SessionRecord>, StoreError> {
     let mut statement = conn.prepare_cached(&format!(
         "SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1"
     ))?;
@@ -103,7 +97,7 @@ fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRecord> {
 // ---- transcript ----
 
 /// Appends an entry at the end of the session's transcript and returns its `seq`.
-pub(super) fn append_entry(
+pub(crate) fn append_entry(
     conn: &Connection,
     session: &str,
     kind: EntryKind,
@@ -162,14 +156,9 @@ fn append_end(conn: &Connection, table: &str, kind: EntryKind, id: &str) -> Resu
     append_entry(conn, &session, kind, Some(id), &ref_payload(id)).map(drop)
 }
 
-/// The payload of a reference entry.
-pub(super) fn ref_payload(id: &str) -> String {
-    serde_json::json!({ "id": id }).to_string()
-}
-
 /// The session's transcript in order, each reference entry with its row; `None` if there is
 /// no such session.
-pub(super) fn transcript(
+pub(crate) fn transcript(
     conn: &Connection,
     session: &str,
 ) -> Result<Option<Vec<TranscriptEntry>>, StoreError> {
@@ -227,17 +216,7 @@ pub(super) fn transcript(
 
 // ---- invocations ----
 
-/// An invocation's input, owned so it can travel to the writer thread.
-pub(super) struct InvocationInput {
-    pub(super) id: String,
-    pub(super) session: String,
-    pub(super) server: String,
-    pub(super) tool: String,
-    pub(super) arguments: Option<String>,
-    pub(super) asked_by: Option<String>,
-}
-
-pub(super) fn begin_invocation(
+pub(crate) fn begin_invocation(
     conn: &Connection,
     input: &InvocationInput,
 ) -> Result<u64, StoreError> {
@@ -265,17 +244,7 @@ pub(super) fn begin_invocation(
     )
 }
 
-/// How an invocation ended, owned.
-pub(super) struct InvocationEnd {
-    pub(super) status: InvocationStatus,
-    pub(super) content: Option<String>,
-    pub(super) structured_content: Option<String>,
-    pub(super) meta: Option<String>,
-    pub(super) is_error: bool,
-    pub(super) error: Option<String>,
-}
-
-pub(super) fn finish_invocation(
+pub(crate) fn finish_invocation(
     conn: &Connection,
     id: &str,
     end: &InvocationEnd,
@@ -313,7 +282,7 @@ const INVOCATIONS_OF_SESSION: &str = "SELECT id, session_id, server, tool, argum
      content, structured_content, meta, is_error, error, started_at, finished_at, asked_by \
      FROM invocations WHERE session_id = ?1";
 
-pub(super) fn invocation(
+pub(crate) fn invocation(
     conn: &Connection,
     id: &str,
 ) -> Result<Option<InvocationRecord>, StoreError> {
@@ -340,7 +309,7 @@ fn invocation_row(row: &Row<'_>) -> Result<InvocationRecord, StoreError> {
     })
 }
 
-pub(super) fn record_round(
+pub(crate) fn record_round(
     conn: &Connection,
     invocation: &str,
     round: u32,
@@ -378,7 +347,7 @@ pub(super) fn record_round(
     .map(drop)
 }
 
-pub(super) fn rounds(conn: &Connection, invocation: &str) -> Result<Vec<RoundRecord>, StoreError> {
+pub(crate) fn rounds(conn: &Connection, invocation: &str) -> Result<Vec<RoundRecord>, StoreError> {
     let mut statement = conn.prepare_cached(
         "SELECT payload, at FROM transcript
          WHERE kind = 'invocation_round' AND ref_id = ?1 ORDER BY seq",
@@ -395,7 +364,7 @@ pub(super) fn rounds(conn: &Connection, invocation: &str) -> Result<Vec<RoundRec
 }
 
 /// Records the UI resource a tool call declared: an `invocation_app` entry referring to it.
-pub(super) fn record_app(
+pub(crate) fn record_app(
     conn: &Connection,
     invocation: &str,
     app: &AppRecord,
@@ -421,7 +390,7 @@ pub(super) fn record_app(
 }
 
 /// Replaces one part of the state an invocation's app left behind.
-pub(super) fn save_app_state(
+pub(crate) fn save_app_state(
     conn: &Connection,
     invocation: &str,
     part: AppStatePart,
@@ -448,7 +417,7 @@ pub(super) fn save_app_state(
 }
 
 /// The app states of a session's invocations, in no particular order.
-pub(super) fn app_states(
+pub(crate) fn app_states(
     conn: &Connection,
     session: &str,
 ) -> Result<Vec<AppStateRecord>, StoreError> {
@@ -471,7 +440,7 @@ pub(super) fn app_states(
 
 // ---- the model's conversation ----
 
-pub(super) fn append_model_items(
+pub(crate) fn append_model_items(
     conn: &Connection,
     session: &str,
     items: &[String],
@@ -486,7 +455,7 @@ pub(super) fn append_model_items(
     Ok(())
 }
 
-pub(super) fn model_items(conn: &Connection, session: &str) -> Result<Vec<String>, StoreError> {
+pub(crate) fn model_items(conn: &Connection, session: &str) -> Result<Vec<String>, StoreError> {
     let mut statement =
         conn.prepare_cached("SELECT item FROM model_items WHERE session_id = ?1 ORDER BY seq")?;
     let items = statement
@@ -497,17 +466,7 @@ pub(super) fn model_items(conn: &Connection, session: &str) -> Result<Vec<String
 
 // ---- forms ----
 
-/// A form's input, owned.
-pub(super) struct FormInput {
-    pub(super) id: String,
-    pub(super) session: String,
-    pub(super) invocation: Option<String>,
-    pub(super) plugin: String,
-    pub(super) request: String,
-    pub(super) render: Option<String>,
-}
-
-pub(super) fn insert_form(conn: &Connection, input: &FormInput) -> Result<u64, StoreError> {
+pub(crate) fn insert_form(conn: &Connection, input: &FormInput) -> Result<u64, StoreError> {
     session_exists(conn, &input.session)?;
     if let Some(invocation) = &input.invocation {
         invocation_exists(conn, invocation)?;
@@ -536,14 +495,7 @@ pub(super) fn insert_form(conn: &Connection, input: &FormInput) -> Result<u64, S
     )
 }
 
-/// How a form ended, owned.
-pub(super) struct FormEnd {
-    pub(super) status: FormStatus,
-    pub(super) content: Option<String>,
-    pub(super) reason: Option<String>,
-}
-
-pub(super) fn resolve_form(conn: &Connection, id: &str, end: &FormEnd) -> Result<(), StoreError> {
+pub(crate) fn resolve_form(conn: &Connection, id: &str, end: &FormEnd) -> Result<(), StoreError> {
     let changed = conn
         .prepare_cached(
             "UPDATE forms SET status = ?2, content = ?3, reason = ?4, resolved_at = ?5
@@ -572,7 +524,7 @@ const FORM_COLUMNS: &str = "id, session_id, invocation_id, plugin, request, rend
 const FORMS_OF_SESSION: &str = "SELECT id, session_id, invocation_id, plugin, request, render, \
      status, content, reason, created_at, resolved_at FROM forms WHERE session_id = ?1";
 
-pub(super) fn form(conn: &Connection, id: &str) -> Result<Option<FormRecord>, StoreError> {
+pub(crate) fn form(conn: &Connection, id: &str) -> Result<Option<FormRecord>, StoreError> {
     let sql = format!("SELECT {FORM_COLUMNS} FROM forms WHERE id = ?1");
     query_one(conn, &sql, id, form_row)
 }
@@ -595,17 +547,7 @@ fn form_row(row: &Row<'_>) -> Result<FormRecord, StoreError> {
 
 // ---- approvals ----
 
-/// An approval's input, owned.
-pub(super) struct ApprovalInput {
-    pub(super) id: String,
-    pub(super) session: String,
-    pub(super) invocation: Option<String>,
-    pub(super) server: String,
-    pub(super) tool: String,
-    pub(super) rendering: String,
-}
-
-pub(super) fn insert_approval(conn: &Connection, input: &ApprovalInput) -> Result<u64, StoreError> {
+pub(crate) fn insert_approval(conn: &Connection, input: &ApprovalInput) -> Result<u64, StoreError> {
     session_exists(conn, &input.session)?;
     if let Some(invocation) = &input.invocation {
         invocation_exists(conn, invocation)?;
@@ -634,14 +576,7 @@ pub(super) fn insert_approval(conn: &Connection, input: &ApprovalInput) -> Resul
     )
 }
 
-/// How an approval ended, owned.
-pub(super) struct ApprovalEnd {
-    pub(super) status: ApprovalStatus,
-    pub(super) choice: Option<ApprovalChoice>,
-    pub(super) reason: Option<String>,
-}
-
-pub(super) fn resolve_approval(
+pub(crate) fn resolve_approval(
     conn: &Connection,
     id: &str,
     end: &ApprovalEnd,
@@ -675,7 +610,7 @@ const APPROVALS_OF_SESSION: &str = "SELECT id, session_id, invocation_id, server
      rendering, status, choice, reason, created_at, resolved_at \
      FROM approvals WHERE session_id = ?1";
 
-pub(super) fn approval(conn: &Connection, id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
+pub(crate) fn approval(conn: &Connection, id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
     let sql = format!("SELECT {APPROVAL_COLUMNS} FROM approvals WHERE id = ?1");
     query_one(conn, &sql, id, approval_row)
 }
@@ -778,16 +713,4 @@ fn duplicate_or(error: rusqlite::Error, kind: &'static str, id: &str) -> StoreEr
     } else {
         StoreError::Sqlite(error)
     }
-}
-
-/// Wraps stored JSON text without touching it (it is validated, not re-serialised).
-fn json(column: &'static str, text: String) -> Result<Box<RawValue>, StoreError> {
-    RawValue::from_string(text).map_err(|source| StoreError::StoredJson { column, source })
-}
-
-fn optional_json(
-    column: &'static str,
-    text: Option<String>,
-) -> Result<Option<Box<RawValue>>, StoreError> {
-    text.map(|text| json(column, text)).transpose()
 }
