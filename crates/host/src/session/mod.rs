@@ -123,6 +123,9 @@ struct HostInner {
     store: Option<Store>,
     sessions: Mutex<HashMap<SessionId, Arc<Session>>>,
     ids: AtomicU64,
+    /// This host's mark in the ids it mints, random per process: hosts sharing one store (and
+    /// their sessions, calls and cards) never mint the same id, whatever their clocks say.
+    instance: String,
     /// Connections of `share_session` servers, by name and URL: one serves every session.
     shared_connections: Mutex<connections::ConnectionCells>,
     /// Cancelled when the host stops: running calls end at once, before their cards are
@@ -230,6 +233,7 @@ impl Host {
                 store,
                 sessions: Mutex::new(HashMap::new()),
                 ids: AtomicU64::new(1),
+                instance: instance_mark(),
                 shared_connections: Mutex::new(HashMap::new()),
                 stopping: CancellationToken::new(),
                 token_store: std::sync::OnceLock::new(),
@@ -538,12 +542,13 @@ impl HostInner {
         self.ids.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// An id unique across restarts of the host: the start time and a counter.
+    /// An id unique across restarts of the host and across the hosts of one store: the time, this
+    /// host's mark and a counter (ids of one host sort by time).
     fn unique_id(&self, prefix: &str) -> String {
         let millis = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |elapsed| elapsed.as_millis());
-        format!("{prefix}{millis:x}-{}", self.next_id())
+        format!("{prefix}{millis:x}-{}-{}", self.instance, self.next_id())
     }
 
     fn new_session(self: &Arc<Self>, id: SessionId, log: Vec<Event>) -> Arc<Session> {
@@ -737,4 +742,15 @@ impl Session {
             ),
         }
     }
+}
+
+/// Eight hex digits from the OS's randomness (the process id and the clock if it has none).
+fn instance_mark() -> String {
+    let random = getrandom::u32().unwrap_or_else(|_| {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.subsec_nanos());
+        std::process::id() ^ nanos
+    });
+    format!("{random:08x}")
 }

@@ -248,3 +248,32 @@ async fn a_form_that_asks_for_a_secret_is_marked_or_declined() {
     );
     host.shutdown().await;
 }
+
+/// Hosts that share one store must never mint the same id: each id carries its host's own
+/// random mark between the time and the counter, so two hosts started together differ.
+#[tokio::test]
+async fn two_hosts_mint_ids_with_marks_of_their_own() {
+    let parts = |id: &str| {
+        let (time, rest) = id
+            .strip_prefix('s')
+            .and_then(|rest| rest.split_once('-'))
+            .unwrap_or_else(|| panic!("{id}: not s<time>-<mark>-<n>"));
+        let (mark, count) = rest
+            .split_once('-')
+            .unwrap_or_else(|| panic!("{id}: no mark"));
+        assert!(u64::from_str_radix(time, 16).is_ok(), "{id}");
+        assert!(
+            mark.len() == 8 && mark.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{id}"
+        );
+        (mark.to_owned(), count.parse::<u64>().unwrap())
+    };
+    let first = host(config("", approve()));
+    let second = host(config("", approve()));
+    let (a1, n1) = parts(&first.create_session());
+    let (a2, n2) = parts(&first.create_session());
+    let (b1, _) = parts(&second.create_session());
+    assert_eq!(a1, a2, "one host, one mark");
+    assert!(n2 > n1, "its counter goes on");
+    assert_ne!(a1, b1, "two hosts, two marks");
+}
