@@ -46,6 +46,16 @@ fn model_config(sim: &SimProvider) -> String {
 /// `formwork chat` with `config`, answering from `answers`; the `codex` on PATH is the npm
 /// package's launcher unless the config names one.
 fn chat(config: &TempFile, answers: &Value, message: &str) -> Output {
+    chat_with_env(config, answers, message, &[])
+}
+
+/// [`chat`] with `env` added to formwork's environment.
+fn chat_with_env(
+    config: &TempFile,
+    answers: &Value,
+    message: &str,
+    env: &[(&str, &str)],
+) -> Output {
     let answers = TempFile::new(&answers.to_string());
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_formwork"));
     command
@@ -53,7 +63,8 @@ fn chat(config: &TempFile, answers: &Value, message: &str) -> Output {
         .arg(&config.path)
         .arg("--answers")
         .arg(&answers.path)
-        .arg(message);
+        .arg(message)
+        .envs(env.iter().copied());
     run(&mut command, None, Duration::from_secs(90))
 }
 
@@ -514,17 +525,16 @@ fn codex_gets_formworks_environment_but_not_the_access_token() {
         codex.display().to_string(),
         dir.path().join("home").display().to_string(),
     ));
-    let answers = TempFile::new("[]");
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_formwork"));
-    command
-        .args(["chat", "--config"])
-        .arg(&config.path)
-        .arg("--answers")
-        .arg(&answers.path)
-        .arg("hi")
-        .env("FORMWORK_TOKEN", "t".repeat(40))
-        .env("FORMWORK_SEEN_BY_CODEX", "yes");
-    let output = run(&mut command, None, Duration::from_secs(90));
+    let token = "t".repeat(40);
+    let output = chat_with_env(
+        &config,
+        &json!([]),
+        "hi",
+        &[
+            ("FORMWORK_TOKEN", &token),
+            ("FORMWORK_SEEN_BY_CODEX", "yes"),
+        ],
+    );
     assert_ne!(output.code, 0, "{output}");
     let env = std::fs::read_to_string(&seen).unwrap_or_else(|err| panic!("{err}: {output}"));
     assert!(

@@ -338,17 +338,7 @@ fn serve_in_an_untrusted_project_starts_none_of_its_servers() {
     };
     let (address, token) = url.split_once("/#token=").unwrap();
 
-    let mut stream = std::net::TcpStream::connect(address).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    write!(
-        stream,
-        "GET /api/tools HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    let _ = stream.read_to_string(&mut response);
+    let response = get(address, "/api/tools", token);
     let stderr = serve.stop();
 
     let body = response.split_once("\r\n\r\n").map_or("", |(_, body)| body);
@@ -677,17 +667,7 @@ fn serve_takes_its_access_token_from_formwork_token() {
         .map(|(address, _)| address.to_owned())
         .unwrap();
     let status = |bearer: &str| {
-        let mut stream = std::net::TcpStream::connect(&address).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .unwrap();
-        write!(
-            stream,
-            "GET /api/info HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {bearer}\r\nConnection: close\r\n\r\n"
-        )
-        .unwrap();
-        let mut response = String::new();
-        let _ = stream.read_to_string(&mut response);
+        let response = get(&address, "/api/info", bearer);
         response.lines().next().unwrap_or_default().to_owned()
     };
     let chosen = status(token);
@@ -733,4 +713,20 @@ fn serve_refuses_a_formwork_token_the_page_cannot_carry() {
             "{bad}: nothing was created before the refusal"
         );
     }
+}
+
+/// One `GET path` with a bearer token on a connection of its own: the whole response.
+fn get(address: &str, path: &str, bearer: &str) -> String {
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {bearer}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    response
 }
