@@ -623,6 +623,24 @@ test("delete-session", async (page) => {
   assert.equal(await page.locator(`${tid("message-text")}`).filter({ hasText: "to be deleted" }).count(), 0);
 });
 
+// The session list says how many cards of the session on screen await an answer, as they open and end (counted by
+// the page, as the host counts them).
+test("the-list-counts-open-cards", async (page) => {
+  await newSession(page);
+  const id = decodeURIComponent(page.url().split("#/sessions/")[1]);
+  const badge = page.locator(`${tid("session-item")}[data-session-id="${id}"] ${tid("session-open")}`);
+  await callTool(page, SERVER, "ask_enum");
+  const card = await openCard(page);
+  await badge.filter({ hasText: /^1 open$/ }).waitFor();
+  await card.locator(tid("decline")).click();
+  await pluginResult(page, "ask_enum");
+  await badge.waitFor({ state: "detached" });
+  const listed = await (
+    await page.request.get(new URL("/api/sessions", url).toString(), { headers: { Authorization: `Bearer ${token}` } })
+  ).json();
+  assert.equal(listed.sessions.find((session) => session.id === id)?.open, 0, "the host counts none open either");
+});
+
 // A plugin that pushes its forms (the Python SDK's `ctx.elicit`, server `py`) fails on 2026-07-28: the call's entry
 // names the fix and offers the older version; one click writes it into the config and runs the call again, whose
 // form is then a card.

@@ -34,8 +34,10 @@ const transcript = new Transcript($("transcript"), {
   apps,
   upload: (file) => uploadFile(page.sessionId, file),
   onSignedIn: () => palette.load(true),
-  // The list shows each session's first message and open cards.
+  // The list shows each session's first message (asked of the server when the person writes) and its open cards
+  // (counted here for the session on screen, so a card costs no request).
   onListChange: () => loadSessions().catch(() => {}),
+  onOpenCards: (count) => showOpenCards(count),
   onTurn: (running) => {
     stopButton.hidden = !running;
   },
@@ -92,6 +94,18 @@ async function loadSessions() {
   page.sessions = sessions;
   drawSessions();
   return sessions;
+}
+
+// The session on screen has `count` cards awaiting an answer; a session not in the list yet brings the list anew.
+function showOpenCards(count) {
+  const entry = page.sessions.find((session) => session.id === page.sessionId);
+  if (!entry) {
+    loadSessions().catch(() => {});
+    return;
+  }
+  if (entry.open === count) return;
+  entry.open = count;
+  drawSessions();
 }
 
 function drawSessions() {

@@ -6,12 +6,12 @@ import { FormCard, UrlCard, ApprovalCard } from "./cards.js";
 
 const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
 
-// What changes the sessions list (each session's first message and open cards).
-const LIST_CHANGES = new Set(["message_added", "form_requested", "approval_requested", "form_resolved", "approval_resolved"]);
+// What changes the number of the session's cards awaiting an answer.
+const CARD_CHANGES = new Set(["form_requested", "approval_requested", "form_resolved", "approval_resolved"]);
 
 export class Transcript {
   // hooks: {upload(file) -> Promise<{uri, name}>, onTurn(running), announce(text), composer(), onSignedIn(),
-  //         onListChange(), apps: the page's Apps}
+  //         onListChange() (the person wrote: a title may change), onOpenCards(count), apps: the page's Apps}
   constructor(root, hooks) {
     this.root = root;
     this.hooks = hooks;
@@ -44,9 +44,9 @@ export class Transcript {
         return;
     }
     this.apply(message);
-    if (this.live && LIST_CHANGES.has(message.type) && (message.type !== "message_added" || message.role === "user")) {
-      this.hooks.onListChange();
-    }
+    if (!this.live) return;
+    if (message.type === "message_added" && message.role === "user") this.hooks.onListChange();
+    else if (CARD_CHANGES.has(message.type)) this.hooks.onOpenCards(this.unresolved.size);
   }
 
   // Forgets everything: a snapshot follows.
@@ -54,6 +54,8 @@ export class Transcript {
     this.hooks.apps.park();
     this.root.replaceChildren();
     this.cards = new Map();
+    // Cards requested and not yet resolved, as the host counts a session's open cards.
+    this.unresolved = new Set();
     this.calls = new Map();
     // The model's answer while it streams: {id, node, text}; the whole message replaces it.
     this.streaming = null;
@@ -311,6 +313,7 @@ export class Transcript {
     else card = new FormCard(event, ctx);
     if (event.call_id && card.callId === undefined) card.callId = event.call_id;
     this.cards.set(card.id, card);
+    this.unresolved.add(card.id);
     card.setWaiting(event.waiting === true);
     this.add(card.element);
     this.hooks.apps.cardOpened();
@@ -318,6 +321,7 @@ export class Transcript {
   }
 
   cardResolved(id, event) {
+    this.unresolved.delete(id);
     const card = this.cards.get(id);
     if (!card) return;
     const hadFocus = card.resolve(event);
