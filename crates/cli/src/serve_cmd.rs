@@ -17,7 +17,7 @@ use anyhow::Context;
 use clap::Args;
 use formwork_host::config::Runtime;
 use formwork_host::store::Store;
-use formwork_host::{ACCESS_TOKEN_ENV as TOKEN_ENV, Host, HostOptions};
+use formwork_host::{ACCESS_TOKEN_ENV, Host, HostOptions};
 use formwork_web::{ScriptedModel, WebOptions, Workbench};
 
 use crate::Outcome;
@@ -26,22 +26,24 @@ use crate::runtime::RuntimeArgs;
 use crate::store_args::StoreArgs;
 use crate::terminal::inert;
 
-/// The access token the person chose in [`TOKEN_ENV`], so that several `formwork serve`
+/// The access token the person chose in [`ACCESS_TOKEN_ENV`], so that several `formwork serve`
 /// processes (replicas of one deployment) accept the same one; `None` (mint one) when it is
 /// unset or empty. One the page could not carry is refused before anything starts, naming the
 /// variable, never its value.
 fn shared_token() -> anyhow::Result<Option<String>> {
-    let token = match std::env::var(TOKEN_ENV) {
+    let token = match std::env::var(ACCESS_TOKEN_ENV) {
         Ok(token) => token,
         Err(std::env::VarError::NotPresent) => return Ok(None),
-        Err(std::env::VarError::NotUnicode(_)) => anyhow::bail!("{TOKEN_ENV} is not UTF-8 text"),
+        Err(std::env::VarError::NotUnicode(_)) => {
+            anyhow::bail!("{ACCESS_TOKEN_ENV} is not UTF-8 text")
+        }
     };
     if token.is_empty() {
         return Ok(None);
     }
     if !formwork_web::usable_token(&token) {
         anyhow::bail!(
-            "{TOKEN_ENV} must be 32 to 128 letters, digits, `-`, `.`, `_` or `~` (it has {} characters)",
+            "{ACCESS_TOKEN_ENV} must be 32 to 128 letters, digits, `-`, `.`, `_` or `~` (it has {} characters)",
             token.chars().count()
         );
     }
