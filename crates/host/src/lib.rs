@@ -19,6 +19,7 @@ mod future;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
+mod instance;
 mod jsonrpc;
 mod oauth_choices;
 mod persist;

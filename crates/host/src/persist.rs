@@ -13,7 +13,7 @@ use crate::session::{Event, Role};
 use crate::store::{
     AppRecord, ApprovalChoice, ApprovalResolution, ApprovalStatus, EntryDetail, EntryKind,
     FormResolution, FormStatus, InvocationOutcome, InvocationStatus, NewApproval, NewForm,
-    NewInvocation, PlainEntryKind, RoundRecord, Store, StoreError, ToolResult,
+    NewInvocation, PlainEntryKind, RoundRecord, Store, StoreError, ToolResult, TranscriptEntry,
 };
 
 /// Writes one event of `session`; `request` is the plugin's params of a `FormRequested`.
@@ -187,10 +187,10 @@ pub(crate) async fn write(
     }
 }
 
-/// The events of a stored session, in transcript order, as a UI replays them.
-pub(crate) async fn replay(store: &Store, session: &str) -> Result<Vec<Event>, StoreError> {
+/// The events of stored transcript entries, in their order, as a UI replays them.
+pub(crate) fn replay(entries: Vec<TranscriptEntry>) -> Vec<Event> {
     let mut events = Vec::new();
-    for entry in store.transcript(session).await? {
+    for entry in entries {
         let payload: Value = serde_json::from_str(entry.payload.get()).unwrap_or(Value::Null);
         let text = |key: &str| {
             payload
@@ -295,7 +295,7 @@ pub(crate) async fn replay(store: &Store, session: &str) -> Result<Vec<Event>, S
             _ => {}
         }
     }
-    Ok(events)
+    events
 }
 
 /// The event that ends a stored call: its result, or why it has none.

@@ -17,6 +17,7 @@ pub use cards::{CardAsks, ShownCard};
 mod connections;
 mod model_turn;
 mod older_protocol;
+mod replicas;
 mod reply_after_commit;
 mod sign_in;
 mod wire;
@@ -212,15 +213,17 @@ impl Host {
         store: Store,
     ) -> Result<Self, crate::store::StoreError> {
         let host = Host::build(config, options, Some(store.clone()));
+        // Listening first: what other replicas commit while this host loads is not missed.
+        let notices = store.follow().await?;
+        let mut loaded = HashMap::new();
         for record in store.list_sessions().await? {
-            let events = crate::persist::replay(&store, &record.id).await?;
-            let session = host.inner.new_session(record.id.clone(), events);
-            session.restore_app_state(store.app_states(&record.id).await?);
-            session.restore_model_history(store.model_items(&record.id).await?);
-            session.lock().codex.thread = record.codex_thread.clone();
-            if let Ok(mut sessions) = host.inner.sessions.lock() {
-                sessions.insert(record.id, session);
+            let id = record.id.clone();
+            if let Some(last) = host.inner.load_session(&store, record).await? {
+                loaded.insert(id, last);
             }
+        }
+        if let Some(notices) = notices {
+            replicas::follow(Arc::downgrade(&host.inner), store, notices, loaded);
         }
         Ok(host)
     }
@@ -233,7 +236,7 @@ impl Host {
                 store,
                 sessions: Mutex::new(HashMap::new()),
                 ids: AtomicU64::new(1),
-                instance: instance_mark(),
+                instance: crate::instance::random_mark(),
                 shared_connections: Mutex::new(HashMap::new()),
                 stopping: CancellationToken::new(),
                 token_store: std::sync::OnceLock::new(),
@@ -297,17 +300,7 @@ impl Host {
     /// connections close, it leaves the list, and what the store and the data directory keep of
     /// it goes: its transcript and its uploads. A UI following it sees its events end.
     pub async fn delete_session(&self, session: &str) -> Result<(), CommandError> {
-        let handle = self.inner.session(session)?;
-        handle.stop_turn();
-        if let Ok(mut sessions) = self.inner.sessions.lock() {
-            sessions.remove(session);
-        }
-        {
-            let mut state = handle.lock();
-            state.plugins.clear();
-            // Its followers' streams end now, not once its last call has let go of it.
-            state.subscribers = None;
-        }
+        self.inner.forget_session(session)?;
         if let Some(store) = &self.inner.store {
             if let Err(err) = store.delete_session(session).await {
                 tracing::error!(target: "formwork::store", session, %err, "session not deleted from the store");
@@ -565,6 +558,44 @@ impl HostInner {
         })
     }
 
+    /// Brings back a stored session with its transcript, apps' state, model history and Codex
+    /// thread, and returns the `seq` of its last entry; `None` if it is gone from the store.
+    async fn load_session(
+        self: &Arc<Self>,
+        store: &Store,
+        record: crate::store::SessionRecord,
+    ) -> Result<Option<u64>, StoreError> {
+        let entries = match store.transcript(&record.id).await {
+            Ok(entries) => entries,
+            Err(StoreError::NotFound { .. }) => return Ok(None),
+            Err(err) => return Err(err),
+        };
+        let last = entries.last().map_or(0, |entry| entry.seq);
+        let session = self.new_session(record.id.clone(), crate::persist::replay(entries));
+        session.restore_app_state(store.app_states(&record.id).await?);
+        session.restore_model_history(store.model_items(&record.id).await?);
+        session.lock().codex.thread = record.codex_thread.clone();
+        if let Ok(mut sessions) = self.sessions.lock() {
+            sessions.entry(record.id).or_insert(session);
+        }
+        Ok(Some(last))
+    }
+
+    /// Takes the session out of the host: its turn stops (its cards are cancelled, its calls
+    /// abandoned), its connections close, and the UIs following it see their events end.
+    fn forget_session(&self, id: &str) -> Result<(), CommandError> {
+        let handle = self.session(id)?;
+        handle.stop_turn();
+        if let Ok(mut sessions) = self.sessions.lock() {
+            sessions.remove(id);
+        }
+        let mut state = handle.lock();
+        state.plugins.clear();
+        // Its followers' streams end now, not once its last call has let go of it.
+        state.subscribers = None;
+        Ok(())
+    }
+
     fn session(&self, id: &str) -> Result<Arc<Session>, CommandError> {
         self.sessions
             .lock()
@@ -658,6 +689,20 @@ impl Session {
         unqueued
     }
 
+    /// Takes in events another replica committed: kept and sent to the UIs like the session's
+    /// own, but not written again.
+    fn take_in_committed(&self, events: Vec<Event>) {
+        let mut state = self.lock();
+        for event in events {
+            let event = Arc::new(event);
+            if let Some(subscribers) = &state.subscribers {
+                let _ = subscribers.send(Arc::clone(&event));
+            }
+            state.apps.note(&event);
+            state.log.push(event);
+        }
+    }
+
     /// Sends `event` to the UIs following the session, without keeping it: the model's text
     /// deltas, which the whole message replaces.
     fn emit_transient(&self, event: Event) {
@@ -742,15 +787,4 @@ impl Session {
             ),
         }
     }
-}
-
-/// Eight hex digits from the OS's randomness (the process id and the clock if it has none).
-fn instance_mark() -> String {
-    let random = getrandom::u32().unwrap_or_else(|_| {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |elapsed| elapsed.subsec_nanos());
-        std::process::id() ^ nanos
-    });
-    format!("{random:08x}")
 }

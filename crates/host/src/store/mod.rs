@@ -32,6 +32,7 @@ use serde_json::value::RawValue;
 
 pub use crate::store_url::{DEFAULT_PG_PORT, PgUrl, StoreUrl, StoreUrlError};
 pub use error::StoreError;
+pub use postgres::listen::StoreNotice;
 pub use records::{
     AppRecord, AppStatePart, AppStateRecord, ApprovalChoice, ApprovalRecord, ApprovalResolution,
     ApprovalStatus, EntryDetail, EntryKind, FormRecord, FormResolution, FormStatus, HOST_STOPPED,
@@ -314,6 +315,76 @@ impl Store {
             kind: "session",
             id: session,
         })
+    }
+
+    // ---- following other hosts ----
+
+    /// This store's mark on what it writes, random per open: other hosts of a PostgreSQL
+    /// database tell its writes from theirs by it.
+    pub fn origin(&self) -> Option<&str> {
+        match &self.inner.engine {
+            Engine::Sqlite(_) => None,
+            Engine::Postgres(db) => Some(db.origin()),
+        }
+    }
+
+    /// The notices of what other hosts sharing the database commit, from the moment this
+    /// returns until the store closes; `None` on SQLite, which one host holds.
+    pub async fn follow(
+        &self,
+    ) -> Result<Option<tokio::sync::mpsc::UnboundedReceiver<StoreNotice>>, StoreError> {
+        match &self.inner.engine {
+            Engine::Sqlite(_) => Ok(None),
+            Engine::Postgres(db) => db.follow().await.map(Some),
+        }
+    }
+
+    /// The entries other hosts appended to the session after `after`, in order (each reference
+    /// entry joined with its row as it stands now), and the `seq` of the session's last entry,
+    /// whoever wrote it (`0` if it has none, or there is no such session).
+    pub async fn entries_after(
+        &self,
+        session: &str,
+        after: u64,
+    ) -> Result<(Vec<TranscriptEntry>, u64), StoreError> {
+        match &self.inner.engine {
+            // One host writes a SQLite store: nothing in it is another's.
+            Engine::Sqlite(_) => {
+                let last = match self.transcript(session).await {
+                    Ok(entries) => entries.last().map_or(0, |entry| entry.seq),
+                    Err(StoreError::NotFound { .. }) => 0,
+                    Err(err) => return Err(err),
+                };
+                Ok((Vec::new(), last))
+            }
+            Engine::Postgres(db) => {
+                let (session, origin) = (session.to_owned(), db.origin().to_owned());
+                db.read(move |tx| {
+                    Box::pin(async move {
+                        postgres::sql::entries_after(tx, &session, after, &origin).await
+                    })
+                })
+                .await
+            }
+        }
+    }
+
+    /// Every session with the `seq` of its last entry (`0` when it has none), in no order.
+    pub async fn session_heads(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        match &self.inner.engine {
+            Engine::Sqlite(_) => {
+                let mut heads = Vec::new();
+                for session in self.list_sessions().await? {
+                    let (_, last) = self.entries_after(&session.id, 0).await?;
+                    heads.push((session.id, last));
+                }
+                Ok(heads)
+            }
+            Engine::Postgres(db) => {
+                db.read(|tx| Box::pin(async move { postgres::sql::session_heads(tx).await }))
+                    .await
+            }
+        }
     }
 
     // ---- invocations ----

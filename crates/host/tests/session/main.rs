@@ -17,6 +17,7 @@ use tokio::sync::broadcast;
 mod approvals;
 mod lifecycle;
 mod queue;
+mod replicas;
 mod rounds;
 mod storing;
 

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant, SystemTime};
 use formwork_host::store::{
     AppRecord, AppStatePart, ApprovalChoice, ApprovalResolution, ApprovalStatus, EntryDetail,
     EntryKind, FormResolution, FormStatus, HOST_STOPPED, InvocationOutcome, InvocationStatus,
-    NewApproval, NewForm, NewInvocation, PlainEntryKind, Recovery, Store, StoreError, StoreUrl,
-    ToolResult,
+    NewApproval, NewForm, NewInvocation, PlainEntryKind, Recovery, Store, StoreError, StoreNotice,
+    StoreUrl, ToolResult,
 };
 use formwork_testkit::postgres::Cluster;
 use serde_json::value::RawValue;

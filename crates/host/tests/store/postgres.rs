@@ -22,7 +22,7 @@ async fn an_empty_database_is_migrated_and_a_newer_one_refused() {
         .unwrap();
     assert_eq!(
         cluster.psql(name, "SELECT version FROM formwork_schema"),
-        "1\n"
+        "2\n"
     );
     let tables = cluster.psql(
         name,
@@ -52,7 +52,7 @@ async fn an_empty_database_is_migrated_and_a_newer_one_refused() {
             error,
             StoreError::PostgresSchemaTooNew {
                 found: 99,
-                supported: 1,
+                supported: 2,
                 ..
             }
         ),
@@ -79,7 +79,7 @@ async fn stores_migrating_one_database_at_once_all_succeed() {
     };
     assert_eq!(
         cluster.psql(&pg.database, "SELECT version FROM formwork_schema"),
-        "1\n"
+        "2\n"
     );
 }
 
@@ -143,6 +143,119 @@ async fn a_write_is_visible_to_a_second_store_on_the_same_database() {
         StoreError::Closed
     ));
     assert!(second.session("s").await.unwrap().is_some());
+}
+
+/// The next notice within 10 s.
+async fn next_notice(
+    notices: &mut tokio::sync::mpsc::UnboundedReceiver<StoreNotice>,
+) -> StoreNotice {
+    tokio::time::timeout(Duration::from_secs(10), notices.recv())
+        .await
+        .expect("a notice within 10 s")
+        .expect("the notices go on")
+}
+
+/// A store hears what another store commits on the database, in commit order, and not what it
+/// writes itself; reading after the last entry it holds gives the other's entries only; after
+/// its listening connection is lost it connects again and says to resynchronise.
+#[tokio::test]
+async fn a_store_hears_what_another_commits_and_not_its_own_writes() {
+    let cluster = Cluster::shared();
+    let url = cluster.new_database();
+    let parsed = StoreUrl::parse(&url).unwrap();
+    let other = Store::connect(&parsed, Path::new("/unused")).await.unwrap();
+    let this = Store::connect(&parsed, Path::new("/unused")).await.unwrap();
+    assert_ne!(other.origin(), this.origin());
+    let mut notices = this.follow().await.unwrap().unwrap();
+
+    other.create_session("s 1", None).await.unwrap();
+    let text = |text: &str| raw(&format!(r#"{{"text":{text:?}}}"#));
+    other
+        .append_entry("s 1", PlainEntryKind::UserMessage, &text("first"))
+        .await
+        .unwrap();
+    this.append_entry("s 1", PlainEntryKind::AssistantMessage, &text("own"))
+        .await
+        .unwrap();
+    other
+        .append_entry("s 1", PlainEntryKind::UserMessage, &text("third"))
+        .await
+        .unwrap();
+    other.delete_session("s 1").await.unwrap();
+    let session = || "s 1".to_owned();
+    assert_eq!(
+        next_notice(&mut notices).await,
+        StoreNotice::Created { session: session() }
+    );
+    assert_eq!(
+        next_notice(&mut notices).await,
+        StoreNotice::Appended {
+            session: session(),
+            seq: 1
+        }
+    );
+    assert_eq!(
+        next_notice(&mut notices).await,
+        StoreNotice::Appended {
+            session: session(),
+            seq: 3
+        }
+    );
+    assert_eq!(
+        next_notice(&mut notices).await,
+        StoreNotice::Deleted { session: session() }
+    );
+
+    other.create_session("s2", None).await.unwrap();
+    for word in ["a", "b"] {
+        other
+            .append_entry("s2", PlainEntryKind::UserMessage, &text(word))
+            .await
+            .unwrap();
+    }
+    this.append_entry("s2", PlainEntryKind::AssistantMessage, &text("c"))
+        .await
+        .unwrap();
+    let (entries, last) = this.entries_after("s2", 1).await.unwrap();
+    let read: Vec<(u64, &str)> = entries
+        .iter()
+        .map(|entry| (entry.seq, entry.payload.get()))
+        .collect();
+    assert_eq!(read, [(2, r#"{"text":"b"}"#)]);
+    assert_eq!(last, 3);
+    assert_eq!(this.entries_after("gone", 0).await.unwrap().1, 0);
+    let mut heads = this.session_heads().await.unwrap();
+    heads.sort();
+    assert_eq!(heads, [("s2".to_owned(), 3)]);
+    while tokio::time::timeout(Duration::from_millis(200), notices.recv())
+        .await
+        .is_ok()
+    {}
+
+    // Cut the listening connection: the store connects again and asks for a resync.
+    let mark = this.origin().unwrap();
+    let cut = cluster.psql(
+        database_name(&url),
+        &format!(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+             WHERE application_name = 'formwork-listen-{mark}'"
+        ),
+    );
+    assert_eq!(cut, "1\n");
+    assert_eq!(next_notice(&mut notices).await, StoreNotice::Resync);
+    other
+        .append_entry("s2", PlainEntryKind::UserMessage, &text("d"))
+        .await
+        .unwrap();
+    assert_eq!(
+        next_notice(&mut notices).await,
+        StoreNotice::Appended {
+            session: "s2".to_owned(),
+            seq: 4
+        }
+    );
+    this.close().await;
+    other.close().await;
 }
 
 #[test]

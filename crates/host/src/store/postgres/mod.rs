@@ -12,6 +12,7 @@
 //! - **Plain TCP.** The connection has no TLS yet: use it on a trusted network or a local host.
 
 mod credentials;
+pub(crate) mod listen;
 pub(crate) mod schema;
 pub(crate) mod sql;
 
@@ -20,12 +21,15 @@ use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, Transaction};
 use futures::future::BoxFuture;
+use tokio::sync::mpsc;
 use tokio_postgres::NoTls;
 use tokio_postgres::config::Config;
+use tokio_util::sync::CancellationToken;
 
 use super::error::StoreError;
 use super::records::Stats;
 use crate::store_url::PgUrl;
+use listen::StoreNotice;
 
 /// Connections a store keeps open at most.
 const POOL_SIZE: usize = 16;
@@ -40,12 +44,19 @@ pub(crate) struct Postgres {
     pool: Pool,
     /// The URL without its password, for messages.
     shown: String,
+    /// How to connect, for the listening connection (boxed: it is large, and read once).
+    config: Box<Config>,
+    /// This store's mark on the entries it writes (`transcript.origin`), random per open.
+    origin: String,
+    /// Cancelled at close: the listening connection ends.
+    closed: CancellationToken,
 }
 
 impl Postgres {
     /// Connects to `url` and migrates its database.
     pub(crate) async fn connect(url: &PgUrl) -> Result<Postgres, StoreError> {
         let shown = url.to_string();
+        let origin = crate::instance::random_mark();
         let mut config = Config::new();
         config
             .user(&url.user)
@@ -54,12 +65,14 @@ impl Postgres {
             .dbname(&url.database)
             .application_name("formwork")
             .connect_timeout(CONNECT_TIMEOUT)
-            .options("-c synchronous_commit=on");
+            .options(format!(
+                "-c synchronous_commit=on -c formwork.origin={origin}"
+            ));
         if let Some(password) = credentials::password(url, |name| std::env::var(name).ok()) {
             config.password(password);
         }
         let manager = Manager::from_config(
-            config,
+            config.clone(),
             NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -77,7 +90,28 @@ impl Postgres {
             other => pool_error(other),
         })?;
         schema::migrate(&mut client, &shown).await?;
-        Ok(Postgres { pool, shown })
+        Ok(Postgres {
+            pool,
+            shown,
+            config: Box::new(config),
+            origin,
+            closed: CancellationToken::new(),
+        })
+    }
+
+    /// This store's mark on what it writes.
+    pub(crate) fn origin(&self) -> &str {
+        &self.origin
+    }
+
+    /// The notices of what other hosts commit, from now until the store closes (`listen.rs`).
+    pub(crate) async fn follow(&self) -> Result<mpsc::UnboundedReceiver<StoreNotice>, StoreError> {
+        listen::follow(
+            (*self.config).clone(),
+            self.origin.clone(),
+            self.closed.clone(),
+        )
+        .await
     }
 
     /// The database's URL without its password.
@@ -87,6 +121,7 @@ impl Postgres {
 
     /// Closes the pool: later calls fail with [`StoreError::Closed`].
     pub(crate) fn close(&self) {
+        self.closed.cancel();
         self.pool.close();
     }
 

@@ -118,6 +118,36 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (session_id, seq)
     );
     "#,
+    // 1 → 2: who wrote each entry, and a notification of every entry and of every session
+    // created or deleted, sent on commit to the hosts listening (see `listen.rs`). The writer's
+    // mark is a setting of its connections (`formwork.origin`).
+    r#"
+    ALTER TABLE transcript ADD COLUMN origin TEXT
+        DEFAULT nullif(current_setting('formwork.origin', true), '');
+
+    CREATE FUNCTION formwork_entry_written() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        PERFORM pg_notify('formwork_events',
+            concat_ws(' ', coalesce(NEW.origin, '-'), NEW.seq, NEW.session_id));
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER transcript_written AFTER INSERT ON transcript
+        FOR EACH ROW EXECUTE FUNCTION formwork_entry_written();
+
+    CREATE FUNCTION formwork_session_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE
+        origin TEXT := coalesce(nullif(current_setting('formwork.origin', true), ''), '-');
+    BEGIN
+        IF TG_OP = 'INSERT' THEN
+            PERFORM pg_notify('formwork_events', concat_ws(' ', origin, 'created', NEW.id));
+        ELSE
+            PERFORM pg_notify('formwork_events', concat_ws(' ', origin, 'deleted', OLD.id));
+        END IF;
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER sessions_changed AFTER INSERT OR DELETE ON sessions
+        FOR EACH ROW EXECUTE FUNCTION formwork_session_changed();
+    "#,
 ];
 
 /// Brings the database up to [`PG_SCHEMA_VERSION`]; `shown` names it (without a password) in

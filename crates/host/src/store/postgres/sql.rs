@@ -192,32 +192,95 @@ pub(crate) async fn transcript(
     if self::session(tx, session).await?.is_none() {
         return Ok(None);
     }
-    let mut invocations = HashMap::new();
-    for row in query(tx, INVOCATIONS_OF_SESSION, &[&session]).await? {
-        let record = invocation_row(&row)?;
-        invocations.insert(record.id.clone(), record);
-    }
-    let mut forms = HashMap::new();
-    for row in query(tx, FORMS_OF_SESSION, &[&session]).await? {
-        let record = form_row(&row)?;
-        forms.insert(record.id.clone(), record);
-    }
-    let mut approvals = HashMap::new();
-    for row in query(tx, APPROVALS_OF_SESSION, &[&session]).await? {
-        let record = approval_row(&row)?;
-        approvals.insert(record.id.clone(), record);
-    }
+    entries(tx, session, 0, None).await.map(Some)
+}
+
+/// What other hosts appended to the session after `after`, and the session's last `seq` (`0`
+/// for a session with no entries or none at all): entries `origin` wrote are left out.
+pub(crate) async fn entries_after(
+    tx: &Transaction<'_>,
+    session: &str,
+    after: u64,
+    origin: &str,
+) -> Result<(Vec<TranscriptEntry>, u64), StoreError> {
+    let after = i64::try_from(after).unwrap_or(i64::MAX);
+    let entries = entries(tx, session, after, Some(origin)).await?;
+    let last: i64 = query_one(
+        tx,
+        "SELECT COALESCE(MAX(seq), 0) FROM transcript WHERE session_id = $1",
+        &[&session],
+    )
+    .await?
+    .try_get(0)?;
+    Ok((entries, last.unsigned_abs()))
+}
+
+/// Every session with the `seq` of its last entry (`0` when it has none).
+pub(crate) async fn session_heads(tx: &Transaction<'_>) -> Result<Vec<(String, u64)>, StoreError> {
+    query(
+        tx,
+        "SELECT id, COALESCE((SELECT MAX(seq) FROM transcript WHERE session_id = sessions.id), 0)
+         FROM sessions",
+        &[],
+    )
+    .await?
+    .iter()
+    .map(|row| Ok((row.try_get(0)?, row.try_get::<_, i64>(1)?.unsigned_abs())))
+    .collect()
+}
+
+/// The session's entries after `after`, in order, each reference entry with its row; without
+/// those `skip_origin` wrote.
+async fn entries(
+    tx: &Transaction<'_>,
+    session: &str,
+    after: i64,
+    skip_origin: Option<&str>,
+) -> Result<Vec<TranscriptEntry>, StoreError> {
     let rows = query(
         tx,
         "SELECT seq, kind, ref_id, payload, at FROM transcript
-         WHERE session_id = $1 ORDER BY seq",
-        &[&session],
+         WHERE session_id = $1 AND seq > $2 AND origin IS DISTINCT FROM $3 ORDER BY seq",
+        &[&session, &after, &skip_origin],
     )
     .await?;
-    let mut entries = Vec::with_capacity(rows.len());
-    for row in rows {
-        let seq: i64 = row.try_get(0)?;
+    let mut kinds = Vec::with_capacity(rows.len());
+    let (mut invocation_ids, mut form_ids, mut approval_ids) = (Vec::new(), Vec::new(), Vec::new());
+    for row in &rows {
         let kind = EntryKind::from_stored("transcript.kind", row.try_get(1)?)?;
+        let ref_id: Option<String> = row.try_get(2)?;
+        if let Some(id) = ref_id {
+            match kind {
+                EntryKind::Invocation
+                | EntryKind::InvocationEnd
+                | EntryKind::InvocationRound
+                | EntryKind::InvocationApp => invocation_ids.push(id),
+                EntryKind::Form | EntryKind::FormEnd => form_ids.push(id),
+                EntryKind::Approval | EntryKind::ApprovalEnd => approval_ids.push(id),
+                _ => {}
+            }
+        }
+        kinds.push(kind);
+    }
+    let invocations = rows_by_id(
+        tx,
+        INVOCATION_COLUMNS,
+        "invocations",
+        &invocation_ids,
+        |row| invocation_row(row).map(|record| (record.id.clone(), record)),
+    )
+    .await?;
+    let forms = rows_by_id(tx, FORM_COLUMNS, "forms", &form_ids, |row| {
+        form_row(row).map(|record| (record.id.clone(), record))
+    })
+    .await?;
+    let approvals = rows_by_id(tx, APPROVAL_COLUMNS, "approvals", &approval_ids, |row| {
+        approval_row(row).map(|record| (record.id.clone(), record))
+    })
+    .await?;
+    let mut entries = Vec::with_capacity(rows.len());
+    for (row, kind) in rows.iter().zip(kinds) {
+        let seq: i64 = row.try_get(0)?;
         let ref_id: Option<String> = row.try_get(2)?;
         let detail = ref_id.and_then(|id| match kind {
             EntryKind::Invocation
@@ -240,7 +303,22 @@ pub(crate) async fn transcript(
             detail,
         });
     }
-    Ok(Some(entries))
+    Ok(entries)
+}
+
+/// The rows of `table` whose ids are in `ids`, by id.
+async fn rows_by_id<T>(
+    tx: &Transaction<'_>,
+    columns: &str,
+    table: &str,
+    ids: &[String],
+    record: impl Fn(&Row) -> Result<(String, T), StoreError>,
+) -> Result<HashMap<String, T>, StoreError> {
+    if ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let sql = format!("SELECT {columns} FROM {table} WHERE id = ANY($1)");
+    query(tx, &sql, &[&ids]).await?.iter().map(record).collect()
 }
 
 // ---- invocations ----
@@ -313,9 +391,6 @@ pub(crate) async fn finish_invocation(
 
 const INVOCATION_COLUMNS: &str = "id, session_id, server, tool, arguments, status, content, \
      structured_content, meta, is_error, error, started_at, finished_at, asked_by";
-const INVOCATIONS_OF_SESSION: &str = "SELECT id, session_id, server, tool, arguments, status, \
-     content, structured_content, meta, is_error, error, started_at, finished_at, asked_by \
-     FROM invocations WHERE session_id = $1";
 
 pub(crate) async fn invocation(
     tx: &Transaction<'_>,
@@ -575,8 +650,6 @@ pub(crate) async fn resolve_form(
 
 const FORM_COLUMNS: &str = "id, session_id, invocation_id, plugin, request, render, status, \
      content, reason, created_at, resolved_at";
-const FORMS_OF_SESSION: &str = "SELECT id, session_id, invocation_id, plugin, request, render, \
-     status, content, reason, created_at, resolved_at FROM forms WHERE session_id = $1";
 
 pub(crate) async fn form(tx: &Transaction<'_>, id: &str) -> Result<Option<FormRecord>, StoreError> {
     let sql = format!("SELECT {FORM_COLUMNS} FROM forms WHERE id = $1");
@@ -669,9 +742,6 @@ pub(crate) async fn resolve_approval(
 
 const APPROVAL_COLUMNS: &str = "id, session_id, invocation_id, server, tool, rendering, status, \
      choice, reason, created_at, resolved_at";
-const APPROVALS_OF_SESSION: &str = "SELECT id, session_id, invocation_id, server, tool, \
-     rendering, status, choice, reason, created_at, resolved_at \
-     FROM approvals WHERE session_id = $1";
 
 pub(crate) async fn approval(
     tx: &Transaction<'_>,
