@@ -396,6 +396,11 @@ impl Session {
     ) -> Result<(), CommandError> {
         let answer = {
             let state = self.lock();
+            let here = state.cards.shown().is_some_and(|card| card.id == form_id);
+            if !here && state.held_elsewhere.contains_key(form_id) {
+                drop(state);
+                return self.answer_held_elsewhere(form_id, answer);
+            }
             let card = match state.cards.shown() {
                 Some(card) if card.id == form_id => card,
                 _ => return Err(Self::not_open_error(&state, form_id)),
@@ -469,7 +474,7 @@ impl Session {
     }
 
     /// Takes the card `card_id` out of the queue and shows the next one.
-    fn take_card(&self, card_id: &str) -> Option<Card> {
+    pub(super) fn take_card(&self, card_id: &str) -> Option<Card> {
         let (card, next) = {
             let mut state = self.lock();
             let (card, next) = state.cards.take(card_id)?;
@@ -614,7 +619,7 @@ fn approval_from_form(
 /// Turns a UI answer into the reply for the plugin, validating it against the form. A local
 /// file a resource picker names must be one of `uploads`, the copies the host made for this
 /// session.
-fn reply_for(
+pub(super) fn reply_for(
     form: Option<&formwork_forms::Form>,
     answer: FormAnswer,
     uploads: &HashSet<String>,
@@ -633,7 +638,10 @@ fn reply_for(
 
 /// Marks the uploads an accepted answer names as used now, so that they are kept another week
 /// (`store::UPLOAD_KEPT_FOR`).
-fn mark_named_uploads_used(content: Option<&formwork_forms::Content>, uploads: &HashSet<String>) {
+pub(super) fn mark_named_uploads_used(
+    content: Option<&formwork_forms::Content>,
+    uploads: &HashSet<String>,
+) {
     let Some(content) = content else {
         return;
     };

@@ -174,6 +174,9 @@ struct SessionState {
     model: model_turn::ModelState,
     /// The session's Codex thread, under the Codex runtime.
     codex: codex::CodexState,
+    /// The open forms another replica holds (`replicas.rs`), each with what it asks: an answer
+    /// given here is read against it and committed here, and that replica replies.
+    held_elsewhere: HashMap<String, formwork_forms::ElicitationRequest>,
 }
 
 /// An event waiting for the store.
@@ -571,7 +574,9 @@ impl HostInner {
             Err(err) => return Err(err),
         };
         let last = entries.last().map_or(0, |entry| entry.seq);
+        let open = replicas::open_forms(&entries, &self.config());
         let session = self.new_session(record.id.clone(), crate::persist::replay(entries));
+        session.lock().held_elsewhere.extend(open);
         session.restore_app_state(store.app_states(&record.id).await?);
         session.restore_model_history(store.model_items(&record.id).await?);
         session.lock().codex.thread = record.codex_thread.clone();
@@ -687,20 +692,6 @@ impl Session {
         state.apps.note(&event);
         state.log.push(event);
         unqueued
-    }
-
-    /// Takes in events another replica committed: kept and sent to the UIs like the session's
-    /// own, but not written again.
-    fn take_in_committed(&self, events: Vec<Event>) {
-        let mut state = self.lock();
-        for event in events {
-            let event = Arc::new(event);
-            if let Some(subscribers) = &state.subscribers {
-                let _ = subscribers.send(Arc::clone(&event));
-            }
-            state.apps.note(&event);
-            state.log.push(event);
-        }
     }
 
     /// Sends `event` to the UIs following the session, without keeping it: the model's text

@@ -7,15 +7,25 @@
 //! after it: a notice seen twice, or one for entries already read, reads nothing new; after the
 //! listening connection was lost, every session is compared with the store, so nothing is lost.
 //! Entries of one session are committed in `seq` order (writers queue on the session's row).
+//!
+//! A form answered anywhere: a replica shows the open forms of the others as cards of its own,
+//! reads an answer against the form's request as stored, and commits it; the replica that holds
+//! the call reads the ending from the store, as any other entry, and replies to its plugin. The
+//! store keeps one ending per form: of two replicas ending one form, the second is refused.
 
 use std::collections::HashMap;
-use std::sync::Weak;
+use std::sync::{Arc, Weak};
 
+use formwork_forms::{ElicitationRequest, ParseOptions};
+use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::store::{Store, StoreError, StoreNotice};
+use crate::config::Config;
+use crate::responder::FormReply;
+use crate::store::{EntryDetail, FormStatus, Store, StoreError, StoreNotice, TranscriptEntry};
 
-use super::{HostInner, SessionId};
+use super::cards::{CardAnswer, CardAsks, mark_named_uploads_used, reply_for};
+use super::{CommandError, Event, FormAnswer, HostInner, Session, SessionId};
 
 /// Follows the notices of the other replicas until the host or the store goes. `held` gives the
 /// sessions loaded at start with the `seq` of their last entry.
@@ -81,7 +91,8 @@ impl Follower {
         };
         let held = self.held.get(session).copied().unwrap_or(0);
         let (entries, last) = self.store.entries_after(session, held).await?;
-        local.take_in_committed(crate::persist::replay(entries));
+        let open = open_forms(&entries, &host.config());
+        local.take_in_committed(crate::persist::replay(entries), open);
         self.held.insert(session.to_owned(), last.max(held));
         Ok(())
     }
@@ -122,5 +133,128 @@ impl Follower {
             // Already gone here if this host deleted it.
             let _ = host.forget_session(session);
         }
+    }
+}
+
+/// The forms still open among `entries`, each with its request as the plugin sent it, parsed
+/// as the replica that shows it parsed it (replicas run one configuration).
+pub(super) fn open_forms(
+    entries: &[TranscriptEntry],
+    config: &Config,
+) -> Vec<(String, ElicitationRequest)> {
+    let options = ParseOptions {
+        openai_elicitation: config.features.openai_elicitation,
+    };
+    entries
+        .iter()
+        .filter_map(|entry| match &entry.detail {
+            Some(EntryDetail::Form(form)) if form.status == FormStatus::Pending => Some(form),
+            _ => None,
+        })
+        .filter_map(|form| {
+            let params: Value = serde_json::from_str(form.request.get()).ok()?;
+            let request = formwork_forms::parse_request_with(&params, options).ok()?;
+            Some((form.id.clone(), request))
+        })
+        .collect()
+}
+
+impl Session {
+    /// Takes in events another replica committed: kept and sent to the UIs like the session's
+    /// own, but not written again. `open` are the forms among them still open. A card of this
+    /// host that another replica ended gets that ending as its answer (it is committed).
+    pub(super) fn take_in_committed(
+        &self,
+        events: Vec<Event>,
+        open: Vec<(String, ElicitationRequest)>,
+    ) {
+        let mut endings = Vec::new();
+        {
+            let mut state = self.lock();
+            state.held_elsewhere.extend(open);
+            for event in events {
+                let event = Arc::new(event);
+                if let Event::FormResolved { form_id, .. } = event.as_ref() {
+                    state.held_elsewhere.remove(form_id);
+                    endings.push(Arc::clone(&event));
+                }
+                if let Some(subscribers) = &state.subscribers {
+                    let _ = subscribers.send(Arc::clone(&event));
+                }
+                state.apps.note(&event);
+                state.log.push(event);
+            }
+        }
+        for ending in endings {
+            let Event::FormResolved {
+                form_id,
+                action,
+                content,
+                ..
+            } = ending.as_ref()
+            else {
+                continue;
+            };
+            let Some(card) = self.take_card(form_id) else {
+                continue;
+            };
+            let answer = match card.asks {
+                CardAsks::Form(_) => CardAnswer::Form(FormReply {
+                    action: *action,
+                    content: content.clone(),
+                    meta: None,
+                }),
+                // Not reached: form and approval ids differ.
+                CardAsks::Approval(_) => card.cancelled(super::EndReason::NotStored),
+            };
+            tracing::info!(target: "formwork::form", marker = "answer", session = %self.id, form = %form_id, action = action.as_str(), reason = "answered on another replica", "form ended");
+            let _ = card.reply.send(answer);
+        }
+    }
+
+    /// Answers a form another replica holds: read against its request here, committed here,
+    /// then shown; that replica replies to its plugin once it reads the ending.
+    pub(super) fn answer_held_elsewhere(
+        &self,
+        form_id: &str,
+        answer: FormAnswer,
+    ) -> Result<(), CommandError> {
+        let reply = {
+            let mut state = self.lock();
+            let Some(request) = state.held_elsewhere.get(form_id) else {
+                return Err(CommandError::NotOpen(form_id.to_owned()));
+            };
+            let reply = reply_for(request.form().map(Arc::as_ref), answer, &state.uploads)?;
+            mark_named_uploads_used(reply.content.as_ref(), &state.uploads);
+            state.held_elsewhere.remove(form_id);
+            reply
+        };
+        let (Some(me), Some(store)) = (
+            self.me.upgrade(),
+            self.host.upgrade().and_then(|host| host.store.clone()),
+        ) else {
+            return Err(CommandError::NotOpen(form_id.to_owned()));
+        };
+        let ending = Event::FormResolved {
+            form_id: form_id.to_owned(),
+            action: reply.action,
+            content: reply.content,
+            reason: None,
+        };
+        tokio::spawn(async move {
+            match crate::persist::write(&store, &me.id, &ending, None).await {
+                Ok(()) => me.take_in_committed(vec![ending], Vec::new()),
+                Err(err) => {
+                    let Event::FormResolved { form_id, .. } = &ending else {
+                        return;
+                    };
+                    me.diagnostic(
+                        "answer-not-stored",
+                        format!("the answer to form {form_id} could not be stored, so it was not sent: {err}"),
+                    );
+                }
+            }
+        });
+        Ok(())
     }
 }

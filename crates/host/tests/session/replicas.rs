@@ -8,11 +8,16 @@ use formwork_testkit::postgres::Cluster;
 
 /// A host on the database at `url`, and its store's mark.
 async fn replica(url: &StoreUrl) -> (Host, String) {
+    replica_with(url, config("", approve())).await
+}
+
+/// [`replica`] with `config`.
+async fn replica_with(url: &StoreUrl, config: Config) -> (Host, String) {
     let store = Store::connect(url, std::path::Path::new("/unused"))
         .await
         .unwrap();
     let mark = store.origin().unwrap().to_owned();
-    let host = Host::with_store(config("", approve()), HostOptions::default(), store)
+    let host = Host::with_store(config, HostOptions::default(), store)
         .await
         .unwrap();
     (host, mark)
@@ -140,6 +145,120 @@ async fn replicas_show_each_others_sessions_live_and_once() {
     })
     .await;
     for host in [a, b, c] {
+        host.shutdown().await;
+    }
+}
+
+/// A form a plugin on A asks is answered on B: an answer that does not validate is refused on B
+/// with the form's own errors; a valid one is committed by B, and A's plugin gets it, once. A
+/// second answer, on either replica, finds the form ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_form_asked_on_one_replica_is_answered_on_another() {
+    let url = StoreUrl::parse(&Cluster::shared().new_database()).unwrap();
+    let (a, _) = replica(&url).await;
+    let (b, _) = replica(&url).await;
+    let mut on_a = Watch::open(&a);
+    let session = on_a.session.clone();
+    on_a.call("ask_enum");
+    let (form, _) = on_a.form().await;
+    until("the form on B", || {
+        logged(&b, &session).iter().any(|line| line.contains(&form))
+    })
+    .await;
+    let answer = |host: &Host, color: &str| {
+        host.command(
+            &session,
+            Command::AnswerForm {
+                form_id: form.clone(),
+                answer: FormAnswer::Accept {
+                    content: json!({ "color": color }).as_object().unwrap().clone(),
+                },
+            },
+        )
+    };
+    let refused = answer(&b, "purple").unwrap_err();
+    assert!(
+        matches!(refused, formwork_host::CommandError::Invalid(_)),
+        "{refused}"
+    );
+    assert_eq!(
+        answer(&a, "purple").unwrap_err(),
+        refused,
+        "B reads it as A does"
+    );
+    answer(&b, "blue").unwrap();
+    assert_eq!(
+        on_a.finished().await.unwrap(),
+        r#"result: {"action":"accept","content":{"color":"blue"}}"#
+    );
+    assert!(matches!(
+        answer(&a, "red"),
+        Err(formwork_host::CommandError::NotOpen(_))
+    ));
+    assert!(matches!(
+        answer(&b, "red"),
+        Err(formwork_host::CommandError::NotOpen(_))
+    ));
+    until("B shows the call finished", || {
+        logged(&b, &session)
+            .iter()
+            .any(|line| line.contains(r#""type":"tool_call_finished""#))
+    })
+    .await;
+    let endings = |host: &Host| -> Vec<String> {
+        logged(host, &session)
+            .into_iter()
+            .filter(|line| line.contains(r#""type":"form_resolved""#))
+            .collect()
+    };
+    let ending = serde_json::to_string(&json!({
+        "type": "form_resolved",
+        "form_id": form,
+        "action": "accept",
+        "content": {"color": "blue"},
+    }))
+    .unwrap();
+    assert_eq!(endings(&a), [ending]);
+    assert_eq!(endings(&b), endings(&a));
+    for host in [a, b] {
+        host.shutdown().await;
+    }
+}
+
+/// The forms of a 2026-07-28 call's rounds, held on A, are answered on B: A sends each retry
+/// with B's answer, and the call finishes with both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rounds_of_a_call_on_one_replica_are_answered_on_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = || super::rounds::mrtr_config(&dir.path().join("log"));
+    let url = StoreUrl::parse(&Cluster::shared().new_database()).unwrap();
+    let (a, _) = replica_with(&url, config()).await;
+    let (b, _) = replica_with(&url, config()).await;
+    let mut on_a = Watch::open(&a);
+    let session = on_a.session.clone();
+    on_a.call_on("py", "deploy");
+    for content in [json!({"target": "production"}), json!({"confirm": true})] {
+        let (form, _) = on_a.form().await;
+        until("the round's form on B", || {
+            logged(&b, &session).iter().any(|line| line.contains(&form))
+        })
+        .await;
+        b.command(
+            &session,
+            Command::AnswerForm {
+                form_id: form,
+                answer: FormAnswer::Accept {
+                    content: content.as_object().unwrap().clone(),
+                },
+            },
+        )
+        .unwrap();
+    }
+    assert_eq!(
+        on_a.finished().await.unwrap(),
+        r#"target: accept {"target":"production"}; confirm: {"confirm":true}"#
+    );
+    for host in [a, b] {
         host.shutdown().await;
     }
 }

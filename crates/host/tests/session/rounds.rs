@@ -4,7 +4,7 @@ use super::*;
 
 /// The `[mcp_servers.py]` table of the Python SDK plugin that asks through 2026-07-28 rounds,
 /// with its `endless` tool's log at `log`.
-fn mrtr_config(log: &std::path::Path) -> Config {
+pub(super) fn mrtr_config(log: &std::path::Path) -> Config {
     mrtr_config_with("", log)
 }
 
