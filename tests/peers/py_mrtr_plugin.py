@@ -17,6 +17,10 @@ replays the answers of earlier rounds through its sealed `requestState`; on a ha
 The prompt `greeting` and the resource template `note://{topic}` ask for a number the same way, then report it.
 
 `--http PORT` serves Streamable HTTP at `http://127.0.0.1:PORT/mcp` instead of stdio.
+
+With `PY_MRTR_STATE_KEY` set (32 bytes or more), the SDK seals `requestState` with that key instead of one of its own
+per process, as several instances of one server must: a retry sealed by one instance is then read by another (a host
+replica that carries a call on starts a new instance).
 """
 
 import os
@@ -29,8 +33,13 @@ from pydantic import BaseModel, Field
 import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.resolve import Elicit, ElicitationResult, Resolve
+from mcp.server.request_state import RequestStateSecurity
 
-server = MCPServer("py-mrtr-plugin")
+_state_key = os.environ.get("PY_MRTR_STATE_KEY")
+server = MCPServer(
+    "py-mrtr-plugin",
+    request_state_security=RequestStateSecurity(keys=[_state_key]) if _state_key else None,
+)
 
 
 class Target(BaseModel):

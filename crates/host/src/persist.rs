@@ -16,13 +16,26 @@ use crate::store::{
     NewInvocation, PlainEntryKind, RoundRecord, Store, StoreError, ToolResult, TranscriptEntry,
 };
 
-/// Writes one event of `session`; `request` is the plugin's params of a `FormRequested`.
+/// What a plugin sent that its event leaves out (UIs never see it), kept until the event is
+/// stored.
+pub(crate) enum Sent {
+    /// A form's params as the plugin sent them, and the id it was asked under as JSON text (a
+    /// round's form: its `inputRequests` key).
+    Form {
+        params: Box<RawValue>,
+        asked_as: Option<String>,
+    },
+    /// A round's `requestState`, to send again if another replica carries the call on.
+    RoundState(String),
+}
+
+/// Writes one event of `session`, with what its plugin `sent` that the event leaves out.
 /// Returns after the store committed it.
 pub(crate) async fn write(
     store: &Store,
     session: &str,
     event: &Event,
-    request: Option<&RawValue>,
+    sent: Option<&Sent>,
 ) -> Result<(), StoreError> {
     match event {
         Event::MessageAdded { role, text } => {
@@ -77,11 +90,13 @@ pub(crate) async fn write(
             call_id,
             round,
             asked,
-            request_state,
+            ..
         } => {
-            store
-                .record_round(call_id, *round, asked, *request_state)
-                .await
+            let state = match sent {
+                Some(Sent::RoundState(state)) => Some(state.as_str()),
+                _ => None,
+            };
+            store.record_round(call_id, *round, asked, state).await
         }
         Event::ToolCallApp {
             call_id,
@@ -104,6 +119,10 @@ pub(crate) async fn write(
             ..
         } => {
             let body = raw(body)?;
+            let (params, asked_as) = match sent {
+                Some(Sent::Form { params, asked_as }) => (Some(&**params), asked_as.as_deref()),
+                _ => (None, None),
+            };
             store
                 .insert_form(NewForm {
                     id: form_id,
@@ -111,8 +130,9 @@ pub(crate) async fn write(
                     invocation: call_id.as_deref(),
                     plugin,
                     // What the plugin sent, and what the person was shown.
-                    request: request.unwrap_or(&body),
+                    request: params.unwrap_or(&body),
                     render: Some(&body),
+                    asked_as,
                 })
                 .await
                 .map(drop)

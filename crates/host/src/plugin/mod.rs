@@ -34,7 +34,7 @@ pub(crate) use clocks::CountedAgainst;
 use clocks::{FormClocks, RequestClock, later};
 pub use era::{Era, MODERN_VERSION, PUSH_VERSION, push_fix, push_refusal, push_refusal_in_result};
 pub use observe::{RequestObserver, ServedRequest};
-pub use rounds::{InputRound, MAX_ROUNDS, RoundObserver};
+pub use rounds::{InputRound, MAX_ROUNDS, Resume, RoundObserver};
 pub use sign_in::sign_in_probe;
 
 /// The protocol version formwork asks for in `initialize`, unless the config names another.
@@ -687,6 +687,42 @@ impl Plugin {
         Ok(result)
     }
 
+    /// Carries on a 2026-07-28 `tools/call` another replica began, from the retry of the round
+    /// it had reached (`resume`), under `id`; later rounds are served as in
+    /// [`Plugin::call_tool_rounds`].
+    pub async fn resume_tool_rounds(
+        &self,
+        id: u64,
+        name: &str,
+        arguments: Option<Value>,
+        resume: Resume,
+        on_round: rounds::RoundObserver<'_>,
+    ) -> Result<Value, HostError> {
+        if self.server.era != Era::Modern {
+            return Err(HostError::InvalidResponse {
+                method: "tools/call".to_owned(),
+                reason:
+                    "the call began on 2026-07-28, but this connection speaks an older protocol"
+                        .to_owned(),
+            });
+        }
+        let mut params = serde_json::Map::new();
+        params.insert("name".into(), name.into());
+        if let Some(arguments) = arguments {
+            params.insert("arguments".into(), arguments);
+        }
+        let params = Value::Object(params);
+        rounds::drive(
+            &self.shared,
+            id,
+            "tools/call",
+            params,
+            on_round,
+            Some(resume),
+        )
+        .await
+    }
+
     /// Sends any request; the request timeout pauses while a form is open. `tools/call`,
     /// `prompts/get` and `resources/read` on a 2026-07-28 connection have their
     /// `input_required` rounds served.
@@ -708,7 +744,7 @@ impl Plugin {
         on_round: rounds::RoundObserver<'_>,
     ) -> Result<Value, HostError> {
         if self.server.era == Era::Modern {
-            rounds::drive(&self.shared, id, method, params, on_round).await
+            rounds::drive(&self.shared, id, method, params, on_round, None).await
         } else {
             self.shared.request_with_id(id, method, Some(params)).await
         }

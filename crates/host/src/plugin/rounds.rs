@@ -32,8 +32,20 @@ pub struct InputRound {
     pub round: u32,
     /// The keys of `inputRequests`, in the plugin's order.
     pub keys: Vec<String>,
-    /// Whether the answer carried `requestState`.
-    pub request_state: bool,
+    /// The `requestState` the answer carried, as the plugin sent it.
+    pub state: Option<String>,
+}
+
+/// Where a call carried on from the store starts again (another replica began it): the retry of
+/// the round it had reached.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resume {
+    /// The round whose answers the retry sends.
+    pub round: u32,
+    /// Its `inputResponses`, by key; `None` after a round that carried only `requestState`.
+    pub responses: Option<Map<String, Value>>,
+    /// Its `requestState`, exactly as stored.
+    pub state: Option<String>,
 }
 
 /// Told of each round before its forms are shown (the session records it).
@@ -52,22 +64,24 @@ enum Outcome {
 /// result) and the state.
 type Retry = (Option<Map<String, Value>>, Option<String>);
 
-/// Sends `method` under `first_id` and serves its rounds until a result is complete.
+/// Sends `method` under `first_id` (or, from `resume`, its retry) and serves its rounds until a
+/// result is complete.
 pub(super) async fn drive(
     shared: &Shared,
     first_id: u64,
     method: &str,
     params: Value,
     on_round: RoundObserver<'_>,
+    resume: Option<Resume>,
 ) -> Result<Value, HostError> {
     let invalid = |reason: RoundError| HostError::InvalidResponse {
         method: method.to_owned(),
         reason: reason.to_string(),
     };
     let mut id = first_id;
-    let mut retry: Option<Retry> = None;
+    let mut round = resume.as_ref().map_or(0, |resume| resume.round);
+    let mut retry: Option<Retry> = resume.map(|resume| (resume.responses, resume.state));
     let mut pause = STATE_ONLY_PAUSE_FIRST;
-    let mut round = 0_u32;
     loop {
         round += 1;
         let mut sent = params.clone();
@@ -95,7 +109,7 @@ pub(super) async fn drive(
         on_round(&InputRound {
             round,
             keys: requests.iter().map(|(key, _)| key.clone()).collect(),
-            request_state: state.is_some(),
+            state: state.clone(),
         });
         let responses = if requests.is_empty() {
             // Only `requestState`: the plugin asks to be called again, after a pause.

@@ -8,10 +8,12 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Transport;
-use crate::plugin::{InputRound, PluginEnv, PluginTarget};
+use crate::persist::Sent;
+use crate::plugin::{InputRound, PluginEnv, PluginTarget, Resume};
 use crate::policy::{
     self, ApprovalAnswer, ApprovalCard, ApprovalNeed, ApprovalRequest, CardRendering,
 };
+use crate::store::InvocationRecord;
 
 use super::apps::TooManyAppCards;
 use super::cards::{Card, approval_body};
@@ -174,6 +176,83 @@ impl Session {
         Ok(call_id)
     }
 
+    /// Carries on `call`, which a stopped replica began, from the retry of its last round
+    /// (`resume`), as a call of this host: it joins the turn, and ends as any call does.
+    pub(super) fn resume_call(self: &Arc<Self>, call: InvocationRecord, resume: Resume) {
+        let Some(host) = self.host.upgrade() else {
+            return;
+        };
+        let token = CancellationToken::new();
+        {
+            let mut state = self.lock();
+            if state.turn.is_none() {
+                let turn_id = host.unique_id("t");
+                state.turn = Some(Turn {
+                    id: turn_id.clone(),
+                    ..Turn::default()
+                });
+                self.emit_locked(&mut state, Event::TurnStarted { turn_id });
+            }
+            if let Some(turn) = state.turn.as_mut() {
+                turn.calls.insert(call.id.clone(), token.clone());
+            }
+        }
+        let session = Arc::clone(self);
+        let stopping = host.stopping.clone();
+        tokio::spawn(async move {
+            let outcome = tokio::select! {
+                biased;
+                () = stopping.cancelled() => Err(CallError::HostStopped),
+                () = token.cancelled() => Err(CallError::TurnStopped),
+                outcome = session.run_resumed(&call, resume) => outcome,
+            };
+            let (result, error) = match outcome {
+                Ok(result) => (Some(result), None),
+                Err(error) => (None, Some(error.to_string())),
+            };
+            session.finish_call(&call.id, result, error);
+        });
+    }
+
+    async fn run_resumed(
+        self: &Arc<Self>,
+        call: &InvocationRecord,
+        resume: Resume,
+    ) -> Result<Value, CallError> {
+        let host = self.host.upgrade().ok_or(CallError::ShuttingDown)?;
+        let target = host
+            .target(&call.server)
+            .map_err(|err| crate::HostError::Connect {
+                target: call.server.clone(),
+                reason: err.to_string(),
+            })?;
+        let connection = Box::pin(self.connection(&call.server, &target)).await?;
+        let (request, _route) = connection.route(self, &call.id);
+        let arguments = call
+            .arguments
+            .as_deref()
+            .and_then(|arguments| serde_json::from_str(arguments.get()).ok());
+        let on_round = |round: &InputRound| self.record_round(&call.id, round);
+        Ok(connection
+            .plugin
+            .resume_tool_rounds(request, &call.tool, arguments, resume, &on_round)
+            .await?)
+    }
+
+    /// Records a round of the call: the event, and the round's `requestState` for the store.
+    pub(super) fn record_round(&self, call_id: &str, round: &InputRound) {
+        let event = Event::ToolCallRound {
+            call_id: call_id.to_owned(),
+            round: round.round,
+            asked: round.keys.clone(),
+            request_state: round.state.is_some(),
+        };
+        match &round.state {
+            Some(state) => self.emit_sent(event, Sent::RoundState(state.clone())),
+            None => self.emit(event),
+        }
+    }
+
     /// Connects, applies the approval policy (maybe asking the person), then calls the tool.
     pub(super) async fn run_call(
         self: &Arc<Self>,
@@ -207,14 +286,7 @@ impl Session {
         }
         let (request, _route) = connection.route(self, call_id);
         let era = connection.plugin.server_info().era;
-        let on_round = |round: &InputRound| {
-            self.emit(Event::ToolCallRound {
-                call_id: call_id.to_owned(),
-                round: round.round,
-                asked: round.keys.clone(),
-                request_state: round.request_state,
-            });
-        };
+        let on_round = |round: &InputRound| self.record_round(call_id, round);
         let result = match connection
             .plugin
             .call_tool_rounds(request, tool, arguments, &on_round)

@@ -15,11 +15,11 @@ use std::sync::Arc;
 
 use formwork_forms::{ElicitationRequest, FieldError, FieldKind, FormRequest};
 use serde_json::Value;
-use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 
 use super::wire::{Event, FormAnswer};
 use crate::future::BoxFuture;
+use crate::persist::Sent;
 use crate::policy::{self, ApprovalAnswer, ApprovalCard, ApprovalChoice, CardRendering};
 use crate::responder::{FormPrompt, FormReply};
 
@@ -225,10 +225,10 @@ pub struct ShownCard {
 }
 
 impl Session {
-    /// Puts a card in the queue and announces it; `request` is a plugin form's params, for the
-    /// store.
-    pub(super) fn push_card(&self, card: Card, request: Option<Box<RawValue>>) {
-        self.push_card_locked(self.lock(), card, request);
+    /// Puts a card in the queue and announces it; `sent` is what a plugin form's plugin sent,
+    /// for the store.
+    pub(super) fn push_card(&self, card: Card, sent: Option<Sent>) {
+        self.push_card_locked(self.lock(), card, sent);
     }
 
     /// [`Session::push_card`] under a lock already held (and let go of here).
@@ -236,14 +236,14 @@ impl Session {
         &self,
         mut state: std::sync::MutexGuard<'_, SessionState>,
         card: Card,
-        request: Option<Box<RawValue>>,
+        sent: Option<Sent>,
     ) {
         let waiting = state.cards.shown().is_some();
         // Announced at once, shown maybe later: the transcript keeps the order of arrival.
         let event = announce(&card, waiting);
         let id = card.id.clone();
         state.cards.push(card);
-        self.emit_locked_with(&mut state, event, request, None);
+        self.emit_locked_with(&mut state, event, sent, None);
         drop(state);
         if !waiting {
             tracing::info!(target: "formwork::form", marker = "form-shown", session = %self.id, form = %id, "card shown");
@@ -356,7 +356,11 @@ impl Session {
         }
         let (card, answer) =
             Card::form(form_id.clone(), call_id, server.to_owned(), prompt.request);
-        self.push_card_locked(state, card, Some(prompt.params));
+        let sent = Sent::Form {
+            params: prompt.params,
+            asked_as: Some(prompt.request_id.to_string()),
+        };
+        self.push_card_locked(state, card, Some(sent));
         if let Some(mut completed) = completion {
             // Ends when the plugin reports completion, or when no completion can come any more
             // (sender dropped: the flow was not accepted, or the connection closed).

@@ -38,11 +38,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
-use serde_json::value::RawValue;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
+use crate::persist::Sent;
 use crate::plugin::PluginTarget;
 use crate::policy::SessionApprovals;
 use crate::store::{Store, StoreError};
@@ -182,8 +182,8 @@ struct SessionState {
 /// An event waiting for the store.
 struct Unsaved {
     event: Arc<Event>,
-    /// The plugin's params, when the event announces a plugin form.
-    request: Option<Box<RawValue>>,
+    /// What the plugin sent that the event leaves out.
+    sent: Option<Sent>,
     /// The answer that waits until the event is stored.
     then: Option<ReplyAfterCommit>,
 }
@@ -658,14 +658,20 @@ impl Session {
         }
     }
 
-    /// Emits `event`; `request` (a plugin form's params) is kept only until the event is stored,
-    /// and `then` runs after that. Without a store nothing waits: `then` is handed back, for the
-    /// caller to run once it has let go of the state.
+    /// Emits `event` with what the plugin `sent` that it leaves out.
+    fn emit_sent(&self, event: Event, sent: Sent) {
+        let mut state = self.lock();
+        self.emit_locked_with(&mut state, event, Some(sent), None);
+    }
+
+    /// Emits `event`; `sent` is kept only until the event is stored, and `then` runs after
+    /// that. Without a store nothing waits: `then` is handed back, for the caller to run once
+    /// it has let go of the state.
     fn emit_locked_with(
         &self,
         state: &mut SessionState,
         event: Event,
-        request: Option<Box<RawValue>>,
+        sent: Option<Sent>,
         then: Option<ReplyAfterCommit>,
     ) -> Option<ReplyAfterCommit> {
         let event = Arc::new(event);
@@ -676,7 +682,7 @@ impl Session {
         let unqueued = if has_store {
             state.unsaved.push_back(Unsaved {
                 event: Arc::clone(&event),
-                request,
+                sent,
                 then,
             });
             if !state.saving
@@ -732,15 +738,10 @@ impl Session {
                 }
                 next
             };
-            let Some(Unsaved {
-                event,
-                request,
-                then,
-            }) = next
-            else {
+            let Some(Unsaved { event, sent, then }) = next else {
                 return;
             };
-            let stored = crate::persist::write(&store, &self.id, &event, request.as_deref()).await;
+            let stored = crate::persist::write(&store, &self.id, &event, sent.as_ref()).await;
             if let Err(err) = &stored {
                 tracing::error!(target: "formwork::store", session = %self.id, %err, "event not stored");
             }

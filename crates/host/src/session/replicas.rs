@@ -15,14 +15,20 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use formwork_forms::{ElicitationRequest, ParseOptions};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::config::Config;
-use crate::responder::FormReply;
-use crate::store::{EntryDetail, FormStatus, Store, StoreError, StoreNotice, TranscriptEntry};
+use crate::plugin::Resume;
+use crate::responder::{FormAction, FormReply};
+use crate::store::{
+    ApprovalChoice, ApprovalStatus, EntryDetail, EntryKind, FormRecord, FormStatus, HOST_STOPPED,
+    InvocationRecord, InvocationStatus, RoundRecord, Store, StoreError, StoreNotice,
+    TranscriptEntry,
+};
 
 use super::cards::{CardAnswer, CardAsks, mark_named_uploads_used, reply_for};
 use super::{CommandError, Event, FormAnswer, HostInner, Session, SessionId};
@@ -35,18 +41,215 @@ pub(super) fn follow(
     mut notices: mpsc::UnboundedReceiver<StoreNotice>,
     held: HashMap<SessionId, u64>,
 ) {
+    // Expired leases are looked for four times per lease.
+    let every = store.lease().unwrap_or(Duration::from_secs(10)) / 4;
     let mut follower = Follower { host, store, held };
     tokio::spawn(async move {
-        while let Some(notice) = notices.recv().await {
-            if let Err(err) = follower.take(notice).await {
-                // A later notice of the same session reads from where this one stopped.
-                tracing::warn!(target: "formwork::store", %err, "another replica's writes not read");
+        let mut ticks = tokio::time::interval(every);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                notice = notices.recv() => {
+                    let Some(notice) = notice else { return };
+                    if let Err(err) = follower.take(notice).await {
+                        // A later notice of the same session reads from where this one stopped.
+                        tracing::warn!(target: "formwork::store", %err, "another replica's writes not read");
+                    }
+                }
+                _ = ticks.tick() => {
+                    let Some(host) = follower.host.upgrade() else { return };
+                    take_over_expired(&host, &follower.store).await;
+                }
             }
             if follower.host.strong_count() == 0 {
                 return;
             }
         }
     });
+}
+
+/// Takes over the calls of stopped replicas (their lease expired): a 2026-07-28 call whose last
+/// round is answered is carried on here from its retry; one that waits for the person stays
+/// open (any replica may answer it); any other ends as a restart ends what it finds running,
+/// `cancelled` (`host-stopped`) with its open cards. The store's claim lets exactly one
+/// replica take each call.
+pub(super) async fn take_over_expired(host: &Arc<HostInner>, store: &Store) {
+    let expired = match store.expired_calls().await {
+        Ok(expired) => expired,
+        Err(err) => {
+            tracing::warn!(target: "formwork::store", %err, "expired calls not read");
+            return;
+        }
+    };
+    for (call, session) in expired {
+        if let Err(err) = take_over(host, store, &call, &session).await {
+            tracing::warn!(target: "formwork::store", call, %err, "a stopped replica's call not taken over");
+        }
+    }
+}
+
+async fn take_over(
+    host: &Arc<HostInner>,
+    store: &Store,
+    call: &str,
+    session: &str,
+) -> Result<(), StoreError> {
+    let Ok(local) = host.session(session) else {
+        return Ok(());
+    };
+    let entries = store.transcript(session).await?;
+    match plan(&entries, call) {
+        Plan::Gone | Plan::Wait => {}
+        Plan::End { forms, approvals } => {
+            if store.end_abandoned_call(call).await? {
+                tracing::info!(target: "formwork::store", session, call, "a stopped replica's call ended");
+                let reason = || Some(HOST_STOPPED.to_owned());
+                let mut endings: Vec<Event> = forms
+                    .into_iter()
+                    .map(|form_id| Event::FormResolved {
+                        form_id,
+                        action: FormAction::Cancel,
+                        content: None,
+                        reason: reason(),
+                    })
+                    .collect();
+                endings.extend(
+                    approvals
+                        .into_iter()
+                        .map(|approval_id| Event::ApprovalResolved {
+                            approval_id,
+                            choice: ApprovalChoice::Deny,
+                            cancelled: true,
+                            reason: reason(),
+                        }),
+                );
+                endings.push(Event::ToolCallFinished {
+                    call_id: call.to_owned(),
+                    result: None,
+                    error: reason(),
+                });
+                local.take_in_committed(endings, Vec::new());
+            }
+        }
+        Plan::Resume { invocation, resume } => {
+            if store.claim_call(call).await? {
+                tracing::info!(target: "formwork::store", session, call, round = resume.round, "a stopped replica's call carried on here");
+                local.resume_call(*invocation, resume);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What to do with a call whose replica stopped.
+enum Plan {
+    /// It ended meanwhile, or is unknown.
+    Gone,
+    /// Its last round has forms the person has not answered.
+    Wait,
+    /// It cannot be carried on: end it, with these open forms and approvals.
+    End {
+        forms: Vec<String>,
+        approvals: Vec<String>,
+    },
+    /// Send the retry of its last round.
+    Resume {
+        invocation: Box<InvocationRecord>,
+        resume: Resume,
+    },
+}
+
+/// Reads from the session's transcript what a stopped replica left of `call`. The answers of
+/// the last round go by the keys their forms were asked under; a key with no form (the replica
+/// stopped before showing it) is answered `cancel`.
+fn plan(entries: &[TranscriptEntry], call: &str) -> Plan {
+    let mut invocation = None;
+    let mut round: Option<RoundRecord> = None;
+    let mut round_forms: Vec<&FormRecord> = Vec::new();
+    let (mut open_forms, mut open_approvals) = (Vec::new(), Vec::new());
+    for entry in entries {
+        match (entry.kind, &entry.detail) {
+            (EntryKind::Invocation, Some(EntryDetail::Invocation(record))) if record.id == call => {
+                invocation = Some(record.clone());
+            }
+            (EntryKind::InvocationRound, Some(EntryDetail::Invocation(record)))
+                if record.id == call =>
+            {
+                round = RoundRecord::from_payload(entry.payload.get(), entry.at).ok();
+                round_forms.clear();
+            }
+            (EntryKind::Form, Some(EntryDetail::Form(form)))
+                if form.invocation.as_deref() == Some(call) =>
+            {
+                round_forms.push(form);
+                if form.status == FormStatus::Pending {
+                    open_forms.push(form.id.clone());
+                }
+            }
+            (EntryKind::Approval, Some(EntryDetail::Approval(approval)))
+                if approval.invocation.as_deref() == Some(call)
+                    && approval.status == ApprovalStatus::Pending =>
+            {
+                open_approvals.push(approval.id.clone());
+            }
+            _ => {}
+        }
+    }
+    let Some(invocation) = invocation.filter(|record| record.status == InvocationStatus::Running)
+    else {
+        return Plan::Gone;
+    };
+    let Some(round) = round else {
+        return Plan::End {
+            forms: open_forms,
+            approvals: open_approvals,
+        };
+    };
+    if round_forms
+        .iter()
+        .any(|form| form.status == FormStatus::Pending)
+    {
+        return Plan::Wait;
+    }
+    let responses = (!round.asked.is_empty()).then(|| {
+        round
+            .asked
+            .iter()
+            .map(|key| {
+                let asked_as = Value::from(key.as_str()).to_string();
+                let answer = round_forms
+                    .iter()
+                    .rev()
+                    .find(|form| form.asked_as.as_deref() == Some(asked_as.as_str()))
+                    .map_or_else(FormReply::cancel, |form| stored_reply(form));
+                (key.clone(), answer.to_result())
+            })
+            .collect()
+    });
+    Plan::Resume {
+        invocation: Box::new(invocation),
+        resume: Resume {
+            round: round.round,
+            responses,
+            state: round.state,
+        },
+    }
+}
+
+/// The answer a form ended with, as its record keeps it.
+fn stored_reply(form: &FormRecord) -> FormReply {
+    match form.status {
+        FormStatus::Accepted => FormReply {
+            action: FormAction::Accept,
+            content: form
+                .content
+                .as_deref()
+                .and_then(|content| serde_json::from_str(content.get()).ok()),
+            meta: None,
+        },
+        FormStatus::Declined => FormReply::decline(),
+        FormStatus::Cancelled | FormStatus::Pending => FormReply::cancel(),
+    }
 }
 
 struct Follower {
@@ -243,7 +446,13 @@ impl Session {
         };
         tokio::spawn(async move {
             match crate::persist::write(&store, &me.id, &ending, None).await {
-                Ok(()) => me.take_in_committed(vec![ending], Vec::new()),
+                Ok(()) => {
+                    me.take_in_committed(vec![ending], Vec::new());
+                    // The replica holding the call may have stopped: carry it on now.
+                    if let Some(host) = me.host.upgrade() {
+                        take_over_expired(&host, &store).await;
+                    }
+                }
                 Err(err) => {
                     let Event::FormResolved { form_id, .. } = &ending else {
                         return;

@@ -148,7 +148,13 @@ impl Session {
             })
         };
         let (card, answer) = Card::form(form_id.clone(), call_id, server.to_owned(), body);
-        self.push_card(card, serde_json::value::to_raw_value(&params).ok());
+        let sent = serde_json::value::to_raw_value(&params).ok().map(|params| {
+            crate::persist::Sent::Form {
+                params,
+                asked_as: None,
+            }
+        });
+        self.push_card(card, sent);
         let session = Arc::downgrade(self);
         let card = form_id.clone();
         tokio::spawn(async move {

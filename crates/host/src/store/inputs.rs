@@ -46,6 +46,7 @@ pub(crate) struct FormInput {
     pub(crate) plugin: String,
     pub(crate) request: String,
     pub(crate) render: Option<String>,
+    pub(crate) asked_as: Option<String>,
 }
 
 /// How a form ended, owned.

@@ -132,6 +132,16 @@ impl Store {
     /// `uploads/` under `data_dir`. On PostgreSQL nothing is cancelled at open (other hosts may
     /// share the database) and no lock file is taken.
     pub async fn connect(url: &StoreUrl, data_dir: &Path) -> Result<Store, StoreError> {
+        Store::connect_with_lease(url, data_dir, postgres::DEFAULT_LEASE).await
+    }
+
+    /// [`Store::connect`], with the lease of each running call on PostgreSQL: how long after
+    /// this host stops renewing it another replica may take the call over (10 s by default).
+    pub async fn connect_with_lease(
+        url: &StoreUrl,
+        data_dir: &Path,
+        lease: std::time::Duration,
+    ) -> Result<Store, StoreError> {
         match url {
             StoreUrl::Sqlite(path) => {
                 let path = path.clone();
@@ -140,7 +150,7 @@ impl Store {
                     .map_err(|_| StoreError::Closed)?
             }
             StoreUrl::Postgres(url) => {
-                let postgres = Postgres::connect(url).await?;
+                let postgres = Postgres::connect(url, lease).await?;
                 tracing::info!(database = %postgres.shown(), "the store is on PostgreSQL");
                 let store = Store {
                     inner: Arc::new(Inner {
@@ -328,6 +338,14 @@ impl Store {
         }
     }
 
+    /// How long a running call's lease lasts on PostgreSQL; `None` on SQLite, which has none.
+    pub fn lease(&self) -> Option<std::time::Duration> {
+        match &self.inner.engine {
+            Engine::Sqlite(_) => None,
+            Engine::Postgres(db) => Some(db.lease()),
+        }
+    }
+
     /// The notices of what other hosts sharing the database commit, from the moment this
     /// returns until the store closes; `None` on SQLite, which one host holds.
     pub async fn follow(
@@ -383,6 +401,52 @@ impl Store {
             Engine::Postgres(db) => {
                 db.read(|tx| Box::pin(async move { postgres::sql::session_heads(tx).await }))
                     .await
+            }
+        }
+    }
+
+    /// The running calls of other replicas whose lease expired (their replica stopped), oldest
+    /// first, each with its session; always none on SQLite, which one host holds.
+    pub async fn expired_calls(&self) -> Result<Vec<(String, String)>, StoreError> {
+        match &self.inner.engine {
+            Engine::Sqlite(_) => Ok(Vec::new()),
+            Engine::Postgres(db) => {
+                db.read(|tx| Box::pin(async move { postgres::sql::expired_calls(tx).await }))
+                    .await
+            }
+        }
+    }
+
+    /// Takes over the running call `invocation` if its lease expired: `true` when this store
+    /// holds it now (exactly one of several replicas claiming at once does). Always `false` on
+    /// SQLite.
+    pub async fn claim_call(&self, invocation: &str) -> Result<bool, StoreError> {
+        match &self.inner.engine {
+            Engine::Sqlite(_) => Ok(false),
+            Engine::Postgres(db) => {
+                let id = invocation.to_owned();
+                db.write(&self.inner.stats, move |tx| {
+                    Box::pin(async move { postgres::sql::claim_call(tx, &id).await })
+                })
+                .await
+            }
+        }
+    }
+
+    /// Takes over the running call `invocation` if its lease expired and ends it as a restart
+    /// ends what it finds running: its pending forms and approvals and the call `cancelled`
+    /// with reason [`HOST_STOPPED`]. `false` when another replica holds it (always on SQLite).
+    pub async fn end_abandoned_call(&self, invocation: &str) -> Result<bool, StoreError> {
+        match &self.inner.engine {
+            Engine::Sqlite(_) => Ok(false),
+            Engine::Postgres(db) => {
+                let id = invocation.to_owned();
+                db.write(&self.inner.stats, move |tx| {
+                    Box::pin(async move {
+                        postgres::sql::end_abandoned_call(tx, &id, HOST_STOPPED).await
+                    })
+                })
+                .await
             }
         }
     }
@@ -446,18 +510,20 @@ impl Store {
         on_engine!(self.read(invocation(&id)))
     }
 
-    /// Records an `input_required` round of a running tool call: a transcript entry of kind
-    /// [`EntryKind::InvocationRound`] referring to the call.
+    /// Records an `input_required` round of a running tool call, with its `requestState` if it
+    /// carried one: a transcript entry of kind [`EntryKind::InvocationRound`] referring to the
+    /// call.
     pub async fn record_round(
         &self,
         invocation: &str,
         round: u32,
         asked: &[String],
-        request_state: bool,
+        state: Option<&str>,
     ) -> Result<(), StoreError> {
         let invocation = invocation.to_owned();
         let asked = asked.to_vec();
-        on_engine!(self.write(record_round(&invocation, round, &asked, request_state)))
+        let state = state.map(str::to_owned);
+        on_engine!(self.write(record_round(&invocation, round, &asked, state.as_deref())))
     }
 
     /// Records the UI resource (MCP App) a tool call declared: a transcript entry of kind
@@ -525,6 +591,7 @@ impl Store {
             plugin: form.plugin.to_owned(),
             request: form.request.get().to_owned(),
             render: form.render.map(|raw| raw.get().to_owned()),
+            asked_as: form.asked_as.map(str::to_owned),
         };
         on_engine!(self.write(insert_form(&input)))
     }

@@ -285,6 +285,9 @@ pub struct RoundRecord {
     pub asked: Vec<String>,
     /// Whether it carried `requestState`.
     pub request_state: bool,
+    /// The `requestState` as the plugin sent it, to send again when another replica carries
+    /// the call on.
+    pub state: Option<String>,
     /// When it arrived.
     pub at: UnixMillis,
 }
@@ -295,15 +298,18 @@ struct RoundPayload {
     round: u32,
     asked: Vec<String>,
     request_state: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    state: Option<String>,
 }
 
 impl RoundRecord {
     /// The payload of its transcript entry, as JSON text.
-    pub(crate) fn payload(round: u32, asked: &[String], request_state: bool) -> String {
+    pub(crate) fn payload(round: u32, asked: &[String], state: Option<&str>) -> String {
         let payload = RoundPayload {
             round,
             asked: asked.to_vec(),
-            request_state,
+            request_state: state.is_some(),
+            state: state.map(str::to_owned),
         };
         serde_json::to_string(&payload).unwrap_or_default()
     }
@@ -319,6 +325,7 @@ impl RoundRecord {
             round: payload.round,
             asked: payload.asked,
             request_state: payload.request_state,
+            state: payload.state,
             at,
         })
     }
@@ -384,6 +391,8 @@ pub struct NewForm<'a> {
     pub request: &'a RawValue,
     /// What the person was shown: the `ElicitationRequest` as JSON (the render block, or the URL).
     pub render: Option<&'a RawValue>,
+    /// The id it was asked under, as JSON text (see [`FormRecord::asked_as`]).
+    pub asked_as: Option<&'a str>,
 }
 
 /// How a form ended.
@@ -431,6 +440,9 @@ pub struct FormRecord {
     pub created_at: UnixMillis,
     /// When it ended.
     pub resolved_at: Option<UnixMillis>,
+    /// The id it was asked under, as JSON text: a pushed form's JSON-RPC id, a round's form its
+    /// `inputRequests` key.
+    pub asked_as: Option<String>,
 }
 
 /// An approval card about to be shown.

@@ -262,3 +262,217 @@ async fn the_rounds_of_a_call_on_one_replica_are_answered_on_another() {
         host.shutdown().await;
     }
 }
+
+/// Selects the child mode of [`a_stopped_replicas_calls_are_carried_on_or_ended_by_one_other`]:
+/// the database URL.
+const CHILD_URL_ENV: &str = "REPLICA_CHILD_URL";
+/// The lease of the tests' replicas: short, so that a killed one's calls expire soon.
+const LEASE: Duration = Duration::from_secs(1);
+
+/// The key every instance of the Python plugin seals `requestState` with, as instances of one
+/// server behind several replicas must share one.
+const STATE_KEY: &str = "replicas-share-this-request-state-key-0123456789";
+
+/// The TS SDK plugin (pushed forms) as `ts` and the Python SDK plugin (2026-07-28 rounds) as
+/// `py`, its instances sharing one `requestState` key.
+fn both_eras() -> Config {
+    let python = formwork_testkit::peers_dir().join("venv/bin/python");
+    let plugin = formwork_testkit::peers_dir().join("npm/py_mrtr_plugin.py");
+    let text = format!(
+        "{}{}\n[mcp_servers.py]\ncommand = {:?}\nargs = [{:?}]\nenv = {{ PY_MRTR_STATE_KEY = {:?} }}\n{}\n",
+        ts_table("ts"),
+        approve(),
+        python.display().to_string(),
+        plugin.display().to_string(),
+        STATE_KEY,
+        approve()
+    );
+    Config::from_toml(&text, None).unwrap()
+}
+
+async fn leased_replica(url: &StoreUrl) -> Host {
+    let store = Store::connect_with_lease(url, std::path::Path::new("/unused"), LEASE)
+        .await
+        .unwrap();
+    Host::with_store(both_eras(), HostOptions::default(), store)
+        .await
+        .unwrap()
+}
+
+/// A replica is killed (SIGKILL) while a 2026-07-28 call waits on its round's form and a pushed
+/// form is open. On the two replicas left, the person answers the round on one; once the lease
+/// has expired exactly one of them carries the call on, sending the retry with the answer and
+/// the stored `requestState`; the call's next round is answered on the other, and the call
+/// finishes with both answers. The pushed form, whose connection died with its replica, ends as
+/// `cancel` (`host-stopped`), and so does its call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_replicas_calls_are_carried_on_or_ended_by_one_other() {
+    let url_text = Cluster::shared().new_database();
+    let url = StoreUrl::parse(&url_text).unwrap();
+    let b = leased_replica(&url).await;
+    let c = leased_replica(&url).await;
+
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "replicas::replica_child", "--nocapture"])
+        .env(CHILD_URL_ENV, &url_text)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let line = tokio::task::spawn_blocking(move || {
+        use std::io::BufRead;
+        stdout
+            .lines()
+            .map_while(Result::ok)
+            .find(|line| line.starts_with("FORMS "))
+    })
+    .await
+    .unwrap()
+    .expect("the child's forms");
+    let ids: Vec<String> = line.split(' ').skip(1).map(str::to_owned).collect();
+    let [session, round_form, pushed_session, pushed_form] = ids.as_slice() else {
+        panic!("{line}")
+    };
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+
+    until("the round's form on B", || {
+        logged(&b, session)
+            .iter()
+            .any(|line| line.contains(round_form.as_str()))
+    })
+    .await;
+    let answer = |host: &Host, form: &str, content: Value| {
+        host.command(
+            session,
+            Command::AnswerForm {
+                form_id: form.to_owned(),
+                answer: FormAnswer::Accept {
+                    content: content.as_object().unwrap().clone(),
+                },
+            },
+        )
+    };
+    answer(&b, round_form, json!({"target": "production"})).unwrap();
+
+    // The next round's form is asked by whichever replica carried the call on.
+    let next_form = |host: &Host| {
+        host.events(session)
+            .unwrap()
+            .iter()
+            .filter_map(|event| match event.as_ref() {
+                Event::FormRequested { form_id, .. }
+                    if form_id != round_form && form_id != pushed_form =>
+                {
+                    Some(form_id.clone())
+                }
+                _ => None,
+            })
+            .next_back()
+    };
+    until("the second round's form", || {
+        next_form(&b).is_some() && next_form(&c).is_some()
+    })
+    .await;
+    let second = next_form(&b).unwrap();
+    let holder_is_b = b.shown_card(session).unwrap().is_some();
+    let other = if holder_is_b { &c } else { &b };
+    answer(other, &second, json!({"confirm": true})).unwrap();
+
+    let finished = |host: &Host, session: &str, call_of: &str| -> Option<String> {
+        let events = host.events(session).unwrap();
+        let call = events.iter().find_map(|event| match event.as_ref() {
+            Event::FormRequested {
+                form_id, call_id, ..
+            } if form_id == call_of => call_id.clone(),
+            _ => None,
+        })?;
+        events.iter().find_map(|event| match event.as_ref() {
+            Event::ToolCallFinished {
+                call_id,
+                result,
+                error,
+            } if *call_id == call => Some(match (result, error) {
+                (Some(result), _) => result["content"][0]["text"].as_str().unwrap().to_owned(),
+                (None, error) => format!("error: {}", error.clone().unwrap_or_default()),
+            }),
+            _ => None,
+        })
+    };
+    until("the round call finished on both", || {
+        finished(&b, session, round_form).is_some() && finished(&c, session, round_form).is_some()
+    })
+    .await;
+    for host in [&b, &c] {
+        assert_eq!(
+            finished(host, session, round_form).unwrap(),
+            r#"target: accept {"target":"production"}; confirm: {"confirm":true}"#
+        );
+        until("the pushed call ended", || {
+            finished(host, pushed_session, pushed_form).is_some()
+        })
+        .await;
+        assert_eq!(
+            finished(host, pushed_session, pushed_form).unwrap(),
+            "error: host-stopped"
+        );
+        let pushed_end = logged(host, pushed_session)
+            .into_iter()
+            .find(|line| {
+                line.contains(r#""type":"form_resolved""#) && line.contains(pushed_form.as_str())
+            })
+            .unwrap();
+        assert_eq!(
+            pushed_end,
+            format!(
+                r#"{{"type":"form_resolved","form_id":"{pushed_form}","action":"cancel","reason":"host-stopped"}}"#
+            )
+        );
+    }
+    // One replica carried the call on: one second round, one retry answered.
+    let seconds = |host: &Host| {
+        host.events(session)
+            .unwrap()
+            .iter()
+            .filter(|event| matches!(event.as_ref(), Event::ToolCallRound { round: 2, .. }))
+            .count()
+    };
+    assert_eq!((seconds(&b), seconds(&c)), (1, 1));
+    let (stored, _) = replica(&url).await;
+    assert_eq!(
+        stored
+            .events(session)
+            .unwrap()
+            .iter()
+            .filter(|event| matches!(event.as_ref(), Event::ToolCallRound { round: 2, .. }))
+            .count(),
+        1
+    );
+    for host in [b, c, stored] {
+        host.shutdown().await;
+    }
+}
+
+/// Child mode of [`a_stopped_replicas_calls_are_carried_on_or_ended_by_one_other`]: a replica
+/// that starts a 2026-07-28 call and a pushed form, prints their ids, and waits to be killed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replica_child() {
+    let Ok(url) = std::env::var(CHILD_URL_ENV) else {
+        return;
+    };
+    let a = leased_replica(&StoreUrl::parse(&url).unwrap()).await;
+    let mut rounds = Watch::open(&a);
+    rounds.call_on("py", "deploy");
+    let (round_form, _) = rounds.form().await;
+    let mut pushed = Watch::open(&a);
+    pushed.call_on("ts", "ask_enum");
+    let (pushed_form, _) = pushed.form().await;
+    // Both stored before they are announced to the parent.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    println!(
+        "FORMS {} {round_form} {} {pushed_form}",
+        rounds.session, pushed.session
+    );
+    tokio::time::sleep(Duration::from_secs(600)).await;
+}

@@ -169,6 +169,7 @@ async fn a_thousand_concurrent_writers_are_all_acknowledged(engine: Engine) {
                     plugin: "p",
                     request: &request,
                     render: None,
+                    asked_as: None,
                 })
                 .await
                 .unwrap();
@@ -405,6 +406,7 @@ fn kill_nine_child() {
                             plugin: "p",
                             request: &request,
                             render: None,
+                            asked_as: None,
                         })
                         .await
                         .unwrap();

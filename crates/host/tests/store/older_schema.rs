@@ -35,6 +35,7 @@ async fn a_schema_1_database_keeps_its_transcript_and_takes_rounds() {
         DROP TABLE model_items;
         ALTER TABLE sessions DROP COLUMN codex_thread;
         ALTER TABLE invocations DROP COLUMN asked_by;
+        ALTER TABLE forms DROP COLUMN asked_as;
         PRAGMA user_version = 1;",
     )
     .unwrap();
@@ -53,7 +54,7 @@ async fn a_schema_1_database_keeps_its_transcript_and_takes_rounds() {
         .await
         .unwrap();
     store
-        .record_round("c", 1, &["ask-1".to_owned()], true)
+        .record_round("c", 1, &["ask-1".to_owned()], Some("state"))
         .await
         .unwrap();
     let kinds: Vec<(u64, EntryKind, String)> = store
@@ -71,7 +72,7 @@ async fn a_schema_1_database_keeps_its_transcript_and_takes_rounds() {
             (
                 3,
                 EntryKind::InvocationRound,
-                r#"{"round":1,"asked":["ask-1"],"request_state":true}"#.to_owned()
+                r#"{"round":1,"asked":["ask-1"],"request_state":true,"state":"state"}"#.to_owned()
             ),
         ]
     );

@@ -22,7 +22,7 @@ async fn an_empty_database_is_migrated_and_a_newer_one_refused() {
         .unwrap();
     assert_eq!(
         cluster.psql(name, "SELECT version FROM formwork_schema"),
-        "2\n"
+        "3\n"
     );
     let tables = cluster.psql(
         name,
@@ -52,7 +52,7 @@ async fn an_empty_database_is_migrated_and_a_newer_one_refused() {
             error,
             StoreError::PostgresSchemaTooNew {
                 found: 99,
-                supported: 2,
+                supported: 3,
                 ..
             }
         ),
@@ -79,7 +79,7 @@ async fn stores_migrating_one_database_at_once_all_succeed() {
     };
     assert_eq!(
         cluster.psql(&pg.database, "SELECT version FROM formwork_schema"),
-        "2\n"
+        "3\n"
     );
 }
 
@@ -98,6 +98,7 @@ async fn a_write_is_visible_to_a_second_store_on_the_same_database() {
             plugin: "p",
             request: &request,
             render: None,
+            asked_as: None,
         })
         .await
         .unwrap();

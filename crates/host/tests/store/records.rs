@@ -61,6 +61,7 @@ async fn json_round_trips_byte_for_byte_with_result_parts_apart(engine: Engine) 
             plugin: "files",
             request: &request,
             render: Some(&render),
+            asked_as: Some(r#""ask-1""#),
         })
         .await
         .unwrap();
@@ -79,6 +80,7 @@ async fn json_round_trips_byte_for_byte_with_result_parts_apart(engine: Engine) 
     assert_eq!(form.content.unwrap().get(), ANSWER);
     assert_eq!(form.status, FormStatus::Accepted);
     assert_eq!(form.invocation.as_deref(), Some("i1"));
+    assert_eq!(form.asked_as.as_deref(), Some(r#""ask-1""#));
 
     let rendering = raw(RENDERING);
     store
@@ -188,6 +190,7 @@ async fn transcript_is_ordered_and_joined_with_its_rows(engine: Engine) {
                 plugin: "fs",
                 request: &request,
                 render: None,
+                asked_as: None,
             })
             .await
             .unwrap(),
@@ -304,6 +307,7 @@ async fn wrong_ids_and_second_endings_are_typed_errors(engine: Engine) {
             plugin: "p",
             request: &payload,
             render: None,
+            asked_as: None,
         })
         .await
         .unwrap_err();
@@ -332,6 +336,7 @@ async fn wrong_ids_and_second_endings_are_typed_errors(engine: Engine) {
             plugin: "p",
             request: &payload,
             render: None,
+            asked_as: None,
         })
         .await
         .unwrap();
@@ -363,6 +368,7 @@ async fn wrong_ids_and_second_endings_are_typed_errors(engine: Engine) {
             plugin: "p",
             request: &payload,
             render: None,
+            asked_as: None,
         })
         .await
         .unwrap_err();
@@ -396,25 +402,28 @@ async fn rounds_apps_model_items_and_deletion(engine: Engine) {
         .await
         .unwrap();
     let asked = ["b".to_owned(), "a".to_owned()];
-    store.record_round("i", 1, &asked, true).await.unwrap();
     store
-        .record_round("i", 2, &asked[..1], false)
+        .record_round("i", 1, &asked, Some("st\u{e9}\"1"))
         .await
         .unwrap();
+    store.record_round("i", 2, &asked[..1], None).await.unwrap();
     let app = AppRecord {
         resource_uri: "ui://p/app.html".to_owned(),
     };
     store.record_app("i", app).await.unwrap();
-    let rounds: Vec<(u32, Vec<String>, bool)> = store
+    let rounds: Vec<(u32, Vec<String>, bool, Option<String>)> = store
         .rounds("i")
         .await
         .unwrap()
         .into_iter()
-        .map(|round| (round.round, round.asked, round.request_state))
+        .map(|round| (round.round, round.asked, round.request_state, round.state))
         .collect();
     assert_eq!(
         rounds,
-        [(1, asked.to_vec(), true), (2, vec!["b".to_owned()], false)]
+        [
+            (1, asked.to_vec(), true, Some("st\u{e9}\"1".to_owned())),
+            (2, vec!["b".to_owned()], false, None)
+        ]
     );
 
     const CONTEXT: &str = r#"{"z":1,"a":[2.50]}"#;

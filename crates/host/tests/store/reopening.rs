@@ -36,6 +36,7 @@ async fn restart_keeps_the_transcript_and_cancels_what_was_pending() {
                 plugin: "p",
                 request: &request,
                 render: Some(&render),
+                asked_as: None,
             })
             .await
             .unwrap();
@@ -169,6 +170,7 @@ async fn a_database_reached_through_a_symlink_finds_the_live_lock() {
             plugin: "p",
             request: &request,
             render: None,
+            asked_as: None,
         })
         .await
         .unwrap();

@@ -171,14 +171,19 @@ impl Session {
         let Ok(body) = formwork_forms::parse_request(&params) else {
             return Err(Unconfirmed::Refused(refusal.to_owned()));
         };
-        let raw = serde_json::value::to_raw_value(&params).ok();
+        let sent = serde_json::value::to_raw_value(&params).ok().map(|params| {
+            crate::persist::Sent::Form {
+                params,
+                asked_as: None,
+            }
+        });
         let (card, answer) = Card::form(
             self.new_id("f"),
             Some(call_id.to_owned()),
             server.to_owned(),
             body,
         );
-        self.push_card(card, raw);
+        self.push_card(card, sent);
         let reply = answer.await;
         let chosen = reply.action == FormAction::Accept
             && reply

@@ -34,6 +34,12 @@ use listen::StoreNotice;
 /// Connections a store keeps open at most.
 const POOL_SIZE: usize = 16;
 
+/// How long a running call's lease lasts unless [`Store::connect_with_lease`] says otherwise;
+/// the store renews its calls' leases three times as often.
+///
+/// [`Store::connect_with_lease`]: crate::store::Store::connect_with_lease
+pub(crate) const DEFAULT_LEASE: Duration = Duration::from_secs(10);
+
 /// How long a new connection may take, so an unreachable server fails the start instead of
 /// hanging it for the system's TCP timeout.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -50,11 +56,15 @@ pub(crate) struct Postgres {
     origin: String,
     /// Cancelled at close: the listening connection ends.
     closed: CancellationToken,
+    /// How long a running call's lease lasts.
+    lease: Duration,
 }
 
 impl Postgres {
     /// Connects to `url` and migrates its database.
-    pub(crate) async fn connect(url: &PgUrl) -> Result<Postgres, StoreError> {
+    pub(crate) async fn connect(url: &PgUrl, lease: Duration) -> Result<Postgres, StoreError> {
+        // Renewed three times per lease: a shorter one would be renewed without pause.
+        let lease = lease.max(Duration::from_millis(300));
         let shown = url.to_string();
         let origin = crate::instance::random_mark();
         let mut config = Config::new();
@@ -90,18 +100,53 @@ impl Postgres {
             other => pool_error(other),
         })?;
         schema::migrate(&mut client, &shown).await?;
-        Ok(Postgres {
+        let postgres = Postgres {
             pool,
             shown,
             config: Box::new(config),
             origin,
             closed: CancellationToken::new(),
-        })
+            lease,
+        };
+        postgres.renew_leases_while_open(lease);
+        Ok(postgres)
+    }
+
+    /// Renews the leases of this store's running calls three times per `lease` until the store
+    /// closes: while this process lives, no other replica takes its calls over.
+    fn renew_leases_while_open(&self, lease: Duration) {
+        let pool = self.pool.clone();
+        let closed = self.closed.clone();
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(lease / 3);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = ticks.tick() => {}
+                    () = closed.cancelled() => return,
+                }
+                let renewed = async {
+                    let mut client = pool.get().await.map_err(pool_error)?;
+                    let tx = client.transaction().await?;
+                    sql::renew_leases(&tx).await?;
+                    tx.commit().await?;
+                    Ok::<_, StoreError>(())
+                };
+                if let Err(err) = renewed.await {
+                    tracing::warn!(target: "formwork::store", %err, "the leases of running calls were not renewed");
+                }
+            }
+        });
     }
 
     /// This store's mark on what it writes.
     pub(crate) fn origin(&self) -> &str {
         &self.origin
+    }
+
+    /// How long a running call's lease lasts.
+    pub(crate) fn lease(&self) -> Duration {
+        self.lease
     }
 
     /// The notices of what other hosts commit, from now until the store closes (`listen.rs`).

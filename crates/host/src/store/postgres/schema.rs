@@ -148,6 +148,27 @@ const MIGRATIONS: &[&str] = &[
     CREATE TRIGGER sessions_changed AFTER INSERT OR DELETE ON sessions
         FOR EACH ROW EXECUTE FUNCTION formwork_session_changed();
     "#,
+    // 2 → 3: the id each form was asked under (SQLite's 7), and a lease on each running call:
+    // the store that began it (`held_by`, its connections' `formwork.origin`) renews
+    // `lease_until` while it lives; the database's clock (`formwork_now_ms`) sets and judges
+    // every lease, so replicas' clocks do not matter.
+    r#"
+    ALTER TABLE forms ADD COLUMN asked_as TEXT;
+
+    CREATE FUNCTION formwork_now_ms() RETURNS BIGINT LANGUAGE sql VOLATILE AS
+        $$ SELECT (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT $$;
+    CREATE FUNCTION formwork_lease_end() RETURNS BIGINT LANGUAGE sql VOLATILE AS
+        $$ SELECT formwork_now_ms()
+               + coalesce(nullif(current_setting('formwork.lease_ms', true), ''), '10000')::BIGINT $$;
+
+    -- Calls begun before leases have none that anyone renews: expired.
+    ALTER TABLE invocations ADD COLUMN held_by TEXT, ADD COLUMN lease_until BIGINT;
+    UPDATE invocations SET lease_until = 0 WHERE status = 'running';
+    ALTER TABLE invocations
+        ALTER COLUMN held_by SET DEFAULT nullif(current_setting('formwork.origin', true), ''),
+        ALTER COLUMN lease_until SET DEFAULT formwork_lease_end();
+    CREATE INDEX invocations_leased ON invocations(lease_until) WHERE status = 'running';
+    "#,
 ];
 
 /// Brings the database up to [`PG_SCHEMA_VERSION`]; `shown` names it (without a password) in

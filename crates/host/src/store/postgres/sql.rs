@@ -321,6 +321,106 @@ async fn rows_by_id<T>(
     query(tx, &sql, &[&ids]).await?.iter().map(record).collect()
 }
 
+// ---- leases ----
+// Every running call is leased by the store that holds it (`held_by`, a connection's
+// `formwork.origin`); the database's clock sets and judges the leases (`formwork_now_ms`).
+
+/// Renews the lease of every running call this store holds; returns how many.
+pub(crate) async fn renew_leases(tx: &Transaction<'_>) -> Result<u64, StoreError> {
+    execute(
+        tx,
+        "UPDATE invocations SET lease_until = formwork_lease_end()
+         WHERE held_by = current_setting('formwork.origin', true) AND status = 'running'",
+        &[],
+    )
+    .await
+}
+
+/// The running calls of other stores whose lease expired, oldest first, with their session.
+pub(crate) async fn expired_calls(
+    tx: &Transaction<'_>,
+) -> Result<Vec<(String, String)>, StoreError> {
+    query(
+        tx,
+        "SELECT id, session_id FROM invocations
+         WHERE status = 'running' AND lease_until < formwork_now_ms()
+           AND held_by IS DISTINCT FROM current_setting('formwork.origin', true)
+         ORDER BY started_at, id",
+        &[],
+    )
+    .await?
+    .iter()
+    .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+    .collect()
+}
+
+/// Takes the call over if it still runs and its lease expired: `true` when this store now
+/// holds it. Of two stores claiming at once, the second finds the lease renewed.
+pub(crate) async fn claim_call(tx: &Transaction<'_>, id: &str) -> Result<bool, StoreError> {
+    let claimed = execute(
+        tx,
+        "UPDATE invocations
+         SET held_by = current_setting('formwork.origin', true), lease_until = formwork_lease_end()
+         WHERE id = $1 AND status = 'running' AND lease_until < formwork_now_ms()",
+        &[&id],
+    )
+    .await?;
+    Ok(claimed == 1)
+}
+
+/// Claims the call (see [`claim_call`]) and ends it with what is open of it, as a restart
+/// does: its pending forms and approvals and the call itself `cancelled` for `reason`.
+/// `false` when another store holds it.
+pub(crate) async fn end_abandoned_call(
+    tx: &Transaction<'_>,
+    id: &str,
+    reason: &str,
+) -> Result<bool, StoreError> {
+    if !claim_call(tx, id).await? {
+        return Ok(false);
+    }
+    let forms = query(
+        tx,
+        "SELECT id FROM forms WHERE invocation_id = $1 AND status = 'pending' ORDER BY created_at, id",
+        &[&id],
+    )
+    .await?;
+    for row in forms {
+        let form: String = row.try_get(0)?;
+        let end = FormEnd {
+            status: FormStatus::Cancelled,
+            content: None,
+            reason: Some(reason.to_owned()),
+        };
+        resolve_form(tx, &form, &end).await?;
+    }
+    let approvals = query(
+        tx,
+        "SELECT id FROM approvals WHERE invocation_id = $1 AND status = 'pending' ORDER BY created_at, id",
+        &[&id],
+    )
+    .await?;
+    for row in approvals {
+        let approval: String = row.try_get(0)?;
+        let end = ApprovalEnd {
+            status: ApprovalStatus::Cancelled,
+            choice: None,
+            reason: Some(reason.to_owned()),
+        };
+        resolve_approval(tx, &approval, &end).await?;
+    }
+    let end = InvocationEnd {
+        status: InvocationStatus::Cancelled,
+        content: None,
+        structured_content: None,
+        meta: None,
+        is_error: false,
+        error: Some(reason.to_owned()),
+    };
+    finish_invocation(tx, id, &end).await?;
+    Ok(true)
+}
+
 // ---- invocations ----
 
 pub(crate) async fn begin_invocation(
@@ -425,7 +525,7 @@ pub(crate) async fn record_round(
     invocation: &str,
     round: u32,
     asked: &[String],
-    request_state: bool,
+    state: Option<&str>,
 ) -> Result<(), StoreError> {
     let found = query_opt(
         tx,
@@ -444,7 +544,7 @@ pub(crate) async fn record_round(
             status: "finished",
         });
     }
-    let payload = RoundRecord::payload(round, asked, request_state);
+    let payload = RoundRecord::payload(round, asked, state);
     append_entry(
         tx,
         &session,
@@ -600,8 +700,8 @@ pub(crate) async fn insert_form(
     execute(
         tx,
         "INSERT INTO forms (id, session_id, invocation_id, plugin, request, render, status,
-             created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7)",
+             created_at, asked_as)
+         VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $8)",
         &[
             &input.id,
             &input.session,
@@ -610,6 +710,7 @@ pub(crate) async fn insert_form(
             &input.request,
             &input.render,
             &now(),
+            &input.asked_as,
         ],
     )
     .await
@@ -649,7 +750,7 @@ pub(crate) async fn resolve_form(
 }
 
 const FORM_COLUMNS: &str = "id, session_id, invocation_id, plugin, request, render, status, \
-     content, reason, created_at, resolved_at";
+     content, reason, created_at, resolved_at, asked_as";
 
 pub(crate) async fn form(tx: &Transaction<'_>, id: &str) -> Result<Option<FormRecord>, StoreError> {
     let sql = format!("SELECT {FORM_COLUMNS} FROM forms WHERE id = $1");
@@ -670,6 +771,7 @@ fn form_row(row: &Row) -> Result<FormRecord, StoreError> {
         reason: row.try_get(8)?,
         created_at: row.try_get(9)?,
         resolved_at: row.try_get(10)?,
+        asked_as: row.try_get(11)?,
     })
 }
 

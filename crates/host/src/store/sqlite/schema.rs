@@ -167,6 +167,11 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE invocations ADD COLUMN asked_by TEXT;
     "#,
+    // 6 → 7: the id a form was asked under (a pushed form's JSON-RPC id; a round's form, its
+    // `inputRequests` key), so that a round's answers can be sent again by key.
+    r#"
+    ALTER TABLE forms ADD COLUMN asked_as TEXT;
+    "#,
 ];
 
 /// Settings of the writing connection. `synchronous = FULL` makes every commit sync the WAL,

@@ -314,7 +314,7 @@ pub(crate) fn record_round(
     invocation: &str,
     round: u32,
     asked: &[String],
-    request_state: bool,
+    state: Option<&str>,
 ) -> Result<(), StoreError> {
     let found: Option<(String, String)> = conn
         .prepare_cached("SELECT session_id, status FROM invocations WHERE id = ?1")?
@@ -336,7 +336,7 @@ pub(crate) fn record_round(
             });
         }
     };
-    let payload = RoundRecord::payload(round, asked, request_state);
+    let payload = RoundRecord::payload(round, asked, state);
     append_entry(
         conn,
         &session,
@@ -473,8 +473,8 @@ pub(crate) fn insert_form(conn: &Connection, input: &FormInput) -> Result<u64, S
     }
     conn.prepare_cached(
         "INSERT INTO forms (id, session_id, invocation_id, plugin, request, render, status,
-             created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', ?7)",
+             created_at, asked_as)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', ?7, ?8)",
     )?
     .execute(params![
         input.id,
@@ -483,7 +483,8 @@ pub(crate) fn insert_form(conn: &Connection, input: &FormInput) -> Result<u64, S
         input.plugin,
         input.request,
         input.render,
-        now()
+        now(),
+        input.asked_as
     ])
     .map_err(|error| duplicate_or(error, "form", &input.id))?;
     append_entry(
@@ -520,9 +521,9 @@ pub(crate) fn resolve_form(conn: &Connection, id: &str, end: &FormEnd) -> Result
 }
 
 const FORM_COLUMNS: &str = "id, session_id, invocation_id, plugin, request, render, status, \
-     content, reason, created_at, resolved_at";
+     content, reason, created_at, resolved_at, asked_as";
 const FORMS_OF_SESSION: &str = "SELECT id, session_id, invocation_id, plugin, request, render, \
-     status, content, reason, created_at, resolved_at FROM forms WHERE session_id = ?1";
+     status, content, reason, created_at, resolved_at, asked_as FROM forms WHERE session_id = ?1";
 
 pub(crate) fn form(conn: &Connection, id: &str) -> Result<Option<FormRecord>, StoreError> {
     let sql = format!("SELECT {FORM_COLUMNS} FROM forms WHERE id = ?1");
@@ -542,6 +543,7 @@ fn form_row(row: &Row<'_>) -> Result<FormRecord, StoreError> {
         reason: row.get(8)?,
         created_at: row.get(9)?,
         resolved_at: row.get(10)?,
+        asked_as: row.get(11)?,
     })
 }
 
