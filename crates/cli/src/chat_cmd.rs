@@ -102,7 +102,7 @@ pub async fn run(args: &ChatArgs) -> anyhow::Result<Outcome> {
     let host = match args.store.named(&config)? {
         Some(url) => {
             let data_dir = formwork_host::store::Store::default_data_dir()?;
-            let store = formwork_host::store::Store::connect(&url, &data_dir).await?;
+            let store = crate::store_args::connect(&url, &data_dir, &config).await?;
             Host::with_store(config, options, store).await?
         }
         None => Host::new(config, options),

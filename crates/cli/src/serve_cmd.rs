@@ -128,7 +128,7 @@ pub async fn run(args: &ServeArgs) -> anyhow::Result<Outcome> {
         (None, None) => {}
     }
     let database = args.store.url(&config, &data_dir)?;
-    let store = Store::connect(&database, &data_dir).await?;
+    let store = crate::store_args::connect(&database, &data_dir, &config).await?;
     let exe = std::env::current_exe().context("cannot find formwork's own path")?;
     let options = HostOptions {
         builtin_exe: Some(exe),

@@ -50,6 +50,12 @@ impl StoreArgs {
     }
 }
 
+/// Opens the store at `url` with the lease `[store] lease_seconds` sets.
+pub async fn connect(url: &StoreUrl, data_dir: &Path, config: &Config) -> anyhow::Result<Store> {
+    let lease = config.store.lease.unwrap_or(Store::DEFAULT_LEASE);
+    Ok(Store::connect_with_lease(url, data_dir, lease).await?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::StoreArgs;

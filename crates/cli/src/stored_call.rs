@@ -25,7 +25,7 @@ pub async fn call(
     responder: &CliResponder,
 ) -> anyhow::Result<Outcome> {
     let data_dir = Store::default_data_dir()?;
-    let store = Store::connect(url, &data_dir).await?;
+    let store = crate::store_args::connect(url, &data_dir, &config).await?;
     let options = HostOptions {
         builtin_exe: Some(std::env::current_exe().context("cannot find formwork's own path")?),
         // The terminal shows no apps, so plugins are not told it does.

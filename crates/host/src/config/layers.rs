@@ -199,6 +199,7 @@ pub(crate) fn assemble(sources: Vec<ConfigSource>, files: Vec<(Layer, FileConfig
         codex.command = file.codex_command.or(codex.command);
         codex.home = file.codex_home.or(codex.home);
         store.url = file.store_url.or(store.url);
+        store.lease = file.store_lease.or(store.lease);
         let mut ignored = file.ignored_keys;
         if layer != Layer::User && file.projects.is_some() {
             // Trust is only ever read from the user config.

@@ -152,6 +152,8 @@ pub(crate) struct FileConfig {
     pub(crate) codex_home: Option<PathBuf>,
     /// `[store] url`, parsed; a SQLite path made absolute against the file's directory.
     pub(crate) store_url: Option<StoreUrl>,
+    /// `[store] lease_seconds`.
+    pub(crate) store_lease: Option<std::time::Duration>,
 }
 
 /// Parses one file by itself: its settings over the embedded default, as if it were the only
@@ -283,6 +285,16 @@ pub(crate) fn parse_file(text: &str, path: Option<&Path>) -> Result<FileConfig, 
             Err(error) => return Err(ctx.error(&["store", "url"], error.to_string())),
         },
     };
+    let store_lease = match raw.store.lease_seconds {
+        None => None,
+        Some(seconds @ 1..=3600) => Some(std::time::Duration::from_secs(seconds)),
+        Some(seconds) => {
+            return Err(ctx.error(
+                &["store", "lease_seconds"],
+                format!("must be 1 to 3600 seconds, not {seconds}"),
+            ));
+        }
+    };
 
     Ok(FileConfig {
         approval_policy: raw.approval_policy,
@@ -304,6 +316,7 @@ pub(crate) fn parse_file(text: &str, path: Option<&Path>) -> Result<FileConfig, 
         codex_command: raw.codex.command,
         codex_home,
         store_url,
+        store_lease,
     })
 }
 
@@ -360,6 +373,7 @@ struct RawConfig {
 #[serde(deny_unknown_fields)]
 struct RawStore {
     url: Option<String>,
+    lease_seconds: Option<u64>,
 }
 
 /// The `[codex]` table.

@@ -120,6 +120,9 @@ pub struct StoreConfig {
     /// `postgres://USER@HOST:PORT/DATABASE` URL; `None`: `formwork.db` in the data directory.
     /// `--store` on the command line wins over it.
     pub url: Option<StoreUrl>,
+    /// `lease_seconds` (1 to 3600): on PostgreSQL, how long after a replica stops renewing
+    /// them another may take its running calls over; `None`: 10 seconds.
+    pub lease: Option<std::time::Duration>,
 }
 
 /// Which layer a configuration file is.

@@ -132,8 +132,11 @@ impl Store {
     /// `uploads/` under `data_dir`. On PostgreSQL nothing is cancelled at open (other hosts may
     /// share the database) and no lock file is taken.
     pub async fn connect(url: &StoreUrl, data_dir: &Path) -> Result<Store, StoreError> {
-        Store::connect_with_lease(url, data_dir, postgres::DEFAULT_LEASE).await
+        Store::connect_with_lease(url, data_dir, Store::DEFAULT_LEASE).await
     }
+
+    /// How long a running call's lease lasts on PostgreSQL unless said otherwise.
+    pub const DEFAULT_LEASE: std::time::Duration = postgres::DEFAULT_LEASE;
 
     /// [`Store::connect`], with the lease of each running call on PostgreSQL: how long after
     /// this host stops renewing it another replica may take the call over (10 s by default).

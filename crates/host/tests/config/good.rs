@@ -224,7 +224,7 @@ fn the_runtime_and_how_codex_runs() {
 }
 
 /// `[store] url`: a SQLite path (relative to the file's directory) or a PostgreSQL URL, whose
-/// password no error or debug output shows.
+/// password no error or debug output shows; `lease_seconds`, the lease of running calls.
 #[test]
 fn where_the_store_lives() {
     assert_eq!(load("").store, config::StoreConfig::default());
@@ -255,7 +255,13 @@ fn where_the_store_lives() {
     );
     check_error(
         "[store]\npath = \"formwork.db\"\n",
-        "formwork.toml:2:1: store.path: unknown field `path`, expected `url`",
+        "formwork.toml:2:1: store.path: unknown field `path`, expected `url` or `lease_seconds`",
+    );
+    let leased = load("[store]\nlease_seconds = 3\n");
+    assert_eq!(leased.store.lease, Some(std::time::Duration::from_secs(3)));
+    check_error(
+        "[store]\nlease_seconds = 0\n",
+        "formwork.toml:2:1: store.lease_seconds: must be 1 to 3600 seconds, not 0",
     );
 }
 
