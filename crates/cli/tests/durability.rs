@@ -14,6 +14,10 @@
 //! that sent an answer before storing it would lose it; in odd rounds the test kills it a random
 //! few milliseconds after sending an answer. The moments come from a seeded generator; the seed
 //! is printed, and `DURABILITY_SEED=N` replays it.
+//!
+//! The rounds run on the SQLite file (whose restart sweeps what the killed host left open) and on
+//! a PostgreSQL database (a throwaway cluster): there nothing sweeps, and the restarted host ends
+//! the killed one's call, as a replica ends a stopped one's, once its lease (1 s here) expired.
 
 #![allow(clippy::unwrap_used)]
 
@@ -43,6 +47,21 @@ const HOST_STOPPED: &str = "host-stopped";
 
 #[test]
 fn answers_a_plugin_received_survive_kill_nine_at_random_moments() {
+    kill_nine_rounds(None);
+}
+
+/// The same on PostgreSQL: nothing sweeps at a restart there; the restarted host ends the dead
+/// one's call once its lease (1 s here) has expired, as a replica ends a stopped one's.
+#[test]
+fn answers_a_plugin_received_survive_kill_nine_at_random_moments_on_postgres() {
+    kill_nine_rounds(Some(
+        formwork_testkit::postgres::Cluster::shared().new_database(),
+    ));
+}
+
+/// [`ROUNDS`] kills and restarts, on the SQLite file in the data directory or on the
+/// PostgreSQL database at `postgres`.
+fn kill_nine_rounds(postgres: Option<String>) {
     let started = Instant::now();
     let mut random = Random::seeded();
     let dir = tempfile::tempdir().unwrap();
@@ -52,10 +71,13 @@ fn answers_a_plugin_received_survive_kill_nine_at_random_moments() {
         .enable_all()
         .build()
         .unwrap();
+    let store = Stored::new(&data, postgres);
     let mut earlier = BTreeMap::new();
     let mut totals = Totals::default();
-    let mut serve = Serve::start(dir.path(), &data, 0);
-    assert_eq!(mode(&data), 0o700, "the data directory formwork created");
+    let mut serve = Serve::start(dir.path(), &data, 0, &store);
+    if let Stored::Sqlite(_) = store {
+        assert_eq!(mode(&data), 0o700, "the data directory formwork created");
+    }
     for round in 0..ROUNDS {
         let kill = if round % 2 == 0 {
             Kill::Plugin(random.below(u64::from(FORMS) + 1) as u32)
@@ -70,27 +92,31 @@ fn answers_a_plugin_received_survive_kill_nine_at_random_moments() {
         assert_eq!(status.signal(), Some(9), "round {round}: {status}");
         wait_gone(&played.plugins, round);
         let record = read_record(&serve.record);
-        // The restart: the same data directory; what the killed host left open ends now.
-        serve = Serve::start(dir.path(), &data, round + 1);
-        let database = Serve::database(&data);
-        let checked = check_store(&database, &played, &record, &mut earlier);
+        // The restart: the same data directory; what the killed host left open ends now (on
+        // PostgreSQL, once its lease has expired).
+        serve = Serve::start(dir.path(), &data, round + 1, &store);
+        store.wait_until_ended(&played.session, round);
+        let checked = check_store(&store, &played, &record, &mut earlier);
         runtime.block_on(check_snapshot(&serve, &played, &record));
         totals.add(&checked);
     }
     // While the server runs, SQLite's -wal and -shm files are there too.
-    for name in [
-        "formwork.db",
-        "formwork.db-wal",
-        "formwork.db-shm",
-        "formwork.db.lock",
-    ] {
-        assert_eq!(mode(&data.join(name)), 0o600, "{name}");
+    if let Stored::Sqlite(_) = store {
+        for name in [
+            "formwork.db",
+            "formwork.db-wal",
+            "formwork.db-shm",
+            "formwork.db.lock",
+        ] {
+            assert_eq!(mode(&data.join(name)), 0o600, "{name}");
+        }
     }
     let stderr = serve.stop();
     assert!(!stderr.contains("panicked"), "{stderr}");
     eprintln!(
-        "{ROUNDS} kills in {:.1?}: {} answers the plugin received checked, {} stored but never \
+        "{} {ROUNDS} kills in {:.1?}: {} answers the plugin received checked, {} stored but never \
          delivered, {} answered but lost with the host, {} calls let run",
+        store.engine(),
         started.elapsed(),
         totals.received,
         totals.stored_not_received,
@@ -268,19 +294,24 @@ fn host_stopped() -> FormRow {
 /// The round's rows against what the plugin recorded and what the test sent; the other
 /// sessions against their state at earlier checks.
 fn check_store(
-    database: &Path,
+    store: &Stored,
     played: &Played,
     record: &[Value],
     earlier: &mut BTreeMap<String, String>,
 ) -> Totals {
     let round = played.round;
-    let conn =
-        rusqlite::Connection::open_with_flags(database, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .unwrap();
-    let integrity: String = conn
-        .query_row("PRAGMA integrity_check", [], |row| row.get(0))
+    if let Stored::Sqlite(database) = store {
+        let conn = rusqlite::Connection::open_with_flags(
+            database,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
         .unwrap();
-    assert_eq!(integrity, "ok", "round {round}");
+        let integrity: String = conn
+            .query_row("PRAGMA integrity_check", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(integrity, "ok", "round {round}");
+    }
+    let session = played.session.as_str();
     let context = || format!("round {round}, {played:?}, record {record:#?}");
 
     let mut totals = Totals::default();
@@ -303,12 +334,13 @@ fn check_store(
     }
 
     // The approval: a call the plugin was let run was allowed, in the store.
-    let approvals: Vec<(String, String, Option<String>, Option<String>)> = query(
-        &conn,
-        "SELECT id, status, choice, reason FROM approvals WHERE session_id = ?1",
-        &played.session,
-        |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
-    );
+    let approvals: Vec<(String, String, Option<String>, Option<String>)> = store
+        .rows(&format!(
+            "SELECT id, status, choice, reason FROM approvals WHERE session_id = '{session}'"
+        ))
+        .into_iter()
+        .map(|row| (text(&row[0]), text(&row[1]), row[2].clone(), row[3].clone()))
+        .collect();
     let allowed = |approval: &(String, String, Option<String>, Option<String>)| {
         approval.1 == "answered" && approval.2.as_deref() == Some("allow")
     };
@@ -336,19 +368,20 @@ fn check_store(
     }
 
     // The forms, by number.
-    let forms: Vec<(String, String, FormRow)> = query(
-        &conn,
-        "SELECT id, request, status, content, reason FROM forms WHERE session_id = ?1
-         ORDER BY rowid",
-        &played.session,
-        |row| {
-            Ok((
-                row.get(0)?,
-                row.get(1)?,
-                (row.get(2)?, row.get(3)?, row.get(4)?),
-            ))
-        },
-    );
+    let forms: Vec<(String, String, FormRow)> = store
+        .rows(&format!(
+            "SELECT id, request, status, content, reason FROM forms WHERE session_id = '{session}'
+             ORDER BY (SELECT seq FROM transcript WHERE ref_id = forms.id AND kind = 'form')"
+        ))
+        .into_iter()
+        .map(|row| {
+            (
+                text(&row[0]),
+                text(&row[1]),
+                (text(&row[2]), row[3].clone(), row[4].clone()),
+            )
+        })
+        .collect();
     for (number, form) in (1..).zip(&forms) {
         let (id, request, row) = form;
         let request: Value = serde_json::from_str(request).unwrap();
@@ -398,12 +431,13 @@ fn check_store(
 
     // The call: cancelled at the restart if it was still running, which it was unless the
     // test's kill came after the last answer had let it finish.
-    let calls: Vec<(String, Option<String>)> = query(
-        &conn,
-        "SELECT status, error FROM invocations WHERE session_id = ?1",
-        &played.session,
-        |row| Ok((row.get(0)?, row.get(1)?)),
-    );
+    let calls: Vec<(String, Option<String>)> = store
+        .rows(&format!(
+            "SELECT status, error FROM invocations WHERE session_id = '{session}'"
+        ))
+        .into_iter()
+        .map(|row| (text(&row[0]), row[1].clone()))
+        .collect();
     let finished = received.len() as u32 == FORMS && matches!(played.kill, Kill::Test { .. });
     match calls.as_slice() {
         [(status, error)] if status == "cancelled" && error.as_deref() == Some(HOST_STOPPED) => {}
@@ -412,12 +446,13 @@ fn check_store(
         calls => panic!("calls {calls:?}; {}", context()),
     }
     // Nothing else entered the round's transcript (no diagnostic, no message).
-    let kinds: Vec<String> = query(
-        &conn,
-        "SELECT DISTINCT kind FROM transcript WHERE session_id = ?1 ORDER BY kind",
-        &played.session,
-        |row| row.get(0),
-    );
+    let kinds: Vec<String> = store
+        .rows(&format!(
+            "SELECT DISTINCT kind FROM transcript WHERE session_id = '{session}' ORDER BY kind"
+        ))
+        .iter()
+        .map(|row| text(&row[0]))
+        .collect();
     for kind in &kinds {
         assert!(
             [
@@ -435,7 +470,7 @@ fn check_store(
     }
 
     // Every other session is as it was at the last check; then remember them all.
-    let now = dump_sessions(&conn);
+    let now = dump_sessions(store);
     for (session, before) in earlier.iter() {
         assert_eq!(
             now.get(session),
@@ -448,37 +483,24 @@ fn check_store(
 }
 
 /// Every row of every session, as text, by session id.
-fn dump_sessions(conn: &rusqlite::Connection) -> BTreeMap<String, String> {
-    let sessions: Vec<String> = conn
-        .prepare("SELECT id FROM sessions ORDER BY id")
-        .unwrap()
-        .query_map([], |row| row.get(0))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+fn dump_sessions(store: &Stored) -> BTreeMap<String, String> {
+    let sessions = store.rows("SELECT id FROM sessions ORDER BY id");
     let mut dumps = BTreeMap::new();
     for session in sessions {
+        let session = text(&session[0]);
         let mut dump = String::new();
-        for (table, column) in [
-            ("sessions", "id"),
-            ("transcript", "session_id"),
-            ("invocations", "session_id"),
-            ("forms", "session_id"),
-            ("approvals", "session_id"),
+        for (table, column, order) in [
+            ("sessions", "id", "id"),
+            ("transcript", "session_id", "seq"),
+            ("invocations", "session_id", "id"),
+            ("forms", "session_id", "id"),
+            ("approvals", "session_id", "id"),
         ] {
-            let mut statement = conn
-                .prepare(&format!(
-                    "SELECT * FROM {table} WHERE {column} = ?1 ORDER BY rowid"
-                ))
-                .unwrap();
-            let columns = statement.column_count();
-            let mut rows = statement.query([&session]).unwrap();
-            while let Some(row) = rows.next().unwrap() {
-                dump.push_str(table);
-                for idx in 0..columns {
-                    dump.push_str(&format!(" {:?}", row.get_ref(idx).unwrap()));
-                }
-                dump.push('\n');
+            let rows = store.rows(&format!(
+                "SELECT * FROM {table} WHERE {column} = '{session}' ORDER BY {order}"
+            ));
+            for row in rows {
+                dump.push_str(&format!("{table} {row:?}\n"));
             }
         }
         dumps.insert(session, dump);
@@ -486,18 +508,118 @@ fn dump_sessions(conn: &rusqlite::Connection) -> BTreeMap<String, String> {
     dumps
 }
 
-fn query<T>(
-    conn: &rusqlite::Connection,
-    sql: &str,
-    session: &str,
-    map: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
-) -> Vec<T> {
-    conn.prepare(sql)
-        .unwrap()
-        .query_map([session], map)
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap()
+/// A value that is never NULL.
+fn text(value: &Option<String>) -> String {
+    value.clone().expect("a value, not NULL")
+}
+
+/// Where `formwork serve` keeps its sessions in this test, and how the test reads them.
+enum Stored {
+    /// The SQLite file in the data directory.
+    Sqlite(PathBuf),
+    /// A PostgreSQL database: its URL, and a client on a runtime of its own (the test's
+    /// runtime runs only inside its `block_on`).
+    Postgres {
+        url: String,
+        client: tokio_postgres::Client,
+        runtime: Box<tokio::runtime::Runtime>,
+    },
+}
+
+impl Stored {
+    fn new(data: &Path, postgres: Option<String>) -> Stored {
+        let Some(url) = postgres else {
+            return Stored::Sqlite(data.join("formwork.db"));
+        };
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let client = runtime.block_on(async {
+            let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+                .await
+                .unwrap();
+            tokio::spawn(connection);
+            client
+        });
+        Stored::Postgres {
+            url,
+            client,
+            runtime: Box::new(runtime),
+        }
+    }
+
+    fn engine(&self) -> &'static str {
+        match self {
+            Stored::Sqlite(_) => "SQLite:",
+            Stored::Postgres { .. } => "PostgreSQL:",
+        }
+    }
+
+    /// The rows of `sql`, every value as text (`None` for NULL).
+    fn rows(&self, sql: &str) -> Vec<Vec<Option<String>>> {
+        match self {
+            Stored::Sqlite(database) => {
+                let conn = rusqlite::Connection::open_with_flags(
+                    database,
+                    rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+                )
+                .unwrap();
+                let mut statement = conn.prepare(sql).unwrap();
+                let columns = statement.column_count();
+                let mut rows = statement.query([]).unwrap();
+                let mut all = Vec::new();
+                while let Some(row) = rows.next().unwrap() {
+                    let values = (0..columns)
+                        .map(|idx| match row.get_ref(idx).unwrap() {
+                            rusqlite::types::ValueRef::Null => None,
+                            rusqlite::types::ValueRef::Integer(n) => Some(n.to_string()),
+                            rusqlite::types::ValueRef::Real(x) => Some(x.to_string()),
+                            rusqlite::types::ValueRef::Text(text)
+                            | rusqlite::types::ValueRef::Blob(text) => {
+                                Some(String::from_utf8_lossy(text).into_owned())
+                            }
+                        })
+                        .collect();
+                    all.push(values);
+                }
+                all
+            }
+            Stored::Postgres {
+                client, runtime, ..
+            } => {
+                let messages = runtime.block_on(client.simple_query(sql)).unwrap();
+                messages
+                    .iter()
+                    .filter_map(|message| match message {
+                        tokio_postgres::SimpleQueryMessage::Row(row) => Some(
+                            (0..row.len())
+                                .map(|idx| row.get(idx).map(str::to_owned))
+                                .collect(),
+                        ),
+                        _ => None,
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    /// Waits (at most 30 s) until the killed host's call of `session` is no longer running: at
+    /// once on SQLite, whose restart sweeps; on PostgreSQL once the restarted host ended it.
+    fn wait_until_ended(&self, session: &str, round: u32) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let sql = format!(
+            "SELECT count(*) FROM invocations WHERE session_id = '{session}' AND status = 'running'"
+        );
+        while self.rows(&sql)[0][0].as_deref() != Some("0") {
+            assert!(
+                Instant::now() < deadline,
+                "round {round}: the killed host's call still runs 30 s after the restart"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }
 
 /// The restarted server shows each answer the plugin received as that form's last outcome.
@@ -609,12 +731,9 @@ struct Serve {
 }
 
 impl Serve {
-    fn database(data: &Path) -> PathBuf {
-        data.join("formwork.db")
-    }
-
-    /// Starts run `run`, writing its config (with a record file of its own) under `dir`.
-    fn start(dir: &Path, data: &Path, run: u32) -> Serve {
+    /// Starts run `run` on `store`, writing its config (with a record file of its own) under
+    /// `dir`.
+    fn start(dir: &Path, data: &Path, run: u32, store: &Stored) -> Serve {
         let record = dir.join(format!("record-{run}.jsonl"));
         let config = dir.join(format!("formwork-{run}.toml"));
         let node = node_bin_dir().join("node").display().to_string();
@@ -624,19 +743,22 @@ impl Serve {
             format!(
                 "[mcp_servers.rec]\ncommand = {node:?}\nargs = [{plugin:?}]\n\
                  default_tools_approval_mode = \"prompt\"\nenv = {{ FORMWORK_TEST_RECORD = {:?} }}\n\n\
-                 [mcp_servers.demo]\nenabled = false\n",
+                 [mcp_servers.demo]\nenabled = false\n\n[store]\nlease_seconds = 1\n",
                 record.display().to_string()
             ),
         )
         .unwrap();
-        let process = formwork_testkit::Serve::start(
-            Command::new(env!("CARGO_BIN_EXE_formwork"))
-                .arg("serve")
-                .arg("--data-dir")
-                .arg(data)
-                .arg("--config")
-                .arg(&config),
-        );
+        let mut command = Command::new(env!("CARGO_BIN_EXE_formwork"));
+        command
+            .arg("serve")
+            .arg("--data-dir")
+            .arg(data)
+            .arg("--config")
+            .arg(&config);
+        if let Stored::Postgres { url, .. } = store {
+            command.arg("--store").arg(url);
+        }
+        let process = formwork_testkit::Serve::start(&mut command);
         Serve {
             port: process.port(),
             token: process.token().to_owned(),

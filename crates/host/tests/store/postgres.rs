@@ -259,6 +259,70 @@ async fn a_store_hears_what_another_commits_and_not_its_own_writes() {
     other.close().await;
 }
 
+/// A running call's lease lasts as long as its store says and is renewed while the store is
+/// open; once the store is gone and the lease expired, another store sees the call expired and
+/// claims it, and a third, racing, does not; an ended call is nobody's to claim.
+#[tokio::test]
+async fn a_calls_lease_is_renewed_while_its_store_lives_and_claimed_once_after() {
+    let cluster = Cluster::shared();
+    let url = cluster.new_database();
+    let parsed = StoreUrl::parse(&url).unwrap();
+    let lease = Duration::from_millis(600);
+    let connect = || Store::connect_with_lease(&parsed, Path::new("/unused"), lease);
+    let holder = connect().await.unwrap();
+    let (second, third) = (connect().await.unwrap(), connect().await.unwrap());
+    assert_eq!(holder.lease(), Some(lease));
+    holder.create_session("s", None).await.unwrap();
+    for id in ["c", "done"] {
+        holder
+            .begin_invocation(NewInvocation {
+                id,
+                session: "s",
+                server: "p",
+                tool: "t",
+                arguments: None,
+                asked_by: None,
+            })
+            .await
+            .unwrap();
+    }
+    holder
+        .finish_invocation("done", InvocationOutcome::Failed { error: "over" })
+        .await
+        .unwrap();
+    let left = |id: &str| -> i64 {
+        cluster
+            .psql(
+                database_name(&url),
+                &format!(
+                    "SELECT lease_until - formwork_now_ms() FROM invocations WHERE id = '{id}'"
+                ),
+            )
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    assert!((1..=600).contains(&left("c")), "{}", left("c"));
+    // Renewed: after twice the lease it is still running under its holder.
+    tokio::time::sleep(lease * 2).await;
+    assert!(left("c") > 0, "{}", left("c"));
+    assert_eq!(second.expired_calls().await.unwrap(), []);
+    assert!(!second.claim_call("c").await.unwrap());
+
+    holder.close().await;
+    tokio::time::sleep(lease + Duration::from_millis(200)).await;
+    assert_eq!(
+        second.expired_calls().await.unwrap(),
+        [("c".to_owned(), "s".to_owned())]
+    );
+    let (a, b) = tokio::join!(second.claim_call("c"), third.claim_call("c"));
+    assert!(a.unwrap() ^ b.unwrap(), "exactly one store claims the call");
+    assert_eq!(second.expired_calls().await.unwrap(), []);
+    assert!(!second.claim_call("done").await.unwrap());
+    second.close().await;
+    third.close().await;
+}
+
 #[test]
 fn a_url_shows_no_password_and_a_bad_one_is_a_clear_error() {
     let url = StoreUrl::parse("postgresql://ada:s%40cret@db.example:6543/formwork").unwrap();

@@ -76,7 +76,8 @@ impl Postgres {
             .application_name("formwork")
             .connect_timeout(CONNECT_TIMEOUT)
             .options(format!(
-                "-c synchronous_commit=on -c formwork.origin={origin}"
+                "-c synchronous_commit=on -c formwork.origin={origin} -c formwork.lease_ms={}",
+                lease.as_millis()
             ));
         if let Some(password) = credentials::password(url, |name| std::env::var(name).ok()) {
             config.password(password);
