@@ -205,20 +205,39 @@ fn run_some_cases(
     filter: Option<&str>,
     env: &[(&str, &Path)],
 ) -> String {
+    let url = serve.url().unwrap().to_owned();
+    let args: Vec<&OsStr> = std::iter::once(OsStr::new(&url))
+        .chain(filter.map(OsStr::new))
+        .collect();
+    let output = run_script(script, &args, env);
+    let server_stderr = serve.stop();
+    check_passed(script, &output, &server_stderr);
+    server_stderr
+}
+
+/// Runs `node tests/browser/<script> ARGS` (with `env` besides the peers) and returns what it
+/// printed.
+fn run_script(script: &str, args: &[&OsStr], env: &[(&str, &Path)]) -> common::Output {
     let root = repo_root();
-    let screenshots = root.join("target/browser-failures");
     let mut node = Command::new(node_bin_dir().join("node"));
     node.arg(root.join("tests/browser").join(script))
-        .arg(serve.url().unwrap())
-        .args(filter)
+        .args(args)
         .env("FORMWORK_PEERS", peers_dir())
-        .env("FORMWORK_BROWSER_SCREENSHOTS", &screenshots)
+        .env("FORMWORK_BROWSER_SCREENSHOTS", screenshots())
         .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1");
     for (key, value) in env {
         node.env(key, value);
     }
-    let output = run(&mut node, None, RUN_TIMEOUT);
-    let server_stderr = serve.stop();
+    run(&mut node, None, RUN_TIMEOUT)
+}
+
+fn screenshots() -> PathBuf {
+    repo_root().join("target/browser-failures")
+}
+
+/// Fails unless the run of `script` passed every case it ran.
+fn check_passed(script: &str, output: &common::Output, server_stderr: &str) {
+    let screenshots = screenshots();
     // Shown with --nocapture, and in the panic message below when a case failed.
     eprintln!("{}", output.stdout);
     let passed = output
@@ -239,7 +258,86 @@ fn run_some_cases(
         "{script} cases failed (screenshots in {}):{output}\nformwork serve stderr:\n{server_stderr}",
         screenshots.display()
     );
-    server_stderr
+}
+
+/// Replicas in the workbench (tests/browser/replicas.mjs): three `formwork serve` on one
+/// PostgreSQL database (a throwaway cluster) with one token and a 1 s lease. A card started on A
+/// is answered on B; A is SIGKILLed while a 2026-07-28 round's card is open, the round is
+/// answered on B, and B or C carries the call on, its next round answered on C; then A is
+/// started again and shows the whole transcript, as B does.
+#[test]
+fn replicas_in_headless_chromium() {
+    let _one = one_run_at_a_time();
+    let peers = peers_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let database = formwork_testkit::postgres::Cluster::shared().new_database();
+    let config = dir.path().join("formwork.toml");
+    let node = node_bin_dir().join("node").display().to_string();
+    std::fs::write(
+        &config,
+        format!(
+            "[store]\nlease_seconds = 1\n\n\
+             [mcp_servers.ts]\ncommand = {node:?}\nargs = [{:?}]\ndefault_tools_approval_mode = \"approve\"\n\n\
+             [mcp_servers.py]\ncommand = {:?}\nargs = [{:?}]\ndefault_tools_approval_mode = \"approve\"\n\
+             env = {{ PY_MRTR_STATE_KEY = \"replicas-share-this-request-state-key-0123456789\" }}\n\n\
+             [mcp_servers.demo]\nenabled = false\n",
+            peers.join("npm/ts_plugin.mjs").display().to_string(),
+            peers.join("venv/bin/python").display().to_string(),
+            peers.join("npm/py_mrtr_plugin.py").display().to_string(),
+        ),
+    )
+    .unwrap();
+    let token = "replicas-of-one-deployment-share-this-token";
+    let start = |name: &str| {
+        start_serve(
+            &config,
+            &dir.path().join(name),
+            &[OsStr::new("--store"), OsStr::new(&database)],
+            &[("FORMWORK_TOKEN", token)],
+        )
+    };
+    let (mut a, b, c) = (start("a"), start("b"), start("c"));
+    let a_pid = a.id().to_string();
+    let (a_url, b_url, c_url) = (a.url().unwrap(), b.url().unwrap(), c.url().unwrap());
+    let live = run_script(
+        "replicas.mjs",
+        &[
+            OsStr::new("live"),
+            OsStr::new(a_url),
+            OsStr::new(b_url),
+            OsStr::new(c_url),
+        ],
+        &[("FORMWORK_REPLICA_A_PID", Path::new(&a_pid))],
+    );
+    check_passed("replicas.mjs live", &live, &c.stderr());
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&a.wait_dead()),
+        Some(9),
+        "A was killed"
+    );
+    let session = live
+        .stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("session "))
+        .expect("the session of the killed replica")
+        .to_owned();
+
+    let again = start("a-again");
+    let restarted = run_script(
+        "replicas.mjs",
+        &[
+            OsStr::new("restarted"),
+            OsStr::new(again.url().unwrap()),
+            OsStr::new(b.url().unwrap()),
+            OsStr::new(&session),
+        ],
+        &[],
+    );
+    check_passed("replicas.mjs restarted", &restarted, &again.stderr());
+    for serve in [again, b, c] {
+        let stderr = serve.stop();
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
 }
 
 /// MCP Apps in the workbench (tests/browser/apps.mjs): five published apps of the test peers
