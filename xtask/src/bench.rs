@@ -38,7 +38,7 @@ use crate::{cargo, peers, run_command, target_dir};
 const USAGE: &str = "\
 usage: cargo xtask bench [--rounds R] [--n N] [--warmup W] [--formwork PATH] [--load N,N] [--forms N]
                          [--mrtr-rounds R] [--mrtr-calls C] [--apps N] [--http-rounds R] [--model-turns N]
-                         [--codex-forms N] [--only PART]
+                         [--codex-forms N] [--replica-forms N] [--only PART]
   --rounds R       rounds of the round-trip part, clients alternated (default 10)
   --n N            measured elicitations per client and round of the round-trip and HTTP parts (default 200)
   --warmup W       unmeasured elicitations before them (default 300)
@@ -51,7 +51,10 @@ usage: cargo xtask bench [--rounds R] [--n N] [--warmup W] [--formwork PATH] [--
   --http-rounds R  rounds of the HTTP part, the round trip over Streamable HTTP and TLS (default 10; 0 skips it)
   --model-turns N  turns per wire of the model part, the host's time in a model turn (default 200; 0 skips it)
   --codex-forms N  forms per runtime of the Codex part, the executor's part of a form round (default 300; 0 skips it)
-  --only PART      run one part: round-trip, http, mrtr, load, model, codex, forms or apps (its own flags still apply)";
+  --replica-forms N  forms of the replicas part, on PostgreSQL: open at once per throughput run, and pending while
+                   memory is measured (default 1000; 0 skips it)
+  --only PART      run one part: round-trip, http, mrtr, load, model, codex, replicas, forms or apps (its own flags
+                   still apply)";
 
 /// formwork's median against the TS SDK client's, formwork's median against the floor's, formwork's p99 against
 /// its own median: each must stay at or below its limit.
@@ -133,6 +136,9 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
                 forms: options.codex_forms,
             },
         )?;
+    }
+    if options.replica_forms > 0 {
+        replicas_bench(root, options.replica_forms)?;
     }
     if options.forms == 0 && options.apps == 0 {
         return Ok(());
@@ -230,6 +236,23 @@ fn load_bench(root: &Path, sessions: &[usize]) -> Result<()> {
     .context("running the load bench")
 }
 
+/// Replicas on one PostgreSQL database (`load-bench --replicas`, a throwaway cluster): the
+/// answer's path across replicas beside one replica on SQLite and on PostgreSQL, forms answered per
+/// second with 1, 2 and 4 replicas, and memory per pending form.
+fn replicas_bench(root: &Path, forms: usize) -> Result<()> {
+    let target = target_dir(root);
+    let load_bench = build_load_bench(root, "the replicas part")?;
+    println!();
+    println!("replicas on one PostgreSQL database, one Streamable HTTP plugin (Rust SDK):");
+    run_command(
+        Command::new(load_bench)
+            .arg("--replicas")
+            .arg(target.join("peers"))
+            .arg(forms.to_string()),
+    )
+    .context("running the replicas bench")
+}
+
 /// Builds the release `load-bench` (`examples/load-bench`), which serves `role` in a part of
 /// the bench; its path.
 fn build_load_bench(root: &Path, role: &str) -> Result<PathBuf> {
@@ -270,6 +293,8 @@ struct Options {
     model_turns: usize,
     /// Measured forms per runtime of the Codex part; 0 skips it.
     codex_forms: usize,
+    /// Forms of the replicas part; 0 skips it.
+    replica_forms: usize,
 }
 
 impl Options {
@@ -292,6 +317,7 @@ impl Options {
             http_rounds: 10,
             model_turns: 200,
             codex_forms: 300,
+            replica_forms: 1000,
         };
         let mut only = None;
         let mut args = args.iter();
@@ -310,6 +336,7 @@ impl Options {
                 "--http-rounds" => &mut options.http_rounds,
                 "--model-turns" => &mut options.model_turns,
                 "--codex-forms" => &mut options.codex_forms,
+                "--replica-forms" => &mut options.replica_forms,
                 "--only" => {
                     only = Some(value.clone());
                     continue;
@@ -347,6 +374,7 @@ impl Options {
                 "load",
                 "model",
                 "codex",
+                "replicas",
                 "forms",
                 "apps",
             ];
@@ -368,6 +396,9 @@ impl Options {
             }
             if !keep("codex") {
                 options.codex_forms = 0;
+            }
+            if !keep("replicas") {
+                options.replica_forms = 0;
             }
             if !keep("forms") {
                 options.forms = 0;
@@ -789,6 +820,29 @@ mod tests {
         assert!(options.load_sessions.is_empty());
         assert_eq!(parse(&["--only", "model"])?.codex_forms, 0);
         assert_eq!(parse(&[])?.codex_forms, 300);
+        Ok(())
+    }
+
+    #[test]
+    fn only_replicas_runs_the_replicas_part_alone() -> anyhow::Result<()> {
+        let options = parse(&["--only", "replicas", "--replica-forms", "50"])?;
+        assert!(!options.round_trip);
+        assert_eq!(options.replica_forms, 50);
+        assert_eq!(
+            (
+                options.codex_forms,
+                options.http_rounds,
+                options.model_turns
+            ),
+            (0, 0, 0)
+        );
+        assert_eq!(
+            (options.forms, options.apps, options.mrtr.rounds),
+            (0, 0, 0)
+        );
+        assert!(options.load_sessions.is_empty());
+        assert_eq!(parse(&["--only", "codex"])?.replica_forms, 0);
+        assert_eq!(parse(&[])?.replica_forms, 1000);
         Ok(())
     }
 

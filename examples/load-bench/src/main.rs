@@ -17,12 +17,14 @@
 //!
 //! usage: load-bench <peers dir> [sessions...]   (default: 1000 10000)
 //!
-//! `load-bench --direct-calls ...` is another measurement, the direct baseline of the MCP Apps
+//! `load-bench --replicas <peers dir> FORMS` measures replicas on one PostgreSQL database (see
+//! [`replicas`]). `load-bench --direct-calls ...` is another measurement, the direct baseline of the MCP Apps
 //! part of the browser bench (see [`direct`]). `load-bench --serve-bench-plugin [--cert FILE
 //! --key FILE]` is an instrument of the bench's HTTP part ([`bench_plugin`]).
 
 mod bench_plugin;
 mod direct;
+mod replicas;
 mod rust_plugin;
 
 use std::collections::HashMap;
@@ -78,6 +80,12 @@ fn main() -> anyhow::Result<()> {
         && flag == "--direct-calls"
     {
         return runtime()?.block_on(direct::calls(command, tool, arguments, count.parse()?));
+    }
+    if let [flag, peers, forms] = args.as_slice()
+        && flag == "--replicas"
+    {
+        WireClock::install()?;
+        return runtime()?.block_on(replicas::run(Path::new(peers), forms.parse()?));
     }
     if let [flag, peers, plugin, mode, size] = args.as_slice()
         && flag == "--run"
@@ -501,6 +509,21 @@ impl WireClock {
     fn start() -> Instant {
         *WIRE.lock().unwrap_or_else(|poison| poison.into_inner()) = Some(Vec::new());
         Instant::now()
+    }
+
+    /// From the answer that started at `started` to its message leaving for the plugin.
+    fn first_out(started: Instant) -> anyhow::Result<Duration> {
+        let wire = WIRE
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .take()
+            .unwrap_or_default();
+        let out = wire
+            .iter()
+            .find(|(out, _)| *out)
+            .map(|&(_, at)| at)
+            .context("an answer's message was not traced")?;
+        Ok(out.saturating_duration_since(started))
     }
 
     /// The host's part of the answer that started at `started` and whose result reached the
