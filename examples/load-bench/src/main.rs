@@ -81,6 +81,11 @@ fn main() -> anyhow::Result<()> {
     {
         return runtime()?.block_on(direct::calls(command, tool, arguments, count.parse()?));
     }
+    if let [flag, peers, engine, forms] = args.as_slice()
+        && flag == "--replica-memory"
+    {
+        return runtime()?.block_on(replicas::memory(Path::new(peers), engine, forms.parse()?));
+    }
     if let [flag, peers, forms] = args.as_slice()
         && flag == "--replicas"
     {

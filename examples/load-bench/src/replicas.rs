@@ -35,16 +35,14 @@ const TURN: usize = 50;
 const SETTLE: Duration = Duration::from_millis(15);
 
 pub async fn run(peers: &Path, forms: usize) -> anyhow::Result<()> {
+    // Memory first, each engine in a process of its own, so that memory one run freed does not
+    // make the next look small.
+    let memory = memory_in_own_process(peers, "postgres", forms)?;
+    let memory_sqlite = memory_in_own_process(peers, "sqlite", forms)?;
+
     let plugin = HttpPlugin::start(peers, PluginKind::Rust, Mode::PerSession)?;
     let cluster = Cluster::shared();
-
-    // Memory first, while this process has freed nothing yet that could make it look small;
-    // with one MCP session for all host sessions, so that what is counted is the host's.
-    let database = StoreUrl::parse(&cluster.new_database())?;
-    let memory = pending_memory(&plugin.url, &database, forms).await?;
     let dir = tempfile_dir()?;
-    let memory_sqlite =
-        pending_memory(&plugin.url, &StoreUrl::Sqlite(dir.join("memory.db")), forms).await?;
 
     let database = StoreUrl::parse(&cluster.new_database())?;
     let sqlite = StoreUrl::Sqlite(dir.join("formwork.db"));
@@ -114,13 +112,43 @@ pub async fn run(peers: &Path, forms: usize) -> anyhow::Result<()> {
         println!("  {count} replica(s): {rate:.0} forms/s");
     }
     println!(
-        "host memory per pending form on PostgreSQL: {memory:.1} KB ({}); on SQLite: {memory_sqlite:.1} KB",
+        "host memory per pending form on PostgreSQL: {memory:.1} KB ({}); on SQLite, the same run: {memory_sqlite:.1} KB\n  \
+         (the store's share is the difference; the rest is the session and its call's open stream to the plugin)",
         verdict(memory <= 10.0, "<= 10 KB")
     );
     println!(
         "All replicas run in this one process on this machine's cores, beside the database server and the plugin: more\n\
          replicas add listening connections and notices to read, not cores; each answer is one commit (synchronous)."
     );
+    Ok(())
+}
+
+/// Runs `load-bench --replica-memory PEERS ENGINE FORMS` and reads its figure, KB per form.
+fn memory_in_own_process(peers: &Path, engine: &str, forms: usize) -> anyhow::Result<f64> {
+    let output = std::process::Command::new(std::env::current_exe()?)
+        .arg("--replica-memory")
+        .arg(peers)
+        .arg(engine)
+        .arg(forms.to_string())
+        .stderr(std::process::Stdio::inherit())
+        .output()?;
+    if !output.status.success() {
+        bail!("the memory run on {engine} failed");
+    }
+    Ok(String::from_utf8(output.stdout)?.trim().parse()?)
+}
+
+/// `load-bench --replica-memory`: prints the host's memory per pending form, in KB, with `forms`
+/// forms open on one replica on `engine` (`postgres`, a database of a throwaway cluster, or
+/// `sqlite`, a file in a temporary directory).
+pub async fn memory(peers: &Path, engine: &str, forms: usize) -> anyhow::Result<()> {
+    let plugin = HttpPlugin::start(peers, PluginKind::Rust, Mode::PerSession)?;
+    let url = match engine {
+        "postgres" => StoreUrl::parse(&Cluster::shared().new_database())?,
+        "sqlite" => StoreUrl::Sqlite(tempfile_dir()?.join("formwork.db")),
+        other => bail!("unknown engine `{other}`"),
+    };
+    println!("{:.1}", pending_memory(&plugin.url, &url, forms).await?);
     Ok(())
 }
 
