@@ -20,7 +20,7 @@ use super::cards::{Card, approval_body};
 use super::connections::Connection;
 use super::model_turn::CallEnd;
 use super::wire::Event;
-use super::{CommandError, EndReason, HostInner, Session, Turn, TurnEndReason};
+use super::{CommandError, EndReason, HostInner, Session, SessionState, Turn, TurnEndReason};
 
 /// Why a session's tool call ended without a result; its text is the call's error, as the
 /// transcript and the model read it.
@@ -117,19 +117,10 @@ impl Session {
         let token = CancellationToken::new();
         {
             let mut state = self.lock();
-            if state.turn.is_none() {
-                let turn_id = host.unique_id("t");
-                state.turn = Some(Turn {
-                    id: turn_id.clone(),
-                    ..Turn::default()
-                });
-                self.emit_locked(&mut state, Event::TurnStarted { turn_id });
-            }
-            if let Some(turn) = state.turn.as_mut() {
-                turn.calls.insert(call_id.clone(), token.clone());
-                if matches!(caller, Caller::Model(_)) {
-                    turn.model_calls.insert(call_id.clone());
-                }
+            let turn = self.turn_locked(&mut state);
+            turn.calls.insert(call_id.clone(), token.clone());
+            if matches!(caller, Caller::Model(_)) {
+                turn.model_calls.insert(call_id.clone());
             }
             self.emit_locked(
                 &mut state,
@@ -176,6 +167,24 @@ impl Session {
         Ok(call_id)
     }
 
+    /// The running turn, started (and announced) if there is none.
+    pub(super) fn turn_locked<'a>(&self, state: &'a mut SessionState) -> &'a mut Turn {
+        if state.turn.is_none() {
+            let turn_id = self.new_id("t");
+            self.emit_locked(
+                state,
+                Event::TurnStarted {
+                    turn_id: turn_id.clone(),
+                },
+            );
+            state.turn = Some(Turn {
+                id: turn_id,
+                ..Turn::default()
+            });
+        }
+        state.turn.get_or_insert_with(Turn::default)
+    }
+
     /// Carries on `call`, which a stopped replica began, from the retry of its last round
     /// (`resume`), as a call of this host: it joins the turn, and ends as any call does.
     pub(super) fn resume_call(self: &Arc<Self>, call: InvocationRecord, resume: Resume) {
@@ -185,17 +194,8 @@ impl Session {
         let token = CancellationToken::new();
         {
             let mut state = self.lock();
-            if state.turn.is_none() {
-                let turn_id = host.unique_id("t");
-                state.turn = Some(Turn {
-                    id: turn_id.clone(),
-                    ..Turn::default()
-                });
-                self.emit_locked(&mut state, Event::TurnStarted { turn_id });
-            }
-            if let Some(turn) = state.turn.as_mut() {
-                turn.calls.insert(call.id.clone(), token.clone());
-            }
+            let turn = self.turn_locked(&mut state);
+            turn.calls.insert(call.id.clone(), token.clone());
         }
         let session = Arc::clone(self);
         let stopping = host.stopping.clone();

@@ -15,8 +15,8 @@ use crate::agent::{self, FunctionNames, Item, Progress, Provider, RequestParts};
 use crate::config::ModelChoice;
 use crate::future::BoxFuture;
 
+use super::Session;
 use super::calls::Caller;
-use super::{Session, Turn};
 
 /// At most this many model requests in one turn: a model that keeps calling tools ends.
 const MAX_STEPS: usize = 32;
@@ -125,17 +125,9 @@ impl Session {
 
     pub(super) fn begin_model_member(&self, token: &CancellationToken) {
         let mut state = self.lock();
-        if state.turn.is_none() {
-            let turn_id = self.new_id("t");
-            state.turn = Some(Turn {
-                id: turn_id.clone(),
-                ..Turn::default()
-            });
-            self.emit_locked(&mut state, Event::TurnStarted { turn_id });
-        }
-        if let Some(turn) = state.turn.as_mut() {
-            turn.calls.insert(MODEL_MEMBER.to_owned(), token.clone());
-        }
+        self.turn_locked(&mut state)
+            .calls
+            .insert(MODEL_MEMBER.to_owned(), token.clone());
     }
 
     pub(super) fn end_model_member(&self, outcome: Outcome) {
