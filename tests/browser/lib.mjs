@@ -1,7 +1,9 @@
 // What the workbench's browser scripts share (run.mjs, apps.mjs, conversation.mjs and its model.mjs and codex.mjs,
-// bench.mjs): playwright-core and headless Chromium from the test peers, where a failed case's screenshot goes,
+// replicas.mjs, bench.mjs): playwright-core and headless Chromium from the test peers, where a failed case's screenshot goes,
 // and the steps of a person on the page that every script takes the same way.
 
+import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -45,6 +47,37 @@ export function exitWhenDone(main) {
       process.exit(1);
     },
   );
+}
+
+// Runs `cases` ({name, body(arg)}) in order, those `filter` (comma-separated) lets through, each given `arg`;
+// errors thrown in `pages` ({suffix: page}) fail the case they happen in, and a failed case leaves a screenshot
+// of each page, `<prefix>-<case><suffix>.png`. Prints `ok <case>` / `FAIL <case>: <why>` and `N passed, M failed`;
+// resolves whether every case that ran passed (and one did).
+export async function runInOrder({ cases, filter, arg, pages, prefix }) {
+  const pageErrors = [];
+  for (const page of Object.values(pages)) page.on("pageerror", (error) => pageErrors.push(error.message));
+  let passed = 0;
+  let failed = 0;
+  for (const { name, body } of cases) {
+    if (filter && !filter.split(",").includes(name)) continue;
+    pageErrors.length = 0;
+    try {
+      await body(arg);
+      assert.deepEqual(pageErrors, [], "errors thrown in the page");
+      passed += 1;
+      console.log(`ok ${name}`);
+    } catch (error) {
+      failed += 1;
+      console.log(`FAIL ${name}: ${String(error?.message ?? error).split("\n").slice(0, 30).join("\n    ")}`);
+      mkdirSync(screenshots, { recursive: true });
+      for (const [suffix, page] of Object.entries(pages)) {
+        const file = path.join(screenshots, `${prefix}-${name}${suffix}.png`);
+        await page.screenshot({ path: file, fullPage: true }).catch(() => {});
+      }
+    }
+  }
+  console.log(`${passed} passed, ${failed} failed`);
+  return failed === 0 && passed > 0;
 }
 
 // ---- what a person does ----

@@ -10,10 +10,8 @@
 // whole transcript as B does. Prints `ok <case>` / `FAIL <case>: <why>` lines and `N passed, M failed`.
 
 import assert from "node:assert/strict";
-import { mkdirSync } from "node:fs";
-import path from "node:path";
 
-import { callTool, exitWhenDone, launch, newSession, screenshots, tid } from "./lib.mjs";
+import { callTool, exitWhenDone, launch, newSession, runInOrder, tid } from "./lib.mjs";
 
 const [phase, ...args] = process.argv.slice(2);
 const WAIT = 30_000;
@@ -76,6 +74,9 @@ async function transcript(page) {
 const cases = [];
 const test = (name, body) => cases.push({ name, body });
 
+// The pages by the suffix of their screenshots: `-a`, `-b`, ...
+const suffixed = (pages) => Object.fromEntries(Object.entries(pages).map(([replica, page]) => [`-${replica}`, page]));
+
 if (phase === "live") {
   const [aUrl, bUrl, cUrl] = args;
   const aPid = Number(process.env.FORMWORK_REPLICA_A_PID);
@@ -117,7 +118,9 @@ if (phase === "live") {
   exitWhenDone(async () => {
     const { browser, context } = await launch({}, WAIT);
     const pages = { a: await workbench(context, aUrl), b: await workbench(context, bUrl), c: await workbench(context, cUrl) };
-    return runAll(browser, pages);
+    const ok = await runInOrder({ cases, arg: pages, pages: suffixed(pages), prefix: "replicas" });
+    await browser.close();
+    return ok;
   });
 } else if (phase === "restarted") {
   const [aUrl, bUrl, session] = args;
@@ -135,35 +138,10 @@ if (phase === "live") {
   exitWhenDone(async () => {
     const { browser, context } = await launch({}, WAIT);
     const pages = { a: await workbench(context, aUrl), b: await workbench(context, bUrl) };
-    return runAll(browser, pages);
+    const ok = await runInOrder({ cases, arg: pages, pages: suffixed(pages), prefix: "replicas" });
+    await browser.close();
+    return ok;
   });
 } else {
   throw new Error(`unknown phase ${phase}`);
-}
-
-// Runs the cases in order on `pages`; resolves whether all passed.
-async function runAll(browser, pages) {
-  const pageErrors = [];
-  for (const page of Object.values(pages)) page.on("pageerror", (error) => pageErrors.push(error.message));
-  let passed = 0;
-  let failed = 0;
-  for (const { name, body } of cases) {
-    pageErrors.length = 0;
-    try {
-      await body(pages);
-      assert.deepEqual(pageErrors, [], "errors thrown in the pages");
-      passed += 1;
-      console.log(`ok ${name}`);
-    } catch (error) {
-      failed += 1;
-      console.log(`FAIL ${name}: ${String(error?.message ?? error).split("\n").slice(0, 30).join("\n    ")}`);
-      mkdirSync(screenshots, { recursive: true });
-      for (const [replica, page] of Object.entries(pages)) {
-        await page.screenshot({ path: path.join(screenshots, `replicas-${name}-${replica}.png`), fullPage: true }).catch(() => {});
-      }
-    }
-  }
-  await browser.close();
-  console.log(`${passed} passed, ${failed} failed`);
-  return failed === 0 && passed > 0;
 }
