@@ -24,6 +24,7 @@ use crate::policy::{self, ApprovalAnswer, ApprovalCard, ApprovalChoice, CardRend
 use crate::responder::{FormPrompt, FormReply};
 
 use super::model_turn::MODEL_MEMBER;
+use super::replicas::HeldElsewhere;
 use super::reply_after_commit::ReplyAfterCommit;
 use super::{CommandError, EndReason, Session, SessionState};
 
@@ -403,7 +404,7 @@ impl Session {
             let here = state.cards.shown().is_some_and(|card| card.id == form_id);
             if !here && state.held_elsewhere.contains_key(form_id) {
                 drop(state);
-                return self.answer_held_elsewhere(form_id, answer);
+                return self.answer_form_held_elsewhere(form_id, answer);
             }
             let card = match state.cards.shown() {
                 Some(card) if card.id == form_id => card,
@@ -430,6 +431,23 @@ impl Session {
     ) -> Result<(), CommandError> {
         let answer = {
             let state = self.lock();
+            let here = state
+                .cards
+                .shown()
+                .is_some_and(|card| card.id == approval_id);
+            match state.held_elsewhere.get(approval_id) {
+                Some(HeldElsewhere::Approval) if !here => {
+                    drop(state);
+                    self.answer_approval_held_elsewhere(approval_id, choice);
+                    return Ok(());
+                }
+                Some(HeldElsewhere::Form(_)) if !here => {
+                    return Err(CommandError::Mismatch(format!(
+                        "`{approval_id}` is a form; answer it with answer_form"
+                    )));
+                }
+                _ => {}
+            }
             match state.cards.shown() {
                 Some(card) if card.id == approval_id => match &card.asks {
                     CardAsks::Approval(approval) => approval.answer(choice),

@@ -174,9 +174,9 @@ struct SessionState {
     model: model_turn::ModelState,
     /// The session's Codex thread, under the Codex runtime.
     codex: codex::CodexState,
-    /// The open forms another replica holds (`replicas.rs`), each with what it asks: an answer
-    /// given here is read against it and committed here, and that replica replies.
-    held_elsewhere: HashMap<String, formwork_forms::ElicitationRequest>,
+    /// The open cards another replica holds (`replicas.rs`): an answer given here is read
+    /// against it and committed here, and that replica replies.
+    held_elsewhere: HashMap<String, replicas::HeldElsewhere>,
 }
 
 /// An event waiting for the store.
@@ -574,7 +574,7 @@ impl HostInner {
             Err(err) => return Err(err),
         };
         let last = entries.last().map_or(0, |entry| entry.seq);
-        let open = replicas::open_forms(&entries, &self.config());
+        let open = replicas::open_cards(&entries, &self.config());
         let session = self.new_session(record.id.clone(), crate::persist::replay(entries));
         session.lock().held_elsewhere.extend(open);
         session.restore_app_state(store.app_states(&record.id).await?);

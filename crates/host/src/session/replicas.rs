@@ -294,7 +294,7 @@ impl Follower {
         };
         let held = self.held.get(session).copied().unwrap_or(0);
         let (entries, last) = self.store.entries_after(session, held).await?;
-        let open = open_forms(&entries, &host.config());
+        let open = open_cards(&entries, &host.config());
         local.take_in_committed(crate::persist::replay(entries), open);
         self.held.insert(session.to_owned(), last.max(held));
         Ok(())
@@ -339,47 +339,58 @@ impl Follower {
     }
 }
 
-/// The forms still open among `entries`, each with its request as the plugin sent it, parsed
-/// as the replica that shows it parsed it (replicas run one configuration).
-pub(super) fn open_forms(
+/// A card another replica holds, as this one reads answers to it.
+pub(super) enum HeldElsewhere {
+    /// A form, with its request as the plugin sent it, parsed as the replica that shows it
+    /// parsed it (replicas run one configuration).
+    Form(ElicitationRequest),
+    /// An approval: the holder reads the choice against its card.
+    Approval,
+}
+
+/// The cards still open among `entries`.
+pub(super) fn open_cards(
     entries: &[TranscriptEntry],
     config: &Config,
-) -> Vec<(String, ElicitationRequest)> {
+) -> Vec<(String, HeldElsewhere)> {
     let options = ParseOptions {
         openai_elicitation: config.features.openai_elicitation,
     };
     entries
         .iter()
         .filter_map(|entry| match &entry.detail {
-            Some(EntryDetail::Form(form)) if form.status == FormStatus::Pending => Some(form),
+            Some(EntryDetail::Form(form)) if form.status == FormStatus::Pending => {
+                let params: Value = serde_json::from_str(form.request.get()).ok()?;
+                let request = formwork_forms::parse_request_with(&params, options).ok()?;
+                Some((form.id.clone(), HeldElsewhere::Form(request)))
+            }
+            Some(EntryDetail::Approval(approval)) if approval.status == ApprovalStatus::Pending => {
+                Some((approval.id.clone(), HeldElsewhere::Approval))
+            }
             _ => None,
-        })
-        .filter_map(|form| {
-            let params: Value = serde_json::from_str(form.request.get()).ok()?;
-            let request = formwork_forms::parse_request_with(&params, options).ok()?;
-            Some((form.id.clone(), request))
         })
         .collect()
 }
 
 impl Session {
     /// Takes in events another replica committed: kept and sent to the UIs like the session's
-    /// own, but not written again. `open` are the forms among them still open. A card of this
-    /// host that another replica ended gets that ending as its answer (it is committed).
-    pub(super) fn take_in_committed(
-        &self,
-        events: Vec<Event>,
-        open: Vec<(String, ElicitationRequest)>,
-    ) {
+    /// own, but not written again. `open` are the cards among them still open. A card of this
+    /// host that another replica ended gets that ending as its answer (it is committed): a form
+    /// the action and content, an approval the choice, read against the card here.
+    pub(super) fn take_in_committed(&self, events: Vec<Event>, open: Vec<(String, HeldElsewhere)>) {
         let mut endings = Vec::new();
         {
             let mut state = self.lock();
             state.held_elsewhere.extend(open);
             for event in events {
                 let event = Arc::new(event);
-                if let Event::FormResolved { form_id, .. } = event.as_ref() {
-                    state.held_elsewhere.remove(form_id);
-                    endings.push(Arc::clone(&event));
+                if let Event::FormResolved { form_id: id, .. }
+                | Event::ApprovalResolved {
+                    approval_id: id, ..
+                } = event.as_ref()
+                {
+                    state.held_elsewhere.remove(id);
+                    endings.push((id.clone(), Arc::clone(&event)));
                 }
                 if let Some(subscribers) = &state.subscribers {
                     let _ = subscribers.send(Arc::clone(&event));
@@ -388,61 +399,90 @@ impl Session {
                 state.log.push(event);
             }
         }
-        for ending in endings {
-            let Event::FormResolved {
-                form_id,
-                action,
-                content,
-                ..
-            } = ending.as_ref()
-            else {
+        for (id, ending) in endings {
+            let Some(card) = self.take_card(&id) else {
                 continue;
             };
-            let Some(card) = self.take_card(form_id) else {
-                continue;
-            };
-            let answer = match card.asks {
-                CardAsks::Form(_) => CardAnswer::Form(FormReply {
+            let answer = match (ending.as_ref(), &card.asks) {
+                (
+                    Event::FormResolved {
+                        action, content, ..
+                    },
+                    CardAsks::Form(_),
+                ) => CardAnswer::Form(FormReply {
                     action: *action,
                     content: content.clone(),
                     meta: None,
                 }),
+                (
+                    Event::ApprovalResolved {
+                        choice,
+                        cancelled,
+                        reason,
+                        ..
+                    },
+                    CardAsks::Approval(approval),
+                ) => CardAnswer::Approval(if *cancelled {
+                    approval.cancel(reason.as_deref().unwrap_or("cancelled"))
+                } else {
+                    approval.answer(*choice)
+                }),
                 // Not reached: form and approval ids differ.
-                CardAsks::Approval(_) => card.cancelled(super::EndReason::NotStored),
+                _ => card.cancelled(super::EndReason::NotStored),
             };
-            tracing::info!(target: "formwork::form", marker = "answer", session = %self.id, form = %form_id, action = action.as_str(), reason = "answered on another replica", "form ended");
+            tracing::info!(target: "formwork::form", marker = "answer", session = %self.id, card = %id, reason = "answered on another replica", "card ended");
             let _ = card.reply.send(answer);
         }
     }
 
     /// Answers a form another replica holds: read against its request here, committed here,
     /// then shown; that replica replies to its plugin once it reads the ending.
-    pub(super) fn answer_held_elsewhere(
+    pub(super) fn answer_form_held_elsewhere(
         &self,
         form_id: &str,
         answer: FormAnswer,
     ) -> Result<(), CommandError> {
         let reply = {
             let mut state = self.lock();
-            let Some(request) = state.held_elsewhere.get(form_id) else {
-                return Err(CommandError::NotOpen(form_id.to_owned()));
+            let Some(HeldElsewhere::Form(request)) = state.held_elsewhere.get(form_id) else {
+                return Err(CommandError::Mismatch(format!(
+                    "`{form_id}` is an approval held by another replica; answer it with answer_approval"
+                )));
             };
             let reply = reply_for(request.form().map(Arc::as_ref), answer, &state.uploads)?;
             mark_named_uploads_used(reply.content.as_ref(), &state.uploads);
             state.held_elsewhere.remove(form_id);
             reply
         };
-        let (Some(me), Some(store)) = (
-            self.me.upgrade(),
-            self.host.upgrade().and_then(|host| host.store.clone()),
-        ) else {
-            return Err(CommandError::NotOpen(form_id.to_owned()));
-        };
-        let ending = Event::FormResolved {
+        self.commit_ending(Event::FormResolved {
             form_id: form_id.to_owned(),
             action: reply.action,
             content: reply.content,
             reason: None,
+        });
+        Ok(())
+    }
+
+    /// Answers an approval another replica holds with `choice`, committed here; that replica
+    /// reads the choice against its card (what its policy offers) and lets the call run or not.
+    pub(super) fn answer_approval_held_elsewhere(&self, approval_id: &str, choice: ApprovalChoice) {
+        self.lock().held_elsewhere.remove(approval_id);
+        self.commit_ending(Event::ApprovalResolved {
+            approval_id: approval_id.to_owned(),
+            choice,
+            cancelled: false,
+            reason: None,
+        });
+    }
+
+    /// Commits the ending of a card another replica holds, then shows it; once committed, a call
+    /// whose replica stopped is carried on here if it can be.
+    fn commit_ending(&self, ending: Event) {
+        let (Some(me), Some(store)) = (
+            self.me.upgrade(),
+            self.host.upgrade().and_then(|host| host.store.clone()),
+        ) else {
+            return;
         };
         tokio::spawn(async move {
             match crate::persist::write(&store, &me.id, &ending, None).await {
@@ -453,17 +493,11 @@ impl Session {
                         take_over_expired(&host, &store).await;
                     }
                 }
-                Err(err) => {
-                    let Event::FormResolved { form_id, .. } = &ending else {
-                        return;
-                    };
-                    me.diagnostic(
-                        "answer-not-stored",
-                        format!("the answer to form {form_id} could not be stored, so it was not sent: {err}"),
-                    );
-                }
+                Err(err) => me.diagnostic(
+                    "answer-not-stored",
+                    format!("an answer could not be stored, so it was not sent: {err}"),
+                ),
             }
         });
-        Ok(())
     }
 }

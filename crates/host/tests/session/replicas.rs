@@ -476,3 +476,78 @@ async fn replica_child() {
     );
     tokio::time::sleep(Duration::from_secs(600)).await;
 }
+
+/// An approval card of a call on A is answered on B: A reads the choice against its card, the
+/// call runs, and its form is answered on B too. Answering the approval as a form, or twice,
+/// is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_asked_on_one_replica_is_answered_on_another() {
+    let url = StoreUrl::parse(&Cluster::shared().new_database()).unwrap();
+    let (a, _) = replica_with(&url, config("", "")).await;
+    let (b, _) = replica_with(&url, config("", "")).await;
+    let mut on_a = Watch::open(&a);
+    let session = on_a.session.clone();
+    on_a.call("ask_enum");
+    let (approval, _) = on_a.approval().await;
+    until("the approval on B", || {
+        logged(&b, &session)
+            .iter()
+            .any(|line| line.contains(&approval))
+    })
+    .await;
+    let as_form = b.command(
+        &session,
+        Command::AnswerForm {
+            form_id: approval.clone(),
+            answer: FormAnswer::Decline,
+        },
+    );
+    assert!(
+        matches!(as_form, Err(formwork_host::CommandError::Mismatch(_))),
+        "{as_form:?}"
+    );
+    let allow = |host: &Host| {
+        host.command(
+            &session,
+            Command::AnswerApproval {
+                approval_id: approval.clone(),
+                choice: formwork_host::policy::ApprovalChoice::Allow,
+            },
+        )
+    };
+    allow(&b).unwrap();
+    let (form, _) = on_a.form().await;
+    assert!(matches!(
+        allow(&b),
+        Err(formwork_host::CommandError::NotOpen(_))
+    ));
+    until("the form on B", || {
+        logged(&b, &session).iter().any(|line| line.contains(&form))
+    })
+    .await;
+    b.command(
+        &session,
+        Command::AnswerForm {
+            form_id: form,
+            answer: FormAnswer::Accept {
+                content: json!({"color": "red"}).as_object().unwrap().clone(),
+            },
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        on_a.finished().await.unwrap(),
+        r#"result: {"action":"accept","content":{"color":"red"}}"#
+    );
+    let resolved = logged(&a, &session)
+        .into_iter()
+        .find(|line| line.contains(r#""type":"approval_resolved""#))
+        .unwrap();
+    assert_eq!(
+        resolved,
+        format!(r#"{{"type":"approval_resolved","approval_id":"{approval}","choice":"allow"}}"#)
+    );
+    for host in [a, b] {
+        host.shutdown().await;
+    }
+}
