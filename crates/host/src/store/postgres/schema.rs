@@ -122,8 +122,10 @@ const MIGRATIONS: &[&str] = &[
     // created or deleted, sent on commit to the hosts listening (see `listen.rs`). The writer's
     // mark is a setting of its connections (`formwork.origin`).
     r#"
-    ALTER TABLE transcript ADD COLUMN origin TEXT
-        DEFAULT nullif(current_setting('formwork.origin', true), '');
+    -- Entries written before have no known writer.
+    ALTER TABLE transcript ADD COLUMN origin TEXT;
+    ALTER TABLE transcript
+        ALTER COLUMN origin SET DEFAULT nullif(current_setting('formwork.origin', true), '');
 
     CREATE FUNCTION formwork_entry_written() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
