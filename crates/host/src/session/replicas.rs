@@ -5,7 +5,8 @@
 //!
 //! The host keeps, per session, the `seq` of the last entry it holds, and reads only what comes
 //! after it: a notice seen twice, or one for entries already read, reads nothing new; after the
-//! listening connection was lost, every session is compared with the store, so nothing is lost.
+//! listening connection was lost, or a read failed, every session is compared with the store, so
+//! nothing is lost.
 //! Entries of one session are committed in `seq` order (writers queue on the session's row).
 //!
 //! A form answered anywhere: a replica shows the open forms of the others as cards of its own,
@@ -25,8 +26,8 @@ use crate::config::Config;
 use crate::plugin::Resume;
 use crate::responder::{FormAction, FormReply};
 use crate::store::{
-    ApprovalChoice, ApprovalStatus, EntryDetail, EntryKind, FormRecord, FormStatus, HOST_STOPPED,
-    InvocationRecord, InvocationStatus, RoundRecord, Store, StoreError, StoreNotice,
+    AbandonedCall, ApprovalChoice, ApprovalStatus, EntryDetail, EntryKind, FormRecord, FormStatus,
+    HOST_STOPPED, InvocationRecord, InvocationStatus, RoundRecord, Store, StoreError, StoreNotice,
     TranscriptEntry,
 };
 
@@ -47,16 +48,24 @@ pub(super) fn follow(
     tokio::spawn(async move {
         let mut ticks = tokio::time::interval(every);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // Set when a read failed: the next tick compares every session with the store.
+        let mut resync_due = false;
         loop {
             tokio::select! {
                 notice = notices.recv() => {
                     let Some(notice) = notice else { return };
                     if let Err(err) = follower.take(notice).await {
-                        // A later notice of the same session reads from where this one stopped.
                         tracing::warn!(target: "formwork::store", %err, "another replica's writes not read");
+                        resync_due = true;
                     }
                 }
                 _ = ticks.tick() => {
+                    if resync_due {
+                        match follower.resync().await {
+                            Ok(()) => resync_due = false,
+                            Err(err) => tracing::warn!(target: "formwork::store", %err, "the sessions not compared with the store"),
+                        }
+                    }
                     let Some(host) = follower.host.upgrade() else { return };
                     take_over_expired(&host, &follower.store).await;
                 }
@@ -100,8 +109,9 @@ async fn take_over(
     let entries = store.transcript(session).await?;
     match plan(&entries, call) {
         Plan::Gone | Plan::Wait => {}
-        Plan::End { forms, approvals } => {
-            if store.end_abandoned_call(call).await? {
+        Plan::End => {
+            if let Some(AbandonedCall { forms, approvals }) = store.end_abandoned_call(call).await?
+            {
                 tracing::info!(target: "formwork::store", session, call, "a stopped replica's call ended");
                 let reason = || Some(HOST_STOPPED.to_owned());
                 let mut endings: Vec<Event> = forms
@@ -147,11 +157,8 @@ enum Plan {
     Gone,
     /// Its last round has forms the person has not answered.
     Wait,
-    /// It cannot be carried on: end it, with these open forms and approvals.
-    End {
-        forms: Vec<String>,
-        approvals: Vec<String>,
-    },
+    /// It cannot be carried on: end it, with what is open of it.
+    End,
     /// Send the retry of its last round.
     Resume {
         invocation: Box<InvocationRecord>,
@@ -166,7 +173,6 @@ fn plan(entries: &[TranscriptEntry], call: &str) -> Plan {
     let mut invocation = None;
     let mut round: Option<RoundRecord> = None;
     let mut round_forms: Vec<&FormRecord> = Vec::new();
-    let (mut open_forms, mut open_approvals) = (Vec::new(), Vec::new());
     for entry in entries {
         match (entry.kind, &entry.detail) {
             (EntryKind::Invocation, Some(EntryDetail::Invocation(record))) if record.id == call => {
@@ -182,15 +188,6 @@ fn plan(entries: &[TranscriptEntry], call: &str) -> Plan {
                 if form.invocation.as_deref() == Some(call) =>
             {
                 round_forms.push(form);
-                if form.status == FormStatus::Pending {
-                    open_forms.push(form.id.clone());
-                }
-            }
-            (EntryKind::Approval, Some(EntryDetail::Approval(approval)))
-                if approval.invocation.as_deref() == Some(call)
-                    && approval.status == ApprovalStatus::Pending =>
-            {
-                open_approvals.push(approval.id.clone());
             }
             _ => {}
         }
@@ -200,10 +197,7 @@ fn plan(entries: &[TranscriptEntry], call: &str) -> Plan {
         return Plan::Gone;
     };
     let Some(round) = round else {
-        return Plan::End {
-            forms: open_forms,
-            approvals: open_approvals,
-        };
+        return Plan::End;
     };
     if round_forms
         .iter()

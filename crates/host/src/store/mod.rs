@@ -34,11 +34,11 @@ pub use crate::store_url::{DEFAULT_PG_PORT, PgUrl, StoreUrl, StoreUrlError};
 pub use error::StoreError;
 pub use postgres::listen::StoreNotice;
 pub use records::{
-    AppRecord, AppStatePart, AppStateRecord, ApprovalChoice, ApprovalRecord, ApprovalResolution,
-    ApprovalStatus, EntryDetail, EntryKind, FormRecord, FormResolution, FormStatus, HOST_STOPPED,
-    InvocationOutcome, InvocationRecord, InvocationStatus, NewApproval, NewForm, NewInvocation,
-    PlainEntryKind, Recovery, RoundRecord, SessionRecord, StoreStats, ToolResult, TranscriptEntry,
-    UnixMillis,
+    AbandonedCall, AppRecord, AppStatePart, AppStateRecord, ApprovalChoice, ApprovalRecord,
+    ApprovalResolution, ApprovalStatus, EntryDetail, EntryKind, FormRecord, FormResolution,
+    FormStatus, HOST_STOPPED, InvocationOutcome, InvocationRecord, InvocationStatus, NewApproval,
+    NewForm, NewInvocation, PlainEntryKind, Recovery, RoundRecord, SessionRecord, StoreStats,
+    ToolResult, TranscriptEntry, UnixMillis,
 };
 pub use sqlite::schema::SCHEMA_VERSION;
 pub use uploads::{
@@ -438,10 +438,14 @@ impl Store {
 
     /// Takes over the running call `invocation` if its lease expired and ends it as a restart
     /// ends what it finds running: its pending forms and approvals and the call `cancelled`
-    /// with reason [`HOST_STOPPED`]. `false` when another replica holds it (always on SQLite).
-    pub async fn end_abandoned_call(&self, invocation: &str) -> Result<bool, StoreError> {
+    /// with reason [`HOST_STOPPED`]; returns the forms and approvals it ended. `None` when
+    /// another replica holds it (always on SQLite).
+    pub async fn end_abandoned_call(
+        &self,
+        invocation: &str,
+    ) -> Result<Option<AbandonedCall>, StoreError> {
         match &self.inner.engine {
-            Engine::Sqlite(_) => Ok(false),
+            Engine::Sqlite(_) => Ok(None),
             Engine::Postgres(db) => {
                 let id = invocation.to_owned();
                 db.write(&self.inner.stats, move |tx| {

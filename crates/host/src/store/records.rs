@@ -532,6 +532,16 @@ pub enum EntryDetail {
     Approval(ApprovalRecord),
 }
 
+/// What [`Store::end_abandoned_call`](crate::store::Store::end_abandoned_call) ended besides the
+/// call: its forms and approvals that were still open, in the order they were asked.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AbandonedCall {
+    /// The forms' ids.
+    pub forms: Vec<String>,
+    /// The approvals' ids.
+    pub approvals: Vec<String>,
+}
+
 /// What opening the store found unfinished and closed, because the host that owned it stopped.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Recovery {

@@ -19,9 +19,9 @@ use crate::store::inputs::{
     ref_payload,
 };
 use crate::store::records::{
-    AppRecord, AppStatePart, AppStateRecord, ApprovalChoice, ApprovalRecord, ApprovalStatus,
-    EntryDetail, EntryKind, FormRecord, FormStatus, InvocationRecord, InvocationStatus,
-    RoundRecord, SessionRecord, TranscriptEntry, json, optional_json,
+    AbandonedCall, AppRecord, AppStatePart, AppStateRecord, ApprovalChoice, ApprovalRecord,
+    ApprovalStatus, EntryDetail, EntryKind, FormRecord, FormStatus, InvocationRecord,
+    InvocationStatus, RoundRecord, SessionRecord, TranscriptEntry, json, optional_json,
 };
 
 type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
@@ -369,16 +369,17 @@ pub(crate) async fn claim_call(tx: &Transaction<'_>, id: &str) -> Result<bool, S
 }
 
 /// Claims the call (see [`claim_call`]) and ends it with what is open of it, as a restart
-/// does: its pending forms and approvals and the call itself `cancelled` for `reason`.
-/// `false` when another store holds it.
+/// does: its pending forms and approvals and the call itself `cancelled` for `reason`. Returns
+/// the forms and approvals it ended; `None` when another store holds the call.
 pub(crate) async fn end_abandoned_call(
     tx: &Transaction<'_>,
     id: &str,
     reason: &str,
-) -> Result<bool, StoreError> {
+) -> Result<Option<AbandonedCall>, StoreError> {
     if !claim_call(tx, id).await? {
-        return Ok(false);
+        return Ok(None);
     }
+    let mut ended = AbandonedCall::default();
     let forms = query(
         tx,
         "SELECT id FROM forms WHERE invocation_id = $1 AND status = 'pending' ORDER BY created_at, id",
@@ -393,6 +394,7 @@ pub(crate) async fn end_abandoned_call(
             reason: Some(reason.to_owned()),
         };
         resolve_form(tx, &form, &end).await?;
+        ended.forms.push(form);
     }
     let approvals = query(
         tx,
@@ -408,6 +410,7 @@ pub(crate) async fn end_abandoned_call(
             reason: Some(reason.to_owned()),
         };
         resolve_approval(tx, &approval, &end).await?;
+        ended.approvals.push(approval);
     }
     let end = InvocationEnd {
         status: InvocationStatus::Cancelled,
@@ -418,7 +421,7 @@ pub(crate) async fn end_abandoned_call(
         error: Some(reason.to_owned()),
     };
     finish_invocation(tx, id, &end).await?;
-    Ok(true)
+    Ok(Some(ended))
 }
 
 // ---- invocations ----
