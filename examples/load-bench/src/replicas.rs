@@ -116,6 +116,7 @@ pub async fn run(peers: &Path, forms: usize) -> anyhow::Result<()> {
          (the store's share is the difference; the rest is the session and its call's open stream to the plugin)",
         verdict(memory <= 10.0, "<= 10 KB")
     );
+    let _ = std::fs::remove_dir_all(&dir);
     println!(
         "All replicas run in this one process on this machine's cores, beside the database server and the plugin: more\n\
          replicas add listening connections and notices to read, not cores; each answer is one commit (synchronous)."
@@ -143,12 +144,15 @@ fn memory_in_own_process(peers: &Path, engine: &str, forms: usize) -> anyhow::Re
 /// `sqlite`, a file in a temporary directory).
 pub async fn memory(peers: &Path, engine: &str, forms: usize) -> anyhow::Result<()> {
     let plugin = HttpPlugin::start(peers, PluginKind::Rust, Mode::PerSession)?;
+    let dir = tempfile_dir()?;
     let url = match engine {
         "postgres" => StoreUrl::parse(&Cluster::shared().new_database())?,
-        "sqlite" => StoreUrl::Sqlite(tempfile_dir()?.join("formwork.db")),
+        "sqlite" => StoreUrl::Sqlite(dir.join("formwork.db")),
         other => bail!("unknown engine `{other}`"),
     };
-    println!("{:.1}", pending_memory(&plugin.url, &url, forms).await?);
+    let per_form = pending_memory(&plugin.url, &url, forms).await;
+    let _ = std::fs::remove_dir_all(&dir);
+    println!("{:.1}", per_form?);
     Ok(())
 }
 
