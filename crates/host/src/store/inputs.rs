@@ -2,7 +2,12 @@
 //! travel to the SQLite writer thread or a PostgreSQL task), and the values both engines derive
 //! the same way (the time, a reference entry's payload).
 
-use super::records::{ApprovalChoice, ApprovalStatus, FormStatus, InvocationStatus, UnixMillis};
+use serde_json::value::RawValue;
+
+use super::records::{
+    ApprovalChoice, ApprovalResolution, ApprovalStatus, FormResolution, FormStatus,
+    InvocationOutcome, InvocationStatus, UnixMillis,
+};
 
 /// The current time in Unix milliseconds.
 pub(crate) fn now() -> UnixMillis {
@@ -71,4 +76,71 @@ pub(crate) struct ApprovalEnd {
     pub(crate) status: ApprovalStatus,
     pub(crate) choice: Option<ApprovalChoice>,
     pub(crate) reason: Option<String>,
+}
+
+impl From<InvocationOutcome<'_>> for InvocationEnd {
+    fn from(outcome: InvocationOutcome<'_>) -> Self {
+        let text = |raw: Option<&RawValue>| raw.map(|raw| raw.get().to_owned());
+        let without_result = |status, error: &str| InvocationEnd {
+            status,
+            content: None,
+            structured_content: None,
+            meta: None,
+            is_error: false,
+            error: Some(error.to_owned()),
+        };
+        match outcome {
+            InvocationOutcome::Completed(result) => InvocationEnd {
+                status: InvocationStatus::Completed,
+                content: text(result.content),
+                structured_content: text(result.structured_content),
+                meta: text(result.meta),
+                is_error: result.is_error,
+                error: None,
+            },
+            InvocationOutcome::Failed { error } => without_result(InvocationStatus::Failed, error),
+            InvocationOutcome::Cancelled { reason } => {
+                without_result(InvocationStatus::Cancelled, reason)
+            }
+        }
+    }
+}
+
+impl From<FormResolution<'_>> for FormEnd {
+    fn from(resolution: FormResolution<'_>) -> Self {
+        match resolution {
+            FormResolution::Accepted { content } => FormEnd {
+                status: FormStatus::Accepted,
+                content: content.map(|raw| raw.get().to_owned()),
+                reason: None,
+            },
+            FormResolution::Declined { reason } => FormEnd {
+                status: FormStatus::Declined,
+                content: None,
+                reason: reason.map(str::to_owned),
+            },
+            FormResolution::Cancelled { reason } => FormEnd {
+                status: FormStatus::Cancelled,
+                content: None,
+                reason: Some(reason.to_owned()),
+            },
+        }
+    }
+}
+
+impl From<ApprovalResolution<'_>> for ApprovalEnd {
+    fn from(resolution: ApprovalResolution<'_>) -> Self {
+        match resolution {
+            ApprovalResolution::Answered { choice, reason } => ApprovalEnd {
+                status: ApprovalStatus::Answered,
+                choice: Some(choice),
+                reason: reason.map(str::to_owned),
+            },
+            ApprovalResolution::Cancelled { reason } => ApprovalEnd {
+                status: ApprovalStatus::Cancelled,
+                choice: None,
+                reason: Some(reason.to_owned()),
+            },
+        }
+    }
 }

@@ -480,33 +480,7 @@ impl Store {
         id: &str,
         outcome: InvocationOutcome<'_>,
     ) -> Result<(), StoreError> {
-        let text = |raw: Option<&RawValue>| raw.map(|raw| raw.get().to_owned());
-        let end = match outcome {
-            InvocationOutcome::Completed(result) => InvocationEnd {
-                status: InvocationStatus::Completed,
-                content: text(result.content),
-                structured_content: text(result.structured_content),
-                meta: text(result.meta),
-                is_error: result.is_error,
-                error: None,
-            },
-            InvocationOutcome::Failed { error } => InvocationEnd {
-                status: InvocationStatus::Failed,
-                content: None,
-                structured_content: None,
-                meta: None,
-                is_error: false,
-                error: Some(error.to_owned()),
-            },
-            InvocationOutcome::Cancelled { reason } => InvocationEnd {
-                status: InvocationStatus::Cancelled,
-                content: None,
-                structured_content: None,
-                meta: None,
-                is_error: false,
-                error: Some(reason.to_owned()),
-            },
-        };
+        let end = InvocationEnd::from(outcome);
         let id = id.to_owned();
         on_engine!(self.write(finish_invocation(&id, &end)))
     }
@@ -610,23 +584,7 @@ impl Store {
         id: &str,
         resolution: FormResolution<'_>,
     ) -> Result<(), StoreError> {
-        let end = match resolution {
-            FormResolution::Accepted { content } => FormEnd {
-                status: FormStatus::Accepted,
-                content: content.map(|raw| raw.get().to_owned()),
-                reason: None,
-            },
-            FormResolution::Declined { reason } => FormEnd {
-                status: FormStatus::Declined,
-                content: None,
-                reason: reason.map(str::to_owned),
-            },
-            FormResolution::Cancelled { reason } => FormEnd {
-                status: FormStatus::Cancelled,
-                content: None,
-                reason: Some(reason.to_owned()),
-            },
-        };
+        let end = FormEnd::from(resolution);
         let id = id.to_owned();
         on_engine!(self.write(resolve_form(&id, &end)))
     }
@@ -659,18 +617,7 @@ impl Store {
         id: &str,
         resolution: ApprovalResolution<'_>,
     ) -> Result<(), StoreError> {
-        let end = match resolution {
-            ApprovalResolution::Answered { choice, reason } => ApprovalEnd {
-                status: ApprovalStatus::Answered,
-                choice: Some(choice),
-                reason: reason.map(str::to_owned),
-            },
-            ApprovalResolution::Cancelled { reason } => ApprovalEnd {
-                status: ApprovalStatus::Cancelled,
-                choice: None,
-                reason: Some(reason.to_owned()),
-            },
-        };
+        let end = ApprovalEnd::from(resolution);
         let id = id.to_owned();
         on_engine!(self.write(resolve_approval(&id, &end)))
     }

@@ -32,6 +32,24 @@ fn logged(host: &Host, session: &str) -> Vec<String> {
         .collect()
 }
 
+/// Accepts `form` of `session` on `host` with `content`, as a UI does.
+fn accept(
+    host: &Host,
+    session: &str,
+    form: &str,
+    content: Value,
+) -> Result<(), formwork_host::CommandError> {
+    host.command(
+        session,
+        Command::AnswerForm {
+            form_id: form.to_owned(),
+            answer: FormAnswer::Accept {
+                content: content.as_object().unwrap().clone(),
+            },
+        },
+    )
+}
+
 /// Waits (at most 30 s) until `done` holds.
 async fn until(what: &str, done: impl Fn() -> bool) {
     tokio::time::timeout(Duration::from_secs(30), async {
@@ -165,17 +183,8 @@ async fn a_form_asked_on_one_replica_is_answered_on_another() {
         logged(&b, &session).iter().any(|line| line.contains(&form))
     })
     .await;
-    let answer = |host: &Host, color: &str| {
-        host.command(
-            &session,
-            Command::AnswerForm {
-                form_id: form.clone(),
-                answer: FormAnswer::Accept {
-                    content: json!({ "color": color }).as_object().unwrap().clone(),
-                },
-            },
-        )
-    };
+    let answer =
+        |host: &Host, color: &str| accept(host, &session, &form, json!({ "color": color }));
     let refused = answer(&b, "purple").unwrap_err();
     assert!(
         matches!(refused, formwork_host::CommandError::Invalid(_)),
@@ -243,16 +252,7 @@ async fn the_rounds_of_a_call_on_one_replica_are_answered_on_another() {
             logged(&b, &session).iter().any(|line| line.contains(&form))
         })
         .await;
-        b.command(
-            &session,
-            Command::AnswerForm {
-                form_id: form,
-                answer: FormAnswer::Accept {
-                    content: content.as_object().unwrap().clone(),
-                },
-            },
-        )
-        .unwrap();
+        accept(&b, &session, &form, content).unwrap();
     }
     assert_eq!(
         on_a.finished().await.unwrap(),
@@ -343,17 +343,7 @@ async fn a_stopped_replicas_calls_are_carried_on_or_ended_by_one_other() {
             .any(|line| line.contains(round_form.as_str()))
     })
     .await;
-    let answer = |host: &Host, form: &str, content: Value| {
-        host.command(
-            session,
-            Command::AnswerForm {
-                form_id: form.to_owned(),
-                answer: FormAnswer::Accept {
-                    content: content.as_object().unwrap().clone(),
-                },
-            },
-        )
-    };
+    let answer = |host: &Host, form: &str, content: Value| accept(host, session, form, content);
     answer(&b, round_form, json!({"target": "production"})).unwrap();
 
     // The next round's form is asked by whichever replica carried the call on.
@@ -525,16 +515,7 @@ async fn an_approval_asked_on_one_replica_is_answered_on_another() {
         logged(&b, &session).iter().any(|line| line.contains(&form))
     })
     .await;
-    b.command(
-        &session,
-        Command::AnswerForm {
-            form_id: form,
-            answer: FormAnswer::Accept {
-                content: json!({"color": "red"}).as_object().unwrap().clone(),
-            },
-        },
-    )
-    .unwrap();
+    accept(&b, &session, &form, json!({"color": "red"})).unwrap();
     assert_eq!(
         on_a.finished().await.unwrap(),
         r#"result: {"action":"accept","content":{"color":"red"}}"#

@@ -20,8 +20,9 @@ use crate::store::inputs::{
 };
 use crate::store::records::{
     AbandonedCall, AppRecord, AppStatePart, AppStateRecord, ApprovalChoice, ApprovalRecord,
-    ApprovalStatus, EntryDetail, EntryKind, FormRecord, FormStatus, InvocationRecord,
-    InvocationStatus, RoundRecord, SessionRecord, TranscriptEntry, json, optional_json,
+    ApprovalResolution, ApprovalStatus, EntryDetail, EntryKind, FormRecord, FormResolution,
+    FormStatus, InvocationOutcome, InvocationRecord, InvocationStatus, RoundRecord, SessionRecord,
+    TranscriptEntry, json, optional_json,
 };
 
 type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
@@ -388,11 +389,7 @@ pub(crate) async fn end_abandoned_call(
     .await?;
     for row in forms {
         let form: String = row.try_get(0)?;
-        let end = FormEnd {
-            status: FormStatus::Cancelled,
-            content: None,
-            reason: Some(reason.to_owned()),
-        };
+        let end = FormEnd::from(FormResolution::Cancelled { reason });
         resolve_form(tx, &form, &end).await?;
         ended.forms.push(form);
     }
@@ -404,22 +401,11 @@ pub(crate) async fn end_abandoned_call(
     .await?;
     for row in approvals {
         let approval: String = row.try_get(0)?;
-        let end = ApprovalEnd {
-            status: ApprovalStatus::Cancelled,
-            choice: None,
-            reason: Some(reason.to_owned()),
-        };
+        let end = ApprovalEnd::from(ApprovalResolution::Cancelled { reason });
         resolve_approval(tx, &approval, &end).await?;
         ended.approvals.push(approval);
     }
-    let end = InvocationEnd {
-        status: InvocationStatus::Cancelled,
-        content: None,
-        structured_content: None,
-        meta: None,
-        is_error: false,
-        error: Some(reason.to_owned()),
-    };
+    let end = InvocationEnd::from(InvocationOutcome::Cancelled { reason });
     finish_invocation(tx, id, &end).await?;
     Ok(Some(ended))
 }
