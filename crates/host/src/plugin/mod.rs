@@ -744,7 +744,16 @@ impl Plugin {
         on_round: rounds::RoundObserver<'_>,
     ) -> Result<Value, HostError> {
         if self.server.era == Era::Modern {
-            rounds::drive(&self.shared, id, method, params, on_round, None).await
+            // Boxed: the rounds' state would otherwise be held by every call, of either era.
+            Box::pin(rounds::drive(
+                &self.shared,
+                id,
+                method,
+                params,
+                on_round,
+                None,
+            ))
+            .await
         } else {
             self.shared.request_with_id(id, method, Some(params)).await
         }

@@ -267,8 +267,8 @@ impl Session {
             .upgrade()
             .is_some_and(|host| host.options.codex.is_some())
         {
-            return self
-                .run_codex_call(server, call_id, tool, arguments)
+            // Boxed: held inline, the Codex path would make every call's task its size.
+            return Box::pin(self.run_codex_call(server, call_id, tool, arguments))
                 .await
                 .map_err(CallError::Codex);
         }
@@ -278,6 +278,8 @@ impl Session {
             Box::pin(self.prepare_call(server, target, call_id, tool, arguments.as_ref())).await?;
         // An app card only for a call whose tool, or else result, declares a UI.
         let mut declared = crate::apps::declared_ui(Some(&listed), None);
+        // The listing is not needed past here, and the call may wait as long as a person takes.
+        drop(listed);
         if let Some(resource_uri) = &declared {
             self.emit(Event::ToolCallApp {
                 call_id: call_id.to_owned(),

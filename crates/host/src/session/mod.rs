@@ -184,8 +184,8 @@ struct Unsaved {
     event: Arc<Event>,
     /// What the plugin sent that the event leaves out.
     sent: Option<Sent>,
-    /// The answer that waits until the event is stored.
-    then: Option<ReplyAfterCommit>,
+    /// The answer that waits until the event is stored (boxed: most events have none).
+    then: Option<Box<ReplyAfterCommit>>,
 }
 
 #[derive(Default)]
@@ -683,7 +683,7 @@ impl Session {
             state.unsaved.push_back(Unsaved {
                 event: Arc::clone(&event),
                 sent,
-                then,
+                then: then.map(Box::new),
             });
             if !state.saving
                 && let Some(me) = self.me.upgrade()
@@ -735,13 +735,23 @@ impl Session {
                 let next = state.unsaved.pop_front();
                 if next.is_none() {
                     state.saving = false;
+                    // A session may wait a long time before its next event: its queue holds
+                    // no room meanwhile.
+                    state.unsaved = VecDeque::new();
                 }
                 next
             };
             let Some(Unsaved { event, sent, then }) = next else {
                 return;
             };
-            let stored = crate::persist::write(&store, &self.id, &event, sent.as_ref()).await;
+            // Boxed: the session's writer waits here, maybe behind many others' writes.
+            let stored = Box::pin(crate::persist::write(
+                &store,
+                &self.id,
+                &event,
+                sent.as_ref(),
+            ))
+            .await;
             if let Err(err) = &stored {
                 tracing::error!(target: "formwork::store", session = %self.id, %err, "event not stored");
             }

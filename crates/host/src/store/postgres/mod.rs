@@ -48,6 +48,10 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug)]
 pub(crate) struct Postgres {
     pool: Pool,
+    /// One permit per connection, taken by a write before it asks the pool: many writes may
+    /// queue at once (a thousand forms arriving together), and each waits in this small future
+    /// rather than in the pool's much larger one.
+    writers: Arc<tokio::sync::Semaphore>,
     /// The URL without its password, for messages.
     shown: String,
     /// How to connect, for the listening connection (boxed: it is large, and read once).
@@ -103,6 +107,7 @@ impl Postgres {
         schema::migrate(&mut client, &shown).await?;
         let postgres = Postgres {
             pool,
+            writers: Arc::new(tokio::sync::Semaphore::new(POOL_SIZE)),
             shown,
             config: Box::new(config),
             origin,
@@ -180,18 +185,24 @@ impl Postgres {
             + 'static,
     {
         let pool = self.pool.clone();
+        let writers = Arc::clone(&self.writers);
         let stats = Arc::clone(stats);
         let task = tokio::spawn(async move {
-            let mut client = pool.get().await.map_err(pool_error)?;
-            let tx = client.transaction().await?;
-            let result = op(&tx).await;
-            let result = match result {
-                Ok(value) => tx.commit().await.map(|()| value).map_err(StoreError::from),
-                // Dropping the transaction rolls it back.
-                Err(error) => Err(error),
-            };
-            stats.record(1, result.is_ok());
-            result
+            let _turn = writers.acquire().await.map_err(|_| StoreError::Closed)?;
+            // Boxed: only the writes that hold a permit need room for the transaction.
+            Box::pin(async move {
+                let mut client = pool.get().await.map_err(pool_error)?;
+                let tx = client.transaction().await?;
+                let result = op(&tx).await;
+                let result = match result {
+                    Ok(value) => tx.commit().await.map(|()| value).map_err(StoreError::from),
+                    // Dropping the transaction rolls it back.
+                    Err(error) => Err(error),
+                };
+                stats.record(1, result.is_ok());
+                result
+            })
+            .await
         });
         task.await.map_err(|_| StoreError::Closed)?
     }

@@ -29,8 +29,43 @@ struct IncomingHead {
 
 pub(super) async fn post(shared: &Shared, body: String, request_id: Option<u64>) {
     transport::trace_out(&body);
-    // Boxed: sending (a connect, maybe a TLS handshake) is short, and the task lives on as long
-    // as the call's stream; unboxed, its state would be held all that time.
+    // Boxed, like every step but reading an event stream: they are short, and the task lives on
+    // as long as the call's stream; unboxed, room for their state would be held all that time.
+    let Some(response) = Box::pin(send(shared, body, request_id)).await else {
+        return;
+    };
+    let content_type = response.content_type.clone();
+    if content_type.starts_with("text/event-stream") {
+        let mut parser = SseParser::default();
+        let read = read_sse(shared, response, request_id, &mut parser).await;
+        if let Some(id) = request_id
+            && !read.answered
+            && let Err(err) = Box::pin(resume(shared, id, parser)).await
+        {
+            let reason = err.to_string();
+            shared.fail_request(request_id, reason.clone());
+            Box::pin(shared.check_reachable(&reason)).await;
+        }
+    } else if content_type.starts_with("application/json") {
+        match Box::pin(read_limited(response)).await {
+            Ok(body) => {
+                transport::trace_in(&body);
+                let _ = shared.incoming.unbounded_send(Frame::Message(body, None));
+            }
+            Err(err) => shared.fail_request(request_id, err.to_string()),
+        }
+    } else {
+        shared.fail_request(
+            request_id,
+            format!("the plugin answered with content type `{content_type}`"),
+        );
+    }
+}
+
+/// Sends the POST until it is answered with a success: signed again when refused, redirects
+/// followed. `None` when the answer was another status or the exchange failed, which is
+/// handled here.
+async fn send(shared: &Shared, body: String, request_id: Option<u64>) -> Option<Response> {
     let mut refusals = 0;
     let mut redirects = 0;
     let response = loop {
@@ -57,7 +92,7 @@ pub(super) async fn post(shared: &Shared, body: String, request_id: Option<u64>)
             Ok(sent) => sent,
             Err(SendError::Unreachable(reason)) => {
                 let _ = shared.incoming.unbounded_send(Frame::Closed(reason));
-                return;
+                return None;
             }
             // A request's exchange broke: it fails, and the plugin may still be there for the
             // others. A response or notification that did not arrive (a form's answer, say)
@@ -69,7 +104,7 @@ pub(super) async fn post(shared: &Shared, body: String, request_id: Option<u64>)
                 } else {
                     let _ = shared.incoming.unbounded_send(Frame::Closed(reason));
                 }
-                return;
+                return None;
             }
         };
         let response = match shared
@@ -80,7 +115,7 @@ pub(super) async fn post(shared: &Shared, body: String, request_id: Option<u64>)
             Refusal::SignedAgain => continue,
             Refusal::Failed(err) => {
                 shared.fail_request(request_id, err.to_string());
-                return;
+                return None;
             }
         };
         if matches!(response.status, 307 | 308) && redirects < MAX_REDIRECTS {
@@ -91,7 +126,7 @@ pub(super) async fn post(shared: &Shared, body: String, request_id: Option<u64>)
                 Ok(()) => continue,
                 Err(err) => {
                     shared.fail_request(request_id, err.to_string());
-                    return;
+                    return None;
                 }
             }
         }
@@ -111,7 +146,7 @@ pub(super) async fn post(shared: &Shared, body: String, request_id: Option<u64>)
                 format!("the plugin answered a request with HTTP {status} and no body"),
             );
         }
-        return;
+        return None;
     }
     if !(200..300).contains(&status) {
         let json = response.content_type.starts_with("application/json");
@@ -129,7 +164,7 @@ pub(super) async fn post(shared: &Shared, body: String, request_id: Option<u64>)
             let _ = shared
                 .incoming
                 .unbounded_send(Frame::Message(body.to_owned(), None));
-            return;
+            return None;
         }
         let snippet: String = String::from_utf8_lossy(&text).chars().take(300).collect();
         let mut reason = format!("the plugin answered HTTP {status}: {snippet}");
@@ -152,37 +187,12 @@ pub(super) async fn post(shared: &Shared, body: String, request_id: Option<u64>)
             let _ = shared
                 .incoming
                 .unbounded_send(Frame::Closed(format!("its MCP session is gone ({reason})")));
-            return;
+            return None;
         }
         shared.fail_request(request_id, reason);
-        return;
+        return None;
     }
-    let content_type = response.content_type.clone();
-    if content_type.starts_with("text/event-stream") {
-        let mut parser = SseParser::default();
-        let read = read_sse(shared, response, request_id, &mut parser).await;
-        if let Some(id) = request_id
-            && !read.answered
-            && let Err(err) = Box::pin(resume(shared, id, parser)).await
-        {
-            let reason = err.to_string();
-            shared.fail_request(request_id, reason.clone());
-            Box::pin(shared.check_reachable(&reason)).await;
-        }
-    } else if content_type.starts_with("application/json") {
-        match read_limited(response).await {
-            Ok(body) => {
-                transport::trace_in(&body);
-                let _ = shared.incoming.unbounded_send(Frame::Message(body, None));
-            }
-            Err(err) => shared.fail_request(request_id, err.to_string()),
-        }
-    } else {
-        shared.fail_request(
-            request_id,
-            format!("the plugin answered with content type `{content_type}`"),
-        );
-    }
+    Some(response)
 }
 
 /// Why a JSON answer could not be read.
