@@ -28,8 +28,9 @@ use crate::url_warning::{self, UrlWarning};
 pub enum ElicitationRequest {
     /// `mode: "form"` (or no mode): ask for structured input.
     Form(FormRequest),
-    /// `mode: "url"`: ask the person to open a URL.
-    Url(UrlRequest),
+    /// `mode: "url"`: ask the person to open a URL. Boxed: a request is kept in every card and
+    /// in the event that shows it, and most are forms, which are much smaller.
+    Url(Box<UrlRequest>),
 }
 
 /// A form-mode request.
@@ -295,14 +296,14 @@ fn parse_url(
             ));
         }
     };
-    Ok(ElicitationRequest::Url(UrlRequest {
+    Ok(ElicitationRequest::Url(Box::new(UrlRequest {
         message,
         url: url.clone(),
         domain,
         warnings,
         elicitation_id,
         meta,
-    }))
+    })))
 }
 
 /// Checks a URL-mode `url` and returns its host and the warnings about where it leads.

@@ -14,7 +14,7 @@ fn form(params: Value) -> formwork_forms::FormRequest {
 
 fn url(params: Value) -> formwork_forms::UrlRequest {
     match parse_request(&params) {
-        Ok(ElicitationRequest::Url(request)) => request,
+        Ok(ElicitationRequest::Url(request)) => *request,
         other => panic!("{params}: {other:?}"),
     }
 }

@@ -741,14 +741,14 @@ mod tests {
     use super::*;
 
     fn card(id: &str) -> Card {
-        let request = ElicitationRequest::Url(formwork_forms::UrlRequest {
+        let request = ElicitationRequest::Url(Box::new(formwork_forms::UrlRequest {
             message: String::new(),
             url: "https://example.com".to_owned(),
             domain: "example.com".to_owned(),
             warnings: Vec::new(),
             elicitation_id: None,
             meta: None,
-        });
+        }));
         Card::form(id.to_owned(), None, "p".to_owned(), request).0
     }
 

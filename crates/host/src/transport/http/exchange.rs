@@ -31,13 +31,14 @@ pub(super) async fn post(shared: &Shared, body: String, request_id: Option<u64>)
     transport::trace_out(&body);
     // Boxed, like every step but reading an event stream: they are short, and the task lives on
     // as long as the call's stream; unboxed, room for their state would be held all that time.
-    let Some(response) = Box::pin(send(shared, body, request_id)).await else {
+    let Some(mut response) = Box::pin(send(shared, body, request_id)).await else {
         return;
     };
     let content_type = response.content_type.clone();
     if content_type.starts_with("text/event-stream") {
         let mut parser = SseParser::default();
-        let read = read_sse(shared, response, request_id, &mut parser).await;
+        let read = read_sse(shared, &mut response, request_id, &mut parser).await;
+        drop(response);
         if let Some(id) = request_id
             && !read.answered
             && let Err(err) = Box::pin(resume(shared, id, parser)).await
@@ -221,7 +222,7 @@ pub(super) struct Read {
 /// `request_id` or the end of the connection; `parser` follows the stream across connections.
 pub(super) async fn read_sse(
     shared: &Shared,
-    mut response: Response,
+    response: &mut Response,
     request_id: Option<u64>,
     parser: &mut SseParser,
 ) -> Read {

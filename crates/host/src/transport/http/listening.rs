@@ -46,7 +46,8 @@ pub(super) async fn listen(shared: &Shared, mut response: Response) {
     let mut fruitless = 0;
     loop {
         let opened = tokio::time::Instant::now();
-        let read = read_sse(shared, response, None, &mut parser).await;
+        let read = read_sse(shared, &mut response, None, &mut parser).await;
+        drop(response);
         if shared.incoming.is_closed() {
             // Nobody reads what it would bring.
             return;

@@ -101,7 +101,7 @@ pub(super) async fn resume(
                 continue;
             }
         };
-        let response = match shared
+        let mut response = match shared
             .sign_again_if_refused(response, generation, &mut refusals)
             .await
         {
@@ -138,7 +138,8 @@ pub(super) async fn resume(
             return Err(ResumeError::NotAStream(response.content_type));
         }
         parser.resumed();
-        let read = read_sse(shared, response, Some(request_id), &mut parser).await;
+        let read = read_sse(shared, &mut response, Some(request_id), &mut parser).await;
+        drop(response);
         if read.answered {
             return Ok(());
         }
