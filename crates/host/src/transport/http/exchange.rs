@@ -63,9 +63,9 @@ pub(super) async fn post(shared: &Shared, body: String, request_id: Option<u64>)
     }
 }
 
-/// Sends the POST until it is answered with a success: signed again when refused, redirects
-/// followed. `None` when the answer was another status or the exchange failed, which is
-/// handled here.
+/// Sends the POST until it is answered with a body to read: signed again when refused,
+/// redirects followed. `None` when the answer was empty (202, 204) or an error status, or the
+/// exchange failed; each of those is handled here.
 async fn send(shared: &Shared, body: String, request_id: Option<u64>) -> Option<Response> {
     let mut refusals = 0;
     let mut redirects = 0;
