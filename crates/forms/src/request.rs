@@ -38,9 +38,9 @@ pub enum ElicitationRequest {
 pub struct FormRequest {
     /// What the person is shown: the `message` and one question per property.
     pub render: Arc<RenderBlock>,
-    /// The params' `_meta`, key order kept.
+    /// The params' `_meta`, key order kept (shared: a card and its events show the same one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Content>,
+    pub meta: Option<Arc<Content>>,
     /// The parsed `requestedSchema`, which turns answers into checked content. Always present in
     /// what [`parse_request`] returns; absent in a request read back from JSON (a record, shown
     /// but never answered) and wherever its holder has taken it ([`ElicitationRequest::take_form`]).
@@ -74,9 +74,9 @@ pub struct UrlRequest {
     /// The server's id for this elicitation (2025-11-25), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elicitation_id: Option<String>,
-    /// The params' `_meta`, key order kept.
+    /// The params' `_meta`, key order kept (shared, as in [`FormRequest::meta`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Content>,
+    pub meta: Option<Arc<Content>>,
 }
 
 /// What a host accepts beyond core MCP elicitation. The default is core MCP only.
@@ -114,7 +114,7 @@ pub fn parse_request_with(
 ) -> Result<ElicitationRequest, Decline> {
     let openai = options.openai_elicitation;
     let (message, meta, mode) = read_header(params, openai)?;
-    let (message, meta) = (message.clone(), meta.cloned());
+    let (message, meta) = (message.clone(), meta.cloned().map(Arc::new));
     match mode {
         Mode::Form => {
             let core = params.get("requestedSchema").ok_or_else(no_schema)?;
@@ -258,7 +258,7 @@ fn parse_url(
     url: Option<&Value>,
     elicitation_id: Option<&Value>,
     message: String,
-    meta: Option<Content>,
+    meta: Option<Arc<Content>>,
 ) -> Result<ElicitationRequest, Decline> {
     let url = match url {
         Some(Value::String(url)) => url,
@@ -366,8 +366,8 @@ impl ElicitationRequest {
     /// The request's `_meta`, if any.
     pub fn meta(&self) -> Option<&Content> {
         match self {
-            ElicitationRequest::Form(request) => request.meta.as_ref(),
-            ElicitationRequest::Url(request) => request.meta.as_ref(),
+            ElicitationRequest::Form(request) => request.meta.as_deref(),
+            ElicitationRequest::Url(request) => request.meta.as_deref(),
         }
     }
 }

@@ -17,6 +17,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use futures::FutureExt;
+use futures::future::Either;
 use rmcp::model::ProtocolVersion;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
@@ -663,28 +665,29 @@ impl Plugin {
     /// (2026-07-28) before its forms are shown. Forms of every round carry `id` as their
     /// [`FormPrompt::call_request`](crate::FormPrompt::call_request), though each retry is
     /// sent under a new id.
-    pub async fn call_tool_rounds(
+    ///
+    /// Not an `async fn`, nor are the layers under it: a call waits here as long as a person
+    /// takes, and each layer would keep its own copy of what it passed down.
+    pub fn call_tool_rounds(
         &self,
         id: u64,
         name: &str,
         arguments: Option<Value>,
         on_round: rounds::RoundObserver<'_>,
-    ) -> Result<Value, HostError> {
+    ) -> impl Future<Output = Result<Value, HostError>> + Send {
         let mut params = serde_json::Map::new();
         params.insert("name".into(), name.into());
         if let Some(arguments) = arguments {
             params.insert("arguments".into(), arguments);
         }
-        let result = self
-            .request_rounds(id, "tools/call", Value::Object(params), on_round)
-            .await?;
-        if !result.is_object() {
-            return Err(HostError::InvalidResponse {
-                method: "tools/call".to_owned(),
-                reason: "the result is not an object".to_owned(),
-            });
-        }
-        Ok(result)
+        self.request_rounds(id, "tools/call", Value::Object(params), on_round)
+            .map(|result| match result {
+                Ok(result) if !result.is_object() => Err(HostError::InvalidResponse {
+                    method: "tools/call".to_owned(),
+                    reason: "the result is not an object".to_owned(),
+                }),
+                other => other,
+            })
     }
 
     /// Carries on a 2026-07-28 `tools/call` another replica began, from the retry of the round
@@ -736,26 +739,25 @@ impl Plugin {
         }
     }
 
-    async fn request_rounds(
+    fn request_rounds(
         &self,
         id: u64,
         method: &str,
         params: Value,
         on_round: rounds::RoundObserver<'_>,
-    ) -> Result<Value, HostError> {
+    ) -> impl Future<Output = Result<Value, HostError>> + Send {
         if self.server.era == Era::Modern {
             // Boxed: the rounds' state would otherwise be held by every call, of either era.
-            Box::pin(rounds::drive(
+            Either::Left(Box::pin(rounds::drive(
                 &self.shared,
                 id,
                 method,
                 params,
                 on_round,
                 None,
-            ))
-            .await
+            )))
         } else {
-            self.shared.request_with_id(id, method, Some(params)).await
+            Either::Right(self.shared.request_with_id(id, method, Some(params)))
         }
     }
 
@@ -815,33 +817,34 @@ impl Shared {
     }
 
     /// A request with the connection's timeout, which pauses while a form is open.
-    async fn request_with_id(
+    fn request_with_id(
         &self,
         id: u64,
         method: &str,
         params: Option<Value>,
-    ) -> Result<Value, HostError> {
-        let raw = self.request_raw(id, method, params).await?;
-        serde_json::from_str(raw.get()).map_err(|err| HostError::InvalidResponse {
-            method: method.to_owned(),
-            reason: err.to_string(),
+    ) -> impl Future<Output = Result<Value, HostError>> + Send {
+        self.request_raw(id, method, params).map(move |raw| {
+            serde_json::from_str(raw?.get()).map_err(|err| HostError::InvalidResponse {
+                method: method.to_owned(),
+                reason: err.to_string(),
+            })
         })
     }
 
     /// A request whose result is kept as the JSON text the plugin sent. `initialize` has a
     /// timeout of its own that forms do not pause, and is never cancelled (the spec forbids it).
-    async fn request_raw(
+    fn request_raw(
         &self,
         id: u64,
         method: &str,
         params: Option<Value>,
-    ) -> Result<Box<RawValue>, HostError> {
+    ) -> impl Future<Output = Result<Box<RawValue>, HostError>> + Send {
         let timeout = if opens(method) {
             INITIALIZE_TIMEOUT
         } else {
             self.request_timeout
         };
-        self.request_raw_within(id, method, params, timeout).await
+        self.request_raw_within(id, method, params, timeout)
     }
 
     /// [`Shared::request_raw`] with a timeout of its own. On a 2026-07-28 connection the

@@ -48,8 +48,9 @@ pub(crate) struct Card {
 pub enum CardAsks {
     /// A form (with its parsed [`Form`](formwork_forms::Form), which checks answers) or a URL.
     Form(ElicitationRequest),
-    /// Whether a tool call may run.
-    Approval(ApprovalCard),
+    /// Whether a tool call may run (boxed: most cards are forms, and a queue holds its cards
+    /// inline).
+    Approval(Box<ApprovalCard>),
 }
 
 /// The answer to a card, of the card's own kind.
@@ -104,7 +105,7 @@ impl Card {
             call_id,
             plugin: approval.server.clone(),
             shown,
-            asks: CardAsks::Approval(approval),
+            asks: CardAsks::Approval(Box::new(approval)),
             reply,
         };
         let answer = async move {

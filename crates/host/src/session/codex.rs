@@ -98,7 +98,9 @@ impl super::Host {
     /// The Codex thread `session` runs in, once it has one (under the Codex runtime). Another
     /// app-server client may join it on Codex's socket with `thread/resume`.
     pub fn codex_thread(&self, session: &str) -> Result<Option<String>, super::CommandError> {
-        Ok(self.inner.session(session)?.lock().codex.thread.clone())
+        let session = self.inner.session(session)?;
+        let state = session.lock();
+        Ok(state.codex.get().and_then(|codex| codex.thread.clone()))
     }
 }
 
@@ -262,13 +264,14 @@ impl Session {
             let mut state = self.lock();
             let early = state
                 .codex
+                .made()
                 .ended
                 .iter()
                 .position(|(id, _)| *id == turn)
-                .and_then(|at| state.codex.ended.remove(at))
+                .and_then(|at| state.codex.made().ended.remove(at))
                 .map(|(_, end)| end);
             if early.is_none() {
-                state.codex.waiting.insert(turn.clone(), done);
+                state.codex.made().waiting.insert(turn.clone(), done);
             }
             early
         };
@@ -298,7 +301,7 @@ impl Session {
         } else {
             "the turn ended before the call did"
         });
-        self.lock().codex.waiting.remove(&turn);
+        self.lock().codex.made().waiting.remove(&turn);
         match end {
             Some(end) => match end.status.as_str() {
                 "completed" => Outcome::Completed,
@@ -345,13 +348,14 @@ impl Session {
         host: &Arc<HostInner>,
         link: &Arc<CodexLink>,
     ) -> Result<String, CodexStartError> {
-        let starting = Arc::clone(&self.lock().codex.starting);
+        let starting = Arc::clone(&self.lock().codex.made().starting);
         let _one_at_a_time = starting.lock().await;
         let (thread, loaded) = {
-            let state = self.lock();
+            let mut state = self.lock();
+            let codex = state.codex.made();
             (
-                state.codex.thread.clone(),
-                state.codex.loaded_in == Some(link.generation),
+                codex.thread.clone(),
+                codex.loaded_in == Some(link.generation),
             )
         };
         let config = host.config();
@@ -402,7 +406,7 @@ impl Session {
                     .await?;
                 tracing::info!(target: "formwork::codex", session = %self.id, %thread, "codex thread started");
                 // Kept at once: whatever happens next, the session's next turn uses this thread.
-                self.lock().codex.thread = Some(thread.clone());
+                self.lock().codex.made().thread = Some(thread.clone());
                 if let Some(store) = &host.store
                     && let Err(err) = store.set_codex_thread(&self.id, &thread).await
                 {
@@ -438,8 +442,8 @@ impl Session {
             }
         }
         let mut state = self.lock();
-        state.codex.thread = Some(thread.clone());
-        state.codex.loaded_in = Some(link.generation);
+        state.codex.made().thread = Some(thread.clone());
+        state.codex.made().loaded_in = Some(link.generation);
         Ok(thread)
     }
 
@@ -486,6 +490,7 @@ impl Session {
         let arguments = arguments.unwrap_or_else(|| json!({}));
         self.lock()
             .codex
+            .made()
             .palette
             .push((server.to_owned(), call_id.to_owned()));
         let _done = PaletteCall {
@@ -509,12 +514,14 @@ impl Session {
     fn codex_gone(&self, generation: u64, why: &str) {
         let (open, current) = {
             let mut state = self.lock();
-            let current = state.codex.loaded_in == Some(generation);
+            let Some(codex) = state.codex.get_mut() else {
+                return;
+            };
+            let current = codex.loaded_in == Some(generation);
             if current {
-                state.codex.loaded_in = None;
+                codex.loaded_in = None;
             }
-            let keys: Vec<(u64, RawId)> = state
-                .codex
+            let keys: Vec<(u64, RawId)> = codex
                 .open
                 .keys()
                 .filter(|(of, _)| *of == generation)
@@ -522,7 +529,7 @@ impl Session {
                 .collect();
             let open: Vec<OpenRequest> = keys
                 .iter()
-                .filter_map(|key| state.codex.open.remove(key))
+                .filter_map(|key| codex.open.remove(key))
                 .collect();
             (open, current)
         };
@@ -545,23 +552,24 @@ impl Session {
     /// Whether a call of `server` runs through Codex in this session.
     pub(super) fn codex_runs(&self, server: &str) -> bool {
         let state = self.lock();
-        state.codex.items.values().any(|(_, of)| of == server)
-            || state.codex.palette.iter().any(|(of, _)| of == server)
+        state.codex.get().is_some_and(|codex| {
+            codex.items.values().any(|(_, of)| of == server)
+                || codex.palette.iter().any(|(of, _)| of == server)
+        })
     }
 
     /// The formwork call a form of `server` belongs to: the only call of that server running
     /// through Codex (a tool call of the turn, or a palette call).
     pub(super) fn codex_call_of(&self, server: &str) -> Option<String> {
         let state = self.lock();
-        let mut calls = state
-            .codex
+        let codex = state.codex.get()?;
+        let mut calls = codex
             .items
             .values()
             .filter(|(_, of)| of == server)
             .map(|(call, _)| call)
             .chain(
-                state
-                    .codex
+                codex
                     .palette
                     .iter()
                     .filter(|(of, _)| of == server)
@@ -585,6 +593,7 @@ impl Drop for PaletteCall {
         self.session
             .lock()
             .codex
+            .made()
             .palette
             .retain(|(_, call)| call != &self.call_id);
     }

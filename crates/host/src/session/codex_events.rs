@@ -46,17 +46,17 @@ impl Session {
                     error: text("/turn/error/message").map(str::to_owned),
                 };
                 let mut state = self.lock();
-                match state.codex.waiting.remove(turn) {
+                match state.codex.made().waiting.remove(turn) {
                     Some(waiter) => {
                         let _ = waiter.send(end);
                     }
                     None => {
                         // The end came before its turn/start's answer (or the turn is another
                         // client's): kept for a moment, a few at most.
-                        if state.codex.ended.len() == MAX_EARLY_ENDS {
-                            state.codex.ended.pop_front();
+                        if state.codex.made().ended.len() == MAX_EARLY_ENDS {
+                            state.codex.made().ended.pop_front();
                         }
-                        state.codex.ended.push_back((turn.to_owned(), end));
+                        state.codex.made().ended.push_back((turn.to_owned(), end));
                     }
                 }
             }
@@ -64,7 +64,12 @@ impl Session {
                 let Some(id) = params.get("requestId").and_then(RawId::from_value) else {
                     return;
                 };
-                let open = self.lock().codex.open.remove(&(generation, id.clone()));
+                let open = self
+                    .lock()
+                    .codex
+                    .made()
+                    .open
+                    .remove(&(generation, id.clone()));
                 if let Some(open) = open {
                     tracing::info!(target: "formwork::codex", session = %self.id, %id, "another client answered codex's request; its card ends");
                     self.end_open_request(open, EndReason::AnsweredElsewhere);
@@ -124,11 +129,12 @@ impl Session {
         };
         let call_id = self.new_id("c");
         let mut state = self.lock();
-        if state.codex.items.contains_key(item_id) {
+        if state.codex.made().items.contains_key(item_id) {
             return;
         }
         state
             .codex
+            .made()
             .items
             .insert(item_id.to_owned(), (call_id.clone(), server.clone()));
         self.emit_locked(
@@ -167,7 +173,7 @@ impl Session {
         let Some(item_id) = item.get("id").and_then(Value::as_str) else {
             return;
         };
-        let Some((call_id, _)) = self.lock().codex.items.remove(item_id) else {
+        let Some((call_id, _)) = self.lock().codex.made().items.remove(item_id) else {
             return;
         };
         let (result, error) = item_outcome(item);
@@ -179,6 +185,7 @@ impl Session {
         let items: Vec<(String, String)> = self
             .lock()
             .codex
+            .made()
             .items
             .drain()
             .map(|(_, call)| call)

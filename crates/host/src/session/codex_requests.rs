@@ -412,6 +412,7 @@ impl Session {
         let item = params.get("itemId").and_then(Value::as_str)?;
         self.lock()
             .codex
+            .made()
             .items
             .get(item)
             .map(|(call, _)| call.clone())
@@ -420,6 +421,7 @@ impl Session {
     fn track(&self, key: &(u64, RawId), card: Option<String>, resolved: CancellationToken) {
         self.lock()
             .codex
+            .made()
             .open
             .insert(key.clone(), OpenRequest { card, resolved });
     }
@@ -427,7 +429,7 @@ impl Session {
     /// Stops tracking a request about to be answered; `false` when another client answered it
     /// first (then nothing is sent).
     fn untrack(&self, key: &(u64, RawId)) -> bool {
-        self.lock().codex.open.remove(key).is_some()
+        self.lock().codex.made().open.remove(key).is_some()
     }
 }
 

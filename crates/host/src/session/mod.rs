@@ -19,6 +19,7 @@ mod model_turn;
 mod older_protocol;
 mod replicas;
 mod reply_after_commit;
+mod saving;
 mod sign_in;
 mod wire;
 
@@ -32,7 +33,7 @@ pub use wire::{
     FormAnswer, Role, SessionId, SocketMessage, TurnEndReason,
 };
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
@@ -122,6 +123,8 @@ struct HostInner {
     config: RwLock<Arc<Config>>,
     options: HostOptions,
     store: Option<Store>,
+    /// The tasks that write sessions' events to `store`.
+    writers: Option<saving::Writers>,
     sessions: Mutex<HashMap<SessionId, Arc<Session>>>,
     ids: AtomicU64,
     /// This host's mark in the ids it mints, random per process: hosts sharing one store (and
@@ -145,7 +148,7 @@ struct HostInner {
 struct Session {
     id: SessionId,
     host: Weak<HostInner>,
-    /// Itself, so that `emit` can start the task that writes events to the store.
+    /// Itself, so that `emit` can hand it to a writer of the store.
     me: Weak<Session>,
     state: Mutex<SessionState>,
 }
@@ -162,30 +165,47 @@ struct SessionState {
     approvals: SessionApprovals,
     /// How many more diagnostics plugins may bring about now.
     diagnostics: crate::budget::LogBudget,
-    /// Events not yet written to the store, in order; one task writes them at a time.
-    unsaved: VecDeque<Unsaved>,
-    saving: bool,
+    /// What is not yet written to the store, in order (`saving.rs`).
+    saving: saving::SaveQueue,
     /// The `file://` URIs of the files the person added in this session ([`Host::save_upload`]):
     /// the only local files an answer may name.
     uploads: HashSet<String>,
     /// The documents of its apps and what they left behind.
-    apps: apps::SessionApps,
+    apps: OnFirstUse<apps::SessionApps>,
     /// The model's conversation and its turn.
     model: model_turn::ModelState,
     /// The session's Codex thread, under the Codex runtime.
-    codex: codex::CodexState,
+    codex: OnFirstUse<codex::CodexState>,
     /// The open cards another replica holds (`replicas.rs`): an answer given here is read
     /// against it and committed here, and that replica replies.
     held_elsewhere: HashMap<String, replicas::HeldElsewhere>,
 }
 
-/// An event waiting for the store.
-struct Unsaved {
-    event: Arc<Event>,
-    /// What the plugin sent that the event leaves out.
-    sent: Option<Sent>,
-    /// The answer that waits until the event is stored (boxed: most events have none).
-    then: Option<Box<ReplyAfterCommit>>,
+/// A part of a session's state that most sessions never use: it takes no room until it is
+/// first written.
+struct OnFirstUse<T>(Option<Box<T>>);
+
+impl<T> Default for OnFirstUse<T> {
+    fn default() -> Self {
+        OnFirstUse(None)
+    }
+}
+
+impl<T: Default> OnFirstUse<T> {
+    /// The part, if it was ever written.
+    fn get(&self) -> Option<&T> {
+        self.0.as_deref()
+    }
+
+    /// The part, if it was ever written, to change.
+    fn get_mut(&mut self) -> Option<&mut T> {
+        self.0.as_deref_mut()
+    }
+
+    /// The part, made now if need be.
+    fn made(&mut self) -> &mut T {
+        self.0.get_or_insert_default()
+    }
 }
 
 #[derive(Default)]
@@ -236,6 +256,7 @@ impl Host {
             inner: Arc::new(HostInner {
                 config: RwLock::new(Arc::new(config)),
                 options,
+                writers: store.as_ref().map(|_| saving::Writers::start()),
                 store,
                 sessions: Mutex::new(HashMap::new()),
                 ids: AtomicU64::new(1),
@@ -280,18 +301,11 @@ impl Host {
     pub fn create_session(&self) -> SessionId {
         let id = self.inner.unique_id("s");
         let session = self.inner.new_session(id.clone(), Vec::new());
-        if let Some(store) = &self.inner.store {
+        if let Some(writers) = &self.inner.writers {
             // The session's row goes first; its events queue behind it.
-            let store = store.clone();
-            let session_id = id.clone();
-            session.lock().saving = true;
-            let me = Arc::clone(&session);
-            tokio::spawn(async move {
-                if let Err(err) = store.create_session(&session_id, None).await {
-                    tracing::error!(target: "formwork::store", session = %session_id, %err, "session not stored");
-                }
-                me.save_pending().await;
-            });
+            let mut state = session.lock();
+            state.saving.row = true;
+            writers.wake(&mut state.saving, Arc::clone(&session));
         }
         if let Ok(mut sessions) = self.inner.sessions.lock() {
             sessions.insert(id.clone(), session);
@@ -550,7 +564,7 @@ impl HostInner {
     fn new_session(self: &Arc<Self>, id: SessionId, log: Vec<Event>) -> Arc<Session> {
         let mut state = SessionState::default();
         for event in log {
-            state.apps.note(&event);
+            state.apps.note(&event, &state.log);
             state.log.push(Arc::new(event));
         }
         Arc::new_cyclic(|me| Session {
@@ -579,7 +593,9 @@ impl HostInner {
         session.lock().held_elsewhere.extend(open);
         session.restore_app_state(store.app_states(&record.id).await?);
         session.restore_model_history(store.model_items(&record.id).await?);
-        session.lock().codex.thread = record.codex_thread.clone();
+        if let Some(thread) = &record.codex_thread {
+            session.lock().codex.made().thread = Some(thread.clone());
+        }
         if let Ok(mut sessions) = self.sessions.lock() {
             sessions.entry(record.id).or_insert(session);
         }
@@ -678,24 +694,21 @@ impl Session {
         if let Some(subscribers) = &state.subscribers {
             let _ = subscribers.send(Arc::clone(&event));
         }
-        let has_store = self.host.upgrade().is_some_and(|host| host.store.is_some());
-        let unqueued = if has_store {
-            state.unsaved.push_back(Unsaved {
+        let host = self.host.upgrade();
+        let unqueued = if let Some(writers) = host.as_ref().and_then(|host| host.writers.as_ref()) {
+            state.saving.events.push_back(saving::Unsaved {
                 event: Arc::clone(&event),
                 sent,
                 then: then.map(Box::new),
             });
-            if !state.saving
-                && let Some(me) = self.me.upgrade()
-            {
-                state.saving = true;
-                tokio::spawn(async move { me.save_pending().await });
+            if let Some(me) = self.me.upgrade() {
+                writers.wake(&mut state.saving, me);
             }
             None
         } else {
             then
         };
-        state.apps.note(&event);
+        state.apps.note(&event, &state.log);
         state.log.push(event);
         unqueued
     }
@@ -706,58 +719,6 @@ impl Session {
         let state = self.lock();
         if let Some(subscribers) = &state.subscribers {
             let _ = subscribers.send(Arc::new(event));
-        }
-    }
-
-    /// Waits until every event emitted so far is in the store (at most a few seconds).
-    async fn saved(&self) {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-        while tokio::time::Instant::now() < deadline {
-            let done = {
-                let state = self.lock();
-                !state.saving && state.unsaved.is_empty()
-            };
-            if done {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    }
-
-    /// Writes queued events in order until none is left, running what waited for each.
-    async fn save_pending(&self) {
-        let Some(store) = self.host.upgrade().and_then(|host| host.store.clone()) else {
-            return;
-        };
-        loop {
-            let next = {
-                let mut state = self.lock();
-                let next = state.unsaved.pop_front();
-                if next.is_none() {
-                    state.saving = false;
-                    // A session may wait a long time before its next event: its queue holds
-                    // no room meanwhile.
-                    state.unsaved = VecDeque::new();
-                }
-                next
-            };
-            let Some(Unsaved { event, sent, then }) = next else {
-                return;
-            };
-            // Boxed: the session's writer waits here, maybe behind many others' writes.
-            let stored = Box::pin(crate::persist::write(
-                &store,
-                &self.id,
-                &event,
-                sent.as_ref(),
-            ))
-            .await;
-            if let Err(err) = &stored {
-                tracing::error!(target: "formwork::store", session = %self.id, %err, "event not stored");
-            }
-            if let Some(then) = then {
-                then.committed(self, stored);
-            }
         }
     }
 

@@ -374,7 +374,8 @@ impl Session {
     pub(super) fn take_in_committed(&self, events: Vec<Event>, open: Vec<(String, HeldElsewhere)>) {
         let mut endings = Vec::new();
         {
-            let mut state = self.lock();
+            let mut guard = self.lock();
+            let state = &mut *guard;
             state.held_elsewhere.extend(open);
             for event in events {
                 let event = Arc::new(event);
@@ -389,7 +390,7 @@ impl Session {
                 if let Some(subscribers) = &state.subscribers {
                     let _ = subscribers.send(Arc::clone(&event));
                 }
-                state.apps.note(&event);
+                state.apps.note(&event, &state.log);
                 state.log.push(event);
             }
         }

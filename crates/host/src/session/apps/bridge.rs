@@ -55,7 +55,8 @@ struct InFlight<'a>(&'a Session);
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         let mut state = self.0.lock();
-        state.apps.requests_in_flight = state.apps.requests_in_flight.saturating_sub(1);
+        let apps = state.apps.made();
+        apps.requests_in_flight = apps.requests_in_flight.saturating_sub(1);
     }
 }
 
@@ -105,7 +106,7 @@ impl Session {
         }
         let _in_flight = {
             let mut state = self.lock();
-            if state.apps.requests_in_flight >= MAX_APP_REQUESTS_IN_FLIGHT {
+            if state.apps.made().requests_in_flight >= MAX_APP_REQUESTS_IN_FLIGHT {
                 drop(state);
                 return AppReply::error(
                     &id,
@@ -115,7 +116,7 @@ impl Session {
                     ),
                 );
             }
-            state.apps.requests_in_flight += 1;
+            state.apps.made().requests_in_flight += 1;
             InFlight(self)
         };
         match method {

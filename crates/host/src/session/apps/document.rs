@@ -111,6 +111,7 @@ impl Session {
         let cached = self
             .lock()
             .apps
+            .made()
             .documents
             .get(&key, |read| read.is_current(plugin));
         let document = match cached {
@@ -118,7 +119,7 @@ impl Session {
             None => {
                 let document = Arc::new(read_app_document(plugin, &uri).await?);
                 if let Some(host) = self.host.upgrade() {
-                    let kept = self.lock().apps.documents.insert(
+                    let kept = self.lock().apps.made().documents.insert(
                         key,
                         read_on,
                         Arc::clone(&document),
@@ -134,7 +135,11 @@ impl Session {
         if !document.policy.dropped.is_empty() {
             tracing::warn!(target: "formwork::apps", session = %self.id, server = %call.server, uri = %crate::budget::clipped(&uri), dropped = ?document.policy.dropped, "entries of the app's CSP were dropped");
         }
-        let widget_state = self.lock().apps.widget_state.get(call_id).cloned();
+        let widget_state = self
+            .lock()
+            .apps
+            .get()
+            .and_then(|apps| apps.widget_state.get(call_id).cloned());
         Ok(OpenedApp {
             server: call.server,
             tool,

@@ -14,13 +14,14 @@ mod server;
 mod state;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde_json::Value;
 
 use crate::session::wire::Event;
 
-use super::Session;
 use super::app_cache::DocumentCache;
+use super::{OnFirstUse, Session};
 use document::ReadOn;
 
 pub use bridge::AppReply;
@@ -57,39 +58,41 @@ pub(super) struct SessionApps {
     requests_in_flight: usize,
     /// Cards each app (by invocation) has waiting for the person now.
     cards_waiting: HashMap<String, usize>,
-    /// Each call of the session's log, kept as the log grows: apps name their call on
-    /// every message.
+    /// Each call of the session's log that declared an app, kept as the log grows: apps name
+    /// their call on every message. Other calls are found in the log when asked about.
     calls: HashMap<String, CallRecord>,
 }
 
-impl SessionApps {
-    /// Keeps what `event`, the log's newest, says about a call.
-    pub(super) fn note(&mut self, event: &Event) {
-        match event {
-            Event::ToolCallStarted {
-                call_id,
-                server,
-                tool,
-                ..
-            } => {
-                let record = CallRecord {
-                    server: server.clone(),
-                    tool: tool.clone(),
-                    resource_uri: None,
-                };
-                self.calls.insert(call_id.clone(), record);
-            }
-            Event::ToolCallApp {
-                call_id,
-                resource_uri,
-            } => {
-                if let Some(record) = self.calls.get_mut(call_id) {
-                    record.resource_uri = Some(resource_uri.clone());
-                }
-            }
-            _ => {}
+impl OnFirstUse<SessionApps> {
+    /// Keeps what `event`, the log's newest, says about a call's app; `log` is what came before.
+    pub(super) fn note(&mut self, event: &Event, log: &[Arc<Event>]) {
+        if let Event::ToolCallApp {
+            call_id,
+            resource_uri,
+        } = event
+            && let Some(mut record) = started(log, call_id)
+        {
+            record.resource_uri = Some(resource_uri.clone());
+            self.made().calls.insert(call_id.clone(), record);
         }
     }
+}
+
+/// The call `call_id` as it started in `log` (newest first: a call's app follows its start).
+fn started(log: &[Arc<Event>], call_id: &str) -> Option<CallRecord> {
+    log.iter().rev().find_map(|event| match event.as_ref() {
+        Event::ToolCallStarted {
+            call_id: id,
+            server,
+            tool,
+            ..
+        } if id == call_id => Some(CallRecord {
+            server: server.clone(),
+            tool: tool.clone(),
+            resource_uri: None,
+        }),
+        _ => None,
+    })
 }
 
 /// What the session knows of one call, from its events.
@@ -102,6 +105,10 @@ struct CallRecord {
 
 impl Session {
     fn call_record(&self, call_id: &str) -> Option<CallRecord> {
-        self.lock().apps.calls.get(call_id).cloned()
+        let state = self.lock();
+        match state.apps.get().and_then(|apps| apps.calls.get(call_id)) {
+            Some(record) => Some(record.clone()),
+            None => started(&state.log, call_id),
+        }
     }
 }

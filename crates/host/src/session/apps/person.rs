@@ -44,10 +44,12 @@ enum Unconfirmed {
 impl Drop for AppCardSlot<'_> {
     fn drop(&mut self) {
         let mut state = self.session.lock();
-        if let Some(count) = state.apps.cards_waiting.get_mut(&self.invocation) {
+        if let Some(apps) = state.apps.get_mut()
+            && let Some(count) = apps.cards_waiting.get_mut(&self.invocation)
+        {
             *count = count.saturating_sub(1);
             if *count == 0 {
-                state.apps.cards_waiting.remove(&self.invocation);
+                apps.cards_waiting.remove(&self.invocation);
             }
         }
     }
@@ -215,6 +217,7 @@ impl Session {
         let mut state = self.lock();
         let waiting = state
             .apps
+            .made()
             .cards_waiting
             .entry(invocation.to_owned())
             .or_default();

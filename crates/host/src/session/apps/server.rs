@@ -117,13 +117,14 @@ impl Session {
         let (request, _route) = connection.route(self, call_id);
         self.lock()
             .apps
+            .made()
             .calls_in_flight
             .insert(request, call_id.to_owned());
         let outcome = connection
             .plugin
             .call_tool_rounds(request, name, arguments, &|_| {})
             .await;
-        self.lock().apps.calls_in_flight.remove(&request);
+        self.lock().apps.made().calls_in_flight.remove(&request);
         match &outcome {
             Ok(result) => self.finish_call(&app_call_id, Some(result.clone()), None),
             Err(err) => self.finish_call(&app_call_id, None, Some(err.to_string())),
@@ -141,6 +142,7 @@ impl Session {
         let cached = self
             .lock()
             .apps
+            .made()
             .documents
             .get(&(call.server.clone(), uri.clone()), |_| true)
             .map(|document| document.skybridge);
@@ -183,7 +185,7 @@ impl Session {
 impl SessionState {
     /// The invocation whose app makes the only app tool call in flight, when there is one.
     pub(in crate::session) fn only_app_call(&self) -> Option<&String> {
-        let mut calls = self.apps.calls_in_flight.values();
+        let mut calls = self.apps.get()?.calls_in_flight.values();
         match (calls.next(), calls.next()) {
             (Some(call), None) => Some(call),
             _ => None,
@@ -192,6 +194,8 @@ impl SessionState {
 
     /// Whether an app's tool call is running (its forms may be shown outside a turn).
     pub(in crate::session) fn app_calls_running(&self) -> bool {
-        !self.apps.calls_in_flight.is_empty()
+        self.apps
+            .get()
+            .is_some_and(|apps| !apps.calls_in_flight.is_empty())
     }
 }

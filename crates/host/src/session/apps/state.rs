@@ -35,6 +35,7 @@ fn model_contexts(state: &SessionState) -> impl Iterator<Item = (&str, &str, &st
             ..
         } => state
             .apps
+            .get()?
             .model_context
             .get(call_id)
             .map(|context| (call_id.as_str(), server.as_str(), tool.as_str(), context)),
@@ -70,11 +71,16 @@ impl Session {
             if let Some(context) = parse(record.model_context) {
                 state
                     .apps
+                    .made()
                     .model_context
                     .insert(record.invocation.clone(), context);
             }
             if let Some(widget) = parse(record.widget_state) {
-                state.apps.widget_state.insert(record.invocation, widget);
+                state
+                    .apps
+                    .made()
+                    .widget_state
+                    .insert(record.invocation, widget);
             }
         }
     }
@@ -138,8 +144,8 @@ impl Session {
         {
             let mut state = self.lock();
             let kept = match part {
-                AppStatePart::ModelContext => &mut state.apps.model_context,
-                AppStatePart::WidgetState => &mut state.apps.widget_state,
+                AppStatePart::ModelContext => &mut state.apps.made().model_context,
+                AppStatePart::WidgetState => &mut state.apps.made().widget_state,
             };
             kept.insert(call_id.to_owned(), value);
         }
