@@ -108,74 +108,90 @@ fn dispatch(shared: &Shared, message: Incoming) -> Option<(RawId, String, Params
 }
 
 /// `stream_of`: the host's request on whose response stream the request came (HTTP).
-async fn serve_request(
+///
+/// An `async` block, not an `async fn`, which would keep a second copy of its arguments while
+/// the form waits for the person.
+#[expect(
+    clippy::manual_async_fn,
+    reason = "an `async fn` keeps a second copy of its arguments while it waits"
+)]
+fn serve_request(
     shared: Arc<Shared>,
     id: RawId,
     method: String,
     params: Params,
     stream_of: Option<u64>,
-) {
-    let key = id.clone();
-    let cancelled = shared.closed.child_token();
-    let registered = shared
-        .in_flight
-        .lock()
-        .map(|mut in_flight| in_flight.insert(key.clone(), cancelled.clone()).is_none())
-        .unwrap_or(false);
-    if !registered {
-        shared.send(jsonrpc::error_response(
-            Some(&id),
-            jsonrpc::code::INVALID_REQUEST,
-            "a request with this id is already in progress",
-        ));
-        return;
-    }
-    let observed = shared
-        .on_request
-        .as_ref()
-        .map(|_| jsonrpc::read_params(params.as_deref()).and_then(Result::ok));
-    let (outcome, form) = match method.as_str() {
-        "ping" => (Ok(json!({})), None),
-        // The extension's method is served only when formwork declared the extension.
-        "elicitation/create" | super::OPENAI_ELICITATION_METHOD
-            if method == "elicitation/create" || shared.extensions.openai_elicitation =>
-        {
-            let answer =
-                elicitation::handle(&shared, &id, &method, params, stream_of, cancelled.clone())
-                    .await;
-            (answer.result, answer.form)
+) -> impl Future<Output = ()> + Send {
+    async move {
+        let key = id.clone();
+        let cancelled = shared.closed.child_token();
+        let registered = shared
+            .in_flight
+            .lock()
+            .map(|mut in_flight| in_flight.insert(key.clone(), cancelled.clone()).is_none())
+            .unwrap_or(false);
+        if !registered {
+            shared.send(jsonrpc::error_response(
+                Some(&id),
+                jsonrpc::code::INVALID_REQUEST,
+                "a request with this id is already in progress",
+            ));
+            return;
         }
-        other => (
-            Err(RpcError {
-                code: jsonrpc::code::METHOD_NOT_FOUND,
-                message: format!("formwork does not handle `{other}`"),
-                data: None,
-            }),
-            None,
-        ),
-    };
-    if let Ok(mut in_flight) = shared.in_flight.lock() {
-        in_flight.remove(&key);
-    }
-    if let (Some(observer), Some(params)) = (&shared.on_request, observed) {
-        observer(&ServedRequest {
-            id: id.to_value(),
-            method: method.clone(),
-            params,
-            answer: (!cancelled.is_cancelled()).then(|| outcome.clone()),
-            on_call_stream: stream_of.is_some(),
+        // Boxed: only a doctor or a test observes.
+        let observed = shared
+            .on_request
+            .as_ref()
+            .map(|_| Box::new(jsonrpc::read_params(params.as_deref()).and_then(Result::ok)));
+        let (outcome, form) = match method.as_str() {
+            "ping" => (Ok(json!({})), None),
+            // The extension's method is served only when formwork declared the extension.
+            "elicitation/create" | super::OPENAI_ELICITATION_METHOD
+                if method == "elicitation/create" || shared.extensions.openai_elicitation =>
+            {
+                let answer = elicitation::handle(
+                    &shared,
+                    &id,
+                    &method,
+                    params,
+                    stream_of,
+                    cancelled.clone(),
+                )
+                .await;
+                (answer.result, answer.form)
+            }
+            other => (
+                Err(RpcError {
+                    code: jsonrpc::code::METHOD_NOT_FOUND,
+                    message: format!("formwork does not handle `{other}`"),
+                    data: None,
+                }),
+                None,
+            ),
+        };
+        if let Ok(mut in_flight) = shared.in_flight.lock() {
+            in_flight.remove(&key);
+        }
+        if let (Some(observer), Some(params)) = (&shared.on_request, observed) {
+            observer(&ServedRequest {
+                id: id.to_value(),
+                method: method.clone(),
+                params: *params,
+                answer: (!cancelled.is_cancelled()).then(|| outcome.clone()),
+                on_call_stream: stream_of.is_some(),
+            });
+        }
+        // A request the plugin cancelled gets no answer; one whose plugin is gone cannot get one.
+        if cancelled.is_cancelled() {
+            return;
+        }
+        shared.send(match outcome {
+            Ok(result) => jsonrpc::response(&id, &result),
+            Err(error) => jsonrpc::error_response(Some(&id), error.code, &error.message),
         });
+        // Freed only now that the answer is on its way (see `elicitation::Answer`).
+        drop(form);
     }
-    // A request the plugin cancelled gets no answer; one whose plugin is gone cannot get one.
-    if cancelled.is_cancelled() {
-        return;
-    }
-    shared.send(match outcome {
-        Ok(result) => jsonrpc::response(&id, &result),
-        Err(error) => jsonrpc::error_response(Some(&id), error.code, &error.message),
-    });
-    // Freed only now that the answer is on its way (see `elicitation::Answer`).
-    drop(form);
 }
 
 fn on_notification(shared: &Shared, method: &str, params: Params) {

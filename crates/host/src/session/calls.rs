@@ -254,75 +254,83 @@ impl Session {
     }
 
     /// Connects, applies the approval policy (maybe asking the person), then calls the tool.
-    pub(super) async fn run_call(
+    ///
+    /// An `async` block, not an `async fn`, which would keep a second copy of its arguments for
+    /// as long as the call waits.
+    #[expect(
+        clippy::manual_async_fn,
+        reason = "an `async fn` keeps a second copy of its arguments while it waits"
+    )]
+    pub(super) fn run_call(
         self: &Arc<Self>,
         server: &str,
         target: &PluginTarget,
         call_id: &str,
         tool: &str,
         arguments: Option<Value>,
-    ) -> Result<Value, CallError> {
-        if self
-            .host
-            .upgrade()
-            .is_some_and(|host| host.options.codex.is_some())
-        {
-            // Boxed: held inline, the Codex path would make every call's task its size.
-            return Box::pin(self.run_codex_call(server, call_id, tool, arguments))
-                .await
-                .map_err(CallError::Codex);
-        }
-        // Everything before the call is boxed and gone once it is done: the call's own wait,
-        // which may last as long as a person takes, holds only what it needs.
-        let (connection, listed) =
-            Box::pin(self.prepare_call(server, target, call_id, tool, arguments.as_ref())).await?;
-        // An app card only for a call whose tool, or else result, declares a UI.
-        let mut declared = crate::apps::declared_ui(Some(&listed), None);
-        // The listing is not needed past here, and the call may wait as long as a person takes.
-        drop(listed);
-        if let Some(resource_uri) = &declared {
-            self.emit(Event::ToolCallApp {
-                call_id: call_id.to_owned(),
-                resource_uri: resource_uri.clone(),
-            });
-        }
-        let (request, _route) = connection.route(self, call_id);
-        let era = connection.plugin.server_info().era;
-        let on_round = |round: &InputRound| self.record_round(call_id, round);
-        let result = match connection
-            .plugin
-            .call_tool_rounds(request, tool, arguments, &on_round)
-            .await
-        {
-            Ok(result) => result,
-            Err(err) => {
-                return Err(match crate::plugin::push_refusal(era, &err.to_string()) {
-                    Some(_) => CallError::PushRefused {
-                        fix: self.offer_older_protocol(call_id, server),
-                        error: err,
-                    },
-                    None => CallError::Plugin(err),
-                });
+    ) -> impl Future<Output = Result<Value, CallError>> + Send {
+        async move {
+            if self
+                .host
+                .upgrade()
+                .is_some_and(|host| host.options.codex.is_some())
+            {
+                // Boxed: held inline, the Codex path would make every call's task its size.
+                return Box::pin(self.run_codex_call(server, call_id, tool, arguments))
+                    .await
+                    .map_err(CallError::Codex);
             }
-        };
-        if crate::plugin::push_refusal_in_result(era, &result).is_some() {
-            let fix = self.offer_older_protocol(call_id, server);
-            self.diagnostic("push-form-on-2026", fix);
-        }
-        if declared.is_none() {
-            declared = crate::apps::declared_ui(None, Some(&result));
-            if let Some(resource_uri) = declared {
+            // Everything before the call is boxed and gone once it is done: the call's own wait,
+            // which may last as long as a person takes, holds only what it needs.
+            // An app card only for a call whose tool, or else result, declares a UI.
+            let (connection, mut declared) =
+                Box::pin(self.prepare_call(server, target, call_id, tool, arguments.as_ref()))
+                    .await?;
+            if let Some(resource_uri) = &declared {
                 self.emit(Event::ToolCallApp {
                     call_id: call_id.to_owned(),
-                    resource_uri,
+                    resource_uri: resource_uri.clone(),
                 });
             }
+            let (request, _route) = connection.route(self, call_id);
+            let era = connection.plugin.server_info().era;
+            let on_round = |round: &InputRound| self.record_round(call_id, round);
+            let result = match connection
+                .plugin
+                .call_tool_rounds(request, tool, arguments, &on_round)
+                .await
+            {
+                Ok(result) => result,
+                Err(err) => {
+                    return Err(match crate::plugin::push_refusal(era, &err.to_string()) {
+                        Some(_) => CallError::PushRefused {
+                            fix: self.offer_older_protocol(call_id, server),
+                            error: err,
+                        },
+                        None => CallError::Plugin(err),
+                    });
+                }
+            };
+            if crate::plugin::push_refusal_in_result(era, &result).is_some() {
+                let fix = self.offer_older_protocol(call_id, server);
+                self.diagnostic("push-form-on-2026", fix);
+            }
+            if declared.is_none() {
+                declared = crate::apps::declared_ui(None, Some(&result));
+                if let Some(resource_uri) = declared {
+                    self.emit(Event::ToolCallApp {
+                        call_id: call_id.to_owned(),
+                        resource_uri,
+                    });
+                }
+            }
+            Ok(result)
         }
-        Ok(result)
     }
 
     /// The connection for a call the policy allows, once any approval card was answered, and
-    /// the tool's listing (`null` when the plugin does not list it).
+    /// the app its listing declares (the listing itself is not kept: the call may wait as long
+    /// as a person takes).
     async fn prepare_call(
         self: &Arc<Self>,
         server: &str,
@@ -330,7 +338,7 @@ impl Session {
         call_id: &str,
         tool: &str,
         arguments: Option<&Value>,
-    ) -> Result<(Connection, Value), CallError> {
+    ) -> Result<(Connection, Option<String>), CallError> {
         let connection = Box::pin(self.connection(server, target)).await?;
         let plugin = &connection.plugin;
         let host = self.host.upgrade().ok_or(CallError::ShuttingDown)?;
@@ -347,7 +355,7 @@ impl Session {
             arguments,
         };
         Box::pin(self.approve_call(&host, &call, None)).await?;
-        Ok((connection, listed))
+        Ok((connection, crate::apps::declared_ui(Some(&listed), None)))
     }
 
     /// Applies the approval policy to `call`: runs at once, fails, or asks the person with an

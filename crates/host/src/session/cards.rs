@@ -56,7 +56,8 @@ pub enum CardAsks {
 /// The answer to a card, of the card's own kind.
 #[derive(Debug)]
 pub(crate) enum CardAnswer {
-    Form(FormReply),
+    /// Boxed: a card's channel holds room for its answer as long as the card is open.
+    Form(Box<FormReply>),
     Approval(ApprovalAnswer),
 }
 
@@ -82,7 +83,7 @@ impl Card {
         };
         let answer = async move {
             match answer.await {
-                Ok(CardAnswer::Form(reply)) => reply,
+                Ok(CardAnswer::Form(reply)) => *reply,
                 _ => FormReply::cancel(),
             }
         };
@@ -125,7 +126,7 @@ impl Card {
     /// The answer when the host ends the card for `why`: `cancel`, or a cancelled approval.
     pub fn cancelled(&self, why: EndReason) -> CardAnswer {
         match &self.asks {
-            CardAsks::Form(_) => CardAnswer::Form(FormReply::cancel()),
+            CardAsks::Form(_) => CardAnswer::Form(Box::new(FormReply::cancel())),
             CardAsks::Approval(approval) => CardAnswer::Approval(approval.cancel(why.as_str())),
         }
     }
@@ -416,7 +417,7 @@ impl Session {
                     let form = request.form().map(Arc::as_ref);
                     let reply = reply_for(form, answer, &state.uploads)?;
                     mark_named_uploads_used(reply.content.as_ref(), &state.uploads);
-                    CardAnswer::Form(reply)
+                    CardAnswer::Form(Box::new(reply))
                 }
                 CardAsks::Approval(card) => CardAnswer::Approval(approval_from_form(card, answer)?),
             }

@@ -722,6 +722,51 @@ impl Session {
         }
     }
 
+    /// Writes the session's row, then its queued events in order, until none is left.
+    async fn save_pending(&self) {
+        let Some(store) = self.host.upgrade().and_then(|host| host.store.clone()) else {
+            return;
+        };
+        let row = std::mem::take(&mut self.lock().saving.row);
+        if row && let Err(err) = store.create_session(&self.id, None).await {
+            tracing::error!(target: "formwork::store", session = %self.id, %err, "session not stored");
+        }
+        loop {
+            let next = {
+                let mut state = self.lock();
+                let next = state.saving.events.pop_front();
+                if next.is_none() {
+                    state.saving.queued = false;
+                    // A session may wait a long time before its next event: its queue holds
+                    // no room meanwhile.
+                    state.saving.events = std::collections::VecDeque::new();
+                }
+                next
+            };
+            let Some(saving::Unsaved { event, sent, then }) = next else {
+                return;
+            };
+            let stored = crate::persist::write(&store, &self.id, &event, sent.as_ref()).await;
+            if let Err(err) = &stored {
+                tracing::error!(target: "formwork::store", session = %self.id, %err, "event not stored");
+            }
+            if let Some(then) = then {
+                then.committed(self, stored);
+            }
+        }
+    }
+
+    /// Waits until every event emitted so far is in the store (at most a few seconds).
+    async fn saved(&self) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while tokio::time::Instant::now() < deadline {
+            if self.lock().saving.is_empty() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
     fn new_id(&self, prefix: &str) -> String {
         self.host
             .upgrade()

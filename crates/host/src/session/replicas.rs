@@ -404,11 +404,11 @@ impl Session {
                         action, content, ..
                     },
                     CardAsks::Form(_),
-                ) => CardAnswer::Form(FormReply {
+                ) => CardAnswer::Form(Box::new(FormReply {
                     action: *action,
                     content: content.clone(),
                     meta: None,
-                }),
+                })),
                 (
                     Event::ApprovalResolved {
                         choice,

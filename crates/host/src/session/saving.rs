@@ -1,15 +1,15 @@
 //! Writing sessions' events to the store: a few writer tasks for the whole host, however many
 //! sessions wait.
 //!
-//! A session queues its events in order (`SessionState::unsaved`) and, when no writer has it,
-//! puts itself on the host's queue. A writer takes a session and writes its events one by one
-//! until none is left, running after each commit what waited for it ([`ReplyAfterCommit`]).
+//! A session queues its events in order (`SessionState::saving`) and, when no writer has it,
+//! puts itself on the host's queue. A writer takes a session and runs its `save_pending`
+//! (`mod.rs`): the events are written one by one until none is left, and after each commit what
+//! waited for it runs ([`ReplyAfterCommit`]).
 //! A thousand sessions that emit at once cost a thousand places in a queue, not a thousand
 //! tasks each holding a write and its serialized event.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::sync::mpsc;
 
@@ -76,53 +76,6 @@ impl Writers {
         if !queue.queued {
             queue.queued = true;
             let _ = self.waiting.send(session);
-        }
-    }
-}
-
-impl Session {
-    /// Writes the session's row, then its queued events in order, until none is left.
-    async fn save_pending(&self) {
-        let Some(store) = self.host.upgrade().and_then(|host| host.store.clone()) else {
-            return;
-        };
-        let row = std::mem::take(&mut self.lock().saving.row);
-        if row && let Err(err) = store.create_session(&self.id, None).await {
-            tracing::error!(target: "formwork::store", session = %self.id, %err, "session not stored");
-        }
-        loop {
-            let next = {
-                let mut state = self.lock();
-                let next = state.saving.events.pop_front();
-                if next.is_none() {
-                    state.saving.queued = false;
-                    // A session may wait a long time before its next event: its queue holds
-                    // no room meanwhile.
-                    state.saving.events = VecDeque::new();
-                }
-                next
-            };
-            let Some(Unsaved { event, sent, then }) = next else {
-                return;
-            };
-            let stored = crate::persist::write(&store, &self.id, &event, sent.as_ref()).await;
-            if let Err(err) = &stored {
-                tracing::error!(target: "formwork::store", session = %self.id, %err, "event not stored");
-            }
-            if let Some(then) = then {
-                then.committed(self, stored);
-            }
-        }
-    }
-
-    /// Waits until every event emitted so far is in the store (at most a few seconds).
-    pub(super) async fn saved(&self) {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-        while tokio::time::Instant::now() < deadline {
-            if self.lock().saving.is_empty() {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
 }

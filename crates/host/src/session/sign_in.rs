@@ -84,7 +84,7 @@ impl PendingRedirect for CardRedirect {
                         // opened the link, whether or not the page's word of it has arrived
                         // yet (the authorization server may redirect at once).
                         if code.is_ok() && !accepted {
-                            session.answered(&open_card.card, CardAnswer::Form(FormReply::accept_url()));
+                            session.answered(&open_card.card, CardAnswer::Form(Box::new(FormReply::accept_url())));
                         }
                         return code;
                     }

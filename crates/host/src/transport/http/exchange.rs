@@ -27,39 +27,55 @@ struct IncomingHead {
     error: Option<serde::de::IgnoredAny>,
 }
 
-pub(super) async fn post(shared: &Shared, body: String, request_id: Option<u64>) {
-    transport::trace_out(&body);
-    // Boxed, like every step but reading an event stream: they are short, and the task lives on
-    // as long as the call's stream; unboxed, room for their state would be held all that time.
-    let Some(mut response) = Box::pin(send(shared, body, request_id)).await else {
-        return;
-    };
-    let content_type = response.content_type.clone();
-    if content_type.starts_with("text/event-stream") {
-        let mut parser = SseParser::default();
-        let read = read_sse(shared, &mut response, request_id, &mut parser).await;
-        drop(response);
-        if let Some(id) = request_id
-            && !read.answered
-            && let Err(err) = Box::pin(resume(shared, id, parser)).await
-        {
-            let reason = err.to_string();
-            shared.fail_request(request_id, reason.clone());
-            Box::pin(shared.check_reachable(&reason)).await;
-        }
-    } else if content_type.starts_with("application/json") {
-        match Box::pin(read_limited(response)).await {
-            Ok(body) => {
-                transport::trace_in(&body);
-                let _ = shared.incoming.unbounded_send(Frame::Message(body, None));
+/// Sends `body` and reads what answers it: a JSON body, or an event stream whose messages go
+/// to the connection. An `async` block, not an `async fn`, which would keep a second copy of its
+/// arguments for as long as the stream is read.
+#[expect(
+    clippy::manual_async_fn,
+    reason = "an `async fn` keeps a second copy of its arguments while it waits"
+)]
+pub(super) fn post(
+    shared: &Shared,
+    body: String,
+    request_id: Option<u64>,
+) -> impl Future<Output = ()> + Send {
+    async move {
+        transport::trace_out(&body);
+        // Boxed, like every step but reading an event stream: they are short, and the task lives
+        // on as long as the call's stream; unboxed, room for their state would be held all that
+        // time.
+        let Some(mut response) = Box::pin(send(shared, body, request_id)).await else {
+            return;
+        };
+        if response.content_type.starts_with("text/event-stream") {
+            let mut parser = SseParser::default();
+            let read = read_sse(shared, &mut response, request_id, &mut parser).await;
+            drop(response);
+            if let Some(id) = request_id
+                && !read.answered
+                && let Err(err) = Box::pin(resume(shared, id, parser)).await
+            {
+                let reason = err.to_string();
+                shared.fail_request(request_id, reason.clone());
+                Box::pin(shared.check_reachable(&reason)).await;
             }
-            Err(err) => shared.fail_request(request_id, err.to_string()),
+        } else if response.content_type.starts_with("application/json") {
+            match Box::pin(read_limited(response)).await {
+                Ok(body) => {
+                    transport::trace_in(&body);
+                    let _ = shared.incoming.unbounded_send(Frame::Message(body, None));
+                }
+                Err(err) => shared.fail_request(request_id, err.to_string()),
+            }
+        } else {
+            shared.fail_request(
+                request_id,
+                format!(
+                    "the plugin answered with content type `{}`",
+                    response.content_type
+                ),
+            );
         }
-    } else {
-        shared.fail_request(
-            request_id,
-            format!("the plugin answered with content type `{content_type}`"),
-        );
     }
 }
 
