@@ -9,8 +9,10 @@
 //! tasks each holding a write and its serialized event.
 
 use std::collections::VecDeque;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
+use futures::FutureExt;
 use tokio::sync::mpsc;
 
 use super::reply_after_commit::ReplyAfterCommit;
@@ -64,7 +66,14 @@ impl Writers {
                     let Some(session) = next else {
                         return;
                     };
-                    session.save_pending().await;
+                    // A writer outlives a panic in what waited for a commit: the other sessions
+                    // still need it. That session's queue stays as it was.
+                    let saved = AssertUnwindSafe(session.save_pending())
+                        .catch_unwind()
+                        .await;
+                    if saved.is_err() {
+                        tracing::error!(target: "formwork::store", session = %session.id, "writing the session's events panicked; its later events are not stored");
+                    }
                 }
             });
         }
