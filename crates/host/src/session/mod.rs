@@ -317,8 +317,12 @@ impl Host {
     /// connections close, it leaves the list, and what the store and the data directory keep of
     /// it goes: its transcript and its uploads. A UI following it sees its events end.
     pub async fn delete_session(&self, session: &str) -> Result<(), CommandError> {
+        let forgotten = self.inner.session(session)?;
         self.inner.forget_session(session)?;
         if let Some(store) = &self.inner.store {
+            // What it had queued (its row first of all) is written before the delete: a row
+            // written after it would bring the session back at the next start.
+            forgotten.saved().await;
             if let Err(err) = store.delete_session(session).await {
                 tracing::error!(target: "formwork::store", session, %err, "session not deleted from the store");
             }
