@@ -281,8 +281,8 @@ impl Session {
                     .map_err(CallError::Codex);
             }
             // Everything before the call is boxed and gone once it is done: the call's own wait,
-            // which may last as long as a person takes, holds only what it needs.
-            // An app card only for a call whose tool, or else result, declares a UI.
+            // which may last as long as a person takes, holds only what it needs. An app card
+            // only for a call whose tool, or else result, declares a UI.
             let (connection, mut declared) =
                 Box::pin(self.prepare_call(server, target, call_id, tool, arguments.as_ref()))
                     .await?;

@@ -262,16 +262,15 @@ impl Session {
         let (done, ended) = oneshot::channel();
         let early = {
             let mut state = self.lock();
-            let early = state
-                .codex
-                .made()
+            let codex = state.codex.made();
+            let early = codex
                 .ended
                 .iter()
                 .position(|(id, _)| *id == turn)
-                .and_then(|at| state.codex.made().ended.remove(at))
+                .and_then(|at| codex.ended.remove(at))
                 .map(|(_, end)| end);
             if early.is_none() {
-                state.codex.made().waiting.insert(turn.clone(), done);
+                codex.waiting.insert(turn.clone(), done);
             }
             early
         };
@@ -442,8 +441,9 @@ impl Session {
             }
         }
         let mut state = self.lock();
-        state.codex.made().thread = Some(thread.clone());
-        state.codex.made().loaded_in = Some(link.generation);
+        let codex = state.codex.made();
+        codex.thread = Some(thread.clone());
+        codex.loaded_in = Some(link.generation);
         Ok(thread)
     }
 

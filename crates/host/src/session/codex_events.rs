@@ -46,17 +46,18 @@ impl Session {
                     error: text("/turn/error/message").map(str::to_owned),
                 };
                 let mut state = self.lock();
-                match state.codex.made().waiting.remove(turn) {
+                let codex = state.codex.made();
+                match codex.waiting.remove(turn) {
                     Some(waiter) => {
                         let _ = waiter.send(end);
                     }
                     None => {
                         // The end came before its turn/start's answer (or the turn is another
                         // client's): kept for a moment, a few at most.
-                        if state.codex.made().ended.len() == MAX_EARLY_ENDS {
-                            state.codex.made().ended.pop_front();
+                        if codex.ended.len() == MAX_EARLY_ENDS {
+                            codex.ended.pop_front();
                         }
-                        state.codex.made().ended.push_back((turn.to_owned(), end));
+                        codex.ended.push_back((turn.to_owned(), end));
                     }
                 }
             }

@@ -764,7 +764,7 @@ impl Session {
     async fn saved(&self) {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
         while tokio::time::Instant::now() < deadline {
-            if self.lock().saving.is_empty() {
+            if self.lock().saving.all_written() {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(5)).await;

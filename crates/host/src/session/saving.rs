@@ -43,7 +43,8 @@ pub(super) struct SaveQueue {
 }
 
 impl SaveQueue {
-    pub(super) fn is_empty(&self) -> bool {
+    /// Nothing is left to write, and no writer has the session.
+    pub(super) fn all_written(&self) -> bool {
         !self.queued && !self.row && self.events.is_empty()
     }
 }
