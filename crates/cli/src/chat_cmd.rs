@@ -205,9 +205,9 @@ pub(crate) async fn answer_shown(host: &Host, session: &str, responder: &CliResp
         return;
     };
     let command = match card.asks {
-        CardAsks::Form(request) => {
-            // The session keeps the plugin's params; the responder needs only the request.
-            let Ok(params) = serde_json::value::RawValue::from_string("{}".to_owned()) else {
+        CardAsks::Form(params) => {
+            // Read as when the card was made, so this does not fail.
+            let Ok(request) = params.parse() else {
                 return;
             };
             let prompt = FormPrompt {

@@ -19,7 +19,7 @@ pub struct Form {
     pub(crate) description: Option<String>,
     /// The `requestedSchema`'s top-level members in order, with `null` in place of `properties`:
     /// each property schema is held once, by its field.
-    pub(crate) root: SchemaText,
+    pub(crate) root: JsonText,
     /// The whole `requestedSchema`, put back together from `root` and the fields on first use.
     pub(crate) schema: OnceLock<Value>,
 }
@@ -30,7 +30,7 @@ impl Form {
         fields: Vec<Field>,
         title: Option<String>,
         description: Option<String>,
-        root: SchemaText,
+        root: JsonText,
     ) -> Self {
         Form {
             fields,
@@ -105,32 +105,33 @@ pub struct Field {
     pub default: Option<Value>,
     /// The property schema as sent, unknown keywords (`pattern`, `x-openai-*`, ...) included;
     /// shared with the render block's question.
-    pub schema: SchemaText,
+    pub schema: JsonText,
     /// Whether the key or the title names a secret (a password, a token, a card number...),
     /// which a server must not ask for in a form.
     pub sensitive: bool,
 }
 
-/// A schema as compact JSON text: every member as the server sent it, in its order.
+/// A JSON value as compact text: every member as the server sent it, in its order. A field's
+/// schema and a request's `_meta` are kept this way.
 ///
-/// Text rather than a [`Value`]: a pending form holds its schema for as long as the person
-/// takes, and a parsed tree (a map with its index per object) costs several times the text.
-/// Clones share the text.
+/// Text rather than a [`Value`]: a pending form holds them for as long as the person takes,
+/// and a parsed tree (a map with its index per object) costs several times the text. Clones
+/// share the text.
 #[derive(Clone)]
-pub struct SchemaText(Arc<RawValue>);
+pub struct JsonText(Arc<RawValue>);
 
-impl SchemaText {
+impl JsonText {
     /// The text of `value`.
-    pub fn new(value: &Value) -> SchemaText {
-        SchemaText::of(value)
+    pub fn new(value: &Value) -> JsonText {
+        JsonText::of(value)
     }
 
     /// The text of a JSON value built from parts of a schema (a `Value`, or a map of them).
-    pub(crate) fn of(value: &impl Serialize) -> SchemaText {
+    pub(crate) fn of(value: &impl Serialize) -> JsonText {
         // Serializing values cannot fail: their keys are strings and their numbers finite.
         let raw =
             serde_json::value::to_raw_value(value).unwrap_or_else(|_| RawValue::NULL.to_owned());
-        SchemaText(Arc::from(raw))
+        JsonText(Arc::from(raw))
     }
 
     /// The JSON text.
@@ -138,35 +139,35 @@ impl SchemaText {
         self.0.get()
     }
 
-    /// The schema parsed again.
+    /// The value parsed again.
     pub fn to_value(&self) -> Value {
         // The text was written from a `Value`, so it reads back.
         serde_json::from_str(self.0.get()).unwrap_or(Value::Null)
     }
 }
 
-impl PartialEq for SchemaText {
-    fn eq(&self, other: &SchemaText) -> bool {
+impl PartialEq for JsonText {
+    fn eq(&self, other: &JsonText) -> bool {
         self.as_str() == other.as_str()
     }
 }
 
-impl std::fmt::Debug for SchemaText {
+impl std::fmt::Debug for JsonText {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
 }
 
-impl Serialize for SchemaText {
+impl Serialize for JsonText {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         self.0.serialize(serializer)
     }
 }
 
-impl<'de> Deserialize<'de> for SchemaText {
+impl<'de> Deserialize<'de> for JsonText {
     /// Through a [`Value`], so that any deserializer will do (`serde_json::from_value` too).
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<SchemaText, D::Error> {
-        Value::deserialize(deserializer).map(|value| SchemaText::new(&value))
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<JsonText, D::Error> {
+        Value::deserialize(deserializer).map(|value| JsonText::new(&value))
     }
 }
 

@@ -9,7 +9,7 @@
 //!
 //! 1. [`parse_request`] reads the whole params ([`parse_request_with`] also OpenAI's form
 //!    extension, when the host speaks it); [`parse_schema`] reads only a `requestedSchema`.
-//!    The form keeps each property schema as JSON text ([`SchemaText`]).
+//!    The form keeps each property schema as JSON text ([`JsonText`]).
 //!    Anything outside the supported grammar is declined as a whole with a [`Decline`] that names the
 //!    property and the rule: a form is never partly rendered.
 //! 2. [`Form::render`] builds a [`render::RenderBlock`], one question per property, in property order.
@@ -44,12 +44,13 @@ mod validate;
 
 pub use decline::{Decline, DeclineRule};
 pub use field::{
-    Choice, Field, FieldKind, Form, MultiSelect, NumberRules, ResourceOption, ResourcePicker,
-    SchemaText, Selection, SingleSelect, StringFormat, TextList, TextRules, Thumbnail, Uploads,
+    Choice, Field, FieldKind, Form, JsonText, MultiSelect, NumberRules, ResourceOption,
+    ResourcePicker, Selection, SingleSelect, StringFormat, TextList, TextRules, Thumbnail, Uploads,
 };
 pub use pattern::Pattern;
 pub use request::{
-    ElicitationRequest, FormRequest, ParseOptions, UrlRequest, parse_request, parse_request_with,
+    ElicitationRequest, FormRequest, ParseOptions, RequestText, UrlRequest, parse_request,
+    parse_request_with,
 };
 pub use schema::parse_schema;
 pub use url_warning::UrlWarning;

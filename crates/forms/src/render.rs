@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Number, Value};
 
 use crate::field::{
-    Choice, Field, FieldKind, Form, NumberRules, ResourcePicker, SchemaText, StringFormat,
-    TextRules, Thumbnail,
+    Choice, Field, FieldKind, Form, JsonText, NumberRules, ResourcePicker, StringFormat, TextRules,
+    Thumbnail,
 };
 
 /// The block a UI renders for one form: `{"type": "request_user_input", "message", "questions"}`.
@@ -111,7 +111,7 @@ pub struct Question {
     pub resource: Option<ResourceInput>,
     /// The property schema as the server sent it, unknown keywords included (shared with the
     /// form's field, not copied).
-    pub schema: SchemaText,
+    pub schema: JsonText,
 }
 
 /// One choice of a question.

@@ -8,10 +8,11 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::Content;
 use crate::decline::{Decline, DeclineRule};
-use crate::field::Form;
+use crate::field::{Form, JsonText};
 use crate::limits::{MAX_TEXT_BYTES, MAX_URL_BYTES};
 use crate::render::RenderBlock;
 use crate::schema::Members;
@@ -38,9 +39,10 @@ pub enum ElicitationRequest {
 pub struct FormRequest {
     /// What the person is shown: the `message` and one question per property.
     pub render: Arc<RenderBlock>,
-    /// The params' `_meta`, key order kept (shared: a card and its events show the same one).
+    /// The params' `_meta` (an object), as text with its key order kept (shared: a card and
+    /// its events show the same one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Arc<Content>>,
+    pub meta: Option<JsonText>,
     /// The parsed `requestedSchema`, which turns answers into checked content. Always present in
     /// what [`parse_request`] returns; absent in a request read back from JSON (a record, shown
     /// but never answered) and wherever its holder has taken it ([`ElicitationRequest::take_form`]).
@@ -74,9 +76,9 @@ pub struct UrlRequest {
     /// The server's id for this elicitation (2025-11-25), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elicitation_id: Option<String>,
-    /// The params' `_meta`, key order kept (shared, as in [`FormRequest::meta`]).
+    /// The params' `_meta`, as in [`FormRequest::meta`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Arc<Content>>,
+    pub meta: Option<JsonText>,
 }
 
 /// What a host accepts beyond core MCP elicitation. The default is core MCP only.
@@ -114,11 +116,11 @@ pub fn parse_request_with(
 ) -> Result<ElicitationRequest, Decline> {
     let openai = options.openai_elicitation;
     let (message, meta, mode) = read_header(params, openai)?;
-    let (message, meta) = (message.clone(), meta.cloned().map(Arc::new));
+    let message = message.clone();
     match mode {
         Mode::Form => {
             let core = params.get("requestedSchema").ok_or_else(no_schema)?;
-            let schema = match meta.as_ref().and_then(|meta| meta.member(OPENAI_META)) {
+            let schema = match meta.and_then(|meta| meta.member(OPENAI_META)) {
                 Some(extension) if openai && is_empty_core(core) => openai_schema(extension)?,
                 _ => core,
             };
@@ -126,7 +128,7 @@ pub fn parse_request_with(
             let form = parse_sized_schema(schema, openai)?;
             Ok(ElicitationRequest::Form(FormRequest {
                 render: Arc::new(form.render(&message)),
-                meta,
+                meta: meta.map(JsonText::of),
                 form: Some(Arc::new(form)),
             }))
         }
@@ -134,8 +136,61 @@ pub fn parse_request_with(
             params.get("url"),
             params.get("elicitationId"),
             message,
-            meta,
+            meta.map(JsonText::of),
         ),
+    }
+}
+
+/// A request's params kept as the plugin sent them, with the options they were read with:
+/// what a host holds while a form waits for its answer, in place of the parsed [`Form`] (a few
+/// hundred bytes of text against a few kilobytes of structure). Parsing is pure, so
+/// [`RequestText::parse`] gives the request parsed first, form and all.
+#[derive(Debug, Clone)]
+pub struct RequestText {
+    params: Arc<RawValue>,
+    options: ParseOptions,
+}
+
+impl RequestText {
+    /// `params` as sent, to be read with `options`.
+    pub fn new(params: Arc<RawValue>, options: ParseOptions) -> Self {
+        RequestText { params, options }
+    }
+
+    /// Parses `params` with `options` ([`parse_request_with`]), and keeps them as text beside
+    /// the request.
+    pub fn read(
+        params: &Value,
+        options: ParseOptions,
+    ) -> Result<(ElicitationRequest, RequestText), Decline> {
+        let request = parse_request_with(params, options)?;
+        let params = serde_json::value::to_raw_value(params).map_err(|err| {
+            Decline::whole(
+                DeclineRule::InvalidParams,
+                format!("params cannot be kept as text: {err}"),
+            )
+        })?;
+        let text = RequestText {
+            params: Arc::from(params),
+            options,
+        };
+        Ok((request, text))
+    }
+
+    /// The params as the plugin sent them.
+    pub fn params(&self) -> &Arc<RawValue> {
+        &self.params
+    }
+
+    /// The request, parsed again with [`parse_request_with`].
+    pub fn parse(&self) -> Result<ElicitationRequest, Decline> {
+        let params: Value = serde_json::from_str(self.params.get()).map_err(|err| {
+            Decline::whole(
+                DeclineRule::InvalidParams,
+                format!("params are not JSON: {err}"),
+            )
+        })?;
+        parse_request_with(&params, self.options)
     }
 }
 
@@ -258,7 +313,7 @@ fn parse_url(
     url: Option<&Value>,
     elicitation_id: Option<&Value>,
     message: String,
-    meta: Option<Arc<Content>>,
+    meta: Option<JsonText>,
 ) -> Result<ElicitationRequest, Decline> {
     let url = match url {
         Some(Value::String(url)) => url,
@@ -364,10 +419,10 @@ impl ElicitationRequest {
     }
 
     /// The request's `_meta`, if any.
-    pub fn meta(&self) -> Option<&Content> {
+    pub fn meta(&self) -> Option<&JsonText> {
         match self {
-            ElicitationRequest::Form(request) => request.meta.as_deref(),
-            ElicitationRequest::Url(request) => request.meta.as_deref(),
+            ElicitationRequest::Form(request) => request.meta.as_ref(),
+            ElicitationRequest::Url(request) => request.meta.as_ref(),
         }
     }
 }

@@ -15,7 +15,7 @@ use std::collections::HashSet;
 use serde_json::{Map, Value};
 
 use crate::decline::{Decline, DeclineRule};
-use crate::field::{Field, FieldKind, Form, SchemaText};
+use crate::field::{Field, FieldKind, Form, JsonText};
 use crate::kinds::{
     parse_array, parse_number_rules, parse_string, reject_format, reject_options, text,
 };
@@ -110,7 +110,7 @@ pub(crate) fn parse_sized_schema(requested_schema: &Value, openai: bool) -> Resu
         fields,
         title,
         description,
-        SchemaText::of(&RootWithoutProperties(root)),
+        JsonText::of(&RootWithoutProperties(root)),
     ))
 }
 
@@ -322,7 +322,7 @@ impl FieldParts {
             required: self.required,
             kind: self.kind,
             default: self.default,
-            schema: SchemaText::new(schema),
+            schema: JsonText::new(schema),
         }
     }
 }

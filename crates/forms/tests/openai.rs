@@ -432,10 +432,7 @@ fn the_openai_form_mode_and_the_meta_schema() {
     assert_eq!(request.render.questions[0].id, "part");
     // The form answers and validates against the schema it shows; `_meta` stays as sent.
     assert_eq!(request.form.as_ref().unwrap().schema(), &picker);
-    assert_eq!(
-        Value::Object((*request.meta.unwrap()).clone()),
-        meta["_meta"]
-    );
+    assert_eq!(request.meta.unwrap().to_value(), meta["_meta"]);
     // A non-empty core schema is the form, whatever `_meta` holds.
     let core = json!({"message": "m", "requestedSchema": {"type": "object", "properties": {"x": {"type": "string"}}},
                       "_meta": {"openai/elicitation": {"requestedSchema": picker}}});

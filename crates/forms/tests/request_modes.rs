@@ -106,7 +106,7 @@ fn url_mode() {
     assert_eq!(request.url, "https://example.com/login");
     assert_eq!(request.domain, "example.com");
     assert_eq!(request.elicitation_id.as_deref(), Some("e-42"));
-    assert_eq!(request.meta.unwrap()["k"], json!("v"));
+    assert_eq!(request.meta.unwrap().to_value()["k"], json!("v"));
     assert_eq!(request.warnings, []);
 }
 

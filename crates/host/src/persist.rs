@@ -3,6 +3,8 @@
 //!
 //! Turn boundaries and `form_shown` are not stored: they describe a live session only.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -22,7 +24,7 @@ pub(crate) enum Sent {
     /// A form's params as the plugin sent them, and the id it was asked under as JSON text (a
     /// round's form: its `inputRequests` key).
     Form {
-        params: Box<RawValue>,
+        params: Arc<RawValue>,
         asked_as: Option<String>,
     },
     /// A round's `requestState`, to send again if another replica carries the call on.
@@ -237,7 +239,7 @@ pub(crate) fn replay(entries: Vec<TranscriptEntry>) -> Vec<Event> {
                     call_id: call.id,
                     server: call.server,
                     tool: call.tool,
-                    arguments: parse(call.arguments.as_deref()).unwrap_or(Value::Null),
+                    arguments: Arc::new(parse(call.arguments.as_deref()).unwrap_or(Value::Null)),
                     asked_by: call.asked_by,
                 });
             }

@@ -1,9 +1,8 @@
 //! The UI side of a form: what the host hands over when a plugin asks the person something,
 //! and what it expects back.
 
-use formwork_forms::{Content, ElicitationRequest};
+use formwork_forms::{Content, ElicitationRequest, RequestText};
 use serde_json::Value;
-use serde_json::value::RawValue;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -30,8 +29,10 @@ pub struct FormPrompt {
     /// this one, which tells whose call it belongs to. `None` on stdio and on HTTP's listening
     /// stream.
     pub call_request: Option<u64>,
-    /// The request's params exactly as the plugin sent them, for a record of what was asked.
-    pub params: Box<RawValue>,
+    /// The request's params exactly as the plugin sent them and the options they were read
+    /// with: for a record of what was asked, and to parse the form again when its answer comes
+    /// (a waiting form keeps this text, not its parsed form).
+    pub params: RequestText,
     /// What to show: the form (with its parsed [`Form`](formwork_forms::Form), which converts
     /// and validates answers), or the URL. A form's `render` is what a UI draws.
     pub request: ElicitationRequest,

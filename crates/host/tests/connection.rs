@@ -275,7 +275,10 @@ async fn params_reach_the_responder_as_written() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let record = Arc::clone(&seen);
     let plugin = connect(hostile(""), Duration::from_secs(30), move |prompt| {
-        record.lock().unwrap().push(prompt.params.get().to_owned());
+        record
+            .lock()
+            .unwrap()
+            .push(prompt.params.params().get().to_owned());
         Box::pin(async { FormReply::cancel() })
     })
     .await;

@@ -7,9 +7,8 @@
 
 use std::sync::Arc;
 
-use formwork_forms::{ElicitationRequest, Form, ParseOptions, parse_request_with};
+use formwork_forms::{ElicitationRequest, Form, ParseOptions, RequestText, parse_request_with};
 use serde_json::Value;
-use serde_json::value::RawValue;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -45,9 +44,9 @@ impl Drop for OpenForm<'_> {
 pub(crate) struct Answer {
     /// The result (or error) for the plugin.
     pub(crate) result: Result<Value, RpcError>,
-    /// The form that was answered. Freeing a form takes longer than sending the answer, so
-    /// the caller drops it after sending.
-    pub(crate) form: Option<Arc<Form>>,
+    /// The form that was answered, parsed again to check the answer. Freeing a form takes
+    /// longer than sending the answer, so the caller drops it after sending.
+    pub(crate) form: Option<Form>,
 }
 
 pub(crate) async fn handle(
@@ -64,8 +63,9 @@ pub(crate) async fn handle(
     };
 
     let _open = OpenForm::enter(shared, stream_of);
-    // The form is kept here, for the last check of what the responder returns.
-    let form = request.form().cloned();
+    // The text is kept here, not the parsed form: the form is parsed again for the last check
+    // of what the responder returns, so that a waiting form holds no parsed copy.
+    let text = params.clone();
     // A URL flow waits for `notifications/elicitation/complete` only if the person accepted.
     let url_flow = match &request {
         ElicitationRequest::Url(request) => request.elicitation_id.clone(),
@@ -95,7 +95,7 @@ pub(crate) async fn handle(
         reply = shared.responder.respond(prompt) => reply,
         () = cancelled.cancelled() => FormReply::cancel(),
     };
-    let reply = checked(reply, form.as_deref(), shared, id);
+    let (reply, form) = checked(reply, &text, shared, id);
     if let Some(elicitation_id) = url_flow
         && reply.action != FormAction::Accept
         && let Ok(mut flows) = shared.url_flows.lock()
@@ -117,7 +117,7 @@ fn read(
     method: &str,
     params: Params,
     stream_of: Option<u64>,
-) -> Result<(ElicitationRequest, Box<RawValue>), Result<Value, RpcError>> {
+) -> Result<(ElicitationRequest, RequestText), Result<Value, RpcError>> {
     let Some(text) = params else {
         return Err(Err(invalid_params(format!("{method} needs params"))));
     };
@@ -140,7 +140,7 @@ fn read(
         openai_elicitation: shared.extensions.openai_elicitation,
     };
     match parse_request_with(&params, options) {
-        Ok(request) => Ok((request, text)),
+        Ok(request) => Ok((request, RequestText::new(Arc::from(text), options))),
         Err(decline) => {
             let reason = decline.to_string();
             tracing::info!(target: "formwork::form", marker = "declined", plugin = %shared.name, id = %clipped(id.as_json()), %reason, "form declined");
@@ -155,28 +155,39 @@ fn read(
     }
 }
 
-/// The last guard before content reaches the plugin: accepted form content must validate,
-/// and a URL-mode accept carries no content.
+/// The last guard before content reaches the plugin: accepted form content must validate
+/// against the form parsed again from `text`, and a URL-mode accept carries no content.
+/// Returns the reply and the form it was checked against.
 fn checked(
     reply: FormReply,
-    form: Option<&formwork_forms::Form>,
+    text: &RequestText,
     shared: &Shared,
     id: &RawId,
-) -> FormReply {
+) -> (FormReply, Option<Form>) {
     if reply.action != FormAction::Accept {
-        return FormReply {
+        let reply = FormReply {
             content: None,
             ..reply
         };
+        return (reply, None);
     }
+    let form = match text.parse() {
+        Ok(mut request) => request.take_form().map(Arc::unwrap_or_clone),
+        // Not reached: these params were parsed once already, and parsing is pure.
+        Err(decline) => {
+            tracing::error!(target: "formwork::form", plugin = %shared.name, id = %clipped(id.as_json()), %decline, "the form could not be parsed again to check its answer; sending cancel");
+            return (FormReply::cancel(), None);
+        }
+    };
     let Some(form) = form else {
-        return FormReply {
+        let reply = FormReply {
             content: None,
             ..reply
         };
+        return (reply, None);
     };
     let content = reply.content.unwrap_or_default();
-    match form.validate(&content) {
+    let reply = match form.validate(&content) {
         Ok(()) => FormReply {
             content: Some(content),
             ..reply
@@ -191,7 +202,8 @@ fn checked(
             tracing::error!(target: "formwork::form", plugin = %shared.name, id = %clipped(id.as_json()), ?fields, "the responder accepted content that does not validate; sending cancel");
             FormReply::cancel()
         }
-    }
+    };
+    (reply, Some(form))
 }
 
 fn invalid_params(message: String) -> RpcError {

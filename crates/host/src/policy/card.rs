@@ -223,9 +223,7 @@ impl ApprovalCard {
                 suggestions: None,
                 option_images: false,
                 resource: None,
-                schema: formwork_forms::SchemaText::new(
-                    &json!({ "type": "string", "enum": labels }),
-                ),
+                schema: formwork_forms::JsonText::new(&json!({ "type": "string", "enum": labels })),
             }],
         }
     }

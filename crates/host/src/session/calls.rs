@@ -114,7 +114,10 @@ impl Session {
             .ok_or_else(|| CommandError::NoSession(self.id.clone()))?;
         let target = host.target(server)?;
         let call_id = self.new_id("c");
-        let token = CancellationToken::new();
+        // Cancelled when the turn stops, and with the host: one wait in the call's task.
+        let token = host.stopping.child_token();
+        // Shared by the transcript's event and the call, which waits as long as the person takes.
+        let arguments = arguments.map(Arc::new);
         {
             let mut state = self.lock();
             let turn = self.turn_locked(&mut state);
@@ -130,7 +133,7 @@ impl Session {
                     tool: tool.to_owned(),
                     arguments: arguments
                         .clone()
-                        .unwrap_or(Value::Object(Default::default())),
+                        .unwrap_or_else(|| Arc::new(Value::Object(Default::default()))),
                     asked_by: None,
                 },
             );
@@ -139,7 +142,6 @@ impl Session {
         let tool = tool.to_owned();
         let server = server.to_owned();
         let id = call_id.clone();
-        let stopping = host.stopping.clone();
         let done = match caller {
             Caller::Model(done) => Some(done),
             Caller::Person => None,
@@ -147,8 +149,10 @@ impl Session {
         tokio::spawn(async move {
             let outcome = tokio::select! {
                 biased;
-                () = stopping.cancelled() => Err(CallError::HostStopped),
-                () = token.cancelled() => Err(CallError::TurnStopped),
+                () = token.cancelled() => Err(match session.host_is_stopping() {
+                    true => CallError::HostStopped,
+                    false => CallError::TurnStopped,
+                }),
                 outcome = session.run_call(&server, &target, &id, &tool, arguments) => outcome,
             };
             let (result, error) = match outcome {
@@ -165,6 +169,13 @@ impl Session {
             }
         });
         Ok(call_id)
+    }
+
+    /// Whether the host is stopping (or gone): what ended a call whose token fired.
+    fn host_is_stopping(&self) -> bool {
+        self.host
+            .upgrade()
+            .is_none_or(|host| host.stopping.is_cancelled())
     }
 
     /// The running turn, started (and announced) if there is none.
@@ -267,7 +278,7 @@ impl Session {
         target: &PluginTarget,
         call_id: &str,
         tool: &str,
-        arguments: Option<Value>,
+        arguments: Option<Arc<Value>>,
     ) -> impl Future<Output = Result<Value, CallError>> + Send {
         async move {
             if self
@@ -276,6 +287,7 @@ impl Session {
                 .is_some_and(|host| host.options.codex.is_some())
             {
                 // Boxed: held inline, the Codex path would make every call's task its size.
+                let arguments = arguments.as_deref().cloned();
                 return Box::pin(self.run_codex_call(server, call_id, tool, arguments))
                     .await
                     .map_err(CallError::Codex);
@@ -284,7 +296,7 @@ impl Session {
             // which may last as long as a person takes, holds only what it needs. An app card
             // only for a call whose tool, or else result, declares a UI.
             let (connection, mut declared) =
-                Box::pin(self.prepare_call(server, target, call_id, tool, arguments.as_ref()))
+                Box::pin(self.prepare_call(server, target, call_id, tool, arguments.as_deref()))
                     .await?;
             if let Some(resource_uri) = &declared {
                 self.emit(Event::ToolCallApp {
@@ -297,7 +309,7 @@ impl Session {
             let on_round = |round: &InputRound| self.record_round(call_id, round);
             let result = match connection
                 .plugin
-                .call_tool_rounds(request, tool, arguments, &on_round)
+                .call_tool_rounds(request, tool, arguments.as_deref().cloned(), &on_round)
                 .await
             {
                 Ok(result) => result,
@@ -397,9 +409,11 @@ impl Session {
                         .collect()
                 })
                 .unwrap_or_default();
-            state
-                .approvals
-                .apply(verdict.after_reading(&read_from, &config))
+            let verdict = verdict.after_reading(&read_from, &config);
+            match state.approvals.get() {
+                Some(approvals) => approvals.apply(verdict),
+                None => verdict,
+            }
         };
         tracing::info!(target: "formwork::policy", marker = "policy-decision", session = %self.id, server, tool, reason = %verdict.reason, "tool approval");
         match &verdict.need {
@@ -472,7 +486,7 @@ impl Session {
         answer: &ApprovalAnswer,
     ) {
         tracing::info!(target: "formwork::policy", marker = "answer", session = %self.id, reason = %answer.reason, "approval answered");
-        self.lock().approvals.record(card, answer);
+        self.lock().approvals.made().record(card, answer);
         if !answer.writes_config() {
             return;
         }

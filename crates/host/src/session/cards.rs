@@ -13,7 +13,7 @@ use std::collections::{HashSet, VecDeque};
 use std::future::Future;
 use std::sync::Arc;
 
-use formwork_forms::{ElicitationRequest, FieldError, FieldKind, FormRequest};
+use formwork_forms::{ElicitationRequest, FieldError, FieldKind, FormRequest, RequestText};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
@@ -46,8 +46,10 @@ pub(crate) struct Card {
 /// What a card asks for.
 #[derive(Debug, Clone)]
 pub enum CardAsks {
-    /// A form (with its parsed [`Form`](formwork_forms::Form), which checks answers) or a URL.
-    Form(ElicitationRequest),
+    /// A form or a URL, as the params it was asked with: [`RequestText::parse`] gives the
+    /// request with its parsed [`Form`](formwork_forms::Form), which checks answers. A waiting
+    /// form keeps the text only, a fraction of the parsed form's size.
+    Form(RequestText),
     /// Whether a tool call may run (boxed: most cards are forms, and a queue holds its cards
     /// inline).
     Approval(Box<ApprovalCard>),
@@ -62,23 +64,23 @@ pub(crate) enum CardAnswer {
 }
 
 impl Card {
-    /// A form card for `request` (which keeps its parsed form), and the reply to come: `cancel`
-    /// when the card goes away unanswered.
+    /// A form card for `request`, parsed from `text`, and the reply to come: `cancel` when the
+    /// card goes away unanswered. The card keeps the text; `request`'s parsed form is dropped.
     pub fn form(
         id: String,
         call_id: Option<String>,
         plugin: String,
-        request: ElicitationRequest,
+        mut request: ElicitationRequest,
+        text: RequestText,
     ) -> (Card, impl Future<Output = FormReply> + Send + use<>) {
-        let mut shown = request.clone();
-        shown.take_form();
+        request.take_form();
         let (reply, answer) = oneshot::channel();
         let card = Card {
             id,
             call_id,
             plugin,
-            shown,
-            asks: CardAsks::Form(request),
+            shown: request,
+            asks: CardAsks::Form(text),
             reply,
         };
         let answer = async move {
@@ -357,12 +359,17 @@ impl Session {
             self.plugin_diagnostic(refused.code(), format!("{server}: {refused}"));
             return (None, Box::pin(async { FormReply::decline() }));
         }
-        let (card, answer) =
-            Card::form(form_id.clone(), call_id, server.to_owned(), prompt.request);
         let sent = Sent::Form {
-            params: prompt.params,
+            params: Arc::clone(prompt.params.params()),
             asked_as: Some(prompt.request_id.to_string()),
         };
+        let (card, answer) = Card::form(
+            form_id.clone(),
+            call_id,
+            server.to_owned(),
+            prompt.request,
+            prompt.params,
+        );
         self.push_card_locked(state, card, Some(sent));
         if let Some(mut completed) = completion {
             // Ends when the plugin reports completion, or when no completion can come any more
@@ -404,7 +411,7 @@ impl Session {
         let answer = {
             let state = self.lock();
             let here = state.cards.shown().is_some_and(|card| card.id == form_id);
-            if !here && state.held_elsewhere.contains_key(form_id) {
+            if !here && state.held_by_other(form_id).is_some() {
                 drop(state);
                 return self.answer_form_held_elsewhere(form_id, answer);
             }
@@ -413,10 +420,10 @@ impl Session {
                 _ => return Err(Self::not_open_error(&state, form_id)),
             };
             match &card.asks {
-                CardAsks::Form(request) => {
-                    let form = request.form().map(Arc::as_ref);
-                    let reply = reply_for(form, answer, &state.uploads)?;
-                    mark_named_uploads_used(reply.content.as_ref(), &state.uploads);
+                CardAsks::Form(text) => {
+                    let form = parsed_form(text)?;
+                    let reply = reply_for(form.as_deref(), answer, state.uploads.get())?;
+                    mark_named_uploads_used(reply.content.as_ref(), state.uploads.get());
                     CardAnswer::Form(Box::new(reply))
                 }
                 CardAsks::Approval(card) => CardAnswer::Approval(approval_from_form(card, answer)?),
@@ -437,7 +444,7 @@ impl Session {
                 .cards
                 .shown()
                 .is_some_and(|card| card.id == approval_id);
-            match state.held_elsewhere.get(approval_id) {
+            match state.held_by_other(approval_id) {
                 Some(HeldElsewhere::Approval) if !here => {
                     drop(state);
                     self.answer_approval_held_elsewhere(approval_id, choice);
@@ -640,13 +647,24 @@ fn approval_from_form(
     })
 }
 
+/// The form of a card's request, parsed again to read an answer with (`None` for a URL).
+pub(super) fn parsed_form(
+    text: &RequestText,
+) -> Result<Option<Arc<formwork_forms::Form>>, CommandError> {
+    // Parsed once already when the card was made, and parsing is pure: not expected to fail.
+    let mut request = text.parse().map_err(|decline| {
+        CommandError::Mismatch(format!("the form could not be read again: {decline}"))
+    })?;
+    Ok(request.take_form())
+}
+
 /// Turns a UI answer into the reply for the plugin, validating it against the form. A local
 /// file a resource picker names must be one of `uploads`, the copies the host made for this
-/// session.
+/// session (if it made any).
 pub(super) fn reply_for(
     form: Option<&formwork_forms::Form>,
     answer: FormAnswer,
-    uploads: &HashSet<String>,
+    uploads: Option<&HashSet<String>>,
 ) -> Result<FormReply, CommandError> {
     let reply = content_for(form, answer)?;
     if let (Some(form), Some(content)) = (form, &reply.content) {
@@ -664,9 +682,9 @@ pub(super) fn reply_for(
 /// (`store::UPLOAD_KEPT_FOR`).
 pub(super) fn mark_named_uploads_used(
     content: Option<&formwork_forms::Content>,
-    uploads: &HashSet<String>,
+    uploads: Option<&HashSet<String>>,
 ) {
-    let Some(content) = content else {
+    let (Some(content), Some(uploads)) = (content, uploads) else {
         return;
     };
     let named = content.values().flat_map(answered_uris);
@@ -688,7 +706,7 @@ fn answered_uris(value: &Value) -> Vec<&str> {
 fn foreign_files(
     form: &formwork_forms::Form,
     content: &formwork_forms::Content,
-    uploads: &HashSet<String>,
+    uploads: Option<&HashSet<String>>,
 ) -> Vec<FieldError> {
     let mut errors = Vec::new();
     for field in form.fields() {
@@ -700,7 +718,7 @@ fn foreign_files(
             .map(answered_uris)
             .unwrap_or_default()
         {
-            if uri.starts_with("file:") && !uploads.contains(uri) {
+            if uri.starts_with("file:") && !uploads.is_some_and(|uploads| uploads.contains(uri)) {
                 errors.push(FieldError {
                     field: field.key.clone(),
                     message: "names a local file that was not added in this session".to_owned(),
@@ -743,15 +761,10 @@ mod tests {
     use super::*;
 
     fn card(id: &str) -> Card {
-        let request = ElicitationRequest::Url(Box::new(formwork_forms::UrlRequest {
-            message: String::new(),
-            url: "https://example.com".to_owned(),
-            domain: "example.com".to_owned(),
-            warnings: Vec::new(),
-            elicitation_id: None,
-            meta: None,
-        }));
-        Card::form(id.to_owned(), None, "p".to_owned(), request).0
+        let params =
+            serde_json::json!({"mode": "url", "message": "", "url": "https://example.com"});
+        let (request, text) = RequestText::read(&params, Default::default()).unwrap();
+        Card::form(id.to_owned(), None, "p".to_owned(), request, text).0
     }
 
     #[test]

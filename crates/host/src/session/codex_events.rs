@@ -144,7 +144,7 @@ impl Session {
                 call_id,
                 server,
                 tool,
-                arguments,
+                arguments: Arc::new(arguments),
                 asked_by: None,
             },
         );

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use formwork_forms::{ParseOptions, parse_request_with};
+use formwork_forms::{ParseOptions, RequestText};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -227,8 +227,8 @@ impl Session {
         asker: Asker,
         respond: impl FnOnce(FormReply) -> Value + Send + 'static,
     ) {
-        let request = match parse_request_with(&params, parse) {
-            Ok(request) => request,
+        let (request, text) = match RequestText::read(&params, parse) {
+            Ok(read) => read,
             Err(decline) => {
                 tracing::info!(target: "formwork::codex", marker = "codex-elicitation-declined", session = %self.id, plugin = %server, id = %id, reason = %decline, "codex's request declined: it cannot be shown");
                 self.plugin_diagnostic(
@@ -245,8 +245,7 @@ impl Session {
             plugin: server.to_owned(),
             request_id: id.to_value(),
             call_request: None,
-            params: serde_json::value::to_raw_value(&params)
-                .unwrap_or_else(|_| serde_json::value::RawValue::NULL.to_owned()),
+            params: text,
             request,
             url_completed: None,
             cancelled: resolved.clone(),

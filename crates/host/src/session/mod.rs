@@ -162,14 +162,14 @@ struct SessionState {
     cards: cards::CardQueue,
     attached_uis: usize,
     ui_gone_timer: Option<CancellationToken>,
-    approvals: SessionApprovals,
+    approvals: OnFirstUse<SessionApprovals>,
     /// How many more diagnostics plugins may bring about now.
     diagnostics: crate::budget::LogBudget,
     /// What is not yet written to the store, in order (`saving.rs`).
     saving: saving::SaveQueue,
     /// The `file://` URIs of the files the person added in this session ([`Host::save_upload`]):
     /// the only local files an answer may name.
-    uploads: HashSet<String>,
+    uploads: OnFirstUse<HashSet<String>>,
     /// The documents of its apps and what they left behind.
     apps: OnFirstUse<apps::SessionApps>,
     /// The model's conversation and its turn.
@@ -178,7 +178,7 @@ struct SessionState {
     codex: OnFirstUse<codex::CodexState>,
     /// The open cards another replica holds (`replicas.rs`): an answer given here is read
     /// against it and committed here, and that replica replies.
-    held_elsewhere: HashMap<String, replicas::HeldElsewhere>,
+    held_elsewhere: OnFirstUse<HashMap<String, replicas::HeldElsewhere>>,
 }
 
 /// A part of a session's state that most sessions never use: it takes no room until it is
@@ -372,7 +372,7 @@ impl Host {
             .and_then(Store::uploads_dir)
             .ok_or(UploadError::NoStore)?;
         let upload = crate::store::save_upload(&root, session, name, bytes)?;
-        handle.lock().uploads.insert(upload.uri.clone());
+        handle.lock().uploads.made().insert(upload.uri.clone());
         Ok(upload)
     }
 
@@ -594,7 +594,9 @@ impl HostInner {
         let last = entries.last().map_or(0, |entry| entry.seq);
         let open = replicas::open_cards(&entries, &self.config());
         let session = self.new_session(record.id.clone(), crate::persist::replay(entries));
-        session.lock().held_elsewhere.extend(open);
+        if !open.is_empty() {
+            session.lock().held_elsewhere.made().extend(open);
+        }
         session.restore_app_state(store.app_states(&record.id).await?);
         session.restore_model_history(store.model_items(&record.id).await?);
         if let Some(thread) = &record.codex_thread {

@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use formwork_forms::{ElicitationRequest, ParseOptions};
+use formwork_forms::{ParseOptions, RequestText};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -31,8 +31,8 @@ use crate::store::{
     TranscriptEntry,
 };
 
-use super::cards::{CardAnswer, CardAsks, mark_named_uploads_used, reply_for};
-use super::{CommandError, Event, FormAnswer, HostInner, Session, SessionId};
+use super::cards::{CardAnswer, CardAsks, mark_named_uploads_used, parsed_form, reply_for};
+use super::{CommandError, Event, FormAnswer, HostInner, Session, SessionId, SessionState};
 
 /// Follows the notices of the other replicas until the host or the store goes. `held` gives the
 /// sessions loaded at start with the `seq` of their last entry.
@@ -335,11 +335,18 @@ impl Follower {
 
 /// A card another replica holds, as this one reads answers to it.
 pub(super) enum HeldElsewhere {
-    /// A form, with its request as the plugin sent it, parsed as the replica that shows it
-    /// parsed it (replicas run one configuration).
-    Form(ElicitationRequest),
+    /// A form, with its request as the plugin sent it, read as the replica that shows it read
+    /// it (replicas run one configuration).
+    Form(RequestText),
     /// An approval: the holder reads the choice against its card.
     Approval,
+}
+
+impl SessionState {
+    /// The card `id` if another replica holds it.
+    pub(super) fn held_by_other(&self, id: &str) -> Option<&HeldElsewhere> {
+        self.held_elsewhere.get()?.get(id)
+    }
 }
 
 /// The cards still open among `entries`.
@@ -354,9 +361,10 @@ pub(super) fn open_cards(
         .iter()
         .filter_map(|entry| match &entry.detail {
             Some(EntryDetail::Form(form)) if form.status == FormStatus::Pending => {
-                let params: Value = serde_json::from_str(form.request.get()).ok()?;
-                let request = formwork_forms::parse_request_with(&params, options).ok()?;
-                Some((form.id.clone(), HeldElsewhere::Form(request)))
+                let text = RequestText::new(Arc::from(form.request.clone()), options);
+                // A form that cannot be read cannot be answered here either.
+                text.parse().ok()?;
+                Some((form.id.clone(), HeldElsewhere::Form(text)))
             }
             Some(EntryDetail::Approval(approval)) if approval.status == ApprovalStatus::Pending => {
                 Some((approval.id.clone(), HeldElsewhere::Approval))
@@ -376,7 +384,9 @@ impl Session {
         {
             let mut guard = self.lock();
             let state = &mut *guard;
-            state.held_elsewhere.extend(open);
+            if !open.is_empty() {
+                state.held_elsewhere.made().extend(open);
+            }
             for event in events {
                 let event = Arc::new(event);
                 if let Event::FormResolved { form_id: id, .. }
@@ -384,7 +394,9 @@ impl Session {
                     approval_id: id, ..
                 } = event.as_ref()
                 {
-                    state.held_elsewhere.remove(id);
+                    if let Some(held) = state.held_elsewhere.get_mut() {
+                        held.remove(id);
+                    }
                     endings.push((id.clone(), Arc::clone(&event)));
                 }
                 if let Some(subscribers) = &state.subscribers {
@@ -439,14 +451,15 @@ impl Session {
     ) -> Result<(), CommandError> {
         let reply = {
             let mut state = self.lock();
-            let Some(HeldElsewhere::Form(request)) = state.held_elsewhere.get(form_id) else {
+            let Some(HeldElsewhere::Form(text)) = state.held_by_other(form_id) else {
                 return Err(CommandError::Mismatch(format!(
                     "`{form_id}` is an approval held by another replica; answer it with answer_approval"
                 )));
             };
-            let reply = reply_for(request.form().map(Arc::as_ref), answer, &state.uploads)?;
-            mark_named_uploads_used(reply.content.as_ref(), &state.uploads);
-            state.held_elsewhere.remove(form_id);
+            let form = parsed_form(text)?;
+            let reply = reply_for(form.as_deref(), answer, state.uploads.get())?;
+            mark_named_uploads_used(reply.content.as_ref(), state.uploads.get());
+            state.held_elsewhere.made().remove(form_id);
             reply
         };
         self.commit_ending(Event::FormResolved {
@@ -461,7 +474,9 @@ impl Session {
     /// Answers an approval another replica holds with `choice`, committed here; that replica
     /// reads the choice against its card (what its policy offers) and lets the call run or not.
     pub(super) fn answer_approval_held_elsewhere(&self, approval_id: &str, choice: ApprovalChoice) {
-        self.lock().held_elsewhere.remove(approval_id);
+        if let Some(held) = self.lock().held_elsewhere.get_mut() {
+            held.remove(approval_id);
+        }
         self.commit_ending(Event::ApprovalResolved {
             approval_id: approval_id.to_owned(),
             choice,

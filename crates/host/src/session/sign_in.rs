@@ -6,7 +6,7 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use formwork_forms::{Decline, ElicitationRequest, parse_request};
+use formwork_forms::{Decline, ElicitationRequest, ParseOptions, RequestText};
 use serde_json::json;
 use tokio::sync::{oneshot, watch};
 
@@ -132,7 +132,8 @@ impl Session {
             "message": format!("Sign in to {server}. It asks for your authorization before its tools can run; the call goes on once you have signed in."),
             "url": authorization_url,
         });
-        let body = parse_request(&params).map_err(SignInCardError::Unreadable)?;
+        let (body, text) = RequestText::read(&params, ParseOptions::default())
+            .map_err(SignInCardError::Unreadable)?;
         if !matches!(body, ElicitationRequest::Url(_)) {
             return Err(SignInCardError::NotALink);
         }
@@ -147,14 +148,12 @@ impl Session {
                     .flatten()
             })
         };
-        let (card, answer) = Card::form(form_id.clone(), call_id, server.to_owned(), body);
-        let sent = serde_json::value::to_raw_value(&params).ok().map(|params| {
-            crate::persist::Sent::Form {
-                params,
-                asked_as: None,
-            }
-        });
-        self.push_card(card, sent);
+        let sent = crate::persist::Sent::Form {
+            params: Arc::clone(text.params()),
+            asked_as: None,
+        };
+        let (card, answer) = Card::form(form_id.clone(), call_id, server.to_owned(), body, text);
+        self.push_card(card, Some(sent));
         let session = Arc::downgrade(self);
         let card = form_id.clone();
         tokio::spawn(async move {

@@ -187,7 +187,7 @@ impl Watch {
                     call_id.clone(),
                     server.clone(),
                     tool.clone(),
-                    arguments.clone(),
+                    serde_json::Value::clone(arguments),
                     asked_by.clone(),
                 ));
                 None

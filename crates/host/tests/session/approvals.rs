@@ -111,7 +111,10 @@ async fn the_approval_card_as_a_form_with_codex_approval_kind() {
         panic!("not a form body")
     };
     assert!(render.questions.is_empty());
-    assert_eq!(meta.unwrap()["codex_approval_kind"], "mcp_tool_call");
+    assert_eq!(
+        meta.unwrap().to_value()["codex_approval_kind"],
+        "mcp_tool_call"
+    );
     assert!(outcome.is_ok());
 }
 

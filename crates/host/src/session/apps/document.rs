@@ -76,7 +76,7 @@ impl Host {
                     arguments: sent,
                     ..
                 } if id == call_id => {
-                    arguments = Some(sent.clone());
+                    arguments = Some(Value::clone(sent));
                     result = None;
                 }
                 Event::ToolCallFinished {

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use formwork_forms::{ParseOptions, RequestText};
 use serde_json::{Value, json};
 
 use crate::jsonrpc::code::{INVALID_PARAMS, REFUSED};
@@ -170,22 +171,21 @@ impl Session {
                 "required": ["choice"],
             },
         });
-        let Ok(body) = formwork_forms::parse_request(&params) else {
+        let Ok((body, text)) = RequestText::read(&params, ParseOptions::default()) else {
             return Err(Unconfirmed::Refused(refusal.to_owned()));
         };
-        let sent = serde_json::value::to_raw_value(&params).ok().map(|params| {
-            crate::persist::Sent::Form {
-                params,
-                asked_as: None,
-            }
-        });
+        let sent = crate::persist::Sent::Form {
+            params: Arc::clone(text.params()),
+            asked_as: None,
+        };
         let (card, answer) = Card::form(
             self.new_id("f"),
             Some(call_id.to_owned()),
             server.to_owned(),
             body,
+            text,
         );
-        self.push_card(card, sent);
+        self.push_card(card, Some(sent));
         let reply = answer.await;
         let chosen = reply.action == FormAction::Accept
             && reply

@@ -95,7 +95,7 @@ impl Session {
             call_id: app_call_id.clone(),
             server: call.server.clone(),
             tool: name.to_owned(),
-            arguments: arguments.clone().unwrap_or_else(|| json!({})),
+            arguments: Arc::new(arguments.clone().unwrap_or_else(|| json!({}))),
             asked_by: Some(call_id.to_owned()),
         });
         let approved = crate::session::calls::ApprovedCall {
