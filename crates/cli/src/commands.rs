@@ -354,7 +354,7 @@ pub fn schema_check(file: Option<&Path>, openai_elicitation: bool) -> anyhow::Re
     let parsed = {
         formwork_forms::parse_request_with(&params, options).map(|request| match request {
             formwork_forms::ElicitationRequest::Form(request) => {
-                serde_json::to_value(&*request.render)
+                serde_json::to_value(&request.render)
             }
             formwork_forms::ElicitationRequest::Url(request) => Ok(json!({
                 "type": "url",

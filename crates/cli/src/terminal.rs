@@ -62,7 +62,8 @@ fn ask_blocking(prompt: &FormPrompt) -> FormReply {
     let outcome = match (&prompt.request, prompt.request.form()) {
         (ElicitationRequest::Form(_), None) => Err(Left::Cancelled),
         (ElicitationRequest::Form(request), Some(form)) => {
-            let render = &request.render;
+            // The block was written from `form` here, so it reads back.
+            let render = request.render.block().unwrap_or_else(|_| form.render(""));
             eprintln!("{}", inert_block(&render.message));
             if let Some(warning) = secret_warning(form) {
                 eprintln!("{warning}");

@@ -7,7 +7,7 @@
 
 pub use indexmap::IndexMap;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Number, Value};
 
 use crate::field::{
@@ -25,6 +25,50 @@ pub struct RenderBlock {
     pub message: String,
     /// One question per property, in property order.
     pub questions: Vec<Question>,
+}
+
+/// A render block as the JSON a UI receives: compact text that clones share.
+///
+/// A host keeps a pending form's block for as long as the person takes to answer, and shows it
+/// to every UI that joins; as text it costs a fraction of the parsed block (which holds a few
+/// strings and maps per question). [`RenderText::block`] reads it back.
+#[derive(Clone, PartialEq)]
+pub struct RenderText(JsonText);
+
+impl RenderText {
+    /// The text of `block`.
+    pub fn new(block: &RenderBlock) -> RenderText {
+        RenderText(JsonText::of(block))
+    }
+
+    /// The block, read back from its text.
+    pub fn block(&self) -> Result<RenderBlock, serde_json::Error> {
+        serde_json::from_str(self.0.as_str())
+    }
+
+    /// The JSON text.
+    pub fn as_str(&self) -> &str {
+        self.0.as_str()
+    }
+}
+
+impl std::fmt::Debug for RenderText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl Serialize for RenderText {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for RenderText {
+    /// As a [`RenderBlock`], so that only a block is taken.
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<RenderText, D::Error> {
+        RenderBlock::deserialize(deserializer).map(|block| RenderText::new(&block))
+    }
 }
 
 /// The `type` tag of a [`RenderBlock`].

@@ -14,7 +14,7 @@ use crate::Content;
 use crate::decline::{Decline, DeclineRule};
 use crate::field::{Form, JsonText};
 use crate::limits::{MAX_TEXT_BYTES, MAX_URL_BYTES};
-use crate::render::RenderBlock;
+use crate::render::RenderText;
 use crate::schema::Members;
 use crate::schema::parse_sized_schema;
 use crate::size::{self, kind_of, show};
@@ -37,8 +37,9 @@ pub enum ElicitationRequest {
 /// A form-mode request.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FormRequest {
-    /// What the person is shown: the `message` and one question per property.
-    pub render: Arc<RenderBlock>,
+    /// What the person is shown: the `message` and one question per property, as the JSON a UI
+    /// receives.
+    pub render: RenderText,
     /// The params' `_meta` (an object), as text with its key order kept (shared: a card and
     /// its events show the same one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -127,7 +128,7 @@ pub fn parse_request_with(
             // Within the size limits as part of the params.
             let form = parse_sized_schema(schema, openai)?;
             Ok(ElicitationRequest::Form(FormRequest {
-                render: Arc::new(form.render(&message)),
+                render: RenderText::new(&form.render(&message)),
                 meta: meta.map(JsonText::of),
                 form: Some(Arc::new(form)),
             }))
@@ -394,14 +395,6 @@ fn check_url(url: &str) -> Result<(String, Vec<UrlWarning>), String> {
 }
 
 impl ElicitationRequest {
-    /// The request's `message`.
-    pub fn message(&self) -> &str {
-        match self {
-            ElicitationRequest::Form(request) => &request.render.message,
-            ElicitationRequest::Url(request) => &request.message,
-        }
-    }
-
     /// The parsed form of a form-mode request, if it is still here.
     pub fn form(&self) -> Option<&Arc<Form>> {
         match self {

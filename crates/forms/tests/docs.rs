@@ -38,7 +38,7 @@ fn render_protocol_example_is_accurate() {
     let Ok(ElicitationRequest::Form(request)) = parse_request(params) else {
         panic!("the example request must parse");
     };
-    assert_eq!(&serde_json::to_value(&*request.render).unwrap(), block);
+    assert_eq!(&serde_json::to_value(&request.render).unwrap(), block);
     let answers: RenderAnswers = serde_json::from_value(answers.clone()).unwrap();
     let actual = request
         .form
@@ -70,7 +70,8 @@ fn openai_extension_examples_are_accurate() {
         let Ok(ElicitationRequest::Form(request)) = parse_request_with(&params, options) else {
             panic!("{property} must parse");
         };
-        let mut question = serde_json::to_value(&request.render.questions[0]).unwrap();
+        let mut question =
+            serde_json::to_value(&request.render.block().unwrap().questions[0]).unwrap();
         assert_eq!(
             question.as_object_mut().unwrap().remove("schema").unwrap(),
             *property

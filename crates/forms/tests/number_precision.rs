@@ -30,7 +30,7 @@ fn a_number_default_and_bound_keep_their_exact_value() {
         r#"{"n":5.333333333333334e+71}"#
     );
 
-    let block = form.render(&request.render.message);
+    let block = form.render(&request.render.block().unwrap().message);
     let wire = serde_json::to_string(&block).unwrap();
     assert!(
         wire.contains(r#""default":5.333333333333334e+71"#),

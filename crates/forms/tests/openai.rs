@@ -28,7 +28,7 @@ fn form(params: &Value, options: ParseOptions) -> FormRequest {
 /// schema as sent, checked once in `every_question_keeps_its_schema`).
 fn question(property: Value) -> Value {
     let request = form(&params(property), OPENAI);
-    let mut block = serde_json::to_value(&*request.render).unwrap();
+    let mut block = serde_json::to_value(&request.render).unwrap();
     let mut question = block["questions"][0].take();
     question.as_object_mut().unwrap().remove("schema");
     question
@@ -103,7 +103,7 @@ fn option_descriptions_and_thumbnails() {
     );
     // Without the extension the thumbnails are unknown keywords, kept only in `schema`.
     let plain = form(&params(property), ParseOptions::default());
-    let plain = serde_json::to_value(&plain.render.questions[0]).unwrap();
+    let plain = serde_json::to_value(&plain.render.block().unwrap().questions[0]).unwrap();
     assert_eq!(plain["options"][0].get("thumbnail"), None);
     assert_eq!(plain.get("optionImages"), None);
 }
@@ -409,7 +409,7 @@ fn pickers_the_host_cannot_show_are_declined_whole() {
 #[test]
 fn without_the_extension_a_picker_is_a_uri_text_field() {
     let request = form(&params(single_picker(json!({}))), ParseOptions::default());
-    let question = serde_json::to_value(&request.render.questions[0]).unwrap();
+    let question = serde_json::to_value(&request.render.block().unwrap().questions[0]).unwrap();
     assert_eq!(question["input"], "text");
     assert_eq!(question["format"], "uri");
     assert_eq!(question.get("resource"), None);
@@ -419,7 +419,10 @@ fn without_the_extension_a_picker_is_a_uri_text_field() {
 fn the_openai_form_mode_and_the_meta_schema() {
     let picker = json!({"type": "object", "properties": {"part": single_picker(json!({}))}});
     let legacy = json!({"mode": "openai/form", "message": "m", "requestedSchema": picker});
-    assert_eq!(form(&legacy, OPENAI).render.questions[0].id, "part");
+    assert_eq!(
+        form(&legacy, OPENAI).render.block().unwrap().questions[0].id,
+        "part"
+    );
     assert_eq!(
         parse_request_with(&legacy, ParseOptions::default())
             .unwrap_err()
@@ -429,14 +432,17 @@ fn the_openai_form_mode_and_the_meta_schema() {
     let meta = json!({"message": "m", "requestedSchema": {"type": "object", "properties": {}, "required": []},
                       "_meta": {"openai/elicitation": {"requestedSchema": picker}, "progressToken": 1}});
     let request = form(&meta, OPENAI);
-    assert_eq!(request.render.questions[0].id, "part");
+    assert_eq!(request.render.block().unwrap().questions[0].id, "part");
     // The form answers and validates against the schema it shows; `_meta` stays as sent.
     assert_eq!(request.form.as_ref().unwrap().schema(), &picker);
     assert_eq!(request.meta.unwrap().to_value(), meta["_meta"]);
     // A non-empty core schema is the form, whatever `_meta` holds.
     let core = json!({"message": "m", "requestedSchema": {"type": "object", "properties": {"x": {"type": "string"}}},
                       "_meta": {"openai/elicitation": {"requestedSchema": picker}}});
-    assert_eq!(form(&core, OPENAI).render.questions[0].id, "x");
+    assert_eq!(
+        form(&core, OPENAI).render.block().unwrap().questions[0].id,
+        "x"
+    );
     let broken = json!({"message": "m", "requestedSchema": {"type": "object", "properties": {}},
                         "_meta": {"openai/elicitation": "form"}});
     assert_eq!(
@@ -449,7 +455,7 @@ fn the_openai_form_mode_and_the_meta_schema() {
 fn every_question_keeps_its_schema() {
     for property in [single_picker(json!({})), multi_picker(json!({}))] {
         let request = form(&params(property.clone()), OPENAI);
-        let block = serde_json::to_value(&*request.render).unwrap();
+        let block = serde_json::to_value(&request.render).unwrap();
         assert_eq!(block["questions"][0]["schema"], property);
         assert_eq!(
             request.form.as_ref().unwrap().schema()["properties"]["field"],

@@ -23,7 +23,7 @@ fn url(params: Value) -> formwork_forms::UrlRequest {
 fn absent_mode_is_form() {
     let request =
         form(json!({"message": "m", "requestedSchema": {"type": "object", "properties": {}}}));
-    assert_eq!(request.render.message, "m");
+    assert_eq!(request.render.block().unwrap().message, "m");
     assert!(request.form.as_ref().unwrap().fields().is_empty());
     assert!(request.meta.is_none());
 }

@@ -37,9 +37,9 @@ fn check_with(name: &str, fill: Value, options: ParseOptions, shown: &str) {
     }
     // The property schemas reach the UI verbatim, in order.
     let properties = schema["properties"].as_object().unwrap();
-    let block = serde_json::to_value(&*request.render).unwrap();
+    let block = serde_json::to_value(&request.render).unwrap();
     assert_eq!(
-        *request.render,
+        request.render.block().unwrap(),
         form.render(params["message"].as_str().unwrap()),
         "{name}"
     );

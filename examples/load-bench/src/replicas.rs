@@ -11,7 +11,8 @@
 //!   another replica than the one holding its call (on the one replica when alone).
 //! - **Memory per pending form** on PostgreSQL, and on SQLite beside it: the host's resident
 //!   growth while `FORMS` forms are open on one replica (one MCP session shared by its sessions),
-//!   divided by `FORMS` (the database server's own memory is not counted).
+//!   divided by `FORMS`, counted after a warm-up that opens the store pool's connections (the
+//!   database server's own memory is not counted).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -320,19 +321,33 @@ async fn throughput(
     Ok(rate)
 }
 
+/// Forms opened and answered at once before [`pending_memory`] counts: four times the store
+/// pool's connections.
+const WARM_UP_FORMS: usize = 64;
+
 /// The host's resident growth per form while `forms` forms are open on one replica, in KB.
 async fn pending_memory(plugin: &str, url: &StoreUrl, forms: usize) -> anyhow::Result<f64> {
     let host = replica_sharing(plugin, url, true).await?;
-    // One call first, so that what every call shares (the connection code's first use) is in.
-    let warm = host.create_session();
-    let (_, mut live) = host.subscribe(&warm)?;
-    call(&host, &warm, 0)?;
-    loop {
-        if let Event::FormRequested { form_id, .. } = &*live.recv().await? {
-            answer(&host, &warm, form_id)?;
-            break;
+    // Forms first, many at once and then answered, so that what all calls share is in before
+    // the count starts: the connection code's first use, the store pool's connections (opened
+    // as its writers get busy), the allocator's room per thread. What is counted is then what
+    // each pending form adds.
+    let mut warming = Vec::new();
+    for n in 0..WARM_UP_FORMS {
+        let warm = host.create_session();
+        let (_, live) = host.subscribe(&warm)?;
+        call(&host, &warm, n)?;
+        warming.push((warm, live));
+    }
+    for (warm, mut live) in warming {
+        loop {
+            if let Event::FormRequested { form_id, .. } = &*live.recv().await? {
+                answer(&host, &warm, form_id)?;
+                break;
+            }
         }
     }
+    tokio::time::sleep(Duration::from_secs(1)).await;
     let before = crate::resident_bytes()?;
     let mut sessions = Vec::with_capacity(forms);
     for n in 0..forms {

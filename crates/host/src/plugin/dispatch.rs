@@ -80,7 +80,7 @@ fn dispatch(shared: &Shared, message: Incoming) -> Option<(RawId, String, Params
                 .and_then(|id| shared.pending.lock().ok().and_then(|mut p| p.remove(&id)));
             match sender {
                 Some(sender) => {
-                    let _ = sender.send(outcome);
+                    let _ = sender.send(outcome.map_err(Box::new));
                 }
                 None => {
                     if let Some(suppressed) = shared.may_log() {
@@ -123,12 +123,11 @@ fn serve_request(
     stream_of: Option<u64>,
 ) -> impl Future<Output = ()> + Send {
     async move {
-        let key = id.clone();
         let cancelled = shared.closed.child_token();
         let registered = shared
             .in_flight
             .lock()
-            .map(|mut in_flight| in_flight.insert(key.clone(), cancelled.clone()).is_none())
+            .map(|mut in_flight| in_flight.insert(id.clone(), cancelled.clone()).is_none())
             .unwrap_or(false);
         if !registered {
             shared.send(jsonrpc::error_response(
@@ -170,7 +169,7 @@ fn serve_request(
             ),
         };
         if let Ok(mut in_flight) = shared.in_flight.lock() {
-            in_flight.remove(&key);
+            in_flight.remove(&id);
         }
         if let (Some(observer), Some(params)) = (&shared.on_request, observed) {
             observer(&ServedRequest {

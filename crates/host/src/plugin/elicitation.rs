@@ -5,6 +5,7 @@
 //! The params are read from the JSON of the request as is, so the exact mode, every schema
 //! keyword, the property order and the request `_meta` reach `formwork_forms` untouched.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use formwork_forms::{ElicitationRequest, Form, ParseOptions, RequestText, parse_request_with};
@@ -49,63 +50,76 @@ pub(crate) struct Answer {
     pub(crate) form: Option<Form>,
 }
 
-pub(crate) async fn handle(
-    shared: &Shared,
-    id: &RawId,
-    method: &str,
+/// Serves one `elicitation/create`: reads it, hands it to the responder, checks the reply.
+///
+/// An `async` block, not an `async fn`, which would keep a second copy of its arguments while
+/// the form waits; what is read before the wait is made in a block of its own for the same
+/// reason.
+#[expect(
+    clippy::manual_async_fn,
+    reason = "an `async fn` keeps a second copy of its arguments while it waits"
+)]
+pub(crate) fn handle<'a>(
+    shared: &'a Shared,
+    id: &'a RawId,
+    method: &'a str,
     params: Params,
     stream_of: Option<u64>,
     cancelled: CancellationToken,
-) -> Answer {
-    let (request, params) = match read(shared, id, method, params, stream_of) {
-        Ok(read) => read,
-        Err(result) => return Answer { result, form: None },
-    };
-
-    let _open = OpenForm::enter(shared, stream_of);
-    // The text is kept here, not the parsed form: the form is parsed again for the last check
-    // of what the responder returns, so that a waiting form holds no parsed copy.
-    let text = params.clone();
-    // A URL flow waits for `notifications/elicitation/complete` only if the person accepted.
-    let url_flow = match &request {
-        ElicitationRequest::Url(request) => request.elicitation_id.clone(),
-        ElicitationRequest::Form(_) => None,
-    };
-    let url_completed = url_flow.as_ref().map(|elicitation_id| {
-        let (done, completed) = watch::channel(false);
-        if let Ok(mut flows) = shared.url_flows.lock() {
-            flows.insert(elicitation_id.clone(), done);
+) -> impl Future<Output = Answer> + Send + 'a {
+    async move {
+        let (prompt, text, url_flow, _open) = {
+            let (request, text) = match read(shared, id, method, params, stream_of) {
+                Ok(read) => read,
+                Err(result) => return Answer { result, form: None },
+            };
+            let open = OpenForm::enter(shared, stream_of);
+            // A URL flow waits for `notifications/elicitation/complete` only if the person
+            // accepted.
+            let url_flow = match &request {
+                ElicitationRequest::Url(request) => request.elicitation_id.clone(),
+                ElicitationRequest::Form(_) => None,
+            };
+            let url_completed = url_flow.as_ref().map(|elicitation_id| {
+                let (done, completed) = watch::channel(false);
+                if let Ok(mut flows) = shared.url_flows.lock() {
+                    flows.insert(elicitation_id.clone(), done);
+                }
+                completed
+            });
+            // The text is kept here, not the parsed form: the form is parsed again for the last
+            // check of what the responder returns, so that a waiting form holds no parsed copy.
+            let prompt = FormPrompt {
+                plugin: shared.name.clone(),
+                request_id: id.to_value(),
+                call_request: stream_of,
+                params: text.clone(),
+                request,
+                url_completed,
+                cancelled: cancelled.clone(),
+            };
+            (prompt, text, url_flow, open)
+        };
+        tracing::info!(target: "formwork::form", marker = "form-shown", plugin = %shared.name, id = %clipped(id.as_json()), "form shown");
+        // The responder first: when the form is cancelled it sees that too, and may end its side
+        // of the form before its future is dropped.
+        let reply = tokio::select! {
+            biased;
+            reply = shared.responder.respond(prompt) => reply,
+            () = cancelled.cancelled() => FormReply::cancel(),
+        };
+        let (reply, form) = checked(reply, &text, shared, id);
+        if let Some(elicitation_id) = url_flow
+            && reply.action != FormAction::Accept
+            && let Ok(mut flows) = shared.url_flows.lock()
+        {
+            flows.remove(&elicitation_id);
         }
-        completed
-    });
-    let prompt = FormPrompt {
-        plugin: shared.name.clone(),
-        request_id: id.to_value(),
-        call_request: stream_of,
-        params,
-        request,
-        url_completed,
-        cancelled: cancelled.clone(),
-    };
-    tracing::info!(target: "formwork::form", marker = "form-shown", plugin = %shared.name, id = %clipped(id.as_json()), "form shown");
-    // The responder first: when the form is cancelled it sees that too, and may end its side
-    // of the form before its future is dropped.
-    let reply = tokio::select! {
-        biased;
-        reply = shared.responder.respond(prompt) => reply,
-        () = cancelled.cancelled() => FormReply::cancel(),
-    };
-    let (reply, form) = checked(reply, &text, shared, id);
-    if let Some(elicitation_id) = url_flow
-        && reply.action != FormAction::Accept
-        && let Ok(mut flows) = shared.url_flows.lock()
-    {
-        flows.remove(&elicitation_id);
-    }
-    tracing::info!(target: "formwork::form", marker = "result-sent", plugin = %shared.name, id = %clipped(id.as_json()), action = reply.action.as_str(), "form answered");
-    Answer {
-        result: Ok(reply.to_result()),
-        form,
+        tracing::info!(target: "formwork::form", marker = "result-sent", plugin = %shared.name, id = %clipped(id.as_json()), action = reply.action.as_str(), "form answered");
+        Answer {
+            result: Ok(reply.to_result()),
+            form,
+        }
     }
 }
 

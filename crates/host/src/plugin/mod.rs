@@ -404,8 +404,9 @@ pub struct Plugin {
     local: bool,
 }
 
-/// Where the answer to one of the host's requests is delivered.
-type ResponseSlot = oneshot::Sender<Result<Box<RawValue>, RpcError>>;
+/// Where the answer to one of the host's requests is delivered (the error boxed: the slot is
+/// held for as long as a call waits, and errors are rare).
+type ResponseSlot = oneshot::Sender<Result<Box<RawValue>, Box<RpcError>>>;
 
 /// State shared between the connection handle and the tasks that serve it.
 pub(crate) struct Shared {
@@ -909,7 +910,7 @@ impl Shared {
             Err(_) => Err(self.gone()),
             Ok(Err(error)) => Err(HostError::Rpc {
                 method: method.to_owned(),
-                error: Box::new(error),
+                error,
             }),
             Ok(Ok(raw)) => Ok(raw),
         }

@@ -13,6 +13,7 @@ use std::collections::{HashSet, VecDeque};
 use std::future::Future;
 use std::sync::Arc;
 
+use formwork_forms::render::RenderText;
 use formwork_forms::{ElicitationRequest, FieldError, FieldKind, FormRequest, RequestText};
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -606,15 +607,15 @@ fn announce(card: &Card, waiting: bool) -> Event {
 
 /// The approval card in the rendering the config asks for.
 pub(super) fn approval_body(card: &ApprovalCard, rendering: CardRendering) -> ElicitationRequest {
-    let shown = |render, meta| {
+    let shown = |render| {
         ElicitationRequest::Form(FormRequest {
-            render: Arc::new(render),
-            meta,
+            render: RenderText::new(&render),
+            meta: None,
             form: None,
         })
     };
     match rendering {
-        CardRendering::RequestUserInput => shown(card.render_block(), None),
+        CardRendering::RequestUserInput => shown(card.render_block()),
         CardRendering::McpElicitation => {
             let params = card.elicitation_params();
             match formwork_forms::parse_request(&params) {
@@ -622,7 +623,7 @@ pub(super) fn approval_body(card: &ApprovalCard, rendering: CardRendering) -> El
                     request.take_form();
                     request
                 }
-                _ => shown(card.render_block(), None),
+                _ => shown(card.render_block()),
             }
         }
     }

@@ -88,7 +88,7 @@ async fn the_approval_card_as_a_request_user_input_question() {
         panic!("not a form body")
     };
     assert_eq!(meta, None);
-    let question = serde_json::to_value(&render.questions[0]).unwrap();
+    let question = serde_json::to_value(&render.block().unwrap().questions[0]).unwrap();
     assert_eq!(question["header"], "Approve app tool call?");
     let labels: Vec<&str> = question["options"]
         .as_array()
@@ -110,7 +110,7 @@ async fn the_approval_card_as_a_form_with_codex_approval_kind() {
     let ElicitationRequest::Form(FormRequest { render, meta, .. }) = body else {
         panic!("not a form body")
     };
-    assert!(render.questions.is_empty());
+    assert!(render.block().unwrap().questions.is_empty());
     assert_eq!(
         meta.unwrap().to_value()["codex_approval_kind"],
         "mcp_tool_call"

@@ -213,6 +213,8 @@ async fn a_form_that_asks_for_a_secret_is_marked_or_declined() {
         panic!("not a form body")
     };
     let marks: Vec<(String, bool)> = render
+        .block()
+        .unwrap()
         .questions
         .iter()
         .map(|q| (q.id.clone(), q.sensitive))

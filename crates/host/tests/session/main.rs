@@ -97,7 +97,7 @@ impl Watch {
         let ElicitationRequest::Form(FormRequest { render, .. }) = body else {
             panic!("not a form body")
         };
-        let question = serde_json::to_value(&render.questions[0]).unwrap();
+        let question = serde_json::to_value(&render.block().unwrap().questions[0]).unwrap();
         let labels = question["options"]
             .as_array()
             .unwrap()

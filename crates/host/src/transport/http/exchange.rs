@@ -8,7 +8,7 @@ use super::connection::{Refusal, Shared};
 use super::headers::ACCEPT_BOTH;
 use super::resume::resume;
 use super::sse::{SseEvent, SseParser};
-use crate::transport::http1::{ReadError, Response, SendError};
+use crate::transport::http1::{Body, ReadError, Response, SendError};
 use crate::transport::{self, Frame, MAX_FRAME_BYTES};
 
 /// The longest a request holds one of its endpoint's permits (see `Endpoint::opening`).
@@ -44,38 +44,52 @@ pub(super) fn post(
         // Boxed, like every step but reading an event stream: they are short, and the task lives
         // on as long as the call's stream; unboxed, room for their state would be held all that
         // time.
-        let Some(mut response) = Box::pin(send(shared, body, request_id)).await else {
-            return;
+        // Only the body is kept while the stream is read, which may be as long as a person
+        // takes: the head and its strings are freed. (In a block: a local of the whole task
+        // would keep room for the response beside the body.)
+        let mut body = {
+            let Some(response) = Box::pin(send(shared, body, request_id)).await else {
+                return;
+            };
+            if !response.content_type.starts_with("text/event-stream") {
+                Box::pin(read_whole(shared, response, request_id)).await;
+                return;
+            }
+            response.into_body()
         };
-        if response.content_type.starts_with("text/event-stream") {
-            let mut parser = SseParser::default();
-            let read = read_sse(shared, &mut response, request_id, &mut parser).await;
-            drop(response);
-            if let Some(id) = request_id
-                && !read.answered
-                && let Err(err) = Box::pin(resume(shared, id, parser)).await
-            {
-                let reason = err.to_string();
-                shared.fail_request(request_id, reason.clone());
-                Box::pin(shared.check_reachable(&reason)).await;
-            }
-        } else if response.content_type.starts_with("application/json") {
-            match Box::pin(read_limited(response)).await {
-                Ok(body) => {
-                    transport::trace_in(&body);
-                    let _ = shared.incoming.unbounded_send(Frame::Message(body, None));
-                }
-                Err(err) => shared.fail_request(request_id, err.to_string()),
-            }
-        } else {
-            shared.fail_request(
-                request_id,
-                format!(
-                    "the plugin answered with content type `{}`",
-                    response.content_type
-                ),
-            );
+        let mut parser = SseParser::default();
+        let read = read_sse(shared, &mut body, request_id, &mut parser).await;
+        drop(body);
+        if let Some(id) = request_id
+            && !read.answered
+            && let Err(err) = Box::pin(resume(shared, id, parser)).await
+        {
+            let reason = err.to_string();
+            shared.fail_request(request_id, reason.clone());
+            Box::pin(shared.check_reachable(&reason)).await;
         }
+    }
+}
+
+/// Reads an answer that is not an event stream: one JSON message, or the reason it cannot be
+/// taken.
+async fn read_whole(shared: &Shared, response: Response, request_id: Option<u64>) {
+    if response.content_type.starts_with("application/json") {
+        match Box::pin(read_limited(response)).await {
+            Ok(body) => {
+                transport::trace_in(&body);
+                let _ = shared.incoming.unbounded_send(Frame::Message(body, None));
+            }
+            Err(err) => shared.fail_request(request_id, err.to_string()),
+        }
+    } else {
+        shared.fail_request(
+            request_id,
+            format!(
+                "the plugin answered with content type `{}`",
+                response.content_type
+            ),
+        );
     }
 }
 
@@ -238,7 +252,7 @@ pub(super) struct Read {
 /// `request_id` or the end of the connection; `parser` follows the stream across connections.
 pub(super) async fn read_sse(
     shared: &Shared,
-    response: &mut Response,
+    body: &mut Body,
     request_id: Option<u64>,
     parser: &mut SseParser,
 ) -> Read {
@@ -246,7 +260,7 @@ pub(super) async fn read_sse(
         answered: false,
         delivered: false,
     };
-    while let Ok(Some(chunk)) = response.chunk().await {
+    while let Ok(Some(chunk)) = body.chunk().await {
         for event in parser.feed(&chunk) {
             match event {
                 // Empty events only prime the stream for resumption.

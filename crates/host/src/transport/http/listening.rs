@@ -46,8 +46,9 @@ pub(super) async fn listen(shared: &Shared, mut response: Response) {
     let mut fruitless = 0;
     loop {
         let opened = tokio::time::Instant::now();
-        let read = read_sse(shared, &mut response, None, &mut parser).await;
-        drop(response);
+        let mut body = response.into_body();
+        let read = read_sse(shared, &mut body, None, &mut parser).await;
+        drop(body);
         if shared.incoming.is_closed() {
             // Nobody reads what it would bring.
             return;

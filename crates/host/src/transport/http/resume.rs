@@ -101,7 +101,7 @@ pub(super) async fn resume(
                 continue;
             }
         };
-        let mut response = match shared
+        let response = match shared
             .sign_again_if_refused(response, generation, &mut refusals)
             .await
         {
@@ -138,8 +138,9 @@ pub(super) async fn resume(
             return Err(ResumeError::NotAStream(response.content_type));
         }
         parser.resumed();
-        let read = read_sse(shared, &mut response, Some(request_id), &mut parser).await;
-        drop(response);
+        let mut body = response.into_body();
+        let read = read_sse(shared, &mut body, Some(request_id), &mut parser).await;
+        drop(body);
         if read.answered {
             return Ok(());
         }

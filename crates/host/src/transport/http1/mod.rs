@@ -29,7 +29,7 @@ use super::buffered::Buffered;
 
 pub(crate) use endpoint::Endpoint;
 pub(crate) use error::{ConnectError, EndpointError, ProxyConnectError, ReadError, SendError};
-pub(crate) use response::Response;
+pub(crate) use response::{Body, Response};
 
 /// A response head larger than this is refused.
 const MAX_HEAD_BYTES: usize = 64 * 1024;

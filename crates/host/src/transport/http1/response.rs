@@ -24,7 +24,8 @@ pub(crate) struct Response {
     body: Body,
 }
 
-struct Body {
+/// A response's body, to read without its head.
+pub(crate) struct Body {
     connection: Option<Connection>,
     framing: Framing,
     /// Return the connection to the pool once the body is read.
@@ -186,7 +187,12 @@ impl Response {
 
     /// The next piece of the body; `None` at its end.
     pub(crate) async fn chunk(&mut self) -> Result<Option<Vec<u8>>, ReadError> {
-        self.body.next().await
+        self.body.chunk().await
+    }
+
+    /// The body alone: what a reader of a long event stream keeps, the head's strings freed.
+    pub(crate) fn into_body(self) -> Body {
+        self.body
     }
 
     /// The whole body, refused past `limit` bytes.
@@ -203,7 +209,8 @@ impl Response {
 }
 
 impl Body {
-    async fn next(&mut self) -> Result<Option<Vec<u8>>, ReadError> {
+    /// The next piece of the body; `None` at its end.
+    pub(crate) async fn chunk(&mut self) -> Result<Option<Vec<u8>>, ReadError> {
         loop {
             let Some(connection) = self.connection.as_mut() else {
                 return Ok(None);
