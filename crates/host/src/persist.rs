@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use formwork_forms::ElicitationRequest;
+use formwork_forms::{ElicitationRequest, JsonText};
 
 use crate::responder::FormAction;
 use crate::session::{Event, Role};
@@ -239,7 +239,9 @@ pub(crate) fn replay(entries: Vec<TranscriptEntry>) -> Vec<Event> {
                     call_id: call.id,
                     server: call.server,
                     tool: call.tool,
-                    arguments: Arc::new(parse(call.arguments.as_deref()).unwrap_or(Value::Null)),
+                    arguments: JsonText::new(
+                        &parse(call.arguments.as_deref()).unwrap_or(Value::Null),
+                    ),
                     asked_by: call.asked_by,
                 });
             }

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use formwork_forms::JsonText;
 use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -117,13 +118,13 @@ impl Session {
         // Cancelled when the turn stops, and with the host: one wait in the call's task.
         let token = host.stopping.child_token();
         // Shared by the transcript's event and the call, which waits as long as the person takes.
-        let arguments = arguments.map(Arc::new);
+        let arguments = arguments.map(|arguments| JsonText::new(&arguments));
         {
             let mut state = self.lock();
             let turn = self.turn_locked(&mut state);
             turn.calls.insert(call_id.clone(), token.clone());
             if matches!(caller, Caller::Model(_)) {
-                turn.model_calls.insert(call_id.clone());
+                turn.model_calls.push(call_id.clone());
             }
             self.emit_locked(
                 &mut state,
@@ -133,7 +134,7 @@ impl Session {
                     tool: tool.to_owned(),
                     arguments: arguments
                         .clone()
-                        .unwrap_or_else(|| Arc::new(Value::Object(Default::default()))),
+                        .unwrap_or_else(|| JsonText::new(&Value::Object(Default::default()))),
                     asked_by: None,
                 },
             );
@@ -278,7 +279,7 @@ impl Session {
         target: &PluginTarget,
         call_id: &str,
         tool: &str,
-        arguments: Option<Arc<Value>>,
+        arguments: Option<JsonText>,
     ) -> impl Future<Output = Result<Value, CallError>> + Send {
         async move {
             if self
@@ -287,7 +288,7 @@ impl Session {
                 .is_some_and(|host| host.options.codex.is_some())
             {
                 // Boxed: held inline, the Codex path would make every call's task its size.
-                let arguments = arguments.as_deref().cloned();
+                let arguments = arguments.as_ref().map(JsonText::to_value);
                 return Box::pin(self.run_codex_call(server, call_id, tool, arguments))
                     .await
                     .map_err(CallError::Codex);
@@ -296,7 +297,7 @@ impl Session {
             // which may last as long as a person takes, holds only what it needs. An app card
             // only for a call whose tool, or else result, declares a UI.
             let (connection, mut declared) =
-                Box::pin(self.prepare_call(server, target, call_id, tool, arguments.as_deref()))
+                Box::pin(self.prepare_call(server, target, call_id, tool, arguments.as_ref()))
                     .await?;
             if let Some(resource_uri) = &declared {
                 self.emit(Event::ToolCallApp {
@@ -309,7 +310,12 @@ impl Session {
             let on_round = |round: &InputRound| self.record_round(call_id, round);
             let result = match connection
                 .plugin
-                .call_tool_rounds(request, tool, arguments.as_deref().cloned(), &on_round)
+                .call_tool_rounds(
+                    request,
+                    tool,
+                    arguments.as_ref().map(JsonText::to_value),
+                    &on_round,
+                )
                 .await
             {
                 Ok(result) => result,
@@ -349,8 +355,9 @@ impl Session {
         target: &PluginTarget,
         call_id: &str,
         tool: &str,
-        arguments: Option<&Value>,
+        arguments: Option<&JsonText>,
     ) -> Result<(Connection, Option<String>), CallError> {
+        let arguments = arguments.map(JsonText::to_value);
         let connection = Box::pin(self.connection(server, target)).await?;
         let plugin = &connection.plugin;
         let host = self.host.upgrade().ok_or(CallError::ShuttingDown)?;
@@ -364,7 +371,7 @@ impl Session {
             call_id,
             tool,
             listed: &listed,
-            arguments,
+            arguments: arguments.as_ref(),
         };
         Box::pin(self.approve_call(&host, &call, None)).await?;
         Ok((connection, crate::apps::declared_ui(Some(&listed), None)))
@@ -400,7 +407,7 @@ impl Session {
             let read_from: Vec<String> = state
                 .turn
                 .as_ref()
-                .filter(|turn| turn.model_calls.contains(call_id))
+                .filter(|turn| turn.model_calls.iter().any(|call| call == call_id))
                 .map(|turn| {
                     turn.read_from
                         .iter()
@@ -559,7 +566,7 @@ impl Session {
     pub(super) fn stop_turn(&self) {
         self.cancel_cards(EndReason::Stopped);
         let mut state = self.lock();
-        if let Some(model) = &state.model.current {
+        if let Some(model) = state.model.get().and_then(|model| model.current.as_ref()) {
             model.cancel();
         }
         if let Some(turn) = state.turn.as_mut() {

@@ -144,7 +144,7 @@ impl Session {
                 call_id,
                 server,
                 tool,
-                arguments: Arc::new(arguments),
+                arguments: formwork_forms::JsonText::new(&arguments),
                 asked_by: None,
             },
         );

@@ -173,7 +173,7 @@ struct SessionState {
     /// The documents of its apps and what they left behind.
     apps: OnFirstUse<apps::SessionApps>,
     /// The model's conversation and its turn.
-    model: model_turn::ModelState,
+    model: OnFirstUse<model_turn::ModelState>,
     /// The session's Codex thread, under the Codex runtime.
     codex: OnFirstUse<codex::CodexState>,
     /// The open cards another replica holds (`replicas.rs`): an answer given here is read
@@ -214,8 +214,9 @@ struct Turn {
     calls: HashMap<String, CancellationToken>,
     /// Set by stop: the turn ends (as `stopped`) once its last call has finished.
     stopped: bool,
-    /// The calls of the turn the model made (not the person, not an app).
-    model_calls: std::collections::HashSet<String>,
+    /// The calls of the turn the model made (not the person, not an app): a list, which takes
+    /// less room than a set in every turn, and a turn makes few calls.
+    model_calls: Vec<String>,
     /// The servers whose output the model took in during the turn (a tool's result, an app's
     /// model context): a later call of the model to another server asks
     /// (`ToolApproval::after_reading`).

@@ -76,8 +76,9 @@ impl Session {
         let (ended_tx, ended_rx) = watch::channel(false);
         let previous = {
             let mut state = self.lock();
-            state.model.current = Some(token.clone());
-            state.model.ended.replace(ended_rx)
+            let model = state.model.made();
+            model.current = Some(token.clone());
+            model.ended.replace(ended_rx)
         };
         let session = Arc::clone(self);
         tokio::spawn(async move {
@@ -110,7 +111,7 @@ impl Session {
 
     /// Restores the model's conversation stored by an earlier host.
     pub(super) fn restore_model_history(&self, stored: Vec<String>) {
-        let items = stored
+        let items: Vec<Item> = stored
             .iter()
             .filter_map(|text| match serde_json::from_str::<Item>(text) {
                 Ok(item) => Some(item),
@@ -120,7 +121,9 @@ impl Session {
                 }
             })
             .collect();
-        self.lock().model.history = items;
+        if !items.is_empty() {
+            self.lock().model.made().history = items;
+        }
     }
 
     pub(super) fn begin_model_member(&self, token: &CancellationToken) {
@@ -184,7 +187,7 @@ impl Session {
                     turn.read_from.extend(app_servers);
                 }
                 (
-                    agent::repaired(&state.model.history),
+                    agent::repaired(state.model.get().map_or(&[], |model| &model.history)),
                     self.app_context(&state),
                 )
             };
@@ -498,7 +501,7 @@ impl Session {
             .iter()
             .filter_map(|item| serde_json::to_string(item).ok())
             .collect();
-        self.lock().model.history.extend(items);
+        self.lock().model.made().history.extend(items);
         let Some(store) = self.host.upgrade().and_then(|host| host.store.clone()) else {
             return;
         };

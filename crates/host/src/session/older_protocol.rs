@@ -73,7 +73,7 @@ impl Session {
                 tool,
                 arguments,
                 ..
-            } if id == call_id => Some((server.clone(), tool.clone(), Value::clone(arguments))),
+            } if id == call_id => Some((server.clone(), tool.clone(), arguments.to_value())),
             _ => None,
         });
         match (offered, started) {

@@ -10,10 +10,8 @@
 //! [`FormAction`] (the responder). The page lists the wire names of [`EndReason`] and
 //! [`ApprovalChoice`] in `crates/web/assets/wire.js`; `cargo xtask test` checks the two agree.
 
-use std::sync::Arc;
-
 use formwork_forms::render::RenderAnswers;
-use formwork_forms::{Content, ElicitationRequest, FieldError};
+use formwork_forms::{Content, ElicitationRequest, FieldError, JsonText};
 
 use crate::policy::ApprovalChoice;
 use crate::responder::FormAction;
@@ -67,8 +65,10 @@ pub enum Event {
         server: String,
         /// The tool's name.
         tool: String,
-        /// The arguments as sent (shared with the call that sends them).
-        arguments: Arc<Value>,
+        /// The arguments as sent, kept as JSON text (shared with the call that sends them): a
+        /// call holds them for as long as its forms wait, and a small object as a `Value`
+        /// costs ten times its text.
+        arguments: JsonText,
         /// The call whose app made this one (an app's `tools/call`); absent when the person or
         /// the model did.
         #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -187,7 +187,7 @@ impl Watch {
                     call_id.clone(),
                     server.clone(),
                     tool.clone(),
-                    serde_json::Value::clone(arguments),
+                    arguments.to_value(),
                     asked_by.clone(),
                 ));
                 None

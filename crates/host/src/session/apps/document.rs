@@ -76,7 +76,7 @@ impl Host {
                     arguments: sent,
                     ..
                 } if id == call_id => {
-                    arguments = Some(Value::clone(sent));
+                    arguments = Some(sent.to_value());
                     result = None;
                 }
                 Event::ToolCallFinished {

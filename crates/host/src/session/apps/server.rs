@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use formwork_forms::JsonText;
 use serde_json::{Value, json};
 
 use crate::apps;
@@ -95,7 +96,7 @@ impl Session {
             call_id: app_call_id.clone(),
             server: call.server.clone(),
             tool: name.to_owned(),
-            arguments: Arc::new(arguments.clone().unwrap_or_else(|| json!({}))),
+            arguments: JsonText::new(arguments.as_ref().unwrap_or(&json!({}))),
             asked_by: Some(call_id.to_owned()),
         });
         let approved = crate::session::calls::ApprovedCall {
