@@ -19,9 +19,8 @@ use super::reply_after_commit::ReplyAfterCommit;
 use super::{Event, Session};
 use crate::persist::Sent;
 
-/// How many sessions are written at once: the PostgreSQL store's pool has as many
-/// connections; SQLite's writer thread commits what they queue together.
-const WRITERS: usize = 16;
+/// How many sessions are written at once: as many as the store takes.
+const WRITERS: usize = crate::store::WRITES_AT_ONCE;
 
 /// An event waiting for the store.
 pub(super) struct Unsaved {

@@ -51,6 +51,11 @@ use postgres::Postgres;
 use records::Stats;
 use sqlite::Sqlite;
 
+/// How many writes a store takes at once: the PostgreSQL store keeps as many connections, and
+/// the host runs as many writers of sessions' events (`session/saving.rs`). SQLite's one
+/// writer thread commits together what they queue.
+pub(crate) const WRITES_AT_ONCE: usize = 16;
+
 /// Runs one statement function of the same name on whichever engine the store has: `write`
 /// commits before it returns, `read` sees a consistent snapshot.
 macro_rules! on_engine {

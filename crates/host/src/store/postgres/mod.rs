@@ -32,7 +32,7 @@ use crate::store_url::PgUrl;
 use listen::StoreNotice;
 
 /// Connections a store keeps open at most.
-const POOL_SIZE: usize = 16;
+const POOL_SIZE: usize = super::WRITES_AT_ONCE;
 
 /// How long a running call's lease lasts unless [`Store::connect_with_lease`] says otherwise;
 /// the store renews its calls' leases three times as often.
