@@ -16,7 +16,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use formwork_forms::{ParseOptions, RequestText};
 use serde_json::Value;
@@ -43,8 +43,10 @@ pub(super) fn follow(
     held: HashMap<SessionId, u64>,
 ) {
     // Expired leases are looked for four times per lease.
-    let every = store.lease().unwrap_or(Duration::from_secs(10)) / 4;
+    let lease = store.lease().unwrap_or(Duration::from_secs(10));
+    let every = lease / 4;
     let mut follower = Follower { host, store, held };
+    let mut waiting = Waiting::default();
     tokio::spawn(async move {
         let mut ticks = tokio::time::interval(every);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -67,7 +69,8 @@ pub(super) fn follow(
                         }
                     }
                     let Some(host) = follower.host.upgrade() else { return };
-                    take_over_expired(&host, &follower.store).await;
+                    let seen = Seen { waiting: &mut waiting, held: &follower.held, lease };
+                    take_over_expired(&host, &follower.store, Some(seen)).await;
                 }
             }
             if follower.host.strong_count() == 0 {
@@ -77,12 +80,39 @@ pub(super) fn follow(
     });
 }
 
+/// The calls of stopped replicas found waiting for the person, each with the `seq` of its
+/// session's last entry when its transcript was read, and when that was.
+type Waiting = HashMap<String, (u64, Instant)>;
+
+/// What the follower knows between two looks for expired calls: a call that waits for the
+/// person is read again once its session has a newer entry from another replica, else once
+/// per lease, not at every look. (This replica's own answer takes the call over at once:
+/// `commit_ending`.)
+struct Seen<'a> {
+    waiting: &'a mut Waiting,
+    /// The follower's `seq` of the last entry of each session.
+    held: &'a HashMap<SessionId, u64>,
+    lease: Duration,
+}
+
+impl Seen<'_> {
+    /// Whether `call` waited at its last read, less than a lease ago, and its session has no
+    /// entry since.
+    fn unchanged(&self, call: &str, session: &str) -> bool {
+        let (Some((read, at)), Some(held)) = (self.waiting.get(call), self.held.get(session))
+        else {
+            return false;
+        };
+        held <= read && at.elapsed() < self.lease
+    }
+}
+
 /// Takes over the calls of stopped replicas (their lease expired): a 2026-07-28 call whose last
 /// round is answered is carried on here from its retry; one that waits for the person stays
 /// open (any replica may answer it); any other ends as a restart ends what it finds running,
 /// `cancelled` (`host-stopped`) with its open cards. The store's claim lets exactly one
-/// replica take each call.
-pub(super) async fn take_over_expired(host: &Arc<HostInner>, store: &Store) {
+/// replica take each call. Without `seen`, every expired call is read.
+async fn take_over_expired(host: &Arc<HostInner>, store: &Store, mut seen: Option<Seen<'_>>) {
     let expired = match store.expired_calls().await {
         Ok(expired) => expired,
         Err(err) => {
@@ -90,25 +120,47 @@ pub(super) async fn take_over_expired(host: &Arc<HostInner>, store: &Store) {
             return;
         }
     };
+    if let Some(seen) = &mut seen {
+        seen.waiting
+            .retain(|call, _| expired.iter().any(|(expired, _)| expired == call));
+    }
     for (call, session) in expired {
-        if let Err(err) = take_over(host, store, &call, &session).await {
-            tracing::warn!(target: "formwork::store", call, %err, "a stopped replica's call not taken over");
+        if seen
+            .as_ref()
+            .is_some_and(|seen| seen.unchanged(&call, &session))
+        {
+            continue;
+        }
+        match take_over(host, store, &call, &session).await {
+            Ok(waits_at) => {
+                if let Some(seen) = &mut seen {
+                    match waits_at {
+                        Some(seq) => seen.waiting.insert(call, (seq, Instant::now())),
+                        None => seen.waiting.remove(&call),
+                    };
+                }
+            }
+            Err(err) => {
+                tracing::warn!(target: "formwork::store", call, %err, "a stopped replica's call not taken over");
+            }
         }
     }
 }
 
+/// `Some(seq)` when the call waits for the person, `seq` being the last entry read.
 async fn take_over(
     host: &Arc<HostInner>,
     store: &Store,
     call: &str,
     session: &str,
-) -> Result<(), StoreError> {
+) -> Result<Option<u64>, StoreError> {
     let Ok(local) = host.session(session) else {
-        return Ok(());
+        return Ok(None);
     };
     let entries = store.transcript(session).await?;
     match plan(&entries, call) {
-        Plan::Gone | Plan::Wait => {}
+        Plan::Gone => {}
+        Plan::Wait => return Ok(Some(entries.last().map_or(0, |entry| entry.seq))),
         Plan::End => {
             if let Some(AbandonedCall { forms, approvals }) = store.end_abandoned_call(call).await?
             {
@@ -148,7 +200,7 @@ async fn take_over(
             }
         }
     }
-    Ok(())
+    Ok(None)
 }
 
 /// What to do with a call whose replica stopped.
@@ -500,7 +552,7 @@ impl Session {
                     me.take_in_committed(vec![ending], Vec::new());
                     // The replica holding the call may have stopped: carry it on now.
                     if let Some(host) = me.host.upgrade() {
-                        take_over_expired(&host, &store).await;
+                        take_over_expired(&host, &store, None).await;
                     }
                 }
                 Err(err) => me.diagnostic(

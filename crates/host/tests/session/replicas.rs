@@ -300,8 +300,8 @@ async fn leased_replica(url: &StoreUrl) -> Host {
 }
 
 /// A replica is killed (SIGKILL) while a 2026-07-28 call waits on its round's form and a pushed
-/// form is open. On the two replicas left, the person answers the round on one; once the lease
-/// has expired exactly one of them carries the call on, sending the retry with the answer and
+/// form is open. On the two replicas left, the person answers the round on one after the lease
+/// has expired; exactly one of them carries the call on, sending the retry with the answer and
 /// the stored `requestState`; the call's next round is answered on the other, and the call
 /// finishes with both answers. The pushed form, whose connection died with its replica, ends as
 /// `cancel` (`host-stopped`), and so does its call.
@@ -343,6 +343,9 @@ async fn a_stopped_replicas_calls_are_carried_on_or_ended_by_one_other() {
             .any(|line| line.contains(round_form.as_str()))
     })
     .await;
+    // The person takes longer than the lease: B and C find the call expired and waiting before
+    // the answer comes, and must read it again once it has.
+    tokio::time::sleep(LEASE * 2).await;
     let answer = |host: &Host, form: &str, content: Value| accept(host, session, form, content);
     answer(&b, round_form, json!({"target": "production"})).unwrap();
 
