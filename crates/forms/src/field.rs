@@ -112,7 +112,7 @@ pub struct Field {
 }
 
 /// A JSON value as compact text: every member as the server sent it, in its order. A field's
-/// schema and a request's `_meta` are kept this way.
+/// schema and a request's `_meta` are kept this way (and, in a host, a call's arguments).
 ///
 /// Text rather than a [`Value`]: a pending form holds them for as long as the person takes,
 /// and a parsed tree (a map with its index per object) costs several times the text. Clones
