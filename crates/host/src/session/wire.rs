@@ -569,6 +569,34 @@ mod tests {
         assert_eq!(names, ["completed", "stopped", "failed"]);
     }
 
+    /// A call's arguments, kept as text, are on the wire as the JSON they were given (key order
+    /// and numbers as sent), and read back the same.
+    #[test]
+    fn a_calls_arguments_are_sent_as_given() {
+        let arguments = serde_json::json!({"z": 1, "a": [2.5, -3], "m": {"y": null, "b": "x"}});
+        let started = Event::ToolCallStarted {
+            call_id: "c1".to_owned(),
+            server: "s".to_owned(),
+            tool: "t".to_owned(),
+            arguments: JsonText::new(&arguments),
+            asked_by: None,
+        };
+        let text = serde_json::to_string(&started).expect("serializes");
+        assert_eq!(
+            text,
+            r#"{"type":"tool_call_started","call_id":"c1","server":"s","tool":"t","arguments":{"z":1,"a":[2.5,-3],"m":{"y":null,"b":"x"}}}"#
+        );
+        let read: Event = serde_json::from_str(&text).expect("reads back");
+        assert_eq!(read, started);
+        let Event::ToolCallStarted {
+            arguments: read, ..
+        } = read
+        else {
+            unreachable!("read back as it was written")
+        };
+        assert_eq!(read.to_value(), arguments);
+    }
+
     #[test]
     fn socket_messages_keep_their_shapes() {
         let check = |message: SocketMessage, expected: &str| {
