@@ -28,8 +28,9 @@
 //    bridge's call ends in). Without --direct only the bridge is reported. For context, each round also times as
 //    many calls the page itself asks the host for, as the palette does (`call_tool` of `echo-page` on a socket of
 //    a second session, until its `tool_call_finished`: no app, no frame, but a turn and its stored events), and
-//    as many `ping`s
-//    from the app, which the host answers itself: the relay's own cost; and as many plain messages from the app to
+//    as many of those commands from a plain WebSocket client, each round on a session of its own (`load-bench
+//    --socket-calls`, no browser: the host's share of the page's call, with the direct call in it), and as many
+//    `ping`s from the app, which the host answers itself: the relay's own cost; and as many plain messages from the app to
 //    the page and back that the bench's listener in the page echoes (no host at all): the browser's own frame hop,
 //    the floor under every bridge message; and as many round trips of a WebSocket message from a page of a plain
 //    local server to that server, which echoes it (a few lines of Node, no formwork): the browser's own socket hop,
@@ -430,19 +431,33 @@ async function timePageCalls(count) {
 
 // The host's own round trips to the plugin, as `load-bench --direct-calls` times them: ms.
 function directCalls(command, count) {
+  return loadBenchTimes(["--direct-calls", command, "echo", JSON.stringify({ text: "bench" }), String(count)]);
+}
+
+// The page's `call_tool` of `echo-page` made by `load-bench --socket-calls` on the socket of a new session of the
+// workbench at `url` (which carries the token): the same command and the same wait as `timePageCalls`, no browser: ms.
+async function socketClientCalls(url, count) {
+  const origin = new URL(url).origin;
+  const token = new URLSearchParams(new URL(url).hash.slice(1)).get("token");
+  const response = await fetch(`${origin}/api/sessions`, { method: "POST", headers: { Authorization: `Bearer ${token}` } });
+  if (!response.ok) throw new Error(`POST /api/sessions: ${response.status}`);
+  const { id } = await response.json();
+  return loadBenchTimes(["--socket-calls", origin, token, id, "apps", "echo-page", JSON.stringify({ text: "bench" }), String(count)]);
+}
+
+// Runs the bench's `load-bench` with `args`; resolves with the `ms` it prints.
+function loadBenchTimes(args) {
   return new Promise((resolve, reject) => {
-    const child = spawn(direct, ["--direct-calls", command, "echo", JSON.stringify({ text: "bench" }), String(count)], {
-      stdio: ["ignore", "pipe", "inherit"],
-    });
+    const child = spawn(direct, args, { stdio: ["ignore", "pipe", "inherit"] });
     let out = "";
     child.stdout.on("data", (chunk) => (out += chunk));
     child.on("error", reject);
     child.on("close", (code) => {
-      if (code !== 0) return reject(new Error(`load-bench --direct-calls exited ${code}`));
+      if (code !== 0) return reject(new Error(`load-bench ${args[0]} exited ${code}`));
       try {
         resolve(JSON.parse(out).ms);
       } catch (error) {
-        reject(new Error(`load-bench --direct-calls printed ${out}: ${error.message}`));
+        reject(new Error(`load-bench ${args[0]} printed ${out}: ${error.message}`));
       }
     });
   });
@@ -639,6 +654,7 @@ async function appsBench() {
     const pageCalls = [];
     const socketEchoes = [];
     const host = [];
+    const clientCalls = [];
     const echoFloor = await webSocketEchoFloor(context);
     const command = [process.execPath, plugin, modules].map(quoted).join(" ");
     const echoes = 5 * appCalls;
@@ -649,12 +665,15 @@ async function appsBench() {
       frameEchoes.push(...(await last.frame.evaluate((count) => window.benchFrameEchoes(count), warmup + echoes)).slice(warmup));
       pageCalls.push(...(await page.evaluate(timePageCalls, warmup + echoes)).slice(warmup));
       socketEchoes.push(...(await echoFloor.time(warmup + echoes)).slice(warmup));
-      if (direct) host.push(...(await directCalls(command, warmup + echoes)).slice(warmup));
+      if (direct) {
+        host.push(...(await directCalls(command, warmup + echoes)).slice(warmup));
+        clientCalls.push(...(await socketClientCalls(server.url, warmup + echoes)).slice(warmup));
+      }
     }
     await echoFloor.close();
     if (pageErrors.length) throw new Error(`errors in the page: ${pageErrors.join("; ")}`);
     const floor = await frameStartFloor(context, appCalls);
-    return { spans, floor, bridge, pings, frameEchoes, pageCalls, socketEchoes, host: direct ? host : null, echoes };
+    return { spans, floor, bridge, pings, frameEchoes, pageCalls, socketEchoes, host: direct ? host : null, clientCalls, echoes };
   } finally {
     await browser.close();
     await server.stop();
@@ -709,7 +728,7 @@ function appsRow(what, values, verdict = "") {
   return s;
 }
 
-function appsReport({ spans, floor, bridge, pings, frameEchoes, pageCalls, socketEchoes, host, echoes }) {
+function appsReport({ spans, floor, bridge, pings, frameEchoes, pageCalls, socketEchoes, host, clientCalls, echoes }) {
   console.log(
     `MCP Apps in headless Chromium: ${appCalls} calls of each tool (+${warmup} warm-up) in one session, the app's ` +
       `document cached after the first; ${appRounds} rounds x ${echoes} bridge calls (+${warmup} warm-up)` +
@@ -761,9 +780,12 @@ function appsReport({ spans, floor, bridge, pings, frameEchoes, pageCalls, socke
   console.log(`${"page's call_tool / direct, median".padEnd(54)} ${verdict(p.median / h.median, TARGET_PAGE_CALL_RATIO, "x")}`);
   // No host can answer the page faster than the browser's own socket round trip plus the plugin's call.
   const floorRatio = (socketEcho.median + h.median) / h.median;
+  console.log(`${"  floor: (socket echo + direct) / direct, median".padEnd(54)} ${floorRatio.toFixed(2)}x`);
+  // Where the page's call goes: the same command without a browser is the host's share (with the direct call).
+  const c = appsRow("  call_tool echo-page, plain socket client (no browser)", clientCalls);
   console.log(
-    `${"  floor: (socket echo + direct) / direct, median".padEnd(54)} ${floorRatio.toFixed(2)}x ` +
-      `(the host's own share: ${(p.median - socketEcho.median - h.median).toFixed(2)} ms)`,
+    `${"  medians: host's share (client - direct)".padEnd(54)} ${(c.median - h.median).toFixed(2)} ms; ` +
+      `the browser's (page - client) ${(p.median - c.median).toFixed(2)} ms`,
   );
   console.log(`${"bridge / direct, median".padEnd(54)} ${verdict(b.median / h.median, TARGET_BRIDGE_RATIO, "x")}`);
   console.log(`${"bridge / direct, p99".padEnd(54)} ${(b.p99 / h.p99).toFixed(2)}x`);

@@ -18,14 +18,17 @@
 //! usage: load-bench <peers dir> [sessions...]   (default: 1000 10000)
 //!
 //! `load-bench --replicas <peers dir> FORMS` measures replicas on one PostgreSQL database (see
-//! [`replicas`]). `load-bench --direct-calls ...` is another measurement, the direct baseline of the MCP Apps
-//! part of the browser bench (see [`direct`]). `load-bench --serve-bench-plugin [--cert FILE
-//! --key FILE]` is an instrument of the bench's HTTP part ([`bench_plugin`]).
+//! [`replicas`]). Two measurements serve the MCP Apps part of the browser bench:
+//! `load-bench --direct-calls ...`, its direct baseline (see [`direct`]), and
+//! `load-bench --socket-calls ...`, a page's call without the browser (see [`socket_calls`]).
+//! `load-bench --serve-bench-plugin [--cert FILE --key FILE]` is an instrument of the bench's HTTP
+//! part ([`bench_plugin`]).
 
 mod bench_plugin;
 mod direct;
 mod replicas;
 mod rust_plugin;
+mod socket_calls;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
@@ -80,6 +83,22 @@ fn main() -> anyhow::Result<()> {
         && flag == "--direct-calls"
     {
         return runtime()?.block_on(direct::calls(command, tool, arguments, count.parse()?));
+    }
+    if let [flag, origin, token, session, server, tool, arguments, count] = args.as_slice()
+        && flag == "--socket-calls"
+    {
+        let target = socket_calls::Target {
+            origin,
+            token,
+            session,
+        };
+        return runtime()?.block_on(socket_calls::calls(
+            &target,
+            server,
+            tool,
+            arguments,
+            count.parse()?,
+        ));
     }
     if let [flag, peers, engine, forms] = args.as_slice()
         && flag == "--replica-memory"

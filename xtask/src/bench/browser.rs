@@ -12,8 +12,9 @@
 //! against the same call made directly by the host's plugin connection (`load-bench --direct-calls`, built here).
 //! Targets: first tool-result within 100 ms (median), bridge call at most 2x the direct one and at most the
 //! browser's own frame echo + the page's call + 0.2 ms, the page's `call_tool` at most 3x the direct call (beside
-//! its floor: the browser's WebSocket echo on a plain local server + the direct call). A miss is reported, not
-//! failed.
+//! its floor: the browser's WebSocket echo on a plain local server + the direct call; and beside the same command
+//! from a plain WebSocket client, `load-bench --socket-calls`, which splits the page's time into the host's share
+//! and the browser's). A miss is reported, not failed.
 
 use std::path::Path;
 use std::process::Command;
@@ -50,7 +51,7 @@ pub fn run(root: &Path, formwork: &Path, node: &Path, parts: &Parts) -> Result<(
         .args(["--forms", &parts.forms.to_string()])
         .args(["--apps", &parts.apps.to_string()]);
     if parts.apps > 0 {
-        let load_bench = build_load_bench(root, "the direct calls of the apps part")?;
+        let load_bench = build_load_bench(root, "the direct and socket calls of the apps part")?;
         command.arg("--direct").arg(load_bench);
     }
     println!();
