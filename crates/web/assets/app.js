@@ -20,6 +20,8 @@ const composerInput = $("message-input");
 const stopButton = $("stop-turn");
 const connection = $("connection-status");
 const reconnectButton = $("reconnect");
+// Last in the page: looked up once, not through every card before it on each announcement.
+const announcer = $("announcer");
 
 const apps = new Apps({
   panel: $("app-panel"),
@@ -42,7 +44,7 @@ const transcript = new Transcript($("transcript"), {
     stopButton.hidden = !running;
   },
   announce: (text) => {
-    $("announcer").textContent = text;
+    announcer.textContent = text;
   },
   composer: () => composerInput,
 });

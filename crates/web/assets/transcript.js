@@ -57,6 +57,7 @@ export class Transcript {
     // Cards requested and not yet resolved, as the host counts a session's open cards.
     this.unresolved = new Set();
     this.calls = new Map();
+    this.unreveal();
     // The model's answer while it streams: {id, node, text}; the whole message replaces it.
     this.streaming = null;
     this.live = false;
@@ -77,8 +78,17 @@ export class Transcript {
   // The snapshot is in: from now on events are live, and a card that comes up may take the focus.
   snapshotDone() {
     this.live = true;
-    const shown = [...this.cards.values()].find((card) => card.state === "open");
-    if (shown && this.mayTakeFocus()) shown.focus();
+    const shown = this.openCard();
+    if (shown) this.reveal({ focus: () => this.mayTakeFocus() && shown.state === "open" && shown.focus() });
+  }
+
+  // The first card awaiting an answer, if any.
+  openCard() {
+    for (const id of this.unresolved) {
+      const card = this.cards.get(id);
+      if (card?.state === "open") return card;
+    }
+    return null;
   }
 
   // Appends an item; live items are scrolled into view (a card by its top, so its header shows).
@@ -86,8 +96,33 @@ export class Transcript {
     this.empty?.remove();
     this.empty = null;
     this.root.append(node);
-    if (this.live) node.scrollIntoView({ block: node.dataset.testid === "form-card" ? "start" : "nearest" });
+    if (this.live) this.reveal({ scroll: node });
     return node;
+  }
+
+  // Scrolls to new items, then moves the focus, just before the next frame: both need the page laid out, and
+  // done in one place they lay it out once per frame, not once per event of a burst.
+  reveal({ scroll, focus }) {
+    if (scroll) {
+      // Where the transcript ends up depends only on the last form card (shown by its top) and the last item.
+      const card = this.revealing.scroll.find(isFormCard);
+      this.revealing.scroll = isFormCard(scroll) || !card ? [scroll] : [card, scroll];
+    }
+    if (focus) this.revealing.focus = focus;
+    this.revealing.frame ||= requestAnimationFrame(() => {
+      const { scroll, focus } = this.revealing;
+      this.unreveal();
+      for (const node of scroll) {
+        if (node.isConnected) node.scrollIntoView({ block: isFormCard(node) ? "start" : "nearest" });
+      }
+      focus?.();
+    });
+  }
+
+  // Forgets what the next frame was to reveal.
+  unreveal() {
+    if (this.revealing?.frame) cancelAnimationFrame(this.revealing.frame);
+    this.revealing = { frame: 0, scroll: [], focus: null };
   }
 
   // Focus moves to a new card unless the person is busy typing elsewhere (a half-written message, a
@@ -101,8 +136,8 @@ export class Transcript {
 
   cardUp(card) {
     if (!this.live) return;
-    // Focus first: it reuses the layout `add` made; the announcement's new text would make it lay out again.
-    if (this.mayTakeFocus()) card.focus();
+    // Asked at the frame, not now: the person may have started typing, or answered the card, in between.
+    this.reveal({ focus: () => this.mayTakeFocus() && card.state === "open" && card.focus() });
     this.hooks.announce(`${card.element.querySelector("[data-testid=card-source]")?.textContent ?? "A card"}: ${card.titleNode.textContent}`);
   }
 
@@ -325,9 +360,15 @@ export class Transcript {
     const card = this.cards.get(id);
     if (!card) return;
     const hadFocus = card.resolve(event);
-    if (hadFocus && this.live) {
-      const next = [...this.cards.values()].find((c) => c.state === "open");
-      if (!next) this.hooks.composer()?.focus();
+    // The focus was on the card's controls, now gone: it goes to the composer, unless another card is open or
+    // about to take it (before the frame), or the person put it somewhere meanwhile.
+    if (hadFocus && this.live && !this.openCard() && !this.revealing.focus) {
+      this.reveal({
+        focus: () => {
+          const active = document.activeElement;
+          if (!this.openCard() && (!active || active === document.body)) this.hooks.composer()?.focus();
+        },
+      });
     }
   }
 
@@ -342,6 +383,8 @@ export class Transcript {
     this.add(el("p", { class: "command-error", testid: "command-error", role: "alert", dataset: { error: message.error }, text: message.message }));
   }
 }
+
+const isFormCard = (node) => node.dataset.testid === "form-card";
 
 // A CallToolResult: its content blocks, then its structured content.
 function resultView(result) {
