@@ -210,6 +210,56 @@ test("instant-submit", (page) =>
     await option(card, "false").click();
   }, accept({ agree: false })));
 
+// Whether the top of `card` is within its transcript's view.
+const topInView = (card) =>
+  card.evaluate((node) => {
+    const view = node.closest(`[data-testid="transcript"]`).getBoundingClientRect();
+    const top = node.getBoundingClientRect().top;
+    return top >= view.top - 1 && top < view.bottom;
+  });
+
+// A card that comes up is scrolled into view and takes the focus, so a keyboard alone answers it; once it is
+// answered the focus goes back to the message box. Call after call, so that the transcript has to scroll. A
+// card that comes up while the person is writing a message is scrolled to, and leaves the focus where it is.
+test("a-card-takes-the-focus-and-gives-it-back", async (page) => {
+  await newSession(page);
+  const done = page.locator(`${tid("tool-call")}[data-tool="ask_boolean"][data-state="done"]`);
+  for (let i = 1; i <= 6; i++) {
+    await callTool(page, SERVER, "ask_boolean");
+    const card = await openCard(page);
+    await page.waitForFunction(() => document.activeElement?.closest(`[data-testid="form-card"][data-state="open"]`));
+    assert.ok(await topInView(card), `call ${i}: the card's top is out of view`);
+    await page.keyboard.press("Space");
+    await done.nth(i - 1).waitFor();
+    assert.deepEqual(await pluginResult(page, "ask_boolean"), accept({ agree: true }), `call ${i}`);
+    await page.waitForFunction(() => document.activeElement?.dataset.testid === "message-input");
+  }
+
+  // The same session in a second tab calls the tool while the person writes in the first.
+  const session = new URL(page.url()).hash;
+  await page.locator(tid("message-input")).fill("half a thought");
+  const tab = await page.context().newPage();
+  try {
+    await tab.goto(url);
+    await tab.evaluate((hash) => (location.hash = hash), session);
+    await tab.locator(`${tid("connection-status")}[data-state="connected"]`).waitFor();
+    await callTool(tab, SERVER, "ask_boolean");
+    const card = await openCard(page);
+    await page.waitForFunction((id) => {
+      const node = document.querySelector(`[data-testid="form-card"][data-form-id="${id}"]`);
+      const view = node.closest(`[data-testid="transcript"]`).getBoundingClientRect();
+      const top = node.getBoundingClientRect().top;
+      return top >= view.top - 1 && top < view.bottom;
+    }, await card.getAttribute("data-form-id"));
+    assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), "message-input", "the card took the focus from the message being written");
+    await option(await openCard(tab), "false").click();
+    await done.nth(6).waitFor();
+    assert.deepEqual(await pluginResult(page, "ask_boolean"), accept({ agree: false }));
+  } finally {
+    await tab.close();
+  }
+});
+
 // The 10-field form: every field changed from its default, then Submit.
 test("multi-question-submit", async (page) => {
   const card = await answered(page, "ask_form", async (card) => {

@@ -27,6 +27,7 @@ class Card {
   constructor({ id, kind, source, title, ctx }) {
     this.id = id;
     this.ctx = ctx;
+    this.heldFocus = false;
     this.titleNode = el("h3", { class: "card-title", testid: "card-header", tabindex: "-1", text: title });
     this.titleNode.id = `card-${id}`;
     this.body = el("div", { class: "card-body" });
@@ -98,6 +99,9 @@ class Card {
       return;
     }
     this.showError(null);
+    // Locked controls lose the focus (the browser moves it to the page at its next update), so whether the card
+    // held it is noted now, for the outcome to give it back.
+    this.heldFocus = this.element.contains(document.activeElement);
     this.setState("sending");
   }
 
@@ -130,7 +134,7 @@ class Card {
 
   // Replaces the controls by the outcome.
   finish({ action, reason, summary, detail }) {
-    const hadFocus = this.element.contains(document.activeElement);
+    const hadFocus = this.heldFocus || this.element.contains(document.activeElement);
     this.body.replaceChildren(...(detail ?? []));
     this.actions.replaceChildren();
     this.showError(null);
