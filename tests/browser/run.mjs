@@ -210,13 +210,13 @@ test("instant-submit", (page) =>
     await option(card, "false").click();
   }, accept({ agree: false })));
 
-// Whether the top of `card` is within its transcript's view.
-const topInView = (card) =>
-  card.evaluate((node) => {
-    const view = node.closest(`[data-testid="transcript"]`).getBoundingClientRect();
-    const top = node.getBoundingClientRect().top;
-    return top >= view.top - 1 && top < view.bottom;
-  });
+// In the page: whether the top of the card with form id `id` is within its transcript's view.
+function cardTopInView(id) {
+  const node = document.querySelector(`[data-testid="form-card"][data-form-id="${id}"]`);
+  const view = node.closest(`[data-testid="transcript"]`).getBoundingClientRect();
+  const top = node.getBoundingClientRect().top;
+  return top >= view.top - 1 && top < view.bottom;
+}
 
 // A card that comes up is scrolled into view and takes the focus, so a keyboard alone answers it; once it is
 // answered the focus goes back to the message box. Call after call, so that the transcript has to scroll. A
@@ -228,7 +228,7 @@ test("a-card-takes-the-focus-and-gives-it-back", async (page) => {
     await callTool(page, SERVER, "ask_boolean");
     const card = await openCard(page);
     await page.waitForFunction(() => document.activeElement?.closest(`[data-testid="form-card"][data-state="open"]`));
-    assert.ok(await topInView(card), `call ${i}: the card's top is out of view`);
+    assert.ok(await page.evaluate(cardTopInView, await card.getAttribute("data-form-id")), `call ${i}: the card's top is out of view`);
     await page.keyboard.press("Space");
     await done.nth(i - 1).waitFor();
     assert.deepEqual(await pluginResult(page, "ask_boolean"), accept({ agree: true }), `call ${i}`);
@@ -245,12 +245,7 @@ test("a-card-takes-the-focus-and-gives-it-back", async (page) => {
     await tab.locator(`${tid("connection-status")}[data-state="connected"]`).waitFor();
     await callTool(tab, SERVER, "ask_boolean");
     const card = await openCard(page);
-    await page.waitForFunction((id) => {
-      const node = document.querySelector(`[data-testid="form-card"][data-form-id="${id}"]`);
-      const view = node.closest(`[data-testid="transcript"]`).getBoundingClientRect();
-      const top = node.getBoundingClientRect().top;
-      return top >= view.top - 1 && top < view.bottom;
-    }, await card.getAttribute("data-form-id"));
+    await page.waitForFunction(cardTopInView, await card.getAttribute("data-form-id"));
     assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), "message-input", "the card took the focus from the message being written");
     await option(await openCard(tab), "false").click();
     await done.nth(6).waitFor();
