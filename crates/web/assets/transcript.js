@@ -79,7 +79,7 @@ export class Transcript {
   snapshotDone() {
     this.live = true;
     const shown = this.openCard();
-    if (shown) this.reveal({ focus: () => this.mayTakeFocus() && shown.state === "open" && shown.focus() });
+    if (shown) this.focusAtFrame(shown);
   }
 
   // The first card awaiting an answer, if any.
@@ -134,10 +134,15 @@ export class Transcript {
     return !typing;
   }
 
+  // Gives `card` the focus at the next frame, asked then, not now: the person may have started typing, or answered
+  // the card, in between.
+  focusAtFrame(card) {
+    this.reveal({ focus: () => card.state === "open" && this.mayTakeFocus() && card.focus() });
+  }
+
   cardUp(card) {
     if (!this.live) return;
-    // Asked at the frame, not now: the person may have started typing, or answered the card, in between.
-    this.reveal({ focus: () => this.mayTakeFocus() && card.state === "open" && card.focus() });
+    this.focusAtFrame(card);
     this.hooks.announce(`${card.element.querySelector("[data-testid=card-source]")?.textContent ?? "A card"}: ${card.titleNode.textContent}`);
   }
 
