@@ -9,6 +9,9 @@ const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp
 // What changes the number of the session's cards awaiting an answer.
 const CARD_CHANGES = new Set(["form_requested", "approval_requested", "form_resolved", "approval_resolved"]);
 
+// What draws the entry of a call: of an app's own calls, drawn at the next frame (`deferAppCall`).
+const CALL_ENTRY_CHANGES = new Set(["tool_call_started", "tool_call_round", "tool_call_finished"]);
+
 export class Transcript {
   // hooks: {upload(file) -> Promise<{uri, name}>, onTurn(running), announce(text), composer(), onSignedIn(),
   //         onListChange() (the person wrote: a title may change), onOpenCards(count), apps: the page's Apps}
@@ -43,10 +46,34 @@ export class Transcript {
         if (this.live) this.hooks.onSignedIn();
         return;
     }
+    if (this.deferAppCall(message)) return;
+    this.applyDeferred();
     this.apply(message);
     if (!this.live) return;
     if (message.type === "message_added" && message.role === "user") this.hooks.onListChange();
     else if (CARD_CHANGES.has(message.type)) this.hooks.onOpenCards(this.unresolved.size);
+  }
+
+  // The entries of an app's own calls are drawn just before the next frame, all at once: an app that calls often
+  // (a monitor polls) then never waits for its answers behind the drawing of its calls, which shows no sooner
+  // anyway. Any other event draws them first, so events still apply in order.
+  deferAppCall(message) {
+    const id = message.call_id;
+    if (message.type === "tool_call_started" && message.asked_by) this.appCallIds.add(id);
+    const appCall = CALL_ENTRY_CHANGES.has(message.type) && this.appCallIds.has(id);
+    if (message.type === "tool_call_finished") this.appCallIds.delete(id);
+    if (!appCall || !this.live) return false;
+    this.deferred.events.push(message);
+    this.deferred.frame ||= requestAnimationFrame(() => this.applyDeferred());
+    return true;
+  }
+
+  applyDeferred() {
+    const { frame, events } = this.deferred;
+    if (!events.length) return;
+    cancelAnimationFrame(frame);
+    this.deferred = { frame: 0, events: [] };
+    for (const message of events) this.apply(message);
   }
 
   // Forgets everything: a snapshot follows.
@@ -57,6 +84,10 @@ export class Transcript {
     // Cards requested and not yet resolved, as the host counts a session's open cards.
     this.unresolved = new Set();
     this.calls = new Map();
+    // The calls apps made that have not finished, and their events waiting for the next frame.
+    this.appCallIds = new Set();
+    if (this.deferred?.frame) cancelAnimationFrame(this.deferred.frame);
+    this.deferred = { frame: 0, events: [] };
     this.unreveal();
     // The model's answer while it streams: {id, node, text}; the whole message replaces it.
     this.streaming = null;
