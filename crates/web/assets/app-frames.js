@@ -6,7 +6,7 @@
 // once: there an app that moves starts again in a document of its own, with its call's input and last outcome,
 // as after a reload of the page; and no spares are kept.
 
-import { el } from "./dom.js";
+import { after, el } from "./dom.js";
 
 // Whether the browser moves a frame without loading it again.
 export const KEEPS_MOVED_FRAMES = typeof Element.prototype.moveBefore === "function";
@@ -19,11 +19,6 @@ export function moveInto(parent, node) {
   if (isLastIn(parent, node)) return;
   if (KEEPS_MOVED_FRAMES && node.isConnected && parent.isConnected) parent.moveBefore(node, null);
   else parent.append(node);
-}
-
-// Runs `then` once `ms` passed (with no string a timer could evaluate).
-export function after(ms, then) {
-  AbortSignal.timeout(ms).addEventListener("abort", then, { once: true });
 }
 
 // What `promise` resolves to, or null once `ms` passed without it (the page's bounded waits: an app's answer).

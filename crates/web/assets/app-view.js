@@ -1,10 +1,10 @@
 // One app on the page (see `apps.js`): its card in the call's entry, its frame, the messages between the frame
 // and the host, and where it is shown (inline, the side panel, fullscreen, picture in picture) and how big.
 
-import { el } from "./dom.js";
+import { after, el } from "./dom.js";
 import { api } from "./net.js";
 import { hostStyles, currentTheme } from "./app-context.js";
-import { KEEPS_MOVED_FRAMES, actionButton, after, appFrameElement, isLastIn, isRpc, moveInto, within } from "./app-frames.js";
+import { KEEPS_MOVED_FRAMES, actionButton, appFrameElement, isLastIn, isRpc, moveInto, within } from "./app-frames.js";
 import { SPARE_ANSWER_WAIT_MS } from "./app-spare.js";
 
 const HOST_MODES = ["inline", "fullscreen", "pip"];

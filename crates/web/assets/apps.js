@@ -14,10 +14,10 @@
 // card and frame, `app-spare.js` the frame loaded ahead for the next app, `app-frames.js` the frames' helpers,
 // `app-context.js` the look an app is told of.
 
-import { el } from "./dom.js";
+import { after, el } from "./dom.js";
 import { api } from "./net.js";
 import { hostStyles, currentTheme } from "./app-context.js";
-import { KEEPS_MOVED_FRAMES, actionButton, after, appFrameElement, moveInto } from "./app-frames.js";
+import { KEEPS_MOVED_FRAMES, actionButton, appFrameElement, moveInto } from "./app-frames.js";
 import { SPARE_HOLD_MS, SPARE_RENEW_FOR_MS, Spare } from "./app-spare.js";
 import { AppView } from "./app-view.js";
 

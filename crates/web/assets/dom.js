@@ -27,6 +27,11 @@ export function el(tag, props = {}, ...children) {
   return node;
 }
 
+// Runs `then` once `ms` passed (with no string a timer could evaluate).
+export function after(ms, then) {
+  AbortSignal.timeout(ms).addEventListener("abort", then, { once: true });
+}
+
 // Appends children; strings become text nodes, null/false are skipped, arrays are flattened.
 export function append(node, children) {
   for (const child of [children].flat(Infinity)) {

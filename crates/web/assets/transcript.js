@@ -1,7 +1,7 @@
 // The transcript of one session, drawn from the socket's events in order: messages, tool calls with
 // their arguments and results, cards and their outcomes, diagnostics.
 
-import { el, pretty } from "./dom.js";
+import { after, el, pretty } from "./dom.js";
 import { FormCard, UrlCard, ApprovalCard } from "./cards.js";
 
 const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
@@ -9,8 +9,11 @@ const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp
 // What changes the number of the session's cards awaiting an answer.
 const CARD_CHANGES = new Set(["form_requested", "approval_requested", "form_resolved", "approval_resolved"]);
 
-// What draws the entry of a call: of an app's own calls, drawn at the next frame (`deferAppCall`).
+// What draws the entry of a call: of an app's own calls, drawn in batches (`deferAppCall`).
 const CALL_ENTRY_CHANGES = new Set(["tool_call_started", "tool_call_round", "tool_call_finished"]);
+
+// How often the entries of an app's own calls are drawn, at most: ten times a second still reads as live.
+const APP_CALLS_DRAWN_EVERY_MS = 100;
 
 export class Transcript {
   // hooks: {upload(file) -> Promise<{uri, name}>, onTurn(running), announce(text), composer(), onSignedIn(),
@@ -54,25 +57,26 @@ export class Transcript {
     else if (CARD_CHANGES.has(message.type)) this.hooks.onOpenCards(this.unresolved.size);
   }
 
-  // The entries of an app's own calls are drawn just before the next frame, all at once: an app that calls often
-  // (a monitor polls) then never waits for its answers behind the drawing of its calls, which shows no sooner
-  // anyway. Any other event draws them first, so events still apply in order.
+  // The entries of an app's own calls are drawn in batches, at most every APP_CALLS_DRAWN_EVERY_MS: an app that
+  // calls often (a monitor polls) then rarely waits for its answers behind the drawing of its calls, as each
+  // drawing (and the frame it takes) would hold the page that relays them. Any other event draws them first, so
+  // events still apply in order.
   deferAppCall(message) {
     const id = message.call_id;
     if (message.type === "tool_call_started" && message.asked_by) this.appCallIds.add(id);
     const appCall = CALL_ENTRY_CHANGES.has(message.type) && this.appCallIds.has(id);
     if (message.type === "tool_call_finished") this.appCallIds.delete(id);
     if (!appCall || !this.live) return false;
-    this.deferred.events.push(message);
-    this.deferred.frame ||= requestAnimationFrame(() => this.applyDeferred());
+    const batch = this.deferred;
+    if (!batch.events.length) after(APP_CALLS_DRAWN_EVERY_MS, () => this.deferred === batch && this.applyDeferred());
+    batch.events.push(message);
     return true;
   }
 
   applyDeferred() {
-    const { frame, events } = this.deferred;
+    const { events } = this.deferred;
     if (!events.length) return;
-    cancelAnimationFrame(frame);
-    this.deferred = { frame: 0, events: [] };
+    this.deferred = { events: [] };
     for (const message of events) this.apply(message);
   }
 
@@ -84,10 +88,9 @@ export class Transcript {
     // Cards requested and not yet resolved, as the host counts a session's open cards.
     this.unresolved = new Set();
     this.calls = new Map();
-    // The calls apps made that have not finished, and their events waiting for the next frame.
+    // The calls apps made that have not finished, and their events waiting to be drawn.
     this.appCallIds = new Set();
-    if (this.deferred?.frame) cancelAnimationFrame(this.deferred.frame);
-    this.deferred = { frame: 0, events: [] };
+    this.deferred = { events: [] };
     this.unreveal();
     // The model's answer while it streams: {id, node, text}; the whole message replaces it.
     this.streaming = null;
