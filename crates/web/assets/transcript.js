@@ -68,16 +68,16 @@ export class Transcript {
     if (message.type === "tool_call_finished") this.appCallIds.delete(id);
     if (!appCall || !this.live) return false;
     const batch = this.deferred;
-    if (!batch.events.length) after(APP_CALLS_DRAWN_EVERY_MS, () => this.deferred === batch && this.applyDeferred());
-    batch.events.push(message);
+    if (!batch.length) after(APP_CALLS_DRAWN_EVERY_MS, () => this.deferred === batch && this.applyDeferred());
+    batch.push(message);
     return true;
   }
 
   applyDeferred() {
-    const { events } = this.deferred;
-    if (!events.length) return;
-    this.deferred = { events: [] };
-    for (const message of events) this.apply(message);
+    const batch = this.deferred;
+    if (!batch.length) return;
+    this.deferred = [];
+    for (const message of batch) this.apply(message);
   }
 
   // Forgets everything: a snapshot follows.
@@ -90,7 +90,7 @@ export class Transcript {
     this.calls = new Map();
     // The calls apps made that have not finished, and their events waiting to be drawn.
     this.appCallIds = new Set();
-    this.deferred = { events: [] };
+    this.deferred = [];
     this.unreveal();
     // The model's answer while it streams: {id, node, text}; the whole message replaces it.
     this.streaming = null;
